@@ -1,0 +1,41 @@
+/**
+ * All of Deputy's activities, built from their dependencies so tests pass real objects pointed at local fakes.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type OpenAI from 'openai';
+import type { ResolveRunInput, ResolveRunResult } from '../src/activity-types.js';
+import { CompositionError, resolveComposition } from '../src/composition.js';
+import type { DeputyConfig } from '../src/config.js';
+import type { ToolDefinition } from '../src/tools.js';
+import { createCallModel } from './call-model.js';
+import { createRunTool } from './run-tool.js';
+
+/** Dependencies of every activity. */
+export interface ActivityDeps {
+  openai: OpenAI;
+  config: DeputyConfig;
+  tools: ReadonlyMap<string, ToolDefinition>;
+  /** Only to redact it from error text. */
+  apiKey?: string | undefined;
+}
+
+/** Builds the activities a Deputy worker registers. */
+export function createActivities({ openai, config, tools, apiKey }: ActivityDeps) {
+  return {
+    callModel: createCallModel({ openai, apiKey }),
+    runTool: createRunTool(tools),
+    async resolveRun(input: ResolveRunInput): Promise<ResolveRunResult> {
+      try {
+        return resolveComposition(config, tools, input);
+      } catch (err) {
+        if (err instanceof CompositionError) {
+          throw ApplicationFailure.create({ type: err.type, message: err.message, nonRetryable: true });
+        }
+        throw err;
+      }
+    },
+  };
+}
+
+/** The activities' type, for `proxyActivities<DeputyActivities>` in workflow code. */
+export type DeputyActivities = ReturnType<typeof createActivities>;

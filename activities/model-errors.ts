@@ -1,0 +1,78 @@
+/**
+ * Translates errors from the `openai` client into Temporal `ApplicationFailure`s (R1.2): transient ones retry with
+ * backoff (honouring `retry-after`), caller errors fail the turn at once with a message that says what to fix.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import OpenAI from 'openai';
+
+const RETRYABLE_TYPES: Record<number, string> = {
+  408: 'ModelCall.Timeout',
+  409: 'ModelCall.Conflict',
+  429: 'ModelCall.RateLimited',
+};
+
+const FIXES: Record<number, [type: string, fix: string]> = {
+  400: ['ModelCall.BadRequest', 'check the model name, the tool schemas and the request parameters'],
+  401: ['ModelCall.Unauthorized', 'check OPENAI_API_KEY: the endpoint did not accept it'],
+  403: ['ModelCall.Forbidden', 'the API key is not allowed to use this model; choose another model or key'],
+  404: ['ModelCall.NotFound', 'check the model name (DEPUTY_MODEL, the preset or the run input) and OPENAI_BASE_URL'],
+  422: ['ModelCall.Unprocessable', 'the endpoint could not process the request; check the model and parameters'],
+};
+
+/** Reads `retry-after-ms` or `retry-after` (seconds or an HTTP date) into milliseconds. */
+export function retryAfterMs(headers: Headers | undefined, nowMs = Date.now()): number | undefined {
+  const ms = headers?.get('retry-after-ms');
+  if (ms && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
+  const value = headers?.get('retry-after');
+  if (!value) return undefined;
+  if (Number.isFinite(Number(value))) return Math.max(0, Number(value) * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}
+
+/** Removes a secret from text that may end up in workflow history. */
+export function redact(text: string, secret: string | undefined): string {
+  return secret ? text.split(secret).join('[redacted]') : text;
+}
+
+/** Maps an error thrown by an `openai` call to the `ApplicationFailure` the activity throws. */
+export function toModelFailure(err: unknown, model: string, apiKey: string | undefined): ApplicationFailure {
+  const message = redact(err instanceof Error ? err.message : String(err), apiKey);
+  const cause = new Error(message);
+  cause.name = err instanceof Error ? err.name : 'Error';
+
+  if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
+    const status = err.status;
+    if (status in RETRYABLE_TYPES || status >= 500) {
+      const delay = retryAfterMs(err.headers);
+      return ApplicationFailure.create({
+        type: RETRYABLE_TYPES[status] ?? 'ModelCall.ServerError',
+        message: `model endpoint answered ${status} for ${model}; retrying: ${message}`,
+        nonRetryable: false,
+        cause,
+        ...(delay !== undefined && { nextRetryDelay: Math.max(delay, 1) }),
+      });
+    }
+    const [type, fix] = FIXES[status] ?? ['ModelCall.Rejected', 'check the request; the endpoint refused it'];
+    return ApplicationFailure.create({
+      type,
+      message: `model endpoint answered ${status} for ${model}: ${fix} (${message})`,
+      nonRetryable: true,
+      cause,
+    });
+  }
+  if (err instanceof OpenAI.APIConnectionError) {
+    return ApplicationFailure.create({
+      type: 'ModelCall.Network',
+      message: `cannot reach the model endpoint for ${model}; retrying: ${message}`,
+      nonRetryable: false,
+      cause,
+    });
+  }
+  return ApplicationFailure.create({
+    type: 'ModelCall.MalformedResponse',
+    message: `the model endpoint's answer for ${model} could not be read; retrying: ${message}`,
+    nonRetryable: false,
+    cause,
+  });
+}

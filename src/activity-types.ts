@@ -1,0 +1,62 @@
+/**
+ * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
+ */
+import type { DefaultLimits } from './limits.js';
+import type { ChatMessage, ToolCall } from './session.js';
+import type { ToolSpec } from './tools.js';
+import type { ModelPrice } from './usage.js';
+
+/** Input of `resolveRun`: what the run asked for. */
+export interface ResolveRunInput {
+  preset?: string | undefined;
+  model?: string | undefined;
+  effort?: string | undefined;
+  scopes?: string[] | undefined;
+}
+
+/** Result of `resolveRun`: the run's composition, frozen for its whole life. */
+export interface ResolveRunResult {
+  preset: string;
+  /** System prompt: the preset's persona and its skills. */
+  persona: string;
+  model: string;
+  effort: string | null;
+  scopes: string[];
+  /** Tools the run may use: the preset's tools whose scopes the run holds. */
+  tools: ToolSpec[];
+  price: ModelPrice;
+  defaultLimits: DefaultLimits;
+}
+
+/** Input of `callModel`. */
+export interface CallModelInput {
+  model: string;
+  effort: string | null;
+  messages: ChatMessage[];
+  /** Tools offered on this call; empty for a synthesis call. */
+  tools: ToolSpec[];
+}
+
+/** Result of `callModel`. */
+export interface CallModelResult {
+  content: string | null;
+  toolCalls: ToolCall[];
+  inputTokens: number;
+  outputTokens: number;
+  finishReason: string | null;
+}
+
+/** Input of `runTool`. */
+export interface RunToolInput {
+  runId: string;
+  call: ToolCall;
+  /** Names of the tools this run may use; anything else is refused. */
+  allowedTools: string[];
+  scopes: string[];
+}
+
+/** Result of `runTool`: the text the model sees, and whether it is an error. */
+export interface RunToolResult {
+  content: string;
+  isError: boolean;
+}

@@ -1,0 +1,121 @@
+/**
+ * A typed client for backend services: start runs, read their state, talk to them, cancel them, await results.
+ * Everything it sends is validated by the same zod schemas the workflow uses.
+ */
+import { randomUUID } from 'node:crypto';
+import { CancelledFailure, Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { z } from 'zod';
+import { InputError } from './errors.js';
+import { endConversationUpdate, sendMessageUpdate, stateQuery } from './messages.js';
+import {
+  EndConversationInput,
+  RunInput,
+  RunResult,
+  SendMessageInput,
+  Usage,
+  type RunState,
+} from './run-schema.js';
+import { ZERO_USAGE } from './usage.js';
+import { describeIssues } from './zod-issues.js';
+
+/** Options of `DeputyClient`. */
+export interface DeputyClientOptions {
+  /** Task queue of the Deputy workers. @default 'deputy' */
+  taskQueue?: string;
+}
+
+/** Options of `startRun`. */
+export interface StartRunOptions {
+  /** Workflow id (also the session id). @default `run-<uuid>` */
+  workflowId?: string;
+  /** One line shown for the run in Temporal UI. @default the task's first 80 characters */
+  summary?: string;
+}
+
+function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new InputError(what, describeIssues(parsed.error));
+  return parsed.data;
+}
+
+/** Reads the usage a finished run left in its memo; zero when there is none. */
+function usageFromMemo(memo: Record<string, unknown> | undefined): Usage {
+  const parsed = Usage.safeParse(memo?.deputyUsage);
+  return parsed.success ? parsed.data : ZERO_USAGE;
+}
+
+function rootMessage(err: unknown): string {
+  let current: unknown = err;
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause;
+  return current instanceof Error ? current.message : String(current);
+}
+
+/** A client for Deputy runs. */
+export class DeputyClient {
+  private readonly taskQueue: string;
+
+  constructor(
+    /** The Temporal client it talks through. */
+    readonly temporal: Client,
+    options: DeputyClientOptions = {},
+  ) {
+    this.taskQueue = options.taskQueue ?? 'deputy';
+  }
+
+  /** Connects to `address` (default `TEMPORAL_ADDRESS` or `localhost:7233`). */
+  static async connect(
+    options: DeputyClientOptions & { address?: string; namespace?: string } = {},
+  ): Promise<DeputyClient> {
+    const connection = await Connection.connect({ address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233' });
+    const namespace = options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
+    return new DeputyClient(new Client({ connection, namespace }), {
+      taskQueue: options.taskQueue ?? process.env.DEPUTY_TASK_QUEUE ?? 'deputy',
+    });
+  }
+
+  /** Validates `input` and starts an `agentRun`; throws `InputError` naming each bad field. */
+  async startRun(input: RunInput, options: StartRunOptions = {}): Promise<WorkflowHandle> {
+    const valid = parseOrThrow(RunInput, input, 'RunInput');
+    return this.temporal.workflow.start('agentRun', {
+      taskQueue: this.taskQueue,
+      workflowId: options.workflowId ?? `run-${randomUUID()}`,
+      args: [valid],
+      staticSummary: options.summary ?? `agentRun: ${valid.task.replace(/\s+/g, ' ').slice(0, 80)}`,
+    });
+  }
+
+  /** The run's live state (status, usage, remaining limits, session). */
+  async getState(workflowId: string): Promise<RunState> {
+    return this.temporal.workflow.getHandle(workflowId).query(stateQuery);
+  }
+
+  /** Sends a user message into a live run. */
+  async sendMessage(workflowId: string, message: string): Promise<void> {
+    const payload = parseOrThrow(SendMessageInput, { message }, 'sendMessage payload');
+    await this.temporal.workflow.getHandle(workflowId).executeUpdate(sendMessageUpdate, { args: [payload] });
+  }
+
+  /** Ends a conversation-mode run once its current turn is done. */
+  async endConversation(workflowId: string, reason?: string): Promise<void> {
+    const payload = parseOrThrow(EndConversationInput, reason === undefined ? {} : { reason }, 'endConversation payload');
+    await this.temporal.workflow.getHandle(workflowId).executeUpdate(endConversationUpdate, { args: [payload] });
+  }
+
+  /** Requests cancellation; the run aborts its model call in flight and ends `cancelled`. */
+  async cancel(workflowId: string): Promise<void> {
+    await this.temporal.workflow.getHandle(workflowId).cancel();
+  }
+
+  /** Waits for the run's end and returns its `RunResult`, whatever the status (failures are not thrown). */
+  async result(workflowId: string): Promise<RunResult> {
+    const handle = this.temporal.workflow.getHandle(workflowId);
+    try {
+      return RunResult.parse(await handle.result());
+    } catch (err) {
+      if (!(err instanceof WorkflowFailedError)) throw err;
+      const usage = usageFromMemo((await handle.describe()).memo);
+      if (err.cause instanceof CancelledFailure) return { status: 'cancelled', output: null, usage, sessionId: workflowId };
+      return { status: 'failed', output: null, usage, sessionId: workflowId, error: rootMessage(err) };
+    }
+  }
+}

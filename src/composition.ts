@@ -1,0 +1,72 @@
+/**
+ * Resolving a run's composition from the config: preset, persona with skills, model, price, tools and scopes.
+ * Pure: the caller passes the config and the worker's tools.
+ */
+import type { ResolveRunInput, ResolveRunResult } from './activity-types.js';
+import type { DeputyConfig, Preset } from './config.js';
+import { DeputyError } from './errors.js';
+import { holdsScopes, toToolSpec, type ToolDefinition } from './tools.js';
+import { priceFromUsdPerMTok } from './usage.js';
+
+/** Thrown when a run names a preset or model the config does not know. */
+export class CompositionError extends DeputyError {
+  constructor(
+    message: string,
+    /** Dotted failure type for the activity boundary. */
+    readonly type: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A preset's system prompt: its persona followed by its skills as named instruction blocks. */
+export function renderPersona(preset: Preset): string {
+  const skills = Object.entries(preset.skills).map(([name, text]) => `### ${name}\n${text}`);
+  return skills.length > 0 ? `${preset.persona}\n\n## Skills\n\n${skills.join('\n\n')}` : preset.persona;
+}
+
+/** Resolves what a run runs with; the result is recorded in history and never changes for that run. */
+export function resolveComposition(
+  config: DeputyConfig,
+  tools: ReadonlyMap<string, ToolDefinition>,
+  input: ResolveRunInput,
+): ResolveRunResult {
+  const presetId = input.preset ?? config.defaultPreset;
+  const preset = config.presets.find((p) => p.id === presetId);
+  if (!preset) {
+    const known = config.presets.map((p) => p.id).join(', ');
+    throw new CompositionError(`unknown preset "${presetId}"; the config defines: ${known}`, 'Config.UnknownPreset');
+  }
+  const model = input.model ?? preset.model ?? config.model;
+  const price = config.prices[model];
+  if (!price) {
+    throw new CompositionError(
+      `no price for model "${model}"; add it under prices in DEPUTY_CONFIG so cost limits can hold`,
+      'Config.UnknownModelPrice',
+    );
+  }
+  const scopes = input.scopes ?? config.defaultScopes;
+  const { synthesisReserve, ...limits } = config.limits;
+  return {
+    preset: preset.id,
+    persona: renderPersona(preset),
+    model,
+    effort: input.effort ?? preset.effort ?? null,
+    scopes,
+    tools: preset.tools
+      .map((name) => tools.get(name))
+      .filter((tool): tool is ToolDefinition => tool !== undefined && holdsScopes(scopes, tool.scopes))
+      .map(toToolSpec),
+    price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd),
+    defaultLimits: { ...limits, synthesisReserve },
+  };
+}
+
+/** Problems with a config given the worker's tools: one line each. */
+export function checkConfigAgainstTools(config: DeputyConfig, tools: ReadonlyMap<string, ToolDefinition>): string[] {
+  return config.presets.flatMap((preset, i) =>
+    preset.tools
+      .filter((name) => !tools.has(name))
+      .map((name) => `presets.${i}.tools: unknown tool "${name}"; the worker has: ${[...tools.keys()].join(', ')}`),
+  );
+}

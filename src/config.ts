@@ -1,0 +1,163 @@
+/**
+ * Deputy's configuration: the config file named by `DEPUTY_CONFIG` (JSON or YAML) plus the environment (SPEC §6),
+ * validated by zod once at start-up. Every problem becomes one readable line.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+import { SynthesisReserve } from './run-schema.js';
+import { describeIssues } from './zod-issues.js';
+
+/** A model's price in USD per million tokens. */
+export const Price = z.strictObject({
+  inputPerMTokUsd: z.number().nonnegative(),
+  outputPerMTokUsd: z.number().nonnegative(),
+});
+
+/** A preset: persona, tools and defaults a run starts from (full rules arrive with the presets issue). */
+export const Preset = z.strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'use lowercase letters, digits, - and _'),
+  persona: z.string().default(''),
+  tools: z.array(z.string()).default([]),
+  skills: z.record(z.string(), z.string()).default({}),
+  model: z.string().min(1).optional(),
+  effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
+});
+export type Preset = z.infer<typeof Preset>;
+
+/** Default limits; a run's own `limits` override each. */
+export const DefaultLimitsConfig = z.strictObject({
+  maxTurns: z.number().int().positive().default(20),
+  maxTokens: z.number().int().positive().default(200_000),
+  maxCostUsd: z.number().positive().default(1),
+  maxToolCalls: z.number().int().nonnegative().default(40),
+  maxDurationSeconds: z.number().int().positive().default(1800),
+  synthesisReserve: SynthesisReserve.default({ tokens: 2000, costUsd: 0.01 }),
+});
+
+const DEFAULT_PERSONA =
+  'You are Deputy, a careful assistant. Use the tools you are given when they help, then answer concisely.';
+
+/** The config file's schema; `{}` is a valid config. */
+export const DeputyConfig = z
+  .strictObject({
+    /** Model used when neither the run nor its preset names one. */
+    model: z.string().min(1).default('gpt-4.1-mini'),
+    /** Prices per model in USD per million tokens. */
+    prices: z.record(z.string(), Price).default({
+      'gpt-4.1-mini': { inputPerMTokUsd: 0.4, outputPerMTokUsd: 1.6 },
+      'gpt-4.1': { inputPerMTokUsd: 2, outputPerMTokUsd: 8 },
+      'gpt-4o-mini': { inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 },
+    }),
+    /** Preset used when a run names none. */
+    defaultPreset: z.string().default('assistant'),
+    /** Scopes a run holds when its input names none. */
+    defaultScopes: z.array(z.string()).default(['tools.calc', 'tools.notes']),
+    limits: DefaultLimitsConfig.default(DefaultLimitsConfig.parse({})),
+    presets: z
+      .array(Preset)
+      .default([{ id: 'assistant', persona: DEFAULT_PERSONA, tools: ['calculate', 'search_notes'], skills: {} }]),
+    delegation: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        maxDepth: z.number().int().nonnegative().default(1),
+        maxBriefsPerInvocation: z.number().int().positive().max(3).default(3),
+        maxChildrenPerRun: z.number().int().positive().default(8),
+        neverInherit: z.array(z.string()).default(['skill_manage']),
+      })
+      .default({ enabled: false, maxDepth: 1, maxBriefsPerInvocation: 3, maxChildrenPerRun: 8, neverInherit: ['skill_manage'] }),
+    /** Hooks (events and webhooks arrive with the context issue). */
+    hooks: z.array(z.unknown()).default([]),
+  })
+  .superRefine((config, ctx) => {
+    const ids = new Set<string>();
+    config.presets.forEach((preset, i) => {
+      if (ids.has(preset.id)) ctx.addIssue({ code: 'custom', path: ['presets', i, 'id'], message: `duplicate preset id "${preset.id}"` });
+      ids.add(preset.id);
+      if (preset.model && !(preset.model in config.prices))
+        ctx.addIssue({ code: 'custom', path: ['presets', i, 'model'], message: `no price for model "${preset.model}"; add it under prices` });
+    });
+    if (!ids.has(config.defaultPreset))
+      ctx.addIssue({ code: 'custom', path: ['defaultPreset'], message: `preset "${config.defaultPreset}" is not defined under presets` });
+  });
+export type DeputyConfig = z.infer<typeof DeputyConfig>;
+
+/** Settings read from the environment (SPEC §6). */
+export interface DeputyEnv {
+  temporalAddress: string;
+  temporalNamespace: string;
+  taskQueue: string;
+  backgroundTaskQueue: string;
+  /** Never logged, never sent to a workflow. */
+  openaiApiKey: string | undefined;
+  openaiBaseUrl: string | undefined;
+  model: string | undefined;
+  configPath: string | undefined;
+  delegationEnabled: boolean | undefined;
+}
+
+/** Reads and checks Deputy's environment variables. */
+export function readEnv(env: NodeJS.ProcessEnv = process.env): DeputyEnv {
+  const problems: string[] = [];
+  const flag = env.AGENT_DELEGATION_ENABLED;
+  if (flag !== undefined && flag !== '' && flag !== 'true' && flag !== 'false') {
+    problems.push(`AGENT_DELEGATION_ENABLED: must be "true" or "false", got "${flag}"`);
+  }
+  const baseUrl = env.OPENAI_BASE_URL || undefined;
+  if (baseUrl !== undefined && !URL.canParse(baseUrl)) {
+    problems.push(`OPENAI_BASE_URL: "${baseUrl}" is not a URL (example: https://api.openai.com/v1)`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems, 'environment');
+  return {
+    temporalAddress: env.TEMPORAL_ADDRESS || 'localhost:7233',
+    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    taskQueue: env.DEPUTY_TASK_QUEUE || 'deputy',
+    backgroundTaskQueue: env.DEPUTY_BACKGROUND_TASK_QUEUE || 'deputy-background',
+    openaiApiKey: env.OPENAI_API_KEY || undefined,
+    openaiBaseUrl: baseUrl,
+    model: env.DEPUTY_MODEL || undefined,
+    configPath: env.DEPUTY_CONFIG || undefined,
+    delegationEnabled: flag === 'true' ? true : flag === 'false' ? false : undefined,
+  };
+}
+
+/** Validates a parsed config object; throws `ConfigError` with one line per problem. */
+export function parseConfig(raw: unknown, source = 'config'): DeputyConfig {
+  const parsed = DeputyConfig.safeParse(raw ?? {});
+  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error), source);
+  return parsed.data;
+}
+
+/** Loads the config file (JSON or YAML) and applies the environment's overrides (`DEPUTY_MODEL`, `AGENT_DELEGATION_ENABLED`). */
+export function loadConfig(env: DeputyEnv): DeputyConfig {
+  let raw: unknown = {};
+  if (env.configPath) {
+    let text: string;
+    try {
+      text = readFileSync(env.configPath, 'utf8');
+    } catch (err) {
+      throw new ConfigError([`DEPUTY_CONFIG: cannot read "${env.configPath}": ${(err as Error).message}`], 'environment');
+    }
+    try {
+      raw = parseYaml(text); // YAML is a superset of JSON, so this reads both.
+    } catch (err) {
+      throw new ConfigError([`cannot parse: ${(err as Error).message.split('\n')[0]}`], env.configPath);
+    }
+  }
+  const config = parseConfig(raw, env.configPath ?? 'built-in defaults');
+  return applyEnv(config, env);
+}
+
+/** Applies environment overrides to a validated config and re-checks what they touch. */
+export function applyEnv(config: DeputyConfig, env: Pick<DeputyEnv, 'model' | 'delegationEnabled'>): DeputyConfig {
+  const merged: DeputyConfig = {
+    ...config,
+    model: env.model ?? config.model,
+    delegation: { ...config.delegation, enabled: env.delegationEnabled ?? config.delegation.enabled },
+  };
+  if (!(merged.model in merged.prices)) {
+    throw new ConfigError([`model: no price for "${merged.model}"; add it under prices (USD per million tokens)`], 'config');
+  }
+  return merged;
+}

@@ -1,0 +1,43 @@
+/**
+ * An embedded Temporal dev server (the `temporal` CLI's `server start-dev`) with Deputy's search attributes
+ * registered, for the demo and the tests.
+ */
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DEPUTY_SEARCH_ATTRIBUTES } from './search-attributes.js';
+import { devServerExecutable } from './temporal-cli.js';
+
+/** Options of `startDevServer`. */
+export interface DevServerOptions {
+  /** SQLite file to persist to; in memory when omitted. */
+  dbFilename?: string;
+  /** Serve Temporal UI on this port. */
+  uiPort?: number;
+  /** Port of the frontend; a free one when omitted. */
+  port?: number;
+}
+
+/** A running dev server: its environment (client, connections) and where to look at it. */
+export interface DevServer {
+  env: TestWorkflowEnvironment;
+  address: string;
+  uiUrl: string | undefined;
+}
+
+/** Starts a dev server with the `temporal` CLI found on this machine. */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: devServerExecutable(),
+      searchAttributes: [...DEPUTY_SEARCH_ATTRIBUTES],
+      ...(options.dbFilename && { dbFilename: options.dbFilename }),
+      ...(options.port && { port: options.port }),
+      ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : { ui: false }),
+      extraArgs: ['--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true'],
+    },
+  });
+  return {
+    env,
+    address: env.address,
+    uiUrl: options.uiPort ? `http://localhost:${options.uiPort}` : undefined,
+  };
+}

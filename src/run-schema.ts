@@ -1,0 +1,149 @@
+/**
+ * The `agentRun` contract: what a caller sends, what it gets back, and what the `state` query shows.
+ * Must stay importable from workflow code: no Node built-ins, no I/O.
+ */
+import { z } from 'zod';
+import { LimitName, SessionEvent } from './session.js';
+
+export { LimitName };
+
+/** Tokens and cost of a run so far; cost is integer micro-USD so sums never drift. */
+export const Usage = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  totalTokens: z.number().int().nonnegative(),
+  costMicroUsd: z.number().int().nonnegative(),
+  modelCalls: z.number().int().nonnegative(),
+  toolCalls: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof Usage>;
+
+/** Budget held back so the run can still write its final answer (R1.4); `false` turns synthesis off. */
+export const SynthesisReserve = z.union([
+  z.literal(false),
+  z.strictObject({
+    /** Enter synthesis once remaining tokens are at or below this. @default 0 */
+    tokens: z.number().int().nonnegative().optional(),
+    /** Enter synthesis once remaining cost (USD) is at or below this. @default 0 */
+    costUsd: z.number().nonnegative().optional(),
+  }),
+]);
+export type SynthesisReserve = z.infer<typeof SynthesisReserve>;
+
+/** Per-run limits as a caller asks for them; anything omitted comes from the config's defaults. */
+export const Limits = z.strictObject({
+  /** Model calls allowed. */
+  maxTurns: z.number().int().positive().optional(),
+  /** Input plus output tokens allowed over all model calls. */
+  maxTokens: z.number().int().positive().optional(),
+  /** Spend allowed, in USD. */
+  maxCostUsd: z.number().positive().optional(),
+  /** Tool calls allowed. */
+  maxToolCalls: z.number().int().nonnegative().optional(),
+  /** Absolute time (ISO 8601) by which the run must end. */
+  deadline: z.iso.datetime({ offset: true }).optional(),
+  /** Budget held back for the final answer. */
+  synthesisReserve: SynthesisReserve.optional(),
+});
+export type Limits = z.infer<typeof Limits>;
+
+/** A prior turn that seeds a run's session. */
+export const SeedMessage = z.strictObject({
+  role: z.enum(['user', 'assistant']),
+  content: z.string(),
+});
+export type SeedMessage = z.infer<typeof SeedMessage>;
+
+/** Input of the `agentRun` workflow. */
+export const RunInput = z.strictObject({
+  /** The assignment: the run's first user message. */
+  task: z.string().min(1, 'task must not be empty'),
+  /** Prior user/assistant turns placed before the task. */
+  messages: z.array(SeedMessage).optional(),
+  /** `task` ends at the final answer; `conversation` waits for the next `sendMessage` after each answer. @default 'task' */
+  mode: z.enum(['task', 'conversation']).optional(),
+  /** Seconds a conversation waits for the next message before it ends. @default 3600 */
+  idleTimeoutSeconds: z.number().int().positive().optional(),
+  /** Preset id from the config. @default the config's `defaultPreset` */
+  preset: z.string().min(1).optional(),
+  /** Model name; overrides the preset's and the config's. */
+  model: z.string().min(1).optional(),
+  /** Reasoning effort passed to models that support it. */
+  effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
+  /** Limits for this run. */
+  limits: Limits.optional(),
+  /** Scopes this run holds; a tool is offered only when the run holds all of its scopes. @default the config's `defaultScopes` */
+  scopes: z.array(z.string().min(1)).optional(),
+  /** Tenant the run belongs to, for the caller's own bookkeeping. */
+  tenant: z.string().min(1).optional(),
+});
+export type RunInput = z.input<typeof RunInput>;
+
+/** How a run ends. */
+export const RunStatus = z.enum(['completed', 'failed', 'cancelled', 'limit_reached']);
+export type RunStatus = z.infer<typeof RunStatus>;
+
+/** What a run is doing now, as the `state` query reports it. */
+export const LiveStatus = z.enum(['starting', 'running', 'waiting_for_user', ...RunStatus.options]);
+export type LiveStatus = z.infer<typeof LiveStatus>;
+
+/** Result of the `agentRun` workflow. */
+export const RunResult = z.object({
+  status: RunStatus,
+  /** The final answer, or the best output so far when a limit was reached. */
+  output: z.string().nullable(),
+  usage: Usage,
+  /** Id of the run's session (its workflow id). */
+  sessionId: z.string(),
+  /** The limit that forced a synthesis answer or ended the run, if any. */
+  limit: LimitName.optional(),
+  /** Why the run failed, when it did. */
+  error: z.string().optional(),
+});
+export type RunResult = z.infer<typeof RunResult>;
+
+/** Limits in force, as integers (cost in micro-USD, deadline in epoch ms); `null` means unlimited. */
+export const ResolvedLimits = z.object({
+  maxTurns: z.number().int().nullable(),
+  maxTokens: z.number().int().nullable(),
+  maxCostMicroUsd: z.number().int().nullable(),
+  maxToolCalls: z.number().int().nullable(),
+  deadlineMs: z.number().int().nullable(),
+  synthesis: z.boolean(),
+  reserveTokens: z.number().int(),
+  reserveCostMicroUsd: z.number().int(),
+});
+export type ResolvedLimits = z.infer<typeof ResolvedLimits>;
+
+/** What is left of each limit; `null` means unlimited. */
+export const Remaining = z.object({
+  turns: z.number().int().nullable(),
+  tokens: z.number().int().nullable(),
+  costMicroUsd: z.number().int().nullable(),
+  toolCalls: z.number().int().nullable(),
+  deadlineMs: z.number().int().nullable(),
+});
+export type Remaining = z.infer<typeof Remaining>;
+
+/** Reply of the `state` query. */
+export const RunState = z.object({
+  status: LiveStatus,
+  model: z.string().nullable(),
+  preset: z.string().nullable(),
+  usage: Usage,
+  limits: ResolvedLimits.nullable(),
+  remaining: Remaining.nullable(),
+  /** The session's events in effective form. */
+  session: z.array(SessionEvent),
+});
+export type RunState = z.infer<typeof RunState>;
+
+/** Payload of the `sendMessage` update. */
+export const SendMessageInput = z.strictObject({
+  message: z.string().min(1, 'message must not be empty'),
+});
+export type SendMessageInput = z.infer<typeof SendMessageInput>;
+
+/** Payload of the `endConversation` update. */
+export const EndConversationInput = z.strictObject({ reason: z.string().optional() });
+export type EndConversationInput = z.infer<typeof EndConversationInput>;

@@ -1,0 +1,238 @@
+/**
+ * A scripted OpenAI-compatible Chat Completions server on loopback: the only fake in Deputy's tests and the offline
+ * demo's model. The real `openai` client talks to it over HTTP. It records every request (so tests assert on what a
+ * run actually sent), injects faults on demand, and fails loudly when a request matches no rule.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** Token counts a reply reports; defaults are fixed so tests can assert exact usage. */
+export interface ScriptUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+/** What the server answers to one request. */
+export type ScriptReply =
+  /** A final answer. */
+  | { text: string; usage?: ScriptUsage }
+  /** Tool calls; `arguments` as a string is sent raw (use it for malformed JSON). */
+  | { toolCalls: { name: string; arguments: unknown; id?: string }[]; text?: string; usage?: ScriptUsage }
+  /** An HTTP error with an OpenAI-style error body. */
+  | { status: number; message?: string; headers?: Record<string, string> }
+  /** Never answers; the request stays open until the client aborts it. */
+  | { hang: true }
+  /** Destroys the connection without an answer. */
+  | { reset: true }
+  /** A raw body, for truncated or invalid JSON. */
+  | { raw: string; status?: number };
+
+/** A request as the server received it. */
+export interface RecordedRequest {
+  index: number;
+  /** The parsed JSON body (model, messages, tools …). */
+  body: ChatRequestBody;
+  headers: IncomingMessage['headers'];
+  /** Name of the rule that answered, if any. */
+  rule: string | undefined;
+  /** True when the client dropped the connection before the answer was sent. */
+  aborted: boolean;
+}
+
+/** The parts of a Chat Completions request body the rules look at. */
+export interface ChatRequestBody {
+  model: string;
+  messages: { role: string; content?: string | null; tool_calls?: unknown[]; tool_call_id?: string }[];
+  tools?: { type: string; function: { name: string; description?: string; parameters?: unknown } }[];
+  [key: string]: unknown;
+}
+
+/** One rule of the script: answers requests it matches, `times` times (default once). */
+export interface ScriptRule {
+  name?: string;
+  when?: (request: RecordedRequest) => boolean;
+  reply: ScriptReply | ((request: RecordedRequest) => ScriptReply);
+  /** How many requests this rule answers. @default 1 */
+  times?: number;
+  /** Wait this long before answering. @default 0 */
+  delayMs?: number;
+}
+
+const DEFAULT_USAGE: ScriptUsage = { prompt_tokens: 100, completion_tokens: 20 };
+
+/** The content of the last message of a request. */
+export function lastMessage(request: RecordedRequest): string {
+  return request.body.messages.at(-1)?.content ?? '';
+}
+
+/** The tool names offered in a request. */
+export function offeredTools(request: RecordedRequest): string[] {
+  return (request.body.tools ?? []).map((tool) => tool.function.name);
+}
+
+/** The number of tool results in a request's dialogue. */
+export function toolResultCount(request: RecordedRequest): number {
+  return request.body.messages.filter((m) => m.role === 'tool').length;
+}
+
+/** A running scripted model server. */
+export class ScriptedModelServer {
+  /** Every request received, in arrival order. */
+  readonly requests: RecordedRequest[] = [];
+  /** Requests that matched no rule (each was answered with a 400 that names the problem). */
+  readonly unmatched: RecordedRequest[] = [];
+  private readonly rules: (ScriptRule & { used: number })[] = [];
+  private readonly waiters = new Set<() => void>();
+
+  private constructor(
+    private readonly server: Server,
+    /** Base URL to give the `openai` client (ends in `/v1`). */
+    readonly url: string,
+    private readonly quiet: boolean,
+  ) {}
+
+  /** Starts a server on 127.0.0.1 with an ephemeral port. */
+  static async start(rules: ScriptRule[] = [], options: { quiet?: boolean } = {}): Promise<ScriptedModelServer> {
+    let instance: ScriptedModelServer | undefined;
+    const server = createServer((req, res) => void instance!.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    instance = new ScriptedModelServer(server, `http://127.0.0.1:${port}/v1`, options.quiet ?? false);
+    instance.add(...rules);
+    return instance;
+  }
+
+  /** Appends rules to the script. */
+  add(...rules: ScriptRule[]): this {
+    for (const rule of rules) this.rules.push({ ...rule, used: 0 });
+    return this;
+  }
+
+  /** Names (or indexes) of rules that still expect requests; infinite rules are not counted. */
+  pendingRules(): string[] {
+    return this.rules
+      .map((rule, i) => ({ rule, i }))
+      .filter(({ rule }) => Number.isFinite(rule.times ?? 1) && rule.used < (rule.times ?? 1))
+      .map(({ rule, i }) => rule.name ?? `#${i}`);
+  }
+
+  /** Resolves once `predicate` holds over the recorded requests; rejects after `timeoutMs`. */
+  async waitFor(predicate: (requests: RecordedRequest[]) => boolean, timeoutMs = 20_000): Promise<void> {
+    if (predicate(this.requests)) return;
+    await new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!predicate(this.requests)) return;
+        clearTimeout(timer);
+        this.waiters.delete(check);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`scripted model: condition not met within ${timeoutMs} ms (${this.requests.length} requests)`));
+      }, timeoutMs);
+      this.waiters.add(check);
+    });
+  }
+
+  /** Stops the server and drops open connections. */
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private notify(): void {
+    for (const waiter of [...this.waiters]) waiter();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    let body: ChatRequestBody;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRequestBody;
+    } catch {
+      this.sendError(res, 400, 'scripted model: the request body is not JSON');
+      return;
+    }
+    const record: RecordedRequest = {
+      index: this.requests.length,
+      body,
+      headers: req.headers,
+      rule: undefined,
+      aborted: false,
+    };
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        record.aborted = true;
+        this.notify();
+      }
+    });
+    this.requests.push(record);
+
+    const rule = this.rules.find((r) => r.used < (r.times ?? 1) && (r.when?.(record) ?? true));
+    if (!rule) {
+      this.unmatched.push(record);
+      const message = `scripted model: out of script: no rule matches request #${record.index} (last message: ${JSON.stringify(lastMessage(record).slice(0, 120))})`;
+      if (!this.quiet) console.error(message);
+      this.notify();
+      this.sendError(res, 400, message);
+      return;
+    }
+    rule.used += 1;
+    record.rule = rule.name ?? `#${this.rules.indexOf(rule)}`;
+    this.notify();
+    if (rule.delayMs) await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
+    if (res.destroyed) return;
+    const reply = typeof rule.reply === 'function' ? rule.reply(record) : rule.reply;
+    this.send(res, record, reply);
+  }
+
+  private send(res: ServerResponse, record: RecordedRequest, reply: ScriptReply): void {
+    if ('hang' in reply) return;
+    if ('reset' in reply) {
+      res.socket?.destroy();
+      return;
+    }
+    if ('raw' in reply) {
+      res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' }).end(reply.raw);
+      return;
+    }
+    if ('status' in reply) {
+      this.sendError(res, reply.status, reply.message ?? `scripted error ${reply.status}`, reply.headers);
+      return;
+    }
+    const usage = reply.usage ?? DEFAULT_USAGE;
+    const toolCalls =
+      'toolCalls' in reply
+        ? reply.toolCalls.map((call, i) => ({
+            id: call.id ?? `call_${record.index}_${i}`,
+            type: 'function',
+            function: {
+              name: call.name,
+              arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+            },
+          }))
+        : undefined;
+    const payload = {
+      id: `chatcmpl-${record.index}`,
+      object: 'chat.completion',
+      created: 0,
+      model: record.body.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'text' in reply ? (reply.text ?? null) : null, tool_calls: toolCalls },
+          finish_reason: toolCalls ? 'tool_calls' : 'stop',
+        },
+      ],
+      usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+    };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+  }
+
+  private sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+    res
+      .writeHead(status, { 'content-type': 'application/json', ...headers })
+      .end(JSON.stringify({ error: { message, type: 'scripted_error', code: status } }));
+  }
+}

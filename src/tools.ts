@@ -1,0 +1,57 @@
+/**
+ * Tools: declared with zod parameters and the scopes a run must hold to be offered them. The declaration is shared;
+ * `execute` runs only inside the `runTool` activity.
+ */
+import { z } from 'zod';
+
+/** What a tool's `execute` receives besides its arguments. */
+export interface ToolContext {
+  /** Workflow id of the run that called the tool. */
+  runId: string;
+  /** Aborted when the run is cancelled or the activity times out. */
+  signal: AbortSignal;
+}
+
+/** A tool the model can call. */
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  /** Name the model calls it by (`^[a-zA-Z0-9_-]{1,64}$`). */
+  name: string;
+  /** What the tool does, for the model. */
+  description: string;
+  /** Arguments; the JSON schema the model sees is generated from this. */
+  parameters: S;
+  /** Scopes a run must hold for the tool to be offered. */
+  scopes: readonly string[];
+  /** Runs the tool; a string is returned as is, anything else as JSON. */
+  execute(args: z.infer<S>, context: ToolContext): Promise<unknown>;
+}
+
+/** Declares a tool with its argument types inferred from the zod schema. */
+export function defineTool<S extends z.ZodType>(tool: ToolDefinition<S>): ToolDefinition<S> {
+  return tool;
+}
+
+/** A tool as the workflow and the model see it: JSON only. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  scopes: string[];
+}
+
+/** Turns a tool definition into its JSON spec; the parameters' JSON schema comes from zod. */
+export function toToolSpec(tool: ToolDefinition): ToolSpec {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.parameters, { target: 'draft-7' }) as Record<
+    string,
+    unknown
+  >;
+  return { name: tool.name, description: tool.description, parameters, scopes: [...tool.scopes] };
+}
+
+/** True when `held` contains every scope in `needed`. */
+export function holdsScopes(held: readonly string[], needed: readonly string[]): boolean {
+  return needed.every((scope) => held.includes(scope));
+}
+
+/** Tool names must be what the Chat Completions API accepts. */
+export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;

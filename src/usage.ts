@@ -1,0 +1,67 @@
+/**
+ * Usage and cost arithmetic (R1.3). Cost is integer micro-USD: prices are stored as micro-USD per million
+ * tokens, each call's cost is rounded up once, and sums are exact.
+ */
+import type { Usage } from './run-schema.js';
+
+/** A model's price in integer micro-USD per million tokens. */
+export interface ModelPrice {
+  inputMicroUsdPerMTok: number;
+  outputMicroUsdPerMTok: number;
+}
+
+/** Tokens reported by one model call. */
+export interface CallTokens {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+const MICRO = 1_000_000;
+
+/** Converts USD to integer micro-USD, rounding to the nearest micro-dollar. */
+export function usdToMicro(usd: number): number {
+  return Math.round(usd * MICRO);
+}
+
+/** Converts integer micro-USD to USD for display. */
+export function microToUsd(micro: number): number {
+  return micro / MICRO;
+}
+
+/** Converts a price in USD per million tokens to integer micro-USD per million tokens. */
+export function priceFromUsdPerMTok(input: number, output: number): ModelPrice {
+  return { inputMicroUsdPerMTok: usdToMicro(input), outputMicroUsdPerMTok: usdToMicro(output) };
+}
+
+/** Cost of one model call in integer micro-USD, rounded up so a run never under-counts its spend. */
+export function callCostMicroUsd(tokens: CallTokens, price: ModelPrice): number {
+  const scaled = tokens.inputTokens * price.inputMicroUsdPerMTok + tokens.outputTokens * price.outputMicroUsdPerMTok;
+  return Math.ceil(scaled / MICRO);
+}
+
+/** Usage of a run that has done nothing yet. */
+export const ZERO_USAGE: Usage = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  totalTokens: 0,
+  costMicroUsd: 0,
+  modelCalls: 0,
+  toolCalls: 0,
+});
+
+/** Adds one model call to a usage record. */
+export function addModelCall(usage: Usage, tokens: CallTokens, price: ModelPrice): Usage {
+  return {
+    ...usage,
+    inputTokens: usage.inputTokens + tokens.inputTokens,
+    outputTokens: usage.outputTokens + tokens.outputTokens,
+    totalTokens: usage.totalTokens + tokens.inputTokens + tokens.outputTokens,
+    costMicroUsd: usage.costMicroUsd + callCostMicroUsd(tokens, price),
+    modelCalls: usage.modelCalls + 1,
+  };
+}
+
+/** Adds executed tool calls to a usage record. */
+export function addToolCalls(usage: Usage, count: number): Usage {
+  return { ...usage, toolCalls: usage.toolCalls + count };
+}

@@ -1,0 +1,90 @@
+/**
+ * Builds Deputy workers. Kept apart from the `npm run worker` entry point so tests, the demo and users' own
+ * services create workers the same way.
+ */
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import OpenAI from 'openai';
+import { builtinTools } from '../activities/builtin-tools.js';
+import { createActivities } from '../activities/index.js';
+import { checkConfigAgainstTools } from './composition.js';
+import type { DeputyConfig } from './config.js';
+import { ConfigError } from './errors.js';
+import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from './search-attributes.js';
+import type { ToolDefinition } from './tools.js';
+import { TOOL_NAME } from './tools.js';
+
+/** Path of the workflows' entry module, for bundling. */
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** Options of `createDeputyWorker`. */
+export interface DeputyWorkerOptions {
+  connection: NativeConnection;
+  namespace?: string;
+  taskQueue: string;
+  config: DeputyConfig;
+  /** Model endpoint; the key never leaves the worker. */
+  model: { apiKey: string | undefined; baseURL: string | undefined };
+  /** Tools the worker can run. @default the built-in `calculate` and `search_notes` */
+  tools?: ToolDefinition[];
+  /** A prebuilt workflow bundle (tests build one and share it). @default bundled from `workflows/` */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Passed to the Temporal worker as is (cache size, concurrency …). */
+  workerOptions?: Partial<WorkerOptions>;
+}
+
+/** Indexes tools by name, rejecting bad and duplicate names. */
+export function toolMap(tools: readonly ToolDefinition[]): Map<string, ToolDefinition> {
+  const problems: string[] = [];
+  const map = new Map<string, ToolDefinition>();
+  for (const tool of tools) {
+    if (!TOOL_NAME.test(tool.name)) problems.push(`tool "${tool.name}": name must match ${TOOL_NAME}`);
+    if (map.has(tool.name)) problems.push(`tool "${tool.name}": registered twice`);
+    map.set(tool.name, tool);
+  }
+  if (problems.length > 0) throw new ConfigError(problems, 'worker tools');
+  return map;
+}
+
+/** The `openai` client activities use; Temporal does the retrying, so the SDK's own retries are off. */
+export function createOpenAIClient(model: DeputyWorkerOptions['model']): OpenAI {
+  if (!model.apiKey && !model.baseURL) {
+    throw new ConfigError(
+      ['OPENAI_API_KEY: not set; set it, or set OPENAI_BASE_URL for an endpoint that needs no key'],
+      'environment',
+    );
+  }
+  return new OpenAI({ apiKey: model.apiKey ?? 'no-key', baseURL: model.baseURL, maxRetries: 0, timeout: 600_000 });
+}
+
+/** Creates a worker that runs `agentRun` and its activities on `taskQueue`. */
+export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<Worker> {
+  const tools = toolMap(options.tools ?? builtinTools());
+  const problems = checkConfigAgainstTools(options.config, tools);
+  if (problems.length > 0) throw new ConfigError(problems, 'config');
+  const activities = createActivities({
+    openai: createOpenAIClient(options.model),
+    config: options.config,
+    tools,
+    apiKey: options.model.apiKey,
+  });
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace ?? 'default',
+    taskQueue: options.taskQueue,
+    activities,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
+    maxHeartbeatThrottleInterval: '1 second',
+    ...options.workerOptions,
+  });
+}
+
+/** Problems with the server's search attributes: one line each, with the command that fixes it. */
+export async function checkSearchAttributes(connection: NativeConnection, namespace: string): Promise<string[]> {
+  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+  return DEPUTY_SEARCH_ATTRIBUTES.filter((key) => !(key.name in (customAttributes ?? {}))).map(
+    (key) =>
+      `search attribute ${key.name} is not registered; run: temporal operator search-attribute create --namespace ${namespace} --name ${key.name} --type ${CLI_TYPE_NAMES[key.type]}`,
+  );
+}

@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolResultCount } from '../src/testing/scripted-model.js';
+import { createHarness, type Harness, type RunningWorker } from './support/harness.js';
+
+let h: Harness;
+let worker: RunningWorker;
+
+beforeAll(async () => {
+  h = await createHarness();
+  worker = await h.startWorker();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('agentRun', () => {
+  it('R1.1 R1.3 completes a run with two tool calls; the model saw exactly the expected requests', async () => {
+    const workflowId = h.id('two-tools');
+    const mine = (r: { body: { messages: { content?: string | null }[] } }) =>
+      r.body.messages.some((m) => m.content === 'What is 3 times 12.5, plus tax? Use the notes.');
+    h.model.add(
+      { name: 'notes', when: (r) => mine(r) && toolResultCount(r) === 0, reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'sales tax' } }] } },
+      { name: 'calc', when: (r) => mine(r) && toolResultCount(r) === 1, reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'multiply', a: 37.5, b: 1.08 } }] } },
+      { name: 'answer', when: (r) => mine(r) && toolResultCount(r) === 2, reply: { text: 'The total is $40.50.' } },
+    );
+    await h.deputy.startRun({ task: 'What is 3 times 12.5, plus tax? Use the notes.' }, { workflowId });
+    const result = await h.deputy.result(workflowId);
+
+    expect(result).toEqual({
+      status: 'completed',
+      output: 'The total is $40.50.',
+      sessionId: workflowId,
+      usage: { inputTokens: 300, outputTokens: 60, totalTokens: 360, costMicroUsd: 420, modelCalls: 3, toolCalls: 2 },
+    });
+    const seen = h.model.requests.filter(mine);
+    expect(seen.map((r) => r.rule)).toEqual(['notes', 'calc', 'answer']);
+    expect(seen[0]!.body.model).toBe('test-model');
+    expect(seen[0]!.body.tools!.map((t) => t.function.name)).toEqual(['calculate', 'search_notes']);
+    const last = seen[2]!.body.messages;
+    expect(last.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(last[3]!.content).toContain('8%');
+    expect(last[5]!.content).toBe('40.5');
+  });
+});

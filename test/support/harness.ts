@@ -1,0 +1,105 @@
+/**
+ * Per-file test harness: a real Temporal client and worker on the shared dev server, a fresh task queue, and a
+ * scripted model server that the real `openai` client talks to.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkerOptions } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { DeputyClient } from '../../src/client.js';
+import { parseConfig, type DeputyConfig } from '../../src/config.js';
+import { ScriptedModelServer, type ScriptRule } from '../../src/testing/scripted-model.js';
+import type { ToolDefinition } from '../../src/tools.js';
+import { createDeputyWorker } from '../../src/worker-factory.js';
+
+try {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+} catch {
+  // Already installed in this process by an earlier test file.
+}
+
+/** API key the tests give the worker; it must never show up in history. */
+export const TEST_API_KEY = 'sk-test-DO-NOT-LEAK-4f9c2e7a';
+
+/** A config for tests: a priced `test-model` ($1 in / $2 out per million tokens) and generous limits. */
+export function testConfig(overrides: Record<string, unknown> = {}): DeputyConfig {
+  return parseConfig({
+    model: 'test-model',
+    prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
+    limits: { maxTurns: 10, maxTokens: 100_000, maxCostUsd: 1, maxToolCalls: 20, maxDurationSeconds: 600, synthesisReserve: false },
+    ...overrides,
+  });
+}
+
+/** A worker running in the background of a test. */
+export interface RunningWorker {
+  worker: Worker;
+  /** Shuts the worker down and waits for it. */
+  stop(): Promise<void>;
+}
+
+/** Everything a test file needs. */
+export interface Harness {
+  connection: NativeConnection;
+  client: Client;
+  deputy: DeputyClient;
+  model: ScriptedModelServer;
+  taskQueue: string;
+  /** Starts a worker on this harness's task queue. */
+  startWorker(options?: {
+    config?: DeputyConfig;
+    tools?: ToolDefinition[];
+    workerOptions?: Partial<WorkerOptions>;
+  }): Promise<RunningWorker>;
+  /** A fresh, readable workflow id. */
+  id(prefix: string): string;
+  close(): Promise<void>;
+}
+
+/** Connects to the shared dev server and starts a scripted model. */
+export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> {
+  const address = inject('temporalAddress');
+  const workflowBundlePath = inject('workflowBundlePath');
+  const connection = await NativeConnection.connect({ address });
+  const clientConnection = await Connection.connect({ address });
+  const client = new Client({ connection: clientConnection });
+  const taskQueue = `test-${randomUUID()}`;
+  const model = await ScriptedModelServer.start(rules, { quiet: true });
+  const workers: RunningWorker[] = [];
+
+  return {
+    connection,
+    client,
+    deputy: new DeputyClient(client, { taskQueue }),
+    model,
+    taskQueue,
+    async startWorker(options = {}) {
+      const worker = await createDeputyWorker({
+        connection,
+        taskQueue,
+        config: options.config ?? testConfig(),
+        model: { apiKey: TEST_API_KEY, baseURL: model.url },
+        tools: options.tools,
+        workflowBundle: { codePath: workflowBundlePath },
+        workerOptions: { shutdownGraceTime: '1 second', ...options.workerOptions },
+      });
+      const running = worker.run();
+      const handle: RunningWorker = {
+        worker,
+        async stop() {
+          if (worker.getState() === 'RUNNING') worker.shutdown();
+          await running;
+        },
+      };
+      workers.push(handle);
+      return handle;
+    },
+    id: (prefix) => `${prefix}-${randomUUID().slice(0, 8)}`,
+    async close() {
+      await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
+      await model.close();
+      await clientConnection.close();
+      await connection.close();
+    },
+  };
+}

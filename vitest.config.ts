@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    // Two cores: two test files at a time, each with its own worker and task queue on the one shared dev server.
+    pool: 'forks',
+    maxWorkers: 2,
+    testTimeout: 90_000,
+    hookTimeout: 120_000,
+    reporters: ['default'],
+  },
+});

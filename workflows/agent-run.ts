@@ -1,0 +1,309 @@
+/**
+ * The `agentRun` workflow: one agent run, durable on Temporal. Deterministic code only: every effect (model calls,
+ * tools, config lookups) is an activity, so retries, timeouts and cancellation come from history (R1.1).
+ */
+import {
+  ActivityCancellationType,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import type { z } from 'zod';
+import type { DeputyActivities } from '../activities/index.js';
+import type { ResolveRunResult } from '../src/activity-types.js';
+import { nextStep, type NextStep } from '../src/agent-loop.js';
+import { resolveLimits, remaining } from '../src/limits.js';
+import { endConversationUpdate, sendMessageUpdate, stateQuery } from '../src/messages.js';
+import {
+  EndConversationInput,
+  RunInput,
+  SendMessageInput,
+  type LimitName,
+  type LiveStatus,
+  type ResolvedLimits,
+  type RunResult,
+  type RunStatus,
+} from '../src/run-schema.js';
+import {
+  DEPUTY_COST_USD,
+  DEPUTY_DEPTH,
+  DEPUTY_PRESET,
+  DEPUTY_ROOT_ID,
+  DEPUTY_STATUS,
+} from '../src/search-attributes.js';
+import { bestOutput, SESSION_VERSION, toChatMessages, type SessionEvent, type ToolCall } from '../src/session.js';
+import { addModelCall, addToolCalls, microToUsd, ZERO_USAGE } from '../src/usage.js';
+import { describeIssues } from '../src/zod-issues.js';
+
+/** Appended to a synthesis call, which offers no tools (R1.4). */
+export const SYNTHESIS_INSTRUCTION =
+  'Your budget for this run is nearly used up. Do not call any tools. Give your final answer now, using what you already know.';
+
+const { callModel, runTool } = proxyActivities<DeputyActivities>({
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '20 seconds',
+  // The run ends as cancelled only after the HTTP request in flight has been aborted.
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
+});
+
+const { resolveRun } = proxyLocalActivities<DeputyActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 3 },
+});
+
+const DEFAULT_IDLE_TIMEOUT_SECONDS = 3600;
+
+/** How the loop ended, before it becomes a `RunResult`. */
+interface Outcome {
+  status: Extract<RunStatus, 'completed' | 'limit_reached'>;
+  output: string | null;
+  limit?: LimitName | undefined;
+}
+
+/** Runs one agent: resolves its composition, then loops model calls and tool calls until an answer or a limit. */
+export async function agentRun(rawInput: RunInput): Promise<RunResult> {
+  const parsed = RunInput.safeParse(rawInput);
+  if (!parsed.success) {
+    throw ApplicationFailure.create({
+      type: 'RunInput.Invalid',
+      message: `invalid RunInput: ${describeIssues(parsed.error).join('; ')}`,
+      nonRetryable: true,
+    });
+  }
+  const input = parsed.data;
+  const info = workflowInfo();
+  const sessionId = info.workflowId;
+  const mode = input.mode ?? 'task';
+
+  const events: SessionEvent[] = [];
+  const inbox: string[] = [];
+  let usage = ZERO_USAGE;
+  let status: LiveStatus = 'starting';
+  let composition: ResolveRunResult | null = null;
+  let limits: ResolvedLimits | null = null;
+  let endRequested = false;
+
+  const now = () => new Date(Date.now()).toISOString();
+  const append = (event: SessionEvent) => events.push(event);
+  const setStatus = (next: LiveStatus, extra: SearchAttributeUpdatePair[] = []) => {
+    status = next;
+    upsertSearchAttributes([{ key: DEPUTY_STATUS, value: next }, ...extra]);
+  };
+
+  setHandler(stateQuery, () => ({
+    status,
+    model: composition?.model ?? null,
+    preset: composition?.preset ?? null,
+    usage,
+    limits,
+    remaining: limits ? remaining(limits, usage, Date.now()) : null,
+    session: events,
+  }));
+  setHandler(
+    sendMessageUpdate,
+    (message) => {
+      inbox.push(message.message);
+      return { accepted: true as const };
+    },
+    { validator: (message) => validateUpdate(SendMessageInput, message, 'sendMessage', isEnded()) },
+  );
+  setHandler(
+    endConversationUpdate,
+    () => {
+      endRequested = true;
+      return { accepted: true as const };
+    },
+    {
+      validator: (payload) => {
+        validateUpdate(EndConversationInput, payload, 'endConversation', isEnded());
+        if (mode !== 'conversation') throw new Error('endConversation: this run is in task mode; cancel it instead');
+      },
+    },
+  );
+  function isEnded() {
+    return status === 'completed' || status === 'failed' || status === 'cancelled' || status === 'limit_reached';
+  }
+
+  upsertSearchAttributes([
+    { key: DEPUTY_ROOT_ID, value: sessionId },
+    { key: DEPUTY_DEPTH, value: 0 },
+    { key: DEPUTY_STATUS, value: status },
+  ]);
+
+  const result = (outcome: Omit<RunResult, 'usage' | 'sessionId'>): RunResult => ({ ...outcome, usage, sessionId });
+  const end = (final: RunStatus, output: string | null) => {
+    append({ type: 'run/ended', at: now(), status: final, output });
+    setStatus(final, [{ key: DEPUTY_COST_USD, value: microToUsd(usage.costMicroUsd) }]);
+    upsertMemo({ deputyUsage: usage }); // readable with describe(), without a worker, however the run ended
+    setCurrentDetails(`${final}; ${usage.modelCalls} model calls, $${microToUsd(usage.costMicroUsd).toFixed(6)}`);
+  };
+
+  const loopScope = new CancellationScope();
+  let deadlineHit = false;
+  try {
+    composition = await resolveRun({
+      preset: input.preset,
+      model: input.model,
+      effort: input.effort,
+      scopes: input.scopes,
+    });
+    const run = composition;
+    limits = resolveLimits(input.limits, run.defaultLimits, Date.now());
+    const runLimits = limits;
+    setStatus('running', [{ key: DEPUTY_PRESET, value: run.preset }]);
+
+    append({
+      type: 'session/header',
+      at: now(),
+      version: SESSION_VERSION,
+      sessionId,
+      parentId: null,
+      depth: 0,
+      preset: run.preset,
+      model: run.model,
+    });
+    for (const message of input.messages ?? []) {
+      append(
+        message.role === 'user'
+          ? { type: 'message/user', at: now(), content: message.content }
+          : { type: 'message/assistant', at: now(), content: message.content, toolCalls: [] },
+      );
+    }
+    append({ type: 'message/user', at: now(), content: input.task });
+
+    if (runLimits.deadlineMs !== null) {
+      // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.
+      sleep(Math.max(1, runLimits.deadlineMs - Date.now())).then(
+        () => {
+          deadlineHit = true;
+          loopScope.cancel();
+        },
+        () => undefined,
+      );
+    }
+
+    const outcome = await loopScope.run(() => agentLoop(run, runLimits));
+    end(outcome.status, outcome.output);
+    return result({ status: outcome.status, output: outcome.output, ...(outcome.limit && { limit: outcome.limit }) });
+  } catch (err) {
+    if (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) {
+      const output = bestOutput(events);
+      end('limit_reached', output);
+      return result({ status: 'limit_reached', output, limit: 'deadline' });
+    }
+    end(isCancellation(err) ? 'cancelled' : 'failed', bestOutput(events));
+    throw err;
+  }
+
+  async function agentLoop(run: ResolveRunResult, runLimits: ResolvedLimits): Promise<Outcome> {
+    for (;;) {
+      const step: NextStep = nextStep({ events, limits: runLimits, usage, nowMs: Date.now(), mode });
+      if (step.type !== 'run_tools' && inbox.length > 0) {
+        // User messages join the dialogue only between turns, never between a tool call and its result.
+        for (const content of inbox.splice(0)) append({ type: 'message/user', at: now(), content });
+        continue;
+      }
+      switch (step.type) {
+        case 'call_model':
+          await modelTurn(run, step.synthesisFor, step.offerTools);
+          break;
+        case 'run_tools':
+          await toolTurn(run, step.calls, step.refused);
+          break;
+        case 'wait_for_user': {
+          setStatus('waiting_for_user');
+          setCurrentDetails('waiting for the next message (sendMessage update)');
+          const woke = await condition(
+            () => inbox.length > 0 || endRequested,
+            `${input.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS} seconds`,
+          );
+          if (!woke || endRequested) return { status: 'completed', output: bestOutput(events) };
+          setStatus('running');
+          break;
+        }
+        case 'final': {
+          const last = events.findLast((e) => e.type === 'message/assistant');
+          return { status: 'completed', output: step.output, limit: last?.synthesisFor };
+        }
+        case 'limit_reached':
+          return { status: 'limit_reached', output: step.output, limit: step.limit };
+      }
+    }
+  }
+
+  async function modelTurn(run: ResolveRunResult, synthesisFor: LimitName | null, offerTools: boolean) {
+    const turn = usage.modelCalls + 1;
+    const messages = toChatMessages(events, run.persona);
+    if (synthesisFor) messages.push({ role: 'system', content: SYNTHESIS_INSTRUCTION });
+    setCurrentDetails(`turn ${turn}: calling ${run.model}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
+    const reply = await callModel.executeWithOptions(
+      { summary: `callModel ${run.model} turn ${turn}${synthesisFor ? ' synthesis' : ''}` },
+      [{ model: run.model, effort: run.effort, messages, tools: offerTools ? run.tools : [] }],
+    );
+    usage = addModelCall(usage, reply, run.price);
+    append({
+      type: 'message/assistant',
+      at: now(),
+      content: reply.content,
+      toolCalls: reply.toolCalls,
+      ...(synthesisFor && { synthesisFor }),
+    });
+    upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(usage.costMicroUsd) }]);
+  }
+
+  async function toolTurn(run: ResolveRunResult, calls: ToolCall[], refused: ToolCall[]) {
+    setCurrentDetails(`turn ${usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
+    const allowedTools = run.tools.map((tool) => tool.name);
+    const results = await Promise.all(
+      calls.map(async (call) => {
+        try {
+          return await runTool.executeWithOptions({ summary: `runTool ${call.name}` }, [
+            { runId: sessionId, call, allowedTools, scopes: run.scopes },
+          ]);
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          return { content: `tool "${call.name}" failed: ${rootMessage(err)}`, isError: true };
+        }
+      }),
+    );
+    usage = addToolCalls(usage, calls.length);
+    calls.forEach((call, i) => {
+      const { content, isError } = results[i]!;
+      append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
+    });
+    for (const call of refused) {
+      append({
+        type: 'tool/result',
+        at: now(),
+        toolCallId: call.id,
+        name: call.name,
+        content: 'not run: this run has used all of its tool calls (maxToolCalls)',
+        isError: true,
+      });
+    }
+  }
+}
+
+function rootMessage(err: unknown): string {
+  let current: unknown = err;
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause;
+  return current instanceof Error ? current.message : String(current);
+}
+
+/** Update validators reject bad payloads naming the field (R1.7), and any update once the run has ended. */
+function validateUpdate(schema: z.ZodType, payload: unknown, name: string, ended: boolean): void {
+  if (ended) throw new Error(`${name}: the run has ended`);
+  const parsed = schema.safeParse(payload);
+  if (!parsed.success) throw new Error(`invalid ${name} payload: ${describeIssues(parsed.error).join('; ')}`);
+}
