@@ -3,7 +3,7 @@
  * Everything it sends is validated by the same zod schemas the workflow uses.
  */
 import { randomUUID } from 'node:crypto';
-import { CancelledFailure, Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure, Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { z } from 'zod';
 import { InputError } from './errors.js';
 import { endConversationUpdate, sendMessageUpdate, stateQuery } from './messages.js';
@@ -44,10 +44,12 @@ function usageFromMemo(memo: Record<string, unknown> | undefined): Usage {
   return parsed.success ? parsed.data : ZERO_USAGE;
 }
 
-function rootMessage(err: unknown): string {
-  let current: unknown = err;
-  while (current instanceof Error && current.cause instanceof Error) current = current.cause;
-  return current instanceof Error ? current.message : String(current);
+/** The message of the first `ApplicationFailure` in a failure chain (the one that says what to fix). */
+function failureMessage(err: Error): string {
+  for (let current: unknown = err; current instanceof Error; current = current.cause) {
+    if (current instanceof ApplicationFailure) return current.message;
+  }
+  return err.message;
 }
 
 /** A client for Deputy runs. */
@@ -115,7 +117,7 @@ export class DeputyClient {
       if (!(err instanceof WorkflowFailedError)) throw err;
       const usage = usageFromMemo((await handle.describe()).memo);
       if (err.cause instanceof CancelledFailure) return { status: 'cancelled', output: null, usage, sessionId: workflowId };
-      return { status: 'failed', output: null, usage, sessionId: workflowId, error: rootMessage(err) };
+      return { status: 'failed', output: null, usage, sessionId: workflowId, error: failureMessage(err) };
     }
   }
 }

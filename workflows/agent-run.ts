@@ -51,7 +51,7 @@ export const SYNTHESIS_INSTRUCTION =
 
 const { callModel, runTool } = proxyActivities<DeputyActivities>({
   startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '20 seconds',
+  heartbeatTimeout: '10 seconds',
   // The run ends as cancelled only after the HTTP request in flight has been aborted.
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },

@@ -65,6 +65,13 @@ export function lastMessage(request: RecordedRequest): string {
   return request.body.messages.at(-1)?.content ?? '';
 }
 
+/** A rule condition: the request's dialogue holds a user message equal to `task` (and, if given, `toolResults` tool results). */
+export function forTask(task: string, toolResults?: number): (request: RecordedRequest) => boolean {
+  return (request) =>
+    request.body.messages.some((m) => m.role === 'user' && m.content === task) &&
+    (toolResults === undefined || toolResultCount(request) === toolResults);
+}
+
 /** The tool names offered in a request. */
 export function offeredTools(request: RecordedRequest): string[] {
   return (request.body.tools ?? []).map((tool) => tool.function.name);

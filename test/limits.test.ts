@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forTask, offeredTools, type RecordedRequest } from '../src/testing/scripted-model.js';
+import type { Limits } from '../src/run-schema.js';
+import { SYNTHESIS_INSTRUCTION } from '../workflows/agent-run.js';
+import { createHarness, type Harness } from './support/harness.js';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await createHarness();
+  await h.startWorker();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const calc = { name: 'calculate', arguments: { operation: 'add', a: 1, b: 2 } };
+
+/** Runs `task` with `limits`, the model always answering with a draft text and one tool call. */
+async function runAlwaysCallingTools(task: string, limits: Limits) {
+  let n = 0;
+  h.model.add({ name: task, when: forTask(task), times: Infinity, reply: () => ({ text: `draft ${++n}`, toolCalls: [calc] }) });
+  const workflowId = h.id('limit');
+  await h.deputy.startRun({ task, limits }, { workflowId });
+  const result = await h.deputy.result(workflowId);
+  const requests = h.model.requests.filter(forTask(task));
+  return { result, requests };
+}
+
+describe('R1.4 limits end a run with limit_reached and the best output so far', () => {
+  it('R1.4 maxTurns', async () => {
+    const { result, requests } = await runAlwaysCallingTools('limit turns', { maxTurns: 2, synthesisReserve: false });
+    expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxTurns', output: 'draft 2' });
+    expect(result.usage).toMatchObject({ modelCalls: 2, toolCalls: 2 });
+    expect(requests).toHaveLength(2);
+  });
+
+  it('R1.4 maxTokens', async () => {
+    const { result, requests } = await runAlwaysCallingTools('limit tokens', { maxTokens: 240, synthesisReserve: false });
+    expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxTokens', output: 'draft 2' });
+    expect(result.usage.totalTokens).toBe(240);
+    expect(requests).toHaveLength(2);
+  });
+
+  it('R1.4 maxCostUsd (integer micro-USD: 140 per call)', async () => {
+    const { result, requests } = await runAlwaysCallingTools('limit cost', { maxCostUsd: 0.00028, synthesisReserve: false });
+    expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxCostUsd', output: 'draft 2' });
+    expect(result.usage.costMicroUsd).toBe(280);
+    expect(requests).toHaveLength(2);
+  });
+
+  it('R1.4 maxToolCalls: once used up, tools are no longer offered and a further call ends the run', async () => {
+    const { result, requests } = await runAlwaysCallingTools('limit tool calls', { maxToolCalls: 1, synthesisReserve: false });
+    expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxToolCalls', output: 'draft 2' });
+    expect(result.usage.toolCalls).toBe(1);
+    expect(requests.map(offeredTools)).toEqual([['calculate', 'search_notes'], []]);
+  });
+
+  it('R1.4 deadline: the model call in flight is aborted and the run keeps its best output', async () => {
+    const task = 'limit deadline';
+    h.model.add(
+      { when: forTask(task, 0), reply: { text: 'draft 1', toolCalls: [calc] } },
+      { name: 'hang', when: forTask(task, 1), reply: { hang: true } },
+    );
+    const workflowId = h.id('deadline');
+    const deadline = new Date(Date.now() + 4000).toISOString();
+    await h.deputy.startRun({ task, limits: { deadline, synthesisReserve: false } }, { workflowId });
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'limit_reached', limit: 'deadline', output: 'draft 1' });
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'hang' && r.aborted), 15_000);
+  });
+});
+
+describe('R1.4 synthesis reserve', () => {
+  const lastMessage = (r: RecordedRequest) => r.body.messages.at(-1);
+
+  it('R1.4 the last allowed turn offers no tools and asks for the final answer', async () => {
+    const task = 'synthesis on last turn';
+    h.model.add(
+      { when: forTask(task, 0), reply: { text: 'looking', toolCalls: [calc] } },
+      { when: forTask(task, 1), reply: { text: 'still looking', toolCalls: [calc] } },
+      { name: 'synthesis', when: forTask(task, 2), reply: { text: 'final: 3' } },
+    );
+    const workflowId = h.id('synthesis');
+    await h.deputy.startRun({ task, limits: { maxTurns: 3, synthesisReserve: {} } }, { workflowId });
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'completed', output: 'final: 3', limit: 'maxTurns' });
+    const requests = h.model.requests.filter(forTask(task));
+    expect(requests.map((r) => offeredTools(r).length)).toEqual([2, 2, 0]);
+    expect(requests.map((r) => 'tools' in r.body)).toEqual([true, true, false]);
+    expect(lastMessage(requests[2]!)).toEqual({ role: 'system', content: SYNTHESIS_INSTRUCTION });
+  });
+
+  it('R1.4 a token reserve starts synthesis early; a tool call after synthesis never runs', async () => {
+    const task = 'synthesis on tokens';
+    h.model.add(
+      { when: forTask(task, 0), reply: { text: 'step 1', toolCalls: [calc] } },
+      { when: forTask(task, 1), reply: { text: 'step 2', toolCalls: [calc] } },
+      // A misbehaving model calls a tool although none was offered: the tool does not run.
+      { name: 'synthesis', when: forTask(task, 2), reply: { text: 'step 3', toolCalls: [calc] } },
+    );
+    const workflowId = h.id('synthesis-tokens');
+    await h.deputy.startRun(
+      { task, limits: { maxTokens: 1000, synthesisReserve: { tokens: 800 } } },
+      { workflowId },
+    );
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'limit_reached', output: 'step 3', limit: 'maxTokens' });
+    expect(result.usage).toMatchObject({ modelCalls: 3, toolCalls: 2, totalTokens: 360 });
+    const requests = h.model.requests.filter(forTask(task));
+    expect(requests.map((r) => offeredTools(r).length)).toEqual([2, 2, 0]);
+    expect(lastMessage(requests[2]!)?.content).toBe(SYNTHESIS_INSTRUCTION);
+  });
+});

@@ -1,0 +1,88 @@
+import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forTask } from '../src/testing/scripted-model.js';
+import { createHarness, type Harness } from './support/harness.js';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await createHarness();
+  await h.startWorker();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('R1.2 model errors', () => {
+  it('R1.2 429 with retry-after, then 500, then success: retried by Temporal, one turn of usage', async () => {
+    const task = 'retry after rate limit';
+    h.model.add(
+      { name: '429', when: forTask(task), reply: { status: 429, message: 'slow down', headers: { 'retry-after': '1' } } },
+      { name: '500', when: forTask(task), reply: { status: 500, message: 'upstream broke' } },
+      { name: 'ok', when: forTask(task), reply: { text: 'done after retries' } },
+    );
+    const workflowId = h.id('retry');
+    const started = Date.now();
+    await h.deputy.startRun({ task }, { workflowId });
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'completed', output: 'done after retries' });
+    expect(result.usage).toMatchObject({ modelCalls: 1, totalTokens: 120 });
+    expect(h.model.requests.filter(forTask(task)).map((r) => r.rule)).toEqual(['429', '500', 'ok']);
+    // retry-after: 1 second was honoured before the second attempt.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('R1.2 401 fails the run at once, non-retryable, with a message that says what to fix', async () => {
+    const task = 'bad key';
+    h.model.add({ name: '401', when: forTask(task), times: Infinity, reply: { status: 401, message: 'Incorrect API key' } });
+    const workflowId = h.id('unauthorized');
+    const handle = await h.deputy.startRun({ task }, { workflowId });
+    const err = await handle.result().then(
+      () => expect.fail('the run should fail'),
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    const activityFailure = (err as WorkflowFailedError).cause;
+    expect(activityFailure).toBeInstanceOf(ActivityFailure);
+    expect((activityFailure as ActivityFailure).activityType).toBe('callModel');
+    const app = (activityFailure as ActivityFailure).cause;
+    expect(app).toBeInstanceOf(ApplicationFailure);
+    expect((app as ApplicationFailure).type).toBe('ModelCall.Unauthorized');
+    expect((app as ApplicationFailure).nonRetryable).toBe(true);
+    expect((app as ApplicationFailure).message).toContain('check OPENAI_API_KEY');
+    expect(h.model.requests.filter(forTask(task))).toHaveLength(1);
+
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'failed', output: null, sessionId: workflowId });
+    expect(result.error).toContain('check OPENAI_API_KEY');
+  });
+
+  it('R1.2 404 names the model and the settings to check', async () => {
+    const task = 'unknown model';
+    h.model.add({ when: forTask(task), reply: { status: 404, message: 'model not found' } });
+    const workflowId = h.id('not-found');
+    await h.deputy.startRun({ task }, { workflowId });
+    const result = await h.deputy.result(workflowId);
+    expect(result.status).toBe('failed');
+    expect(result.error).toMatch(/404 for test-model: check the model name .*OPENAI_BASE_URL/);
+  });
+
+  it('R1.2 cancelling a run aborts the model HTTP request in flight and the result is cancelled', async () => {
+    const task = 'cancel me';
+    h.model.add(
+      { when: forTask(task, 0), reply: { text: 'first', toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 1, b: 1 } }] } },
+      { name: 'hang', when: forTask(task, 1), reply: { hang: true } },
+    );
+    const workflowId = h.id('cancel');
+    await h.deputy.startRun({ task }, { workflowId });
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'hang'));
+    await h.deputy.cancel(workflowId);
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'cancelled', sessionId: workflowId });
+    expect(result.usage).toMatchObject({ modelCalls: 1, toolCalls: 1 });
+    const hung = h.model.requests.find((r) => r.rule === 'hang')!;
+    expect(hung.aborted).toBe(true);
+    const description = await h.client.workflow.getHandle(workflowId).describe();
+    expect(description.status.name).toBe('CANCELLED');
+  });
+});
