@@ -48,5 +48,5 @@ export function createSearchNotesTool(notes: readonly Note[] = SAMPLE_NOTES) {
 
 /** The tools every worker has unless it is given its own list. */
 export function builtinTools(): ToolDefinition[] {
-  return [calculateTool as unknown as ToolDefinition, createSearchNotesTool() as unknown as ToolDefinition];
+  return [calculateTool, createSearchNotesTool()];
 }

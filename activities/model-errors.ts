@@ -44,7 +44,7 @@ export function toModelFailure(err: unknown, model: string, apiKey: string | und
   if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
     const status = err.status;
     if (status in RETRYABLE_TYPES || status >= 500) {
-      const delay = retryAfterMs(err.headers);
+      const delay = retryAfterMs(err.headers as Headers | undefined);
       return ApplicationFailure.create({
         type: RETRYABLE_TYPES[status] ?? 'ModelCall.ServerError',
         message: `model endpoint answered ${status} for ${model}; retrying: ${message}`,

@@ -3,18 +3,18 @@
  * Everything it sends is validated by the same zod schemas the workflow uses.
  */
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure, CancelledFailure, Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import {
+  ApplicationFailure,
+  CancelledFailure,
+  Client,
+  Connection,
+  WorkflowFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import type { z } from 'zod';
 import { InputError } from './errors.js';
 import { endConversationUpdate, sendMessageUpdate, stateQuery } from './messages.js';
-import {
-  EndConversationInput,
-  RunInput,
-  RunResult,
-  SendMessageInput,
-  Usage,
-  type RunState,
-} from './run-schema.js';
+import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from './run-schema.js';
 import { ZERO_USAGE } from './usage.js';
 import { describeIssues } from './zod-issues.js';
 
@@ -68,7 +68,9 @@ export class DeputyClient {
   static async connect(
     options: DeputyClientOptions & { address?: string; namespace?: string } = {},
   ): Promise<DeputyClient> {
-    const connection = await Connection.connect({ address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233' });
+    const connection = await Connection.connect({
+      address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233',
+    });
     const namespace = options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
     return new DeputyClient(new Client({ connection, namespace }), {
       taskQueue: options.taskQueue ?? process.env.DEPUTY_TASK_QUEUE ?? 'deputy',
@@ -99,7 +101,11 @@ export class DeputyClient {
 
   /** Ends a conversation-mode run once its current turn is done. */
   async endConversation(workflowId: string, reason?: string): Promise<void> {
-    const payload = parseOrThrow(EndConversationInput, reason === undefined ? {} : { reason }, 'endConversation payload');
+    const payload = parseOrThrow(
+      EndConversationInput,
+      reason === undefined ? {} : { reason },
+      'endConversation payload',
+    );
     await this.temporal.workflow.getHandle(workflowId).executeUpdate(endConversationUpdate, { args: [payload] });
   }
 
@@ -116,7 +122,8 @@ export class DeputyClient {
     } catch (err) {
       if (!(err instanceof WorkflowFailedError)) throw err;
       const usage = usageFromMemo((await handle.describe()).memo);
-      if (err.cause instanceof CancelledFailure) return { status: 'cancelled', output: null, usage, sessionId: workflowId };
+      if (err.cause instanceof CancelledFailure)
+        return { status: 'cancelled', output: null, usage, sessionId: workflowId };
       return { status: 'failed', output: null, usage, sessionId: workflowId, error: failureMessage(err) };
     }
   }

@@ -66,20 +66,35 @@ export const DeputyConfig = z
         maxChildrenPerRun: z.number().int().positive().default(8),
         neverInherit: z.array(z.string()).default(['skill_manage']),
       })
-      .default({ enabled: false, maxDepth: 1, maxBriefsPerInvocation: 3, maxChildrenPerRun: 8, neverInherit: ['skill_manage'] }),
+      .default({
+        enabled: false,
+        maxDepth: 1,
+        maxBriefsPerInvocation: 3,
+        maxChildrenPerRun: 8,
+        neverInherit: ['skill_manage'],
+      }),
     /** Hooks (events and webhooks arrive with the context issue). */
     hooks: z.array(z.unknown()).default([]),
   })
   .superRefine((config, ctx) => {
     const ids = new Set<string>();
     config.presets.forEach((preset, i) => {
-      if (ids.has(preset.id)) ctx.addIssue({ code: 'custom', path: ['presets', i, 'id'], message: `duplicate preset id "${preset.id}"` });
+      if (ids.has(preset.id))
+        ctx.addIssue({ code: 'custom', path: ['presets', i, 'id'], message: `duplicate preset id "${preset.id}"` });
       ids.add(preset.id);
       if (preset.model && !(preset.model in config.prices))
-        ctx.addIssue({ code: 'custom', path: ['presets', i, 'model'], message: `no price for model "${preset.model}"; add it under prices` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['presets', i, 'model'],
+          message: `no price for model "${preset.model}"; add it under prices`,
+        });
     });
     if (!ids.has(config.defaultPreset))
-      ctx.addIssue({ code: 'custom', path: ['defaultPreset'], message: `preset "${config.defaultPreset}" is not defined under presets` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['defaultPreset'],
+        message: `preset "${config.defaultPreset}" is not defined under presets`,
+      });
   });
 export type DeputyConfig = z.infer<typeof DeputyConfig>;
 
@@ -137,7 +152,10 @@ export function loadConfig(env: DeputyEnv): DeputyConfig {
     try {
       text = readFileSync(env.configPath, 'utf8');
     } catch (err) {
-      throw new ConfigError([`DEPUTY_CONFIG: cannot read "${env.configPath}": ${(err as Error).message}`], 'environment');
+      throw new ConfigError(
+        [`DEPUTY_CONFIG: cannot read "${env.configPath}": ${(err as Error).message}`],
+        'environment',
+      );
     }
     try {
       raw = parseYaml(text); // YAML is a superset of JSON, so this reads both.
@@ -157,7 +175,10 @@ export function applyEnv(config: DeputyConfig, env: Pick<DeputyEnv, 'model' | 'd
     delegation: { ...config.delegation, enabled: env.delegationEnabled ?? config.delegation.enabled },
   };
   if (!(merged.model in merged.prices)) {
-    throw new ConfigError([`model: no price for "${merged.model}"; add it under prices (USD per million tokens)`], 'config');
+    throw new ConfigError(
+      [`model: no price for "${merged.model}"; add it under prices (USD per million tokens)`],
+      'config',
+    );
   }
   return merged;
 }

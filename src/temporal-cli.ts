@@ -32,7 +32,10 @@ export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | 
     return env.TEMPORAL_CLI_PATH;
   }
   const candidates = [
-    ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'temporal')),
+    ...(env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'temporal')),
     join(PROJECT_ROOT, '.deputy', 'bin', 'temporal'),
   ];
   return candidates.find(isExecutable);

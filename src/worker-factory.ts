@@ -3,7 +3,7 @@
  * services create workers the same way.
  */
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { createActivities } from '../activities/index.js';

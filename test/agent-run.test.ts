@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolResultCount } from '../src/testing/scripted-model.js';
-import { createHarness, type Harness, type RunningWorker } from './support/harness.js';
+import { createHarness, type Harness } from './support/harness.js';
 
 let h: Harness;
-let worker: RunningWorker;
 
 beforeAll(async () => {
   h = await createHarness();
-  worker = await h.startWorker();
+  await h.startWorker();
 });
 afterAll(async () => {
   await h?.close();
@@ -19,8 +18,16 @@ describe('agentRun', () => {
     const mine = (r: { body: { messages: { content?: string | null }[] } }) =>
       r.body.messages.some((m) => m.content === 'What is 3 times 12.5, plus tax? Use the notes.');
     h.model.add(
-      { name: 'notes', when: (r) => mine(r) && toolResultCount(r) === 0, reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'sales tax' } }] } },
-      { name: 'calc', when: (r) => mine(r) && toolResultCount(r) === 1, reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'multiply', a: 37.5, b: 1.08 } }] } },
+      {
+        name: 'notes',
+        when: (r) => mine(r) && toolResultCount(r) === 0,
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'sales tax' } }] },
+      },
+      {
+        name: 'calc',
+        when: (r) => mine(r) && toolResultCount(r) === 1,
+        reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'multiply', a: 37.5, b: 1.08 } }] },
+      },
       { name: 'answer', when: (r) => mine(r) && toolResultCount(r) === 2, reply: { text: 'The total is $40.50.' } },
     );
     await h.deputy.startRun({ task: 'What is 3 times 12.5, plus tax? Use the notes.' }, { workflowId });

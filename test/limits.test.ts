@@ -19,7 +19,12 @@ const calc = { name: 'calculate', arguments: { operation: 'add', a: 1, b: 2 } };
 /** Runs `task` with `limits`, the model always answering with a draft text and one tool call. */
 async function runAlwaysCallingTools(task: string, limits: Limits) {
   let n = 0;
-  h.model.add({ name: task, when: forTask(task), times: Infinity, reply: () => ({ text: `draft ${++n}`, toolCalls: [calc] }) });
+  h.model.add({
+    name: task,
+    when: forTask(task),
+    times: Infinity,
+    reply: () => ({ text: `draft ${++n}`, toolCalls: [calc] }),
+  });
   const workflowId = h.id('limit');
   await h.deputy.startRun({ task, limits }, { workflowId });
   const result = await h.deputy.result(workflowId);
@@ -36,21 +41,30 @@ describe('R1.4 limits end a run with limit_reached and the best output so far', 
   });
 
   it('R1.4 maxTokens', async () => {
-    const { result, requests } = await runAlwaysCallingTools('limit tokens', { maxTokens: 240, synthesisReserve: false });
+    const { result, requests } = await runAlwaysCallingTools('limit tokens', {
+      maxTokens: 240,
+      synthesisReserve: false,
+    });
     expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxTokens', output: 'draft 2' });
     expect(result.usage.totalTokens).toBe(240);
     expect(requests).toHaveLength(2);
   });
 
   it('R1.4 maxCostUsd (integer micro-USD: 140 per call)', async () => {
-    const { result, requests } = await runAlwaysCallingTools('limit cost', { maxCostUsd: 0.00028, synthesisReserve: false });
+    const { result, requests } = await runAlwaysCallingTools('limit cost', {
+      maxCostUsd: 0.00028,
+      synthesisReserve: false,
+    });
     expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxCostUsd', output: 'draft 2' });
     expect(result.usage.costMicroUsd).toBe(280);
     expect(requests).toHaveLength(2);
   });
 
   it('R1.4 maxToolCalls: once used up, tools are no longer offered and a further call ends the run', async () => {
-    const { result, requests } = await runAlwaysCallingTools('limit tool calls', { maxToolCalls: 1, synthesisReserve: false });
+    const { result, requests } = await runAlwaysCallingTools('limit tool calls', {
+      maxToolCalls: 1,
+      synthesisReserve: false,
+    });
     expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxToolCalls', output: 'draft 2' });
     expect(result.usage.toolCalls).toBe(1);
     expect(requests.map(offeredTools)).toEqual([['calculate', 'search_notes'], []]);
@@ -100,10 +114,7 @@ describe('R1.4 synthesis reserve', () => {
       { name: 'synthesis', when: forTask(task, 2), reply: { text: 'step 3', toolCalls: [calc] } },
     );
     const workflowId = h.id('synthesis-tokens');
-    await h.deputy.startRun(
-      { task, limits: { maxTokens: 1000, synthesisReserve: { tokens: 800 } } },
-      { workflowId },
-    );
+    await h.deputy.startRun({ task, limits: { maxTokens: 1000, synthesisReserve: { tokens: 800 } } }, { workflowId });
     const result = await h.deputy.result(workflowId);
     expect(result).toMatchObject({ status: 'limit_reached', output: 'step 3', limit: 'maxTokens' });
     expect(result.usage).toMatchObject({ modelCalls: 3, toolCalls: 2, totalTokens: 360 });

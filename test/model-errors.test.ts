@@ -17,7 +17,11 @@ describe('R1.2 model errors', () => {
   it('R1.2 429 with retry-after, then 500, then success: retried by Temporal, one turn of usage', async () => {
     const task = 'retry after rate limit';
     h.model.add(
-      { name: '429', when: forTask(task), reply: { status: 429, message: 'slow down', headers: { 'retry-after': '1' } } },
+      {
+        name: '429',
+        when: forTask(task),
+        reply: { status: 429, message: 'slow down', headers: { 'retry-after': '1' } },
+      },
       { name: '500', when: forTask(task), reply: { status: 500, message: 'upstream broke' } },
       { name: 'ok', when: forTask(task), reply: { text: 'done after retries' } },
     );
@@ -34,7 +38,12 @@ describe('R1.2 model errors', () => {
 
   it('R1.2 401 fails the run at once, non-retryable, with a message that says what to fix', async () => {
     const task = 'bad key';
-    h.model.add({ name: '401', when: forTask(task), times: Infinity, reply: { status: 401, message: 'Incorrect API key' } });
+    h.model.add({
+      name: '401',
+      when: forTask(task),
+      times: Infinity,
+      reply: { status: 401, message: 'Incorrect API key' },
+    });
     const workflowId = h.id('unauthorized');
     const handle = await h.deputy.startRun({ task }, { workflowId });
     const err = await handle.result().then(
@@ -70,7 +79,10 @@ describe('R1.2 model errors', () => {
   it('R1.2 cancelling a run aborts the model HTTP request in flight and the result is cancelled', async () => {
     const task = 'cancel me';
     h.model.add(
-      { when: forTask(task, 0), reply: { text: 'first', toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 1, b: 1 } }] } },
+      {
+        when: forTask(task, 0),
+        reply: { text: 'first', toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 1, b: 1 } }] },
+      },
       { name: 'hang', when: forTask(task, 1), reply: { hang: true } },
     );
     const workflowId = h.id('cancel');

@@ -17,10 +17,13 @@ afterAll(async () => {
 });
 
 async function failureOf(workflowId: string): Promise<ApplicationFailure> {
-  const err = await h.client.workflow.getHandle(workflowId).result().then(
-    () => expect.fail('the run should fail'),
-    (e: unknown) => e,
-  );
+  const err = await h.client.workflow
+    .getHandle(workflowId)
+    .result()
+    .then(
+      () => expect.fail('the run should fail'),
+      (e: unknown) => e,
+    );
   expect(err).toBeInstanceOf(WorkflowFailedError);
   const cause = (err as WorkflowFailedError).cause;
   expect(cause).toBeInstanceOf(ApplicationFailure);
@@ -39,13 +42,20 @@ describe('§6 contract: a backend in any language starts agentRun by type name a
     });
     const raw: unknown = await handle.result();
     const result = RunResult.parse(raw);
-    expect(result).toMatchObject({ status: 'completed', output: 'hello from a plain client', sessionId: handle.workflowId });
+    expect(result).toMatchObject({
+      status: 'completed',
+      output: 'hello from a plain client',
+      sessionId: handle.workflowId,
+    });
   });
 
   it('§6 R1.5 the state query shows usage, remaining limits and the session events in order', async () => {
     const task = 'state query';
     h.model.add(
-      { when: forTask(task, 0), reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 2, b: 2 } }] } },
+      {
+        when: forTask(task, 0),
+        reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 2, b: 2 } }] },
+      },
       { when: forTask(task, 1), reply: { text: 'four' } },
     );
     const workflowId = h.id('state');
@@ -125,14 +135,22 @@ describe('R1.7 bad input never crashes a worker', () => {
     const task = 'conversation with a bad update';
     h.model.add(
       { when: forTask(task, 0), reply: { text: 'hi, what next?' } },
-      { name: 'second', when: (r) => forTask(task)(r) && r.body.messages.at(-1)?.content === 'and now?', reply: { text: 'now this' } },
+      {
+        name: 'second',
+        when: (r) => forTask(task)(r) && r.body.messages.at(-1)?.content === 'and now?',
+        reply: { text: 'now this' },
+      },
     );
     const workflowId = h.id('conversation');
     await h.deputy.startRun({ task, mode: 'conversation' }, { workflowId });
     await h.model.waitFor((rs) => rs.some(forTask(task)));
     const handle = h.client.workflow.getHandle(workflowId);
-    await expect(handle.executeUpdate('sendMessage', { args: [{ message: '' }] })).rejects.toThrow(WorkflowUpdateFailedError);
-    await expect(handle.executeUpdate('sendMessage', { args: [{ text: 'hi' }] })).rejects.toThrow(WorkflowUpdateFailedError);
+    await expect(handle.executeUpdate('sendMessage', { args: [{ message: '' }] })).rejects.toThrow(
+      WorkflowUpdateFailedError,
+    );
+    await expect(handle.executeUpdate('sendMessage', { args: [{ text: 'hi' }] })).rejects.toThrow(
+      WorkflowUpdateFailedError,
+    );
     await h.deputy.sendMessage(workflowId, 'and now?');
     await h.model.waitFor((rs) => rs.some((r) => r.rule === 'second'));
     await expect.poll(async () => (await h.deputy.getState(workflowId)).status).toBe('waiting_for_user');

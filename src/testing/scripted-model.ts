@@ -100,11 +100,11 @@ export class ScriptedModelServer {
 
   /** Starts a server on 127.0.0.1 with an ephemeral port. */
   static async start(rules: ScriptRule[] = [], options: { quiet?: boolean } = {}): Promise<ScriptedModelServer> {
-    let instance: ScriptedModelServer | undefined;
-    const server = createServer((req, res) => void instance!.handle(req, res));
+    const server = createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    instance = new ScriptedModelServer(server, `http://127.0.0.1:${port}/v1`, options.quiet ?? false);
+    const instance = new ScriptedModelServer(server, `http://127.0.0.1:${port}/v1`, options.quiet ?? false);
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => void instance.handle(req, res));
     instance.add(...rules);
     return instance;
   }
@@ -135,7 +135,9 @@ export class ScriptedModelServer {
       };
       const timer = setTimeout(() => {
         this.waiters.delete(check);
-        reject(new Error(`scripted model: condition not met within ${timeoutMs} ms (${this.requests.length} requests)`));
+        reject(
+          new Error(`scripted model: condition not met within ${timeoutMs} ms (${this.requests.length} requests)`),
+        );
       }, timeoutMs);
       this.waiters.add(check);
     });

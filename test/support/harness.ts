@@ -26,7 +26,14 @@ export function testConfig(overrides: Record<string, unknown> = {}): DeputyConfi
   return parseConfig({
     model: 'test-model',
     prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
-    limits: { maxTurns: 10, maxTokens: 100_000, maxCostUsd: 1, maxToolCalls: 20, maxDurationSeconds: 600, synthesisReserve: false },
+    limits: {
+      maxTurns: 10,
+      maxTokens: 100_000,
+      maxCostUsd: 1,
+      maxToolCalls: 20,
+      maxDurationSeconds: 600,
+      synthesisReserve: false,
+    },
     ...overrides,
   });
 }

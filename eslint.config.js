@@ -1,0 +1,50 @@
+// @ts-check
+import js from '@eslint/js';
+import { builtinModules } from 'node:module';
+import importX from 'eslint-plugin-import-x';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', '.deputy/', 'coverage/', 'test/fixtures/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { 'import-x': importX },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'import-x/no-cycle': 'error',
+      // Tools and activities are async by contract even when their body is synchronous.
+      '@typescript-eslint/require-await': 'off',
+    },
+    settings: { 'import-x/resolver': { node: { extensions: ['.ts', '.js'] } } },
+  },
+  {
+    // Workflow code runs in Temporal's deterministic sandbox: no Node built-ins, no I/O.
+    files: ['workflows/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*'], message: 'workflows/ must stay deterministic: no Node built-ins.' },
+            { group: builtinModules, message: 'workflows/ must stay deterministic: no Node built-ins.' },
+            {
+              group: ['openai', '**/activities/*', '!**/activities/index.js'],
+              message: 'workflows/ import activities as types only.',
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);

@@ -1,0 +1,127 @@
+/**
+ * Regenerates the replay fixtures in test/fixtures/histories: runs representative scenarios on an embedded dev
+ * server against the scripted model and saves each run's history as JSON.
+ *
+ *   npm run fixtures
+ *
+ * Regenerate only on purpose: a workflow change that breaks replay of the committed histories needs `patched()`
+ * or a new fixture with its reason in the commit message.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DeputyClient } from '../src/client.js';
+import { parseConfig } from '../src/config.js';
+import { startDevServer } from '../src/dev-server.js';
+import type { RunInput } from '../src/run-schema.js';
+import { PROJECT_ROOT } from '../src/temporal-cli.js';
+import { forTask, ScriptedModelServer, type ScriptRule } from '../src/testing/scripted-model.js';
+import { createDeputyWorker } from '../src/worker-factory.js';
+
+interface Scenario {
+  name: string;
+  input: RunInput;
+  rules: ScriptRule[];
+  /** Drives the run from outside (updates, cancellation) after it starts. */
+  drive?: (deputy: DeputyClient, workflowId: string, model: ScriptedModelServer) => Promise<void>;
+}
+
+const calc = (a: number, b: number) => ({ name: 'calculate', arguments: { operation: 'add', a, b } });
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'two-tool-calls',
+    input: { task: 'fixture: two tools' },
+    rules: [
+      {
+        when: forTask('fixture: two tools', 0),
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }] },
+      },
+      { when: forTask('fixture: two tools', 1), reply: { toolCalls: [calc(1, 2)] } },
+      { when: forTask('fixture: two tools', 2), reply: { text: 'three, taxed at 8%' } },
+    ],
+  },
+  {
+    name: 'synthesis-then-limit',
+    input: { task: 'fixture: synthesis', limits: { maxTurns: 2, synthesisReserve: {} } },
+    rules: [
+      { when: forTask('fixture: synthesis', 0), reply: { text: 'draft', toolCalls: [calc(2, 2)] } },
+      { when: forTask('fixture: synthesis', 1), reply: { text: 'final answer: 4' } },
+    ],
+  },
+  {
+    name: 'limit-reached-tool-calls',
+    input: { task: 'fixture: tool limit', limits: { maxToolCalls: 1, synthesisReserve: false } },
+    rules: [{ when: forTask('fixture: tool limit'), times: 2, reply: { text: 'more', toolCalls: [calc(1, 1)] } }],
+  },
+  {
+    name: 'conversation',
+    input: { task: 'fixture: chat', mode: 'conversation' },
+    rules: [
+      { when: forTask('fixture: chat', 0), reply: { text: 'hello' } },
+      { when: (r) => r.body.messages.at(-1)?.content === 'fixture: second message', reply: { text: 'second answer' } },
+    ],
+    async drive(deputy, workflowId, model) {
+      await model.waitFor((rs) => rs.some(forTask('fixture: chat')));
+      await deputy.sendMessage(workflowId, 'fixture: second message');
+      await model.waitFor((rs) => rs.some((r) => r.body.messages.at(-1)?.content === 'fixture: second message'));
+      while ((await deputy.getState(workflowId)).status !== 'waiting_for_user')
+        await new Promise((r) => setTimeout(r, 50));
+      await deputy.endConversation(workflowId);
+    },
+  },
+  {
+    name: 'model-401',
+    input: { task: 'fixture: unauthorized' },
+    rules: [{ when: forTask('fixture: unauthorized'), reply: { status: 401, message: 'Incorrect API key' } }],
+  },
+  {
+    name: 'cancelled',
+    input: { task: 'fixture: cancel' },
+    rules: [{ name: 'hang', when: forTask('fixture: cancel'), reply: { hang: true } }],
+    async drive(deputy, workflowId, model) {
+      await model.waitFor((rs) => rs.some((r) => r.rule === 'hang'));
+      await deputy.cancel(workflowId);
+    },
+  },
+];
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const out = join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
+  mkdirSync(out, { recursive: true });
+  const server = await startDevServer();
+  const model = await ScriptedModelServer.start(SCENARIOS.flatMap((s) => s.rules));
+  const taskQueue = 'fixtures';
+  const worker = await createDeputyWorker({
+    connection: server.env.nativeConnection,
+    taskQueue,
+    config: parseConfig({ model: 'test-model', prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } } }),
+    model: { apiKey: 'sk-fixture', baseURL: model.url },
+  });
+  const client = new Client({ connection: server.env.connection });
+  const deputy = new DeputyClient(client, { taskQueue });
+  try {
+    await worker.runUntil(async () => {
+      for (const scenario of SCENARIOS) {
+        const workflowId = `fixture-${scenario.name}`;
+        await deputy.startRun(scenario.input, { workflowId });
+        await scenario.drive?.(deputy, workflowId, model);
+        const result = await deputy.result(workflowId);
+        const history = await client.workflow.getHandle(workflowId).fetchHistory();
+        writeFileSync(join(out, `${scenario.name}.json`), `${historyToJSON(history)}\n`);
+        console.log(`${scenario.name}: ${result.status}, ${history.events?.length ?? 0} events`);
+      }
+    });
+  } finally {
+    await model.close();
+    await server.env.teardown();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,135 @@
+/**
+ * `npm run demo`: runs a sample task end to end. Starts an embedded Temporal dev server (persisted under .deputy/)
+ * unless TEMPORAL_ADDRESS is set, starts a worker, shows the run's progress, then prints the answer, usage, cost
+ * and the run's Temporal UI URL. Offline (scripted model) unless OPENAI_API_KEY or OPENAI_BASE_URL is set.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DeputyClient } from './client.js';
+import { loadConfig, readEnv } from './config.js';
+import { DEMO_SCRIPT, DEMO_TASK } from './demo-script.js';
+import { startDevServer, type DevServer } from './dev-server.js';
+import { ConfigError } from './errors.js';
+import { freePort } from './ports.js';
+import type { RunState } from './run-schema.js';
+import type { SessionEvent } from './session.js';
+import { PROJECT_ROOT } from './temporal-cli.js';
+import { ScriptedModelServer } from './testing/scripted-model.js';
+import { microToUsd } from './usage.js';
+import { createDeputyWorker } from './worker-factory.js';
+
+const clip = (text: string, max = 90) => (text.length > max ? `${text.slice(0, max - 1)}…` : text).replace(/\n/g, ' ');
+
+function describeEvent(event: SessionEvent): string | null {
+  switch (event.type) {
+    case 'message/assistant':
+      return event.toolCalls.length > 0
+        ? event.toolCalls.map((c) => `  model → ${c.name}(${clip(c.arguments, 60)})`).join('\n')
+        : `  model → answer${event.synthesisFor ? ` (synthesis: ${event.synthesisFor})` : ''}`;
+    case 'tool/result':
+      return `  ${event.name} ← ${event.isError ? 'error: ' : ''}${clip(event.content)}`;
+    default:
+      return null;
+  }
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const env = readEnv();
+  const config = loadConfig({ ...env, configPath: env.configPath ?? join(PROJECT_ROOT, 'deputy.config.yaml') });
+  const live = env.openaiApiKey !== undefined || env.openaiBaseUrl !== undefined;
+
+  let scripted: ScriptedModelServer | undefined;
+  if (live) {
+    console.log(
+      `model: ${config.model} at ${env.openaiBaseUrl ?? 'https://api.openai.com/v1'} (live: OPENAI_* is set)`,
+    );
+  } else {
+    scripted = await ScriptedModelServer.start(DEMO_SCRIPT);
+    console.log(
+      `model: offline scripted model at ${scripted.url} (set OPENAI_API_KEY or OPENAI_BASE_URL for a real one)`,
+    );
+  }
+
+  let server: DevServer | undefined;
+  let address = process.env.TEMPORAL_ADDRESS;
+  let uiBase: string;
+  if (address) {
+    uiBase = process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233';
+    console.log(`temporal: ${address} (TEMPORAL_ADDRESS)`);
+  } else {
+    const stateDir = join(PROJECT_ROOT, '.deputy', 'state');
+    mkdirSync(stateDir, { recursive: true });
+    const dbFilename = join(stateDir, 'temporal.db');
+    console.log('temporal: starting an embedded dev server …');
+    server = await startDevServer({ dbFilename, uiPort: await freePort(8233) });
+    address = server.address;
+    uiBase = server.uiUrl!;
+    console.log(`temporal: dev server at ${address}, persisted to ${dbFilename}, UI at ${uiBase}`);
+  }
+
+  const connection = await NativeConnection.connect({ address });
+  const clientConnection = await Connection.connect({ address });
+  const deputy = new DeputyClient(new Client({ connection: clientConnection, namespace: env.temporalNamespace }), {
+    taskQueue: env.taskQueue,
+  });
+  try {
+    console.log('worker: bundling workflows and starting …');
+    const worker = await createDeputyWorker({
+      connection,
+      namespace: env.temporalNamespace,
+      taskQueue: env.taskQueue,
+      config,
+      model: live
+        ? { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl }
+        : { apiKey: 'offline', baseURL: scripted!.url },
+    });
+    await worker.runUntil(async () => {
+      const workflowId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      console.log(`\nrun ${workflowId}\ntask: ${DEMO_TASK}\n`);
+      await deputy.startRun({ task: DEMO_TASK, limits: { maxTurns: 8, maxCostUsd: 0.05 } }, { workflowId });
+      const done = deputy.result(workflowId);
+      let shown = 0;
+      let finished = false;
+      void done.finally(() => (finished = true));
+      while (!finished) {
+        const state: RunState = await deputy.getState(workflowId).catch(() => null as unknown as RunState);
+        for (const event of state?.session.slice(shown) ?? []) {
+          const line = describeEvent(event);
+          if (line) console.log(line);
+        }
+        shown = state?.session.length ?? shown;
+        await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 250))]);
+      }
+      const final = await deputy.getState(workflowId);
+      for (const event of final.session.slice(shown)) {
+        const line = describeEvent(event);
+        if (line) console.log(line);
+      }
+      const result = await done;
+      console.log(`\nstatus: ${result.status}${result.limit ? ` (${result.limit})` : ''}`);
+      console.log(`answer: ${result.output ?? result.error ?? '(none)'}`);
+      const u = result.usage;
+      console.log(
+        `usage:  ${u.modelCalls} model calls, ${u.toolCalls} tool calls, ${u.inputTokens} input + ${u.outputTokens} output = ${u.totalTokens} tokens`,
+      );
+      console.log(
+        `cost:   $${microToUsd(u.costMicroUsd).toFixed(6)} (${u.costMicroUsd} micro-USD${live ? '' : ', scripted usage'})`,
+      );
+      console.log(`ui:     ${uiBase}/namespaces/${env.temporalNamespace}/workflows/${encodeURIComponent(workflowId)}`);
+      if (result.status !== 'completed') process.exitCode = 1;
+    });
+  } finally {
+    await clientConnection.close();
+    await connection.close();
+    await scripted?.close();
+    await server?.env.teardown();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? `demo: ${err.message}` : err);
+  process.exit(1);
+});

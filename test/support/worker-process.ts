@@ -1,0 +1,44 @@
+/**
+ * Runs `src/worker.ts` (what `npm run worker` runs) as a real child process, so tests can SIGKILL it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { PROJECT_ROOT } from '../../src/temporal-cli.js';
+
+/** A worker process started by a test. */
+export interface WorkerProcess {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the exit code once the process has exited. */
+  exited: Promise<number | null>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+/** Starts the worker entry point with `env` added to this process's environment. */
+export function spawnWorker(env: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => text,
+    exited,
+    kill: (signal = 'SIGKILL') => void child.kill(signal),
+  };
+}
+
+/** Waits until the worker prints its ready line; fails with its output if it exits first. */
+export async function waitUntilReady(worker: WorkerProcess, timeoutMs = 60_000): Promise<void> {
+  const started = Date.now();
+  while (!worker.output().includes('deputy worker: task queue')) {
+    if (worker.child.exitCode !== null) throw new Error(`worker exited early:\n${worker.output()}`);
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`worker not ready after ${timeoutMs} ms:\n${worker.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

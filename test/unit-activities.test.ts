@@ -1,0 +1,70 @@
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { redact, retryAfterMs, toModelFailure } from '../activities/model-errors.js';
+import { findTemporalCli } from '../src/temporal-cli.js';
+
+function apiError(status: number, headers: Record<string, string> = {}) {
+  return OpenAI.APIError.generate(
+    status,
+    { error: { message: `boom ${status}` } },
+    `boom ${status}`,
+    new Headers(headers),
+  );
+}
+
+describe('R1.2 model error policy', () => {
+  it.each([408, 409, 429, 500, 502, 503])('R1.2 %i is retryable', (status) => {
+    const failure = toModelFailure(apiError(status), 'm', undefined);
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect(failure.nonRetryable).toBe(false);
+  });
+
+  it.each([
+    [400, 'ModelCall.BadRequest'],
+    [401, 'ModelCall.Unauthorized'],
+    [403, 'ModelCall.Forbidden'],
+    [404, 'ModelCall.NotFound'],
+    [422, 'ModelCall.Unprocessable'],
+  ])('R1.2 %i is non-retryable (%s) and says what to fix', (status, type) => {
+    const failure = toModelFailure(apiError(status), 'gpt-x', undefined);
+    expect(failure.type).toBe(type);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toMatch(new RegExp(`^model endpoint answered ${status} for gpt-x: \\w`));
+  });
+
+  it('R1.2 retry-after (seconds, ms, HTTP date) sets the next retry delay', () => {
+    expect(toModelFailure(apiError(429, { 'retry-after': '7' }), 'm', undefined).nextRetryDelay).toBe(7000);
+    expect(retryAfterMs(new Headers({ 'retry-after-ms': '250' }))).toBe(250);
+    expect(
+      retryAfterMs(new Headers({ 'retry-after': 'Thu, 01 Jan 2026 00:00:05 GMT' }), Date.parse('2026-01-01T00:00:00Z')),
+    ).toBe(5000);
+    expect(retryAfterMs(new Headers())).toBeUndefined();
+  });
+
+  it('network errors retry; the API key is redacted from every message', () => {
+    const failure = toModelFailure(
+      new OpenAI.APIConnectionError({ message: 'socket hang up sk-secret' }),
+      'm',
+      'sk-secret',
+    );
+    expect(failure).toMatchObject({ type: 'ModelCall.Network', nonRetryable: false });
+    expect(failure.message).not.toContain('sk-secret');
+    expect(redact('a sk-1 b sk-1', 'sk-1')).toBe('a [redacted] b [redacted]');
+  });
+});
+
+describe('Temporal CLI resolution', () => {
+  it('TEMPORAL_CLI_PATH wins; then PATH; a bad TEMPORAL_CLI_PATH is an error that says so', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cli-'));
+    const fake = join(dir, 'temporal');
+    writeFileSync(fake, '#!/bin/sh\n');
+    chmodSync(fake, 0o755);
+    expect(findTemporalCli({ TEMPORAL_CLI_PATH: fake, PATH: '' })).toBe(fake);
+    expect(findTemporalCli({ PATH: dir })).toBe(fake);
+    expect(() => findTemporalCli({ TEMPORAL_CLI_PATH: join(dir, 'missing') })).toThrow(/not an executable file/);
+  });
+});
