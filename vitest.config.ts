@@ -9,6 +9,6 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 90_000,
     hookTimeout: 120_000,
-    reporters: ['default'],
+    reporters: ['default', ['json', { outputFile: '.deputy/test-results.json' }]],
   },
 });

@@ -7,6 +7,8 @@
 set -euo pipefail
 
 TEMPORAL_VERSION=1.9.1
+# `go install` refuses CLI 1.9.1 (its go.mod has replace directives); 1.5.1 is the newest that installs that way.
+GO_FALLBACK_VERSION=1.5.1
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/.deputy/bin"
 target="$bin/temporal"
@@ -41,8 +43,8 @@ if command -v python3 >/dev/null 2>&1 && { [ -x "$venv/bin/pip" ] || python3 -m 
 fi
 
 if command -v go >/dev/null 2>&1; then
-  say "installing github.com/temporalio/cli/cmd/temporal@v$TEMPORAL_VERSION with go install …"
-  if GOBIN="$bin" go install "github.com/temporalio/cli/cmd/temporal@v$TEMPORAL_VERSION" && works "$target"; then
+  say "installing github.com/temporalio/cli/cmd/temporal@v$GO_FALLBACK_VERSION with go install …"
+  if GOBIN="$bin" go install "github.com/temporalio/cli/cmd/temporal@v$GO_FALLBACK_VERSION" && works "$target"; then
     say "installed: $("$target" --version)"; exit 0
   fi
 fi

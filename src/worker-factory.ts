@@ -85,6 +85,6 @@ export async function checkSearchAttributes(connection: NativeConnection, namesp
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   return DEPUTY_SEARCH_ATTRIBUTES.filter((key) => !(key.name in (customAttributes ?? {}))).map(
     (key) =>
-      `search attribute ${key.name} is not registered; run: temporal operator search-attribute create --namespace ${namespace} --name ${key.name} --type ${CLI_TYPE_NAMES[key.type]}`,
+      `search attribute ${key.name} is not registered; run \`npm run register-search-attributes\` or: temporal operator search-attribute create --namespace ${namespace} --name ${key.name} --type ${CLI_TYPE_NAMES[key.type]}`,
   );
 }

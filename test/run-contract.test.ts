@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError } from '../src/errors.js';
 import { RunResult, RunState } from '../src/run-schema.js';
 import { SessionEvent } from '../src/session.js';
-import { forTask } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools } from '../src/testing/scripted-model.js';
 import { createHarness, TEST_API_KEY, type Harness } from './support/harness.js';
 
 let h: Harness;
@@ -121,6 +121,22 @@ describe('R1.7 bad input never crashes a worker', () => {
     expect(toolMessages[0]).toMatch(/arguments for "calculate" are not valid JSON/);
     expect(toolMessages[1]).toMatch(/invalid arguments for "calculate": operation: /);
     expect(toolMessages[2]).toMatch(/tool "drop_database" is not available to this run/);
+  });
+
+  it('R1.1 tools are offered only when the run holds their scopes, and a call to another tool is refused', async () => {
+    const task = 'scoped tools';
+    h.model.add(
+      { when: forTask(task, 0), reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }] } },
+      { name: 'after', when: forTask(task, 1), reply: { text: 'no notes for me' } },
+    );
+    const workflowId = h.id('scopes');
+    await h.deputy.startRun({ task, scopes: ['tools.calc'] }, { workflowId });
+    expect((await h.deputy.result(workflowId)).status).toBe('completed');
+    const [first, second] = h.model.requests.filter(forTask(task));
+    expect(offeredTools(first!)).toEqual(['calculate']);
+    expect(second!.body.messages.at(-1)?.content).toBe(
+      'tool "search_notes" is not available to this run; use only the tools you were given',
+    );
   });
 
   it('R1.7 an unknown preset fails the run with an error that lists the known ones', async () => {
