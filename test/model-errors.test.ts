@@ -36,6 +36,21 @@ describe('R1.2 model errors', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
   });
 
+  it('R1.2 a truncated or invalid JSON answer, or a dropped connection, is retried', async () => {
+    const task = 'garbled answers';
+    h.model.add(
+      { name: 'truncated', when: forTask(task), reply: { raw: '{"id": "x", "choices": [{"mess' } },
+      { name: 'reset', when: forTask(task), reply: { reset: true } },
+      { name: 'ok', when: forTask(task), reply: { text: 'clean answer' } },
+    );
+    const workflowId = h.id('garbled');
+    await h.deputy.startRun({ task }, { workflowId });
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'completed', output: 'clean answer' });
+    expect(result.usage.modelCalls).toBe(1);
+    expect(h.model.requests.filter(forTask(task)).map((r) => r.rule)).toEqual(['truncated', 'reset', 'ok']);
+  });
+
   it('R1.2 401 fails the run at once, non-retryable, with a message that says what to fix', async () => {
     const task = 'bad key';
     h.model.add({

@@ -49,6 +49,29 @@ describe('§6 contract: a backend in any language starts agentRun by type name a
     });
   });
 
+  it('§6 R1.5 prior messages seed the session before the task', async () => {
+    const task = 'seeded';
+    h.model.add({ name: 'seeded', when: forTask(task, 0), reply: { text: 'continuing' } });
+    const workflowId = h.id('seeded');
+    await h.deputy.startRun(
+      {
+        task,
+        messages: [
+          { role: 'user', content: 'earlier question' },
+          { role: 'assistant', content: 'earlier answer' },
+        ],
+      },
+      { workflowId },
+    );
+    expect((await h.deputy.result(workflowId)).status).toBe('completed');
+    const request = h.model.requests.find((r) => r.rule === 'seeded')!;
+    expect(request.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'earlier question' },
+      { role: 'assistant', content: 'earlier answer' },
+      { role: 'user', content: task },
+    ]);
+  });
+
   it('§6 R1.5 the state query shows usage, remaining limits and the session events in order', async () => {
     const task = 'state query';
     h.model.add(
