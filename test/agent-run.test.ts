@@ -1,16 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { toolResultCount } from '../src/testing/scripted-model.js';
-import { createHarness, type Harness } from './support/harness.js';
+import { useHarness } from './support/harness.js';
 
-let h: Harness;
-
-beforeAll(async () => {
-  h = await createHarness();
-  await h.startWorker();
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 describe('agentRun', () => {
   it('R1.1 R1.3 completes a run with two tool calls; the model saw exactly the expected requests', async () => {

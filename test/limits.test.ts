@@ -1,18 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { forTask, offeredTools, type RecordedRequest } from '../src/testing/scripted-model.js';
 import type { Limits } from '../src/run-schema.js';
 import { SYNTHESIS_INSTRUCTION } from '../workflows/agent-run.js';
-import { createHarness, type Harness } from './support/harness.js';
+import { useHarness } from './support/harness.js';
 
-let h: Harness;
-
-beforeAll(async () => {
-  h = await createHarness();
-  await h.startWorker();
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 const calc = { name: 'calculate', arguments: { operation: 'add', a: 1, b: 2 } };
 
@@ -33,30 +25,15 @@ async function runAlwaysCallingTools(task: string, limits: Limits) {
 }
 
 describe('R1.4 limits end a run with limit_reached and the best output so far', () => {
-  it('R1.4 maxTurns', async () => {
-    const { result, requests } = await runAlwaysCallingTools('limit turns', { maxTurns: 2, synthesisReserve: false });
-    expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxTurns', output: 'draft 2' });
-    expect(result.usage).toMatchObject({ modelCalls: 2, toolCalls: 2 });
-    expect(requests).toHaveLength(2);
-  });
-
-  it('R1.4 maxTokens', async () => {
-    const { result, requests } = await runAlwaysCallingTools('limit tokens', {
-      maxTokens: 240,
-      synthesisReserve: false,
-    });
-    expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxTokens', output: 'draft 2' });
-    expect(result.usage.totalTokens).toBe(240);
-    expect(requests).toHaveLength(2);
-  });
-
-  it('R1.4 maxCostUsd (integer micro-USD: 140 per call)', async () => {
-    const { result, requests } = await runAlwaysCallingTools('limit cost', {
-      maxCostUsd: 0.00028,
-      synthesisReserve: false,
-    });
-    expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxCostUsd', output: 'draft 2' });
-    expect(result.usage.costMicroUsd).toBe(280);
+  it.each([
+    { limit: 'maxTurns', limits: { maxTurns: 2 }, usage: { modelCalls: 2, toolCalls: 2 } },
+    { limit: 'maxTokens', limits: { maxTokens: 240 }, usage: { totalTokens: 240 } },
+    // Integer micro-USD: 140 per call at $1 in / $2 out per million tokens.
+    { limit: 'maxCostUsd', limits: { maxCostUsd: 0.00028 }, usage: { costMicroUsd: 280 } },
+  ] as const)('R1.4 $limit', async ({ limit, limits, usage }) => {
+    const { result, requests } = await runAlwaysCallingTools(`limit ${limit}`, { ...limits, synthesisReserve: false });
+    expect(result).toMatchObject({ status: 'limit_reached', limit, output: 'draft 2' });
+    expect(result.usage).toMatchObject(usage);
     expect(requests).toHaveLength(2);
   });
 

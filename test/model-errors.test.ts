@@ -1,17 +1,9 @@
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { forTask } from '../src/testing/scripted-model.js';
-import { createHarness, type Harness } from './support/harness.js';
+import { useHarness } from './support/harness.js';
 
-let h: Harness;
-
-beforeAll(async () => {
-  h = await createHarness();
-  await h.startWorker();
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 describe('R1.2 model errors', () => {
   it('R1.2 429 with retry-after, then 500, then success: retried by Temporal, one turn of usage', async () => {

@@ -1,20 +1,12 @@
 import { ApplicationFailure, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InputError } from '../src/errors.js';
 import { RunResult, RunState } from '../src/run-schema.js';
 import { SessionEvent } from '../src/session.js';
 import { forTask, offeredTools } from '../src/testing/scripted-model.js';
-import { createHarness, TEST_API_KEY, type Harness } from './support/harness.js';
+import { TEST_API_KEY, useHarness } from './support/harness.js';
 
-let h: Harness;
-
-beforeAll(async () => {
-  h = await createHarness();
-  await h.startWorker();
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 async function failureOf(workflowId: string): Promise<ApplicationFailure> {
   const err = await h.client.workflow

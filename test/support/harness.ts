@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkerOptions } from '@temporalio/worker';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { DeputyClient } from '../../src/client.js';
 import { parseConfig, type DeputyConfig } from '../../src/config.js';
 import { ScriptedModelServer, type ScriptRule } from '../../src/testing/scripted-model.js';
@@ -109,4 +109,17 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
       await connection.close();
     },
   };
+}
+
+/** Registers `beforeAll`/`afterAll` for a test file: a harness with one worker started (filled in before the tests run). */
+export function useHarness(worker: Parameters<Harness['startWorker']>[0] = {}): Harness {
+  const harness = {} as Harness;
+  beforeAll(async () => {
+    Object.assign(harness, await createHarness());
+    await harness.startWorker(worker);
+  });
+  afterAll(async () => {
+    await harness.close?.();
+  });
+  return harness;
 }
