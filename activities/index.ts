@@ -3,8 +3,13 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
-import type { ResolveRunInput, ResolveRunResult } from '../src/activity-types.js';
-import { CompositionError, resolveComposition } from '../src/composition.js';
+import type {
+  ResolvePresetsInput,
+  ResolvePresetsResult,
+  ResolveRunInput,
+  ResolveRunResult,
+} from '../src/activity-types.js';
+import { CompositionError, resolveComposition, resolvePresetTools } from '../src/composition.js';
 import type { DeputyConfig } from '../src/config.js';
 import type { ToolDefinition } from '../src/tools.js';
 import { createCallModel } from './call-model.js';
@@ -17,22 +22,27 @@ export interface ActivityDeps {
   tools: ReadonlyMap<string, ToolDefinition>;
   /** Only to redact it from error text. */
   apiKey?: string | undefined;
+  /** Task queue children run on (R2.4). */
+  backgroundTaskQueue: string;
 }
 
 /** Builds the activities a Deputy worker registers. */
-export function createActivities({ openai, config, tools, apiKey }: ActivityDeps) {
+export function createActivities({ openai, config, tools, apiKey, backgroundTaskQueue }: ActivityDeps) {
   return {
     callModel: createCallModel({ openai, apiKey }),
     runTool: createRunTool(tools),
     async resolveRun(input: ResolveRunInput): Promise<ResolveRunResult> {
       try {
-        return resolveComposition(config, tools, input);
+        return resolveComposition(config, tools, input, { backgroundTaskQueue });
       } catch (err) {
         if (err instanceof CompositionError) {
           throw ApplicationFailure.create({ type: err.type, message: err.message, nonRetryable: true });
         }
         throw err;
       }
+    },
+    async resolvePresets(input: ResolvePresetsInput): Promise<ResolvePresetsResult> {
+      return resolvePresetTools(config, input);
     },
   };
 }

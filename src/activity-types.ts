@@ -1,6 +1,7 @@
 /**
  * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
  */
+import type { DelegationSettings } from './delegation.js';
 import type { DefaultLimits } from './limits.js';
 import type { ChatMessage, ToolCall } from './session.js';
 import type { ToolSpec } from './tools.js';
@@ -12,6 +13,10 @@ export interface ResolveRunInput {
   model?: string | undefined;
   effort?: string | undefined;
   scopes?: string[] | undefined;
+  /** Depth of the run in its tree (0 for a root). */
+  depth?: number | undefined;
+  /** Tool names a parent granted; `undefined` for a root. */
+  allowedTools?: string[] | undefined;
 }
 
 /** Result of `resolveRun`: the run's composition, frozen for its whole life. */
@@ -26,6 +31,18 @@ export interface ResolveRunResult {
   tools: ToolSpec[];
   price: ModelPrice;
   defaultLimits: DefaultLimits;
+  /** Absent in histories recorded before delegation existed: treat as disabled. */
+  delegation?: DelegationSettings;
+}
+
+/** Input of `resolvePresets`: preset ids named by briefs. */
+export interface ResolvePresetsInput {
+  ids: string[];
+}
+
+/** Result of `resolvePresets`: each id's tools, or why it cannot be used. */
+export interface ResolvePresetsResult {
+  presets: ({ id: string; ok: true; tools: string[] } | { id: string; ok: false; error: string })[];
 }
 
 /** Input of `callModel`. */

@@ -2,7 +2,8 @@
  * Resolving a run's composition from the config: preset, persona with skills, model, price, tools and scopes.
  * Pure: the caller passes the config and the worker's tools.
  */
-import type { ResolveRunInput, ResolveRunResult } from './activity-types.js';
+import type { ResolvePresetsInput, ResolvePresetsResult, ResolveRunInput, ResolveRunResult } from './activity-types.js';
+import { DELEGATE_TOOL, delegateAvailable, delegateToolSpec, type DelegationSettings } from './delegation.js';
 import type { DeputyConfig, Preset } from './config.js';
 import { DeputyError } from './errors.js';
 import { holdsScopes, toToolSpec, type ToolDefinition } from './tools.js';
@@ -30,6 +31,7 @@ export function resolveComposition(
   config: DeputyConfig,
   tools: ReadonlyMap<string, ToolDefinition>,
   input: ResolveRunInput,
+  options: { backgroundTaskQueue: string },
 ): ResolveRunResult {
   const presetId = input.preset ?? config.defaultPreset;
   const preset = config.presets.find((p) => p.id === presetId);
@@ -47,18 +49,37 @@ export function resolveComposition(
   }
   const scopes = input.scopes ?? config.defaultScopes;
   const { synthesisReserve, ...limits } = config.limits;
+  const granted = (name: string) => input.allowedTools === undefined || input.allowedTools.includes(name);
+  const delegation: DelegationSettings = { ...config.delegation, backgroundTaskQueue: options.backgroundTaskQueue };
+  const runTools = preset.tools
+    .map((name) => tools.get(name))
+    .filter((tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes))
+    .map(toToolSpec);
+  // R2.1: `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
+  if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) runTools.push(delegateToolSpec());
   return {
     preset: preset.id,
     persona: renderPersona(preset),
     model,
     effort: input.effort ?? preset.effort ?? null,
     scopes,
-    tools: preset.tools
-      .map((name) => tools.get(name))
-      .filter((tool): tool is ToolDefinition => tool !== undefined && holdsScopes(scopes, tool.scopes))
-      .map(toToolSpec),
+    tools: runTools,
     price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd),
     defaultLimits: { ...limits, synthesisReserve },
+    delegation,
+  };
+}
+
+/** Looks up presets named by briefs (R4.2): each one's tools, or an error naming the unknown id. */
+export function resolvePresetTools(config: DeputyConfig, input: ResolvePresetsInput): ResolvePresetsResult {
+  const known = config.presets.map((p) => p.id);
+  return {
+    presets: input.ids.map((id) => {
+      const preset = config.presets.find((p) => p.id === id);
+      return preset
+        ? { id, ok: true as const, tools: preset.tools }
+        : { id, ok: false as const, error: `unknown role "${id}"; the presets are: ${known.join(', ')}` };
+    }),
   };
 }
 

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
+import { BriefLimits } from './delegation.js';
 import { SynthesisReserve } from './run-schema.js';
 import { describeIssues } from './zod-issues.js';
 
@@ -36,6 +37,8 @@ export const DefaultLimitsConfig = z.strictObject({
   synthesisReserve: SynthesisReserve.default({ tokens: 2000, costUsd: 0.01 }),
 });
 
+const CHILD_DEFAULTS = { maxTurns: 10, maxTokens: 50_000, maxCostUsd: 0.25, maxToolCalls: 20 };
+
 const DEFAULT_PERSONA =
   'You are Deputy, a careful assistant. Use the tools you are given when they help, then answer concisely.';
 
@@ -65,6 +68,8 @@ export const DeputyConfig = z
         maxBriefsPerInvocation: z.number().int().positive().max(3).default(3),
         maxChildrenPerRun: z.number().int().positive().default(8),
         neverInherit: z.array(z.string()).default(['skill_manage']),
+        /** Limits a child gets when its brief asks for none; always capped by the parent's remaining. */
+        childDefaults: BriefLimits.default(CHILD_DEFAULTS),
       })
       .default({
         enabled: false,
@@ -72,6 +77,7 @@ export const DeputyConfig = z
         maxBriefsPerInvocation: 3,
         maxChildrenPerRun: 8,
         neverInherit: ['skill_manage'],
+        childDefaults: CHILD_DEFAULTS,
       }),
     /** Hooks (events and webhooks arrive with the context issue). */
     hooks: z.array(z.unknown()).default([]),

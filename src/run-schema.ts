@@ -3,6 +3,7 @@
  * Must stay importable from workflow code: no Node built-ins, no I/O.
  */
 import { z } from 'zod';
+import { ContextMode } from './delegation.js';
 import { LimitName, SessionEvent } from './session.js';
 
 export { LimitName };
@@ -54,6 +55,20 @@ export const SeedMessage = z.strictObject({
 });
 export type SeedMessage = z.infer<typeof SeedMessage>;
 
+/** Set by a parent on the runs it spawns; a root run has none. */
+export const ChildOrigin = z.strictObject({
+  parentId: z.string().min(1),
+  rootId: z.string().min(1),
+  depth: z.number().int().positive(),
+  taskName: z.string().min(1),
+  /** The parent's invocation number that spawned this child. */
+  invocation: z.number().int().positive(),
+  /** Tool names the parent granted (R2.7); the child's preset and scopes narrow them further. */
+  allowedTools: z.array(z.string()),
+  contextMode: ContextMode,
+});
+export type ChildOrigin = z.infer<typeof ChildOrigin>;
+
 /** Input of the `agentRun` workflow. */
 export const RunInput = z.strictObject({
   /** The assignment: the run's first user message. */
@@ -76,6 +91,8 @@ export const RunInput = z.strictObject({
   scopes: z.array(z.string().min(1)).optional(),
   /** Tenant the run belongs to, for the caller's own bookkeeping. */
   tenant: z.string().min(1).optional(),
+  /** Set by a parent run on its children; never set it yourself. */
+  origin: ChildOrigin.optional(),
 });
 export type RunInput = z.input<typeof RunInput>;
 
@@ -84,7 +101,13 @@ export const RunStatus = z.enum(['completed', 'failed', 'cancelled', 'limit_reac
 export type RunStatus = z.infer<typeof RunStatus>;
 
 /** What a run is doing now, as the `state` query reports it. */
-export const LiveStatus = z.enum(['starting', 'running', 'waiting_for_user', ...RunStatus.options]);
+export const LiveStatus = z.enum([
+  'starting',
+  'running',
+  'waiting_for_user',
+  'waiting_for_children',
+  ...RunStatus.options,
+]);
 export type LiveStatus = z.infer<typeof LiveStatus>;
 
 /** Result of the `agentRun` workflow. */
@@ -125,6 +148,31 @@ export const Remaining = z.object({
 });
 export type Remaining = z.infer<typeof Remaining>;
 
+/** Tokens and integer micro-USD. */
+export const AmountSchema = z.object({ tokens: z.number().int(), costMicroUsd: z.number().int() });
+
+/** One child in a parent's delegations ledger (R2.11). */
+export const LedgerEntry = z.object({
+  invocation: z.number().int(),
+  /** Id of the model's `delegate` tool call. */
+  invocationId: z.string(),
+  childWorkflowId: z.string(),
+  taskName: z.string(),
+  preset: z.string(),
+  status: z.enum(['reserved', 'running', 'completed', 'failed', 'cancelled', 'limit_reached']),
+  reserved: AmountSchema,
+  actual: AmountSchema.nullable(),
+  /** A bounded summary of the child's output or error. */
+  summary: z.string().nullable(),
+  artifacts: z.array(z.string()),
+  preparation: z.object({
+    contextMode: ContextMode,
+    backgroundChars: z.number().int().nullable(),
+    hookOutcome: z.string().nullable(),
+  }),
+});
+export type LedgerEntry = z.infer<typeof LedgerEntry>;
+
 /** Reply of the `state` query. */
 export const RunState = z.object({
   status: LiveStatus,
@@ -133,6 +181,10 @@ export const RunState = z.object({
   usage: Usage,
   limits: ResolvedLimits.nullable(),
   remaining: Remaining.nullable(),
+  /** Tokens and cost held for live children (R2.6). */
+  reserved: AmountSchema,
+  /** Every child this run has reserved or started (R2.11). */
+  delegations: z.array(LedgerEntry),
   /** The session's events in effective form. */
   session: z.array(SessionEvent),
 });

@@ -65,3 +65,17 @@ export function addModelCall(usage: Usage, tokens: CallTokens, price: ModelPrice
 export function addToolCalls(usage: Usage, count: number): Usage {
   return { ...usage, toolCalls: usage.toolCalls + count };
 }
+
+/**
+ * Adds what a child spent to its parent's usage (R2.6): tokens and cost are shared down the tree, model and tool
+ * calls stay per run. Spend known only as a total (a child that ended without a result) counts as input tokens.
+ */
+export function addChildSpend(usage: Usage, spend: { inputTokens: number; outputTokens: number; costMicroUsd: number }): Usage {
+  return {
+    ...usage,
+    inputTokens: usage.inputTokens + spend.inputTokens,
+    outputTokens: usage.outputTokens + spend.outputTokens,
+    totalTokens: usage.totalTokens + spend.inputTokens + spend.outputTokens,
+    costMicroUsd: usage.costMicroUsd + spend.costMicroUsd,
+  };
+}

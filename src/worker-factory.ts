@@ -3,7 +3,7 @@
  * services create workers the same way.
  */
 import { fileURLToPath } from 'node:url';
-import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { createActivities } from '../activities/index.js';
@@ -21,7 +21,10 @@ export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', imp
 export interface DeputyWorkerOptions {
   connection: NativeConnection;
   namespace?: string;
+  /** Task queue of root runs (`DEPUTY_TASK_QUEUE`). */
   taskQueue: string;
+  /** Task queue of child runs (`DEPUTY_BACKGROUND_TASK_QUEUE`). @default `deputy-background` */
+  backgroundTaskQueue?: string;
   config: DeputyConfig;
   /** Model endpoint; the key never leaves the worker. */
   model: { apiKey: string | undefined; baseURL: string | undefined };
@@ -57,27 +60,65 @@ export function createOpenAIClient(model: DeputyWorkerOptions['model']): OpenAI 
   return new OpenAI({ apiKey: model.apiKey ?? 'no-key', baseURL: model.baseURL, maxRetries: 0, timeout: 600_000 });
 }
 
-/** Creates a worker that runs `agentRun` and its activities on `taskQueue`. */
-export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<Worker> {
+/** Deputy's workers: one on the task queue of root runs, one on the background queue children run on (R2.4). */
+export class DeputyWorker {
+  constructor(
+    /** The Temporal workers, root queue first. */
+    readonly workers: readonly Worker[],
+  ) {}
+
+  /** Runs every worker until `shutdown()` or a signal (SIGINT/SIGTERM) stops them. */
+  async run(): Promise<void> {
+    await Promise.all(this.workers.map((worker) => worker.run()));
+  }
+
+  /** Asks every running worker to stop after its in-flight tasks. */
+  shutdown(): void {
+    for (const worker of this.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+  }
+
+  /** Runs the workers while `work` runs, then shuts them down. */
+  async runUntil<T>(work: () => Promise<T>): Promise<T> {
+    const running = this.run();
+    try {
+      return await work();
+    } finally {
+      this.shutdown();
+      await running;
+    }
+  }
+}
+
+/** Creates the workers that run `agentRun` and its activities on the root and background task queues. */
+export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
   const tools = toolMap(options.tools ?? builtinTools());
   const problems = checkConfigAgainstTools(options.config, tools);
   if (problems.length > 0) throw new ConfigError(problems, 'config');
+  const backgroundTaskQueue = options.backgroundTaskQueue ?? 'deputy-background';
   const activities = createActivities({
     openai: createOpenAIClient(options.model),
     config: options.config,
     tools,
     apiKey: options.model.apiKey,
+    backgroundTaskQueue,
   });
-  return Worker.create({
-    connection: options.connection,
-    namespace: options.namespace ?? 'default',
-    taskQueue: options.taskQueue,
-    activities,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
-    maxHeartbeatThrottleInterval: '1 second',
-    ...options.workerOptions,
-  });
+  const workflowBundle = options.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH }));
+  const queues = backgroundTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, backgroundTaskQueue];
+  const workers = await Promise.all(
+    queues.map((taskQueue) =>
+      Worker.create({
+        connection: options.connection,
+        namespace: options.namespace ?? 'default',
+        taskQueue,
+        activities,
+        workflowBundle,
+        // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
+        maxHeartbeatThrottleInterval: '1 second',
+        ...options.workerOptions,
+      }),
+    ),
+  );
+  return new DeputyWorker(workers);
 }
 
 /** Problems with the server's search attributes: one line each, with the command that fixes it. */

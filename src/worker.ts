@@ -18,11 +18,12 @@ async function main(): Promise<void> {
       connection,
       namespace: env.temporalNamespace,
       taskQueue: env.taskQueue,
+      backgroundTaskQueue: env.backgroundTaskQueue,
       config,
       model: { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl },
     });
     console.log(
-      `deputy worker: task queue ${env.taskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.model}, delegation ${config.delegation.enabled ? 'on' : 'off'}`,
+      `deputy worker: task queues ${env.taskQueue} and ${env.backgroundTaskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.model}, delegation ${config.delegation.enabled ? 'on' : 'off'}`,
     );
     await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
   } finally {

@@ -28,6 +28,7 @@ import {
   EndConversationInput,
   RunInput,
   SendMessageInput,
+  type LedgerEntry,
   type LimitName,
   type LiveStatus,
   type ResolvedLimits,
@@ -35,15 +36,21 @@ import {
   type RunStatus,
 } from '../src/run-schema.js';
 import {
+  DEPUTY_CONTEXT_MODE,
   DEPUTY_COST_USD,
   DEPUTY_DEPTH,
+  DEPUTY_PARENT_ID,
   DEPUTY_PRESET,
   DEPUTY_ROOT_ID,
   DEPUTY_STATUS,
+  DEPUTY_TASK_NAME,
 } from '../src/search-attributes.js';
 import { bestOutput, SESSION_VERSION, toChatMessages, type SessionEvent, type ToolCall } from '../src/session.js';
-import { addModelCall, addToolCalls, microToUsd, ZERO_USAGE } from '../src/usage.js';
+import { ZERO_AMOUNT, type Amount } from '../src/budget.js';
+import { DELEGATE_TOOL } from '../src/delegation.js';
+import { addChildSpend, addModelCall, addToolCalls, microToUsd, ZERO_USAGE } from '../src/usage.js';
 import { describeIssues } from '../src/zod-issues.js';
+import { CHILD_FAILED_TYPE, runDelegation, type DelegationHost } from './delegate.js';
 
 /** Appended to a synthesis call, which offers no tools (R1.4). */
 export const SYNTHESIS_INSTRUCTION =
@@ -85,6 +92,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const info = workflowInfo();
   const sessionId = info.workflowId;
   const mode = input.mode ?? 'task';
+  const origin = input.origin;
+  const rootId = origin?.rootId ?? sessionId;
+  const depth = origin?.depth ?? 0;
 
   const events: SessionEvent[] = [];
   const inbox: string[] = [];
@@ -93,6 +103,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   let composition: ResolveRunResult | null = null;
   let limits: ResolvedLimits | null = null;
   let endRequested = false;
+  let reserved: Amount = ZERO_AMOUNT;
+  const ledger: LedgerEntry[] = [];
 
   const now = () => new Date(Date.now()).toISOString();
   const append = (event: SessionEvent) => events.push(event);
@@ -108,6 +120,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     usage,
     limits,
     remaining: limits ? remaining(limits, usage, Date.now()) : null,
+    reserved,
+    delegations: ledger,
     session: events,
   }));
   setHandler(
@@ -136,9 +150,16 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   }
 
   upsertSearchAttributes([
-    { key: DEPUTY_ROOT_ID, value: sessionId },
-    { key: DEPUTY_DEPTH, value: 0 },
+    { key: DEPUTY_ROOT_ID, value: rootId },
+    { key: DEPUTY_DEPTH, value: depth },
     { key: DEPUTY_STATUS, value: status },
+    ...(origin
+      ? [
+          { key: DEPUTY_PARENT_ID, value: origin.parentId },
+          { key: DEPUTY_TASK_NAME, value: origin.taskName },
+          { key: DEPUTY_CONTEXT_MODE, value: String(origin.contextMode) },
+        ]
+      : []),
   ]);
 
   const result = (outcome: Omit<RunResult, 'usage' | 'sessionId'>): RunResult => ({ ...outcome, usage, sessionId });
@@ -157,6 +178,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       model: input.model,
       effort: input.effort,
       scopes: input.scopes,
+      depth,
+      allowedTools: origin?.allowedTools,
     });
     const run = composition;
     limits = resolveLimits(input.limits, run.defaultLimits, Date.now());
@@ -168,11 +191,12 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       at: now(),
       version: SESSION_VERSION,
       sessionId,
-      parentId: null,
-      depth: 0,
+      parentId: origin?.parentId ?? null,
+      depth,
       preset: run.preset,
       model: run.model,
     });
+    if (origin) append({ type: 'subagent/descriptor', at: now(), taskName: origin.taskName, parentId: origin.parentId });
     for (const message of input.messages ?? []) {
       append(
         message.role === 'user'
@@ -202,7 +226,18 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       end('limit_reached', output);
       return result({ status: 'limit_reached', output, limit: 'deadline' });
     }
-    end(isCancellation(err) ? 'cancelled' : 'failed', bestOutput(events));
+    const cancelled = isCancellation(err);
+    end(cancelled ? 'cancelled' : 'failed', bestOutput(events));
+    if (origin && !cancelled) {
+      // A child's parent reads the child's spend from the failure's details (R2.6, R2.9).
+      throw ApplicationFailure.create({
+        type: CHILD_FAILED_TYPE,
+        message: failureMessage(err),
+        nonRetryable: true,
+        cause: err instanceof Error ? err : undefined,
+        details: [result({ status: 'failed', output: bestOutput(events), error: failureMessage(err) })],
+      });
+    }
     throw err;
   }
 
@@ -219,7 +254,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
           await modelTurn(run, step.synthesisFor, step.offerTools);
           break;
         case 'run_tools':
-          await toolTurn(run, step.calls, step.refused);
+          await toolTurn(run, runLimits, step.calls, step.refused);
           break;
         case 'wait_for_user': {
           setStatus('waiting_for_user');
@@ -262,11 +297,35 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(usage.costMicroUsd) }]);
   }
 
-  async function toolTurn(run: ResolveRunResult, calls: ToolCall[], refused: ToolCall[]) {
+  function delegationHost(run: ResolveRunResult, runLimits: ResolvedLimits): DelegationHost {
+    return {
+      sessionId,
+      rootId,
+      depth,
+      tenant: input.tenant,
+      composition: run,
+      settings: run.delegation!,
+      limits: runLimits,
+      ledger,
+      usage: () => usage,
+      reserved: () => reserved,
+      setReserved: (amount) => (reserved = amount),
+      debit: (spend) => {
+        usage = addChildSpend(usage, spend);
+        upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(usage.costMicroUsd) }]);
+      },
+      setStatus: (next) => setStatus(next),
+    };
+  }
+
+  async function toolTurn(run: ResolveRunResult, runLimits: ResolvedLimits, calls: ToolCall[], refused: ToolCall[]) {
     setCurrentDetails(`turn ${usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
     const allowedTools = run.tools.map((tool) => tool.name);
     const results = await Promise.all(
       calls.map(async (call) => {
+        if (call.name === DELEGATE_TOOL && allowedTools.includes(DELEGATE_TOOL) && run.delegation) {
+          return runDelegation(call, delegationHost(run, runLimits));
+        }
         try {
           return await runTool.executeWithOptions({ summary: `runTool ${call.name}` }, [
             { runId: sessionId, call, allowedTools, scopes: run.scopes },
@@ -293,6 +352,14 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       });
     }
   }
+}
+
+/** The message of the first `ApplicationFailure` in a chain (the one that says what to fix), else the root's. */
+function failureMessage(err: unknown): string {
+  for (let current: unknown = err; current instanceof Error; current = current.cause) {
+    if (current instanceof ApplicationFailure) return current.message;
+  }
+  return rootMessage(err);
 }
 
 function rootMessage(err: unknown): string {

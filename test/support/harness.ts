@@ -4,13 +4,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type WorkerOptions } from '@temporalio/worker';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { DeputyClient } from '../../src/client.js';
 import { parseConfig, type DeputyConfig } from '../../src/config.js';
 import { ScriptedModelServer, type ScriptRule } from '../../src/testing/scripted-model.js';
 import type { ToolDefinition } from '../../src/tools.js';
-import { createDeputyWorker } from '../../src/worker-factory.js';
+import { createDeputyWorker, type DeputyWorker } from '../../src/worker-factory.js';
 
 try {
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -40,7 +40,7 @@ export function testConfig(overrides: Record<string, unknown> = {}): DeputyConfi
 
 /** A worker running in the background of a test. */
 export interface RunningWorker {
-  worker: Worker;
+  worker: DeputyWorker;
   /** Shuts the worker down and waits for it. */
   stop(): Promise<void>;
 }
@@ -84,6 +84,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
       const worker = await createDeputyWorker({
         connection,
         taskQueue,
+        backgroundTaskQueue: `${taskQueue}-bg`,
         config: options.config ?? testConfig(),
         model: { apiKey: TEST_API_KEY, baseURL: model.url },
         tools: options.tools,
@@ -94,7 +95,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
       const handle: RunningWorker = {
         worker,
         async stop() {
-          if (worker.getState() === 'RUNNING') worker.shutdown();
+          worker.shutdown();
           await running;
         },
       };

@@ -1,0 +1,142 @@
+/**
+ * Budget arithmetic for delegation (R2.5, R2.6): what a child may spend, and the reservations that keep a parent's
+ * tree inside its own limits. Tokens and cost are shared down the tree (reserved, then debited); turns and tool calls
+ * are per run. Pure functions over integers.
+ */
+import type { BriefLimits } from './delegation.js';
+import { remaining } from './limits.js';
+import type { Limits, ResolvedLimits, Usage } from './run-schema.js';
+import { microToUsd, usdToMicro } from './usage.js';
+
+/** Tokens and integer micro-USD. */
+export interface Amount {
+  tokens: number;
+  costMicroUsd: number;
+}
+
+/** A run's shared budget: caps (`null` = unlimited), what it has spent, and what its live children hold. */
+export interface Budget {
+  maxTokens: number | null;
+  maxCostMicroUsd: number | null;
+  used: Amount;
+  reserved: Amount;
+}
+
+/** Nothing. */
+export const ZERO_AMOUNT: Amount = Object.freeze({ tokens: 0, costMicroUsd: 0 });
+
+/** A run's budget from its limits, usage and reservations. */
+export function budgetOf(limits: ResolvedLimits, usage: Usage, reserved: Amount): Budget {
+  return {
+    maxTokens: limits.maxTokens,
+    maxCostMicroUsd: limits.maxCostMicroUsd,
+    used: { tokens: usage.totalTokens, costMicroUsd: usage.costMicroUsd },
+    reserved,
+  };
+}
+
+/** What is free to reserve: max − used − reserved (never negative; `null` = unlimited). */
+export function available(budget: Budget): { tokens: number | null; costMicroUsd: number | null } {
+  const free = (max: number | null, used: number, held: number) => (max === null ? null : Math.max(0, max - used - held));
+  return {
+    tokens: free(budget.maxTokens, budget.used.tokens, budget.reserved.tokens),
+    costMicroUsd: free(budget.maxCostMicroUsd, budget.used.costMicroUsd, budget.reserved.costMicroUsd),
+  };
+}
+
+/** The invariant of R2.6: used + reserved ≤ max, for tokens and for cost. */
+export function withinBudget(budget: Budget): boolean {
+  const ok = (max: number | null, used: number, held: number) => max === null || used + held <= max;
+  return (
+    ok(budget.maxTokens, budget.used.tokens, budget.reserved.tokens) &&
+    ok(budget.maxCostMicroUsd, budget.used.costMicroUsd, budget.reserved.costMicroUsd)
+  );
+}
+
+const minOf = (...values: (number | null | undefined)[]): number | null => {
+  const defined = values.filter((v): v is number => v !== null && v !== undefined);
+  return defined.length > 0 ? Math.min(...defined) : null;
+};
+
+/**
+ * R2.5: a child's limits. For each limit, child = min(the brief's request or the configured default, the parent's
+ * remaining); the child's deadline never passes its parent's. Tokens and cost left are net of live reservations.
+ */
+export function deriveChildLimits(input: {
+  parentLimits: ResolvedLimits;
+  parentUsage: Usage;
+  reserved: Amount;
+  nowMs: number;
+  requested: BriefLimits | undefined;
+  defaults: BriefLimits;
+}): Limits {
+  const { parentLimits, parentUsage, reserved, nowMs, defaults } = input;
+  const requested = input.requested ?? {};
+  const rem = remaining(parentLimits, parentUsage, nowMs);
+  const free = available(budgetOf(parentLimits, parentUsage, reserved));
+  const askedCost = requested.maxCostUsd ?? defaults.maxCostUsd;
+  const cost = minOf(askedCost === undefined ? undefined : usdToMicro(askedCost), free.costMicroUsd);
+  const askedDeadline = requested.deadline ?? defaults.deadline;
+  const deadline = minOf(askedDeadline === undefined ? undefined : Date.parse(askedDeadline), parentLimits.deadlineMs);
+  const limits: Limits = {};
+  const turns = minOf(requested.maxTurns ?? defaults.maxTurns, rem.turns);
+  const tokens = minOf(requested.maxTokens ?? defaults.maxTokens, free.tokens);
+  const toolCalls = minOf(requested.maxToolCalls ?? defaults.maxToolCalls, rem.toolCalls);
+  if (turns !== null) limits.maxTurns = turns;
+  if (tokens !== null) limits.maxTokens = tokens;
+  if (cost !== null) limits.maxCostUsd = microToUsd(cost);
+  if (toolCalls !== null) limits.maxToolCalls = toolCalls;
+  if (deadline !== null) limits.deadline = new Date(deadline).toISOString();
+  return limits;
+}
+
+/** What reserving for a child with these limits holds back: its token and cost caps. */
+export function reservationFor(limits: Limits): Amount {
+  return { tokens: limits.maxTokens ?? 0, costMicroUsd: limits.maxCostUsd === undefined ? 0 : usdToMicro(limits.maxCostUsd) };
+}
+
+/** Adds amounts. */
+export function sum(...amounts: Amount[]): Amount {
+  return amounts.reduce((a, b) => ({ tokens: a.tokens + b.tokens, costMicroUsd: a.costMicroUsd + b.costMicroUsd }), ZERO_AMOUNT);
+}
+
+const usd = (micro: number) => `$${microToUsd(micro).toFixed(6)}`;
+
+/**
+ * R2.6: reserves `amounts` all or nothing. On failure the budget is unchanged and the error gives the numbers.
+ */
+export function reserve(budget: Budget, amounts: Amount[]): { ok: true; budget: Budget } | { ok: false; error: string } {
+  const want = sum(...amounts);
+  const free = available(budget);
+  const problems: string[] = [];
+  if (free.costMicroUsd !== null && want.costMicroUsd > free.costMicroUsd) {
+    problems.push(
+      `cost: the children need ${usd(want.costMicroUsd)} but only ${usd(free.costMicroUsd)} is left (max ${usd(budget.maxCostMicroUsd!)}, used ${usd(budget.used.costMicroUsd)}, reserved ${usd(budget.reserved.costMicroUsd)})`,
+    );
+  }
+  if (free.tokens !== null && want.tokens > free.tokens) {
+    problems.push(
+      `tokens: the children need ${want.tokens} but only ${free.tokens} are left (max ${budget.maxTokens}, used ${budget.used.tokens}, reserved ${budget.reserved.tokens})`,
+    );
+  }
+  if (problems.length > 0) {
+    return { ok: false, error: `the reservation does not fit: ${problems.join('; ')}; ask for smaller limits or fewer children` };
+  }
+  return { ok: true, budget: { ...budget, reserved: sum(budget.reserved, want) } };
+}
+
+/** Releases a reservation (at a child's end, or when its start is abandoned). */
+export function release(budget: Budget, amount: Amount): Budget {
+  return {
+    ...budget,
+    reserved: {
+      tokens: Math.max(0, budget.reserved.tokens - amount.tokens),
+      costMicroUsd: Math.max(0, budget.reserved.costMicroUsd - amount.costMicroUsd),
+    },
+  };
+}
+
+/** Debits what a child actually spent. */
+export function debit(budget: Budget, actual: Amount): Budget {
+  return { ...budget, used: sum(budget.used, actual) };
+}
