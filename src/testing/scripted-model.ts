@@ -72,6 +72,11 @@ export function forTask(task: string, toolResults?: number): (request: RecordedR
     (toolResults === undefined || toolResultCount(request) === toolResults);
 }
 
+/** A rule condition: some user message of the request contains `text`. */
+export function userSays(text: string): (request: RecordedRequest) => boolean {
+  return (request) => request.body.messages.some((m) => m.role === 'user' && (m.content ?? '').includes(text));
+}
+
 /** The tool names offered in a request. */
 export function offeredTools(request: RecordedRequest): string[] {
   return (request.body.tools ?? []).map((tool) => tool.function.name);

@@ -1,0 +1,51 @@
+/** Helpers for delegation tests: a config with delegation on, delegate calls, and visibility lookups. */
+import type { Client } from '@temporalio/client';
+import { z } from 'zod';
+import { builtinTools } from '../../activities/builtin-tools.js';
+import type { DeputyConfig } from '../../src/config.js';
+import { defineTool, type ToolDefinition } from '../../src/tools.js';
+import { testConfig } from './harness.js';
+
+/** A tool in `neverInherit` that parents may hold but children never get. */
+export const skillManageTool = defineTool({
+  name: 'skill_manage',
+  description: 'Edit the skills of presets.',
+  parameters: z.strictObject({ skill: z.string() }),
+  scopes: ['skills.write'],
+  async execute() {
+    return 'ok';
+  },
+});
+
+/** The worker's tools in delegation tests: the built-ins plus `skill_manage`. */
+export const DELEGATION_TOOLS: ToolDefinition[] = [...builtinTools(), skillManageTool];
+
+/** Scopes a delegating parent holds in these tests. */
+export const PARENT_SCOPES = ['tools.calc', 'tools.notes', 'skills.write', 'run.delegate'];
+
+/** Delegation on, small child defaults, and a `researcher` preset that has only `search_notes`. */
+export function delegationConfig(delegation: Record<string, unknown> = {}): DeputyConfig {
+  return testConfig({
+    presets: [
+      { id: 'assistant', persona: 'You are the parent.', tools: ['calculate', 'search_notes', 'skill_manage'] },
+      { id: 'researcher', persona: 'You research.', tools: ['search_notes'] },
+    ],
+    delegation: {
+      enabled: true,
+      childDefaults: { maxTurns: 5, maxTokens: 2000, maxCostUsd: 0.003, maxToolCalls: 5 },
+      ...delegation,
+    },
+  });
+}
+
+/** A scripted reply that calls `delegate` with `args`. */
+export function delegateReply(args: unknown) {
+  return { toolCalls: [{ name: 'delegate', arguments: args }] };
+}
+
+/** The children of `parentId` as Temporal visibility lists them. */
+export async function listChildren(client: Client, parentId: string) {
+  const children = [];
+  for await (const info of client.workflow.list({ query: `DeputyParentId = '${parentId}'` })) children.push(info);
+  return children.sort((a, b) => a.workflowId.localeCompare(b.workflowId));
+}

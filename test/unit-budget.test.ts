@@ -1,0 +1,221 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  available,
+  debit,
+  deriveChildLimits,
+  release,
+  reservationFor,
+  reserve,
+  sum,
+  withinBudget,
+  ZERO_AMOUNT,
+  type Amount,
+  type Budget,
+} from '../src/budget.js';
+import { checkInvocation, narrowGrant, type DelegationSettings } from '../src/delegation.js';
+import { resolveLimits } from '../src/limits.js';
+import { ZERO_USAGE } from '../src/usage.js';
+
+const SETTINGS: DelegationSettings = {
+  enabled: true,
+  maxDepth: 1,
+  maxBriefsPerInvocation: 3,
+  maxChildrenPerRun: 8,
+  neverInherit: ['skill_manage'],
+  childDefaults: {},
+  backgroundTaskQueue: 'bg',
+};
+
+describe('R2.5 deriveChildLimits', () => {
+  it("R2.5 each limit is min(request or default, parent remaining); the deadline never passes the parent's", () => {
+    const parentLimits = resolveLimits(
+      { maxTurns: 10, maxTokens: 5000, maxCostUsd: 0.01, maxToolCalls: 4, deadline: '2026-01-01T01:00:00Z' },
+      {},
+      0,
+    );
+    const usage = {
+      ...ZERO_USAGE,
+      modelCalls: 3,
+      totalTokens: 1000,
+      inputTokens: 1000,
+      costMicroUsd: 2000,
+      toolCalls: 1,
+    };
+    const limits = deriveChildLimits({
+      parentLimits,
+      parentUsage: usage,
+      reserved: { tokens: 500, costMicroUsd: 1000 },
+      nowMs: 0,
+      requested: { maxTurns: 20, maxTokens: 100, deadline: '2026-01-01T02:00:00Z' },
+      defaults: { maxCostUsd: 0.5, maxToolCalls: 2 },
+    });
+    expect(limits).toEqual({
+      maxTurns: 7, // min(20, 10 - 3)
+      maxTokens: 100, // min(100, 5000 - 1000 - 500)
+      maxCostUsd: 0.007, // min(0.5, 0.01 - 0.002 - 0.001)
+      maxToolCalls: 2, // min(2, 4 - 1)
+      deadline: '2026-01-01T01:00:00.000Z', // the parent's, not the later one asked for
+    });
+    expect(reservationFor(limits)).toEqual({ tokens: 100, costMicroUsd: 7000 });
+  });
+});
+
+describe('R2.6 reserve, release, debit', () => {
+  const budget: Budget = {
+    maxTokens: 1000,
+    maxCostMicroUsd: 10_000,
+    used: { tokens: 100, costMicroUsd: 1000 },
+    reserved: ZERO_AMOUNT,
+  };
+
+  it('R2.6 all or nothing: a reservation that does not fit changes nothing', () => {
+    const fits = reserve(budget, [
+      { tokens: 400, costMicroUsd: 4000 },
+      { tokens: 500, costMicroUsd: 5000 },
+    ]);
+    expect(fits).toEqual({ ok: true, budget: { ...budget, reserved: { tokens: 900, costMicroUsd: 9000 } } });
+    const tooMuch = reserve(budget, [
+      { tokens: 400, costMicroUsd: 4000 },
+      { tokens: 501, costMicroUsd: 5000 },
+    ]);
+    expect(tooMuch.ok).toBe(false);
+    expect(!tooMuch.ok && tooMuch.error).toContain('tokens: the children need 901 but only 900 are left');
+  });
+
+  it('R2.6 property: over random trees of budgets and outcomes, used + reserved ≤ max at every step and the tree never spends more than the root', () => {
+    fc.assert(
+      fc.property(
+        fc.record({ maxTokens: fc.integer({ min: 1, max: 100_000 }), maxCost: fc.integer({ min: 1, max: 1_000_000 }) }),
+        fc.array(fc.nat(1_000_000), { minLength: 200, maxLength: 200 }),
+        ({ maxTokens, maxCost }, noise) => {
+          let cursor = 0;
+          const next = (bound: number) => (bound <= 0 ? 0 : noise[cursor++ % noise.length]! % (bound + 1));
+          const steps: Budget[] = [];
+
+          /** Simulates one run with these caps; returns what its whole subtree spent. */
+          const simulate = (max: Amount, depth: number): Amount => {
+            let b: Budget = {
+              maxTokens: max.tokens,
+              maxCostMicroUsd: max.costMicroUsd,
+              used: ZERO_AMOUNT,
+              reserved: ZERO_AMOUNT,
+            };
+            const check = () => {
+              steps.push(b);
+              expect(withinBudget(b), JSON.stringify(b)).toBe(true);
+            };
+            for (let turn = 0; turn < 4; turn++) {
+              // Own spend: a model call that stays within what is available.
+              const free = available(b);
+              b = debit(b, {
+                tokens: next(Math.min(free.tokens!, 500)),
+                costMicroUsd: next(Math.min(free.costMicroUsd!, 5000)),
+              });
+              check();
+              if (depth >= 2 || next(3) === 0) continue;
+              // An invocation of 1..3 children asking for random limits.
+              const asks = Array.from({ length: 1 + next(2) }, () => ({
+                tokens: 1 + next(max.tokens),
+                costMicroUsd: 1 + next(max.costMicroUsd),
+              }));
+              const caps = asks.map((ask) => {
+                const left = available(b);
+                return {
+                  tokens: Math.min(ask.tokens, left.tokens!),
+                  costMicroUsd: Math.min(ask.costMicroUsd, left.costMicroUsd!),
+                };
+              });
+              const reserved = reserve(b, caps);
+              if (!reserved.ok) {
+                expect(
+                  sum(...caps).tokens > available(b).tokens! || sum(...caps).costMicroUsd > available(b).costMicroUsd!,
+                ).toBe(true);
+                check();
+                continue;
+              }
+              b = reserved.budget;
+              check();
+              for (const cap of caps) {
+                const spent = simulate(cap, depth + 1);
+                expect(spent.tokens).toBeLessThanOrEqual(cap.tokens);
+                expect(spent.costMicroUsd).toBeLessThanOrEqual(cap.costMicroUsd);
+                b = debit(release(b, cap), spent);
+                check();
+              }
+            }
+            expect(b.reserved).toEqual(ZERO_AMOUNT);
+            return b.used;
+          };
+
+          const total = simulate({ tokens: maxTokens, costMicroUsd: maxCost }, 0);
+          expect(total.tokens).toBeLessThanOrEqual(maxTokens);
+          expect(total.costMicroUsd).toBeLessThanOrEqual(maxCost);
+          expect(steps.length).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('R2.2 R2.3 R2.7 invocation checks and narrowing', () => {
+  it('R2.3 caps per invocation and per run', () => {
+    const args = (n: number) =>
+      JSON.stringify({ briefs: Array.from({ length: n }, (_, i) => ({ task_name: `t${i}`, message: 'm' })) });
+    expect(checkInvocation(args(3), SETTINGS, [], 0).ok).toBe(true);
+    expect(checkInvocation(args(2), { ...SETTINGS, maxBriefsPerInvocation: 1 }, [], 0)).toMatchObject({
+      ok: false,
+      error: expect.stringContaining('at most 1 are allowed') as unknown,
+    });
+    expect(checkInvocation(args(1), SETTINGS, [], 8)).toMatchObject({
+      ok: false,
+      error: expect.stringContaining('8 of its 8 children') as unknown,
+    });
+    expect(checkInvocation(args(1), SETTINGS, ['t0'], 1)).toMatchObject({
+      ok: false,
+      error: expect.stringContaining('"t0" is already used') as unknown,
+    });
+  });
+
+  it('R2.7 property: a child never gets a tool or scope its parent lacks, nor delegate at max depth, nor a neverInherit tool', () => {
+    const names = ['a', 'b', 'c', 'delegate', 'skill_manage'];
+    fc.assert(
+      fc.property(
+        fc.subarray(names),
+        fc.option(fc.subarray([...names, 'zzz']), { nil: undefined }),
+        fc.subarray(names),
+        fc.subarray(['s.a', 's.b', 's.c', 'run.delegate', 's.skill']),
+        fc.integer({ min: 1, max: 3 }),
+        (parentToolNames, allowed, presetTools, parentScopes, childDepth) => {
+          const parentTools = parentToolNames.map((name) => ({
+            name,
+            description: '',
+            parameters: {},
+            scopes: [name === 'delegate' ? 'run.delegate' : name === 'skill_manage' ? 's.skill' : `s.${name}`],
+          }));
+          const settings = { ...SETTINGS, maxDepth: 2 };
+          const result = narrowGrant({
+            parentTools,
+            parentScopes,
+            allowedTools: allowed,
+            presetTools,
+            childDepth,
+            settings,
+          });
+          if (allowed?.some((name) => !parentToolNames.includes(name))) {
+            expect(result.ok).toBe(false);
+            return;
+          }
+          expect(result.ok).toBe(true);
+          if (!result.ok) return;
+          for (const tool of result.grant.tools) expect(parentToolNames).toContain(tool);
+          for (const scope of result.grant.scopes) expect(parentScopes).toContain(scope);
+          expect(result.grant.tools).not.toContain('skill_manage');
+          if (childDepth >= settings.maxDepth) expect(result.grant.tools).not.toContain('delegate');
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
