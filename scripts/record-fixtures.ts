@@ -17,7 +17,7 @@ import { parseConfig } from '../src/config.js';
 import { startDevServer } from '../src/dev-server.js';
 import type { RunInput } from '../src/run-schema.js';
 import { PROJECT_ROOT } from '../src/temporal-cli.js';
-import { forTask, ScriptedModelServer, type ScriptRule } from '../src/testing/scripted-model.js';
+import { forTask, ScriptedModelServer, userSays, type ScriptRule } from '../src/testing/scripted-model.js';
 import { createDeputyWorker } from '../src/worker-factory.js';
 
 interface Scenario {
@@ -73,6 +73,35 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: 'delegating-parent',
+    input: { task: 'fixture: delegate', scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
+    rules: [
+      {
+        when: forTask('fixture: delegate', 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [
+                  { task_name: 'tax', message: 'fixture child: find the sales tax rate' },
+                  { task_name: 'sum', message: 'fixture child: add 2 and 3', allowed_tools: ['calculate'] },
+                ],
+              },
+            },
+          ],
+        },
+      },
+      {
+        when: userSays('fixture child: find the sales tax rate', 0),
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }] },
+      },
+      { when: userSays('fixture child: find the sales tax rate', 1), reply: { text: '8%' } },
+      { when: userSays('fixture child: add 2 and 3'), reply: { text: '5' } },
+      { when: forTask('fixture: delegate', 1), reply: { text: 'tax 8%, sum 5' } },
+    ],
+  },
+  {
     name: 'model-401',
     input: { task: 'fixture: unauthorized' },
     rules: [{ when: forTask('fixture: unauthorized'), reply: { status: 401, message: 'Incorrect API key' } }],
@@ -98,7 +127,12 @@ async function main(): Promise<void> {
   const worker = await createDeputyWorker({
     connection: server.env.nativeConnection,
     taskQueue,
-    config: parseConfig({ model: 'test-model', prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } } }),
+    backgroundTaskQueue: `${taskQueue}-background`,
+    config: parseConfig({
+      model: 'test-model',
+      prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
+      delegation: { enabled: true },
+    }),
     model: { apiKey: 'sk-fixture', baseURL: model.url },
   });
   const client = new Client({ connection: server.env.connection });
@@ -110,9 +144,13 @@ async function main(): Promise<void> {
         await deputy.startRun(scenario.input, { workflowId });
         await scenario.drive?.(deputy, workflowId, model);
         const result = await deputy.result(workflowId);
-        const history = await client.workflow.getHandle(workflowId).fetchHistory();
-        writeFileSync(join(out, `${scenario.name}.json`), `${historyToJSON(history)}\n`);
-        console.log(`${scenario.name}: ${result.status}, ${history.events?.length ?? 0} events`);
+        const children = (await deputy.getState(workflowId)).delegations.map((d) => d.childWorkflowId);
+        for (const id of [workflowId, ...children]) {
+          const history = await client.workflow.getHandle(id).fetchHistory();
+          const name = id.replace(/\//g, '__'); // the replay test maps __ back to /
+          writeFileSync(join(out, `${name}.json`), `${historyToJSON(history)}\n`);
+          console.log(`${name}: ${id === workflowId ? result.status : 'child'}, ${history.events?.length ?? 0} events`);
+        }
       }
     });
   } finally {

@@ -37,7 +37,8 @@ export function budgetOf(limits: ResolvedLimits, usage: Usage, reserved: Amount)
 
 /** What is free to reserve: max − used − reserved (never negative; `null` = unlimited). */
 export function available(budget: Budget): { tokens: number | null; costMicroUsd: number | null } {
-  const free = (max: number | null, used: number, held: number) => (max === null ? null : Math.max(0, max - used - held));
+  const free = (max: number | null, used: number, held: number) =>
+    max === null ? null : Math.max(0, max - used - held);
   return {
     tokens: free(budget.maxTokens, budget.used.tokens, budget.reserved.tokens),
     costMicroUsd: free(budget.maxCostMicroUsd, budget.used.costMicroUsd, budget.reserved.costMicroUsd),
@@ -92,12 +93,18 @@ export function deriveChildLimits(input: {
 
 /** What reserving for a child with these limits holds back: its token and cost caps. */
 export function reservationFor(limits: Limits): Amount {
-  return { tokens: limits.maxTokens ?? 0, costMicroUsd: limits.maxCostUsd === undefined ? 0 : usdToMicro(limits.maxCostUsd) };
+  return {
+    tokens: limits.maxTokens ?? 0,
+    costMicroUsd: limits.maxCostUsd === undefined ? 0 : usdToMicro(limits.maxCostUsd),
+  };
 }
 
 /** Adds amounts. */
 export function sum(...amounts: Amount[]): Amount {
-  return amounts.reduce((a, b) => ({ tokens: a.tokens + b.tokens, costMicroUsd: a.costMicroUsd + b.costMicroUsd }), ZERO_AMOUNT);
+  return amounts.reduce(
+    (a, b) => ({ tokens: a.tokens + b.tokens, costMicroUsd: a.costMicroUsd + b.costMicroUsd }),
+    ZERO_AMOUNT,
+  );
 }
 
 const usd = (micro: number) => `$${microToUsd(micro).toFixed(6)}`;
@@ -105,7 +112,10 @@ const usd = (micro: number) => `$${microToUsd(micro).toFixed(6)}`;
 /**
  * R2.6: reserves `amounts` all or nothing. On failure the budget is unchanged and the error gives the numbers.
  */
-export function reserve(budget: Budget, amounts: Amount[]): { ok: true; budget: Budget } | { ok: false; error: string } {
+export function reserve(
+  budget: Budget,
+  amounts: Amount[],
+): { ok: true; budget: Budget } | { ok: false; error: string } {
   const want = sum(...amounts);
   const free = available(budget);
   const problems: string[] = [];
@@ -120,7 +130,10 @@ export function reserve(budget: Budget, amounts: Amount[]): { ok: true; budget: 
     );
   }
   if (problems.length > 0) {
-    return { ok: false, error: `the reservation does not fit: ${problems.join('; ')}; ask for smaller limits or fewer children` };
+    return {
+      ok: false,
+      error: `the reservation does not fit: ${problems.join('; ')}; ask for smaller limits or fewer children`,
+    };
   }
   return { ok: true, budget: { ...budget, reserved: sum(budget.reserved, want) } };
 }

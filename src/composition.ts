@@ -53,10 +53,13 @@ export function resolveComposition(
   const delegation: DelegationSettings = { ...config.delegation, backgroundTaskQueue: options.backgroundTaskQueue };
   const runTools = preset.tools
     .map((name) => tools.get(name))
-    .filter((tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes))
+    .filter(
+      (tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes),
+    )
     .map(toToolSpec);
   // R2.1: `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
-  if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) runTools.push(delegateToolSpec());
+  if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL))
+    runTools.push(delegateToolSpec());
   return {
     preset: preset.id,
     persona: renderPersona(preset),

@@ -30,9 +30,12 @@ export const Brief = z.strictObject({
   task_name: z
     .string()
     .regex(/^[a-z0-9][a-z0-9-]{0,39}$/, 'use a slug: lowercase letters, digits and -, at most 40 characters'),
-  message: z.string().min(1, 'the assignment must not be empty').describe('the assignment, complete and self-contained'),
+  message: z
+    .string()
+    .min(1, 'the assignment must not be empty')
+    .describe('the assignment, complete and self-contained'),
   success_condition: z.string().optional().describe('how the child knows it is done'),
-  role: z.string().optional().describe('preset id for the child; omit to inherit this run\'s preset'),
+  role: z.string().optional().describe("preset id for the child; omit to inherit this run's preset"),
   context: ContextMode.optional().describe('"none" (default), "all", a number of recent turns, or "summary"'),
   model: z.string().optional(),
   effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
@@ -49,7 +52,7 @@ export const DelegateArgs = z.strictObject({
   return_shape: z
     .record(z.string(), z.unknown())
     .optional()
-    .describe('JSON Schema every child\'s final answer must match; the child is asked to answer in JSON'),
+    .describe("JSON Schema every child's final answer must match; the child is asked to answer in JSON"),
 });
 export type DelegateArgs = z.infer<typeof DelegateArgs>;
 
@@ -67,14 +70,14 @@ export interface DelegationSettings {
 
 /** The `delegate` tool as the model sees it; its schema is generated from `DelegateArgs`. */
 export function delegateToolSpec(): ToolSpec {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(DelegateArgs, { target: 'draft-7', io: 'input' }) as Record<
-    string,
-    unknown
-  >;
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(DelegateArgs, {
+    target: 'draft-7',
+    io: 'input',
+  }) as Record<string, unknown>;
   return {
     name: DELEGATE_TOOL,
     description:
-      'Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child\'s answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: by default it sees nothing of this conversation.',
+      "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: by default it sees nothing of this conversation.",
     parameters,
     scopes: [DELEGATE_SCOPE],
   };
@@ -88,13 +91,8 @@ export function delegateAvailable(settings: DelegationSettings, scopes: readonly
 /** Result of checking an invocation before anything is reserved or spawned. */
 export type InvocationCheck = { ok: true; args: DelegateArgs } | { ok: false; error: string };
 
-/** R2.2/R2.3: parses the raw arguments and checks caps and task names; nothing is spawned on an error. */
-export function checkInvocation(
-  rawArguments: string,
-  settings: DelegationSettings,
-  usedTaskNames: readonly string[],
-  childrenSoFar: number,
-): InvocationCheck {
+/** R2.2: parses the raw arguments of a `delegate` call; nothing is spawned on an error. */
+export function parseInvocation(rawArguments: string): InvocationCheck {
   let raw: unknown;
   try {
     raw = JSON.parse(rawArguments);
@@ -103,12 +101,39 @@ export function checkInvocation(
   }
   const parsed = DelegateArgs.safeParse(raw);
   if (!parsed.success) {
-    return { ok: false, error: `invalid delegate arguments: ${describeIssues(parsed.error).join('; ')}; nothing was spawned` };
+    return {
+      ok: false,
+      error: `invalid delegate arguments: ${describeIssues(parsed.error).join('; ')}; nothing was spawned`,
+    };
   }
-  const args = parsed.data;
+  if (parsed.data.return_shape) {
+    try {
+      z.fromJSONSchema(parsed.data.return_shape);
+    } catch (err) {
+      return {
+        ok: false,
+        error: `return_shape is not a usable JSON Schema: ${(err as Error).message}; nothing was spawned`,
+      };
+    }
+  }
+  return { ok: true, args: parsed.data };
+}
+
+/**
+ * R2.3: checks an invocation against the caps and the run's task names. Call it right before reserving, with no
+ * await in between, so two invocations of one turn cannot both take the last slot or the same name.
+ */
+export function checkCaps(
+  args: DelegateArgs,
+  settings: DelegationSettings,
+  usedTaskNames: readonly string[],
+  childrenSoFar: number,
+): string | null {
   const problems: string[] = [];
   if (args.briefs.length > settings.maxBriefsPerInvocation) {
-    problems.push(`${args.briefs.length} briefs, but at most ${settings.maxBriefsPerInvocation} are allowed per invocation`);
+    problems.push(
+      `${args.briefs.length} briefs, but at most ${settings.maxBriefsPerInvocation} are allowed per invocation`,
+    );
   }
   if (childrenSoFar + args.briefs.length > settings.maxChildrenPerRun) {
     problems.push(
@@ -117,17 +142,11 @@ export function checkInvocation(
   }
   const seen = new Set(usedTaskNames);
   for (const brief of args.briefs) {
-    if (seen.has(brief.task_name)) problems.push(`task_name "${brief.task_name}" is already used in this run; pick another`);
+    if (seen.has(brief.task_name))
+      problems.push(`task_name "${brief.task_name}" is already used in this run; pick another`);
     seen.add(brief.task_name);
   }
-  if (args.return_shape) {
-    try {
-      z.fromJSONSchema(args.return_shape as Parameters<typeof z.fromJSONSchema>[0]);
-    } catch (err) {
-      problems.push(`return_shape is not a usable JSON Schema: ${(err as Error).message}`);
-    }
-  }
-  return problems.length > 0 ? { ok: false, error: `${problems.join('; ')}; nothing was spawned` } : { ok: true, args };
+  return problems.length > 0 ? `${problems.join('; ')}; nothing was spawned` : null;
 }
 
 /** What a child may use: its tool names and scopes. */
@@ -178,7 +197,8 @@ export function childWorkflowId(parentId: string, taskName: string, invocation: 
 export function renderChildTask(brief: Brief, returnShape: Record<string, unknown> | undefined): string {
   const parts: string[] = [];
   if (brief.inline_context) parts.push(`## Context from your parent\n${brief.inline_context}`);
-  if (brief.artifacts && brief.artifacts.length > 0) parts.push(`## Artifacts you may use\n${brief.artifacts.join(', ')}`);
+  if (brief.artifacts && brief.artifacts.length > 0)
+    parts.push(`## Artifacts you may use\n${brief.artifacts.join(', ')}`);
   parts.push(`## Your task\n${brief.message}`);
   if (brief.success_condition) parts.push(`## Done when\n${brief.success_condition}`);
   if (returnShape) {
@@ -199,7 +219,7 @@ export function checkReturnShape(
   } catch {
     return { ok: false, error: 'the output is not JSON, but return_shape asks for JSON' };
   }
-  const parsed = z.fromJSONSchema(returnShape as Parameters<typeof z.fromJSONSchema>[0]).safeParse(value);
+  const parsed = z.fromJSONSchema(returnShape).safeParse(value);
   return parsed.success
     ? { ok: true, value: parsed.data }
     : { ok: false, error: `the output does not match return_shape: ${describeIssues(parsed.error).join('; ')}` };

@@ -103,7 +103,8 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     backgroundTaskQueue,
   });
   const workflowBundle = options.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH }));
-  const queues = backgroundTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, backgroundTaskQueue];
+  const queues =
+    backgroundTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, backgroundTaskQueue];
   const workers = await Promise.all(
     queues.map((taskQueue) =>
       Worker.create({

@@ -14,7 +14,7 @@ describe('R1.1 replay: workflow code stays deterministic', () => {
     const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json'));
     expect(files.length).toBeGreaterThanOrEqual(6);
     const histories = files.map((file) => ({
-      workflowId: file.replace(/\.json$/, ''),
+      workflowId: file.replace(/\.json$/, '').replace(/__/g, '/'),
       history: historyFromJSON(JSON.parse(readFileSync(join(FIXTURES, file), 'utf8'))),
     }));
     const replayed: string[] = [];

@@ -9,7 +9,6 @@ import {
   condition,
   isCancellation,
   proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -64,9 +63,11 @@ const { callModel, runTool } = proxyActivities<DeputyActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
 });
 
-const { resolveRun } = proxyLocalActivities<DeputyActivities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { maximumAttempts: 3 },
+// A regular activity, not a local one: with maxCachedWorkflows 0, a local activity in a run's first task made Core
+// evict mid-task and the task time out (10 s stalls, see temporalio/sdk-rust#1482).
+const { resolveRun } = proxyActivities<DeputyActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 5 },
 });
 
 const DEFAULT_IDLE_TIMEOUT_SECONDS = 3600;
@@ -196,7 +197,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       preset: run.preset,
       model: run.model,
     });
-    if (origin) append({ type: 'subagent/descriptor', at: now(), taskName: origin.taskName, parentId: origin.parentId });
+    if (origin)
+      append({ type: 'subagent/descriptor', at: now(), taskName: origin.taskName, parentId: origin.parentId });
     for (const message of input.messages ?? []) {
       append(
         message.role === 'user'

@@ -11,27 +11,21 @@ import {
   ChildWorkflowFailure,
   isCancellation,
   ParentClosePolicy,
-  proxyLocalActivities,
+  proxyActivities,
   startChild,
 } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import type { ResolveRunResult, RunToolResult } from '../src/activity-types.js';
-import {
-  budgetOf,
-  deriveChildLimits,
-  release,
-  reservationFor,
-  reserve,
-  type Amount,
-} from '../src/budget.js';
+import { budgetOf, deriveChildLimits, release, reservationFor, reserve, type Amount } from '../src/budget.js';
 import {
   bounded,
-  checkInvocation,
+  checkCaps,
   checkReturnShape,
   childWorkflowId,
   MAX_CHILD_OUTPUT_CHARS,
   MAX_CHILD_SUMMARY_CHARS,
   narrowGrant,
+  parseInvocation,
   renderChildResults,
   renderChildTask,
   type Brief,
@@ -52,9 +46,9 @@ import {
 import type { ToolCall } from '../src/session.js';
 import { microToUsd } from '../src/usage.js';
 
-const { resolvePresets } = proxyLocalActivities<DeputyActivities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { maximumAttempts: 3 },
+const { resolvePresets } = proxyActivities<DeputyActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 5 },
 });
 
 /** Failure type a child throws so its parent can still read its usage from the failure's details. */
@@ -91,12 +85,7 @@ const toolError = (content: string): RunToolResult => ({ content, isError: true 
 /** Executes one `delegate` tool call; every refusal is a tool error the model sees, with nothing spawned. */
 export async function runDelegation(call: ToolCall, host: DelegationHost): Promise<RunToolResult> {
   const { settings, composition } = host;
-  const check = checkInvocation(
-    call.arguments,
-    settings,
-    host.ledger.map((entry) => entry.taskName),
-    host.ledger.length,
-  );
+  const check = parseInvocation(call.arguments);
   if (!check.ok) return toolError(check.error);
   const { briefs, return_shape: returnShape } = check.args;
 
@@ -114,6 +103,14 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
     return toolError(`${unknown.map((p) => (p.ok ? '' : p.error)).join('; ')}; nothing was spawned`);
   }
 
+  // From here to the reservation there is no await: the caps and names checked hold when the children are booked.
+  const capError = checkCaps(
+    check.args,
+    settings,
+    host.ledger.map((entry) => entry.taskName),
+    host.ledger.length,
+  );
+  if (capError) return toolError(capError);
   const plans: ChildPlan[] = [];
   for (const brief of briefs) {
     const preset = presets.find((p) => p.id === roleOf(brief));
@@ -169,7 +166,9 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
   });
 
   host.setStatus('waiting_for_children');
-  const outcomes = await Promise.all(plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, host)));
+  const outcomes = await Promise.all(
+    plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, host)),
+  );
   host.setStatus('running');
   return { content: renderChildResults(outcomes), isError: outcomes.every((o) => o.status !== 'completed') };
 }
@@ -208,7 +207,11 @@ async function runChild(
   let spent: { inputTokens: number; outputTokens: number; costMicroUsd: number } | null = null;
   const settle = (status: LedgerEntry['status'], summary: string) => {
     // A child that ended without reporting its spend is charged its whole reservation: never under-count.
-    const charge = spent ?? { inputTokens: plan.reservation.tokens, outputTokens: 0, costMicroUsd: plan.reservation.costMicroUsd };
+    const charge = spent ?? {
+      inputTokens: plan.reservation.tokens,
+      outputTokens: 0,
+      costMicroUsd: plan.reservation.costMicroUsd,
+    };
     host.setReserved(release(budgetOf(host.limits, host.usage(), host.reserved()), plan.reservation).reserved);
     host.debit(charge);
     entry.status = status;

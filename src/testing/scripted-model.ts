@@ -72,9 +72,11 @@ export function forTask(task: string, toolResults?: number): (request: RecordedR
     (toolResults === undefined || toolResultCount(request) === toolResults);
 }
 
-/** A rule condition: some user message of the request contains `text`. */
-export function userSays(text: string): (request: RecordedRequest) => boolean {
-  return (request) => request.body.messages.some((m) => m.role === 'user' && (m.content ?? '').includes(text));
+/** A rule condition: some user message of the request contains `text` (and, if given, `toolResults` tool results). */
+export function userSays(text: string, toolResults?: number): (request: RecordedRequest) => boolean {
+  return (request) =>
+    request.body.messages.some((m) => m.role === 'user' && (m.content ?? '').includes(text)) &&
+    (toolResults === undefined || toolResultCount(request) === toolResults);
 }
 
 /** The tool names offered in a request. */
