@@ -12,10 +12,11 @@ import { loadConfig, readEnv } from './config.js';
 import { DEMO_SCRIPT, DEMO_TASK } from './demo-script.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 import { ConfigError } from './errors.js';
+import { loadTree } from './inspect.js';
 import { freePort } from './ports.js';
-import type { RunState } from './run-schema.js';
 import type { SessionEvent } from './session.js';
 import { PROJECT_ROOT } from './temporal-cli.js';
+import { renderTree } from './tree.js';
 import { ScriptedModelServer } from './testing/scripted-model.js';
 import { microToUsd } from './usage.js';
 import { createDeputyWorker } from './worker-factory.js';
@@ -38,7 +39,12 @@ function describeEvent(event: SessionEvent): string | null {
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const env = readEnv();
-  const config = loadConfig({ ...env, configPath: env.configPath ?? join(PROJECT_ROOT, 'deputy.config.yaml') });
+  // The demo delegates (R5.1): delegation is on unless AGENT_DELEGATION_ENABLED=false says otherwise.
+  const config = loadConfig({
+    ...env,
+    configPath: env.configPath ?? join(PROJECT_ROOT, 'deputy.config.yaml'),
+    delegationEnabled: env.delegationEnabled ?? true,
+  });
   const live = env.openaiApiKey !== undefined || env.openaiBaseUrl !== undefined;
 
   let scripted: ScriptedModelServer | undefined;
@@ -81,6 +87,7 @@ async function main(): Promise<void> {
       connection,
       namespace: env.temporalNamespace,
       taskQueue: env.taskQueue,
+      backgroundTaskQueue: env.backgroundTaskQueue,
       config,
       model: live
         ? { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl }
@@ -89,36 +96,59 @@ async function main(): Promise<void> {
     await worker.runUntil(async () => {
       const workflowId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       console.log(`\nrun ${workflowId}\ntask: ${DEMO_TASK}\n`);
-      await deputy.startRun({ task: DEMO_TASK, limits: { maxTurns: 8, maxCostUsd: 0.05 } }, { workflowId });
+      await deputy.startRun(
+        {
+          task: DEMO_TASK,
+          scopes: ['tools.calc', 'tools.notes', 'run.delegate'],
+          limits: { maxTurns: 8, maxCostUsd: 0.5 },
+        },
+        { workflowId },
+      );
       const done = deputy.result(workflowId);
-      let shown = 0;
       let finished = false;
       void done.finally(() => (finished = true));
-      while (!finished) {
-        const state: RunState = await deputy.getState(workflowId).catch(() => null as unknown as RunState);
+      let shown = 0;
+      let lastTree = '';
+      const showProgress = async () => {
+        const state = await deputy.getState(workflowId).catch(() => null);
         for (const event of state?.session.slice(shown) ?? []) {
           const line = describeEvent(event);
           if (line) console.log(line);
         }
         shown = state?.session.length ?? shown;
-        await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 250))]);
+        if (!finished && state && state.delegations.length > 0) {
+          const tree = renderTree(await loadTree(deputy.temporal, workflowId));
+          if (tree !== lastTree && tree.includes('\n')) console.log(`\n${tree}\n`);
+          lastTree = tree;
+        }
+      };
+      while (!finished) {
+        await showProgress();
+        await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 300))]);
       }
-      const final = await deputy.getState(workflowId);
-      for (const event of final.session.slice(shown)) {
-        const line = describeEvent(event);
-        if (line) console.log(line);
-      }
+      await showProgress();
       const result = await done;
       console.log(`\nstatus: ${result.status}${result.limit ? ` (${result.limit})` : ''}`);
       console.log(`answer: ${result.output ?? result.error ?? '(none)'}`);
       const u = result.usage;
+      console.log(`usage:  ${u.modelCalls} model calls and ${u.toolCalls} tool calls of its own`);
+      console.log(`        ${u.totalTokens} tokens for the whole tree (${u.inputTokens} in + ${u.outputTokens} out)`);
       console.log(
-        `usage:  ${u.modelCalls} model calls, ${u.toolCalls} tool calls, ${u.inputTokens} input + ${u.outputTokens} output = ${u.totalTokens} tokens`,
+        `cost:   $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree (${u.costMicroUsd} micro-USD${live ? '' : ', scripted usage'})`,
+      );
+      // Visibility catches up with the children's last status within moments.
+      let tree = renderTree(await loadTree(deputy.temporal, workflowId));
+      for (let i = 0; i < 20 && /running|starting|waiting/.test(tree); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        tree = renderTree(await loadTree(deputy.temporal, workflowId));
+      }
+      console.log(`\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${tree}`);
+      console.log(
+        `\nui:     ${uiBase}/namespaces/${env.temporalNamespace}/workflows/${encodeURIComponent(workflowId)}`,
       );
       console.log(
-        `cost:   $${microToUsd(u.costMicroUsd).toFixed(6)} (${u.costMicroUsd} micro-USD${live ? '' : ', scripted usage'})`,
+        `        children: ${uiBase}/namespaces/${env.temporalNamespace}/workflows?query=${encodeURIComponent(`DeputyRootId="${workflowId}"`)}`,
       );
-      console.log(`ui:     ${uiBase}/namespaces/${env.temporalNamespace}/workflows/${encodeURIComponent(workflowId)}`);
       if (result.status !== 'completed') process.exitCode = 1;
     });
   } finally {

@@ -36,6 +36,17 @@ export interface DeputyWorkerOptions {
   workerOptions?: Partial<WorkerOptions>;
 }
 
+const noop = () => undefined;
+/** The bundler reports every module at info level; keep only its warnings and errors. */
+const QUIET_BUNDLER_LOGGER = {
+  log: noop,
+  trace: noop,
+  debug: noop,
+  info: noop,
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};
+
 /** Indexes tools by name, rejecting bad and duplicate names. */
 export function toolMap(tools: readonly ToolDefinition[]): Map<string, ToolDefinition> {
   const problems: string[] = [];
@@ -102,7 +113,9 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     apiKey: options.model.apiKey,
     backgroundTaskQueue,
   });
-  const workflowBundle = options.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH }));
+  const workflowBundle =
+    options.workflowBundle ??
+    (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: QUIET_BUNDLER_LOGGER }));
   const queues =
     backgroundTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, backgroundTaskQueue];
   const workers = await Promise.all(

@@ -1,0 +1,57 @@
+/**
+ * Reads a delegation tree from Temporal: the runs sharing a root id (visibility), with usage from each live run's
+ * `state` query or from a finished run's memo.
+ */
+import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { stateQuery } from './messages.js';
+import { Usage } from './run-schema.js';
+import {
+  DEPUTY_COST_USD,
+  DEPUTY_PARENT_ID,
+  DEPUTY_PRESET,
+  DEPUTY_ROOT_ID,
+  DEPUTY_STATUS,
+  DEPUTY_TASK_NAME,
+} from './search-attributes.js';
+import type { TreeNode } from './tree.js';
+
+const STATE_QUERY_TIMEOUT_MS = 3000;
+
+async function liveUsage(client: Client, workflowId: string): Promise<Usage | null> {
+  const timeout = new Promise<null>((resolve) => setTimeout(() => resolve(null), STATE_QUERY_TIMEOUT_MS).unref());
+  const query = client.workflow
+    .getHandle(workflowId)
+    .query(stateQuery)
+    .then((state) => state.usage)
+    .catch(() => null);
+  return Promise.race([query, timeout]);
+}
+
+async function toNode(client: Client, info: Omit<WorkflowExecutionInfo, 'raw'>): Promise<TreeNode> {
+  const attrs = info.typedSearchAttributes;
+  const memoUsage = Usage.safeParse(info.memo?.deputyUsage);
+  const running = info.status.name === 'RUNNING';
+  return {
+    workflowId: info.workflowId,
+    parentId: attrs.get(DEPUTY_PARENT_ID) ?? null,
+    taskName: attrs.get(DEPUTY_TASK_NAME) ?? null,
+    status: running
+      ? (attrs.get(DEPUTY_STATUS) ?? 'running')
+      : (attrs.get(DEPUTY_STATUS) ?? info.status.name.toLowerCase()),
+    preset: attrs.get(DEPUTY_PRESET) ?? null,
+    usage: running ? await liveUsage(client, info.workflowId) : memoUsage.success ? memoUsage.data : null,
+    costUsd: attrs.get(DEPUTY_COST_USD) ?? null,
+  };
+}
+
+/** The whole tree that `workflowId` belongs to, from its root down. */
+export async function loadTree(client: Client, workflowId: string): Promise<TreeNode[]> {
+  const description = await client.workflow.getHandle(workflowId).describe();
+  const rootId = description.typedSearchAttributes.get(DEPUTY_ROOT_ID) ?? workflowId;
+  const infos: Omit<WorkflowExecutionInfo, 'raw'>[] = [];
+  for await (const info of client.workflow.list({ query: `DeputyRootId = '${rootId.replace(/'/g, "\\'")}'` })) {
+    infos.push(info);
+  }
+  if (!infos.some((info) => info.workflowId === workflowId)) infos.push(description); // visibility may lag
+  return Promise.all(infos.map((info) => toNode(client, info)));
+}

@@ -1,0 +1,49 @@
+/** A delegation tree as text: one line per run, children indented under their parent. Pure. */
+import type { Usage } from './run-schema.js';
+import { microToUsd } from './usage.js';
+
+/** One run in a delegation tree. */
+export interface TreeNode {
+  workflowId: string;
+  parentId: string | null;
+  taskName: string | null;
+  /** Deputy's status (`running`, `waiting_for_children`, `completed` …) or Temporal's, lower-cased. */
+  status: string;
+  preset: string | null;
+  /** Tokens and cost include the run's children once they have been joined. */
+  usage: Usage | null;
+  costUsd: number | null;
+}
+
+const pad = (text: string, width: number) => (text.length >= width ? text : text + ' '.repeat(width - text.length));
+
+/** Renders nodes as a tree under each root (a node whose parent is not among them). */
+export function renderTree(nodes: readonly TreeNode[]): string {
+  const ids = new Set(nodes.map((n) => n.workflowId));
+  const childrenOf = (id: string | null) =>
+    nodes
+      .filter((n) => (id === null ? n.parentId === null || !ids.has(n.parentId) : n.parentId === id))
+      .sort((a, b) => a.workflowId.localeCompare(b.workflowId));
+  const lines: string[] = [];
+  const walk = (node: TreeNode, prefix: string, branch: string) => {
+    const label = node.taskName ?? node.workflowId;
+    const usage = node.usage;
+    const cost = usage ? microToUsd(usage.costMicroUsd) : node.costUsd;
+    const figures = [
+      usage ? `${usage.totalTokens} tok` : '',
+      cost === null ? '' : `$${cost.toFixed(6)}`,
+      usage ? `${usage.modelCalls} call${usage.modelCalls === 1 ? '' : 's'}` : '',
+    ]
+      .filter(Boolean)
+      .join('  ');
+    const head = pad(`${prefix}${branch}${label}`, 34);
+    lines.push(
+      `${head} ${pad(node.status, 21)} ${pad(figures, 32)} ${node.preset ? `[${node.preset}] ` : ''}${node.taskName ? node.workflowId : ''}`.trimEnd(),
+    );
+    const kids = childrenOf(node.workflowId);
+    const nextPrefix = prefix + (branch === '' ? '' : branch === '└─ ' ? '   ' : '│  ');
+    kids.forEach((kid, i) => walk(kid, nextPrefix, i === kids.length - 1 ? '└─ ' : '├─ '));
+  };
+  for (const root of childrenOf(null)) walk(root, '', '');
+  return lines.join('\n');
+}

@@ -1,0 +1,81 @@
+import { spawnSync } from 'node:child_process';
+import { describe, expect, inject, it } from 'vitest';
+import { PROJECT_ROOT } from '../src/temporal-cli.js';
+import { userSays } from '../src/testing/scripted-model.js';
+import { renderTree, type TreeNode } from '../src/tree.js';
+import { ZERO_USAGE } from '../src/usage.js';
+import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
+import { useHarness } from './support/harness.js';
+import { forTask } from '../src/testing/scripted-model.js';
+
+const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
+
+describe('R2.12 deputy tree', () => {
+  it('R2.12 renders a tree with status, tokens, cost and calls per node', () => {
+    const node = (workflowId: string, parentId: string | null, taskName: string | null, tokens: number): TreeNode => ({
+      workflowId,
+      parentId,
+      taskName,
+      status: 'completed',
+      preset: 'assistant',
+      usage: { ...ZERO_USAGE, totalTokens: tokens, costMicroUsd: tokens, modelCalls: 1 },
+      costUsd: null,
+    });
+    const text = renderTree([node('p/b-1', 'p', 'b', 5), node('p', null, null, 30), node('p/a-1', 'p', 'a', 7)]);
+    expect(text.split('\n').map((l) => l.replace(/\s+/g, ' '))).toEqual([
+      'p completed 30 tok $0.000030 1 call [assistant]',
+      '├─ a completed 7 tok $0.000007 1 call [assistant] p/a-1',
+      '└─ b completed 5 tok $0.000005 1 call [assistant] p/b-1',
+    ]);
+  });
+
+  it('R2.12 `npm run deputy -- tree <id>` prints a finished delegating run from visibility and memos', async () => {
+    const task = 'tree cli';
+    h.model.add(
+      {
+        when: forTask(task, 0),
+        reply: delegateReply({
+          briefs: [
+            { task_name: 'one', message: 'tree child one' },
+            { task_name: 'two', message: 'tree child two' },
+          ],
+        }),
+      },
+      { when: userSays('tree child'), times: 2, reply: { text: 'leaf' } },
+      { when: forTask(task, 1), reply: { text: 'root done' } },
+    );
+    const parentId = h.id('tree');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: parentId });
+    await h.deputy.result(parentId);
+    const run = () =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'tree', `${parentId}/one-1`], {
+        cwd: PROJECT_ROOT,
+        env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') },
+        encoding: 'utf8',
+      });
+    await expect
+      .poll(
+        () =>
+          run()
+            .stdout.split('\n')
+            .filter((l) => l.includes('completed')).length,
+        { timeout: 15_000 },
+      )
+      .toBe(3);
+    const lines = run()
+      .stdout.trim()
+      .split('\n')
+      .map((l) => l.replace(/\s+/g, ' '));
+    expect(lines).toEqual([
+      `${parentId} completed 480 tok $0.000560 2 calls [assistant]`,
+      `├─ one completed 120 tok $0.000140 1 call [assistant] ${parentId}/one-1`,
+      `└─ two completed 120 tok $0.000140 1 call [assistant] ${parentId}/two-1`,
+    ]);
+    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'tree'], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+    });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('usage: deputy tree <workflowId>');
+  });
+});
