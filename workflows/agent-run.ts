@@ -210,7 +210,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
 
     if (runLimits.deadlineMs !== null) {
       // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.
-      sleep(Math.max(1, runLimits.deadlineMs - Date.now())).then(
+      sleep(Math.max(1, runLimits.deadlineMs - Date.now()), {
+        summary: `deadline ${new Date(runLimits.deadlineMs).toISOString()}`,
+      }).then(
         () => {
           deadlineHit = true;
           loopScope.cancel();
