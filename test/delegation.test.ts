@@ -393,6 +393,21 @@ describe('R2.10 cancellation cascades downward only', () => {
     expect(h.model.requests.filter((r) => r.rule === 'hang child').every((r) => r.aborted)).toBe(true);
   });
 
+  it('R2.10 a terminated parent leaves no orphans: its children are cancelled by the parent-close policy', async () => {
+    h.model.add({ name: 'orphan child', when: userSays('orphan candidate'), reply: { hang: true } });
+    const parentId = await delegatingParent('r2.10 terminate', {
+      briefs: [{ task_name: 'orphan', message: 'orphan candidate' }],
+    });
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'orphan child'));
+    await h.client.workflow.getHandle(parentId).terminate('test: parent killed by an operator');
+    await expect
+      .poll(async () => (await h.client.workflow.getHandle(`${parentId}/orphan-1`).describe()).status.name, {
+        timeout: 15_000,
+      })
+      .toBe('CANCELLED');
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'orphan child' && r.aborted));
+  });
+
   it('R2.10 cancelling one child leaves the parent and its sibling running', async () => {
     const task = 'r2.10 cancel child';
     h.model.add(
