@@ -3,16 +3,10 @@
  * Everything it sends is validated by the same zod schemas the workflow uses.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  ApplicationFailure,
-  CancelledFailure,
-  Client,
-  Connection,
-  WorkflowFailedError,
-  type WorkflowHandle,
-} from '@temporalio/client';
+import { CancelledFailure, Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { z } from 'zod';
 import { InputError } from './errors.js';
+import { failureMessage } from './failure-message.js';
 import { endConversationUpdate, sendMessageUpdate, stateQuery } from './messages.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from './run-schema.js';
 import { ZERO_USAGE } from './usage.js';
@@ -42,14 +36,6 @@ function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: stri
 function usageFromMemo(memo: Record<string, unknown> | undefined): Usage {
   const parsed = Usage.safeParse(memo?.deputyUsage);
   return parsed.success ? parsed.data : ZERO_USAGE;
-}
-
-/** The message of the first `ApplicationFailure` in a failure chain (the one that says what to fix). */
-function failureMessage(err: Error): string {
-  for (let current: unknown = err; current instanceof Error; current = current.cause) {
-    if (current instanceof ApplicationFailure) return current.message;
-  }
-  return err.message;
 }
 
 /** A client for Deputy runs. */

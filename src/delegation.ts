@@ -15,12 +15,17 @@ export const DELEGATE_SCOPE = 'run.delegate';
 export const ContextMode = z.union([z.enum(['none', 'all', 'summary']), z.number().int().positive()]);
 export type ContextMode = z.infer<typeof ContextMode>;
 
-/** Limits a brief may ask for; each is capped by what the parent has left. */
+/** Limits of a run (or that a brief asks for a child, each capped by what the parent has left). */
 export const BriefLimits = z.strictObject({
+  /** Model calls allowed. */
   maxTurns: z.number().int().positive().optional(),
+  /** Input plus output tokens allowed over all model calls (a parent's include its children's). */
   maxTokens: z.number().int().positive().optional(),
+  /** Spend allowed, in USD (a parent's includes its children's). */
   maxCostUsd: z.number().positive().optional(),
+  /** Tool calls allowed. */
   maxToolCalls: z.number().int().nonnegative().optional(),
+  /** Absolute time (ISO 8601) by which the run must end. */
   deadline: z.iso.datetime({ offset: true }).optional(),
 });
 export type BriefLimits = z.infer<typeof BriefLimits>;

@@ -3,7 +3,7 @@
  * Must stay importable from workflow code: no Node built-ins, no I/O.
  */
 import { z } from 'zod';
-import { ContextMode } from './delegation.js';
+import { BriefLimits, ContextMode } from './delegation.js';
 import { LimitName, SessionEvent } from './session.js';
 
 export { LimitName };
@@ -32,17 +32,7 @@ export const SynthesisReserve = z.union([
 export type SynthesisReserve = z.infer<typeof SynthesisReserve>;
 
 /** Per-run limits as a caller asks for them; anything omitted comes from the config's defaults. */
-export const Limits = z.strictObject({
-  /** Model calls allowed. */
-  maxTurns: z.number().int().positive().optional(),
-  /** Input plus output tokens allowed over all model calls. */
-  maxTokens: z.number().int().positive().optional(),
-  /** Spend allowed, in USD. */
-  maxCostUsd: z.number().positive().optional(),
-  /** Tool calls allowed. */
-  maxToolCalls: z.number().int().nonnegative().optional(),
-  /** Absolute time (ISO 8601) by which the run must end. */
-  deadline: z.iso.datetime({ offset: true }).optional(),
+export const Limits = BriefLimits.extend({
   /** Budget held back for the final answer. */
   synthesisReserve: SynthesisReserve.optional(),
 });

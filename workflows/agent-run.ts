@@ -48,6 +48,7 @@ import { bestOutput, SESSION_VERSION, toChatMessages, type SessionEvent, type To
 import { ZERO_AMOUNT, type Amount } from '../src/budget.js';
 import { DELEGATE_TOOL } from '../src/delegation.js';
 import { addChildSpend, addModelCall, addToolCalls, microToUsd, ZERO_USAGE } from '../src/usage.js';
+import { failureMessage, rootMessage } from '../src/failure-message.js';
 import { describeIssues } from '../src/zod-issues.js';
 import { CHILD_FAILED_TYPE, runDelegation, type DelegationHost } from './delegate.js';
 
@@ -356,20 +357,6 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       });
     }
   }
-}
-
-/** The message of the first `ApplicationFailure` in a chain (the one that says what to fix), else the root's. */
-function failureMessage(err: unknown): string {
-  for (let current: unknown = err; current instanceof Error; current = current.cause) {
-    if (current instanceof ApplicationFailure) return current.message;
-  }
-  return rootMessage(err);
-}
-
-function rootMessage(err: unknown): string {
-  let current: unknown = err;
-  while (current instanceof Error && current.cause instanceof Error) current = current.cause;
-  return current instanceof Error ? current.message : String(current);
 }
 
 /** Update validators reject bad payloads naming the field (R1.7), and any update once the run has ended. */
