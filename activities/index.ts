@@ -11,8 +11,10 @@ import type {
 } from '../src/activity-types.js';
 import { CompositionError, resolveComposition, resolvePresetTools } from '../src/composition.js';
 import type { DeputyConfig } from '../src/config.js';
+import type { HookFunction } from '../src/hooks.js';
 import type { ToolDefinition } from '../src/tools.js';
 import { createCallModel } from './call-model.js';
+import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
 
 /** Dependencies of every activity. */
@@ -24,13 +26,16 @@ export interface ActivityDeps {
   apiKey?: string | undefined;
   /** Task queue children run on (R2.4). */
   backgroundTaskQueue: string;
+  /** Hook functions the config's hooks may name. */
+  hookFunctions?: ReadonlyMap<string, HookFunction>;
 }
 
 /** Builds the activities a Deputy worker registers. */
-export function createActivities({ openai, config, tools, apiKey, backgroundTaskQueue }: ActivityDeps) {
+export function createActivities({ openai, config, tools, apiKey, backgroundTaskQueue, hookFunctions }: ActivityDeps) {
   return {
     callModel: createCallModel({ openai, apiKey }),
     runTool: createRunTool(tools),
+    runHook: createRunHook(config, hookFunctions ?? new Map()),
     async resolveRun(input: ResolveRunInput): Promise<ResolveRunResult> {
       try {
         return resolveComposition(config, tools, input, { backgroundTaskQueue });

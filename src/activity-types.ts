@@ -2,6 +2,7 @@
  * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
  */
 import type { DelegationSettings } from './delegation.js';
+import type { HookInput, HookSpec } from './hooks.js';
 import type { DefaultLimits } from './limits.js';
 import type { ChatMessage, ToolCall } from './session.js';
 import type { ToolSpec } from './tools.js';
@@ -33,6 +34,14 @@ export interface ResolveRunResult {
   defaultLimits: DefaultLimits;
   /** Absent in histories recorded before delegation existed: treat as disabled. */
   delegation?: DelegationSettings;
+  /** Hooks configured for child lifecycle events; absent in older histories. */
+  hooks?: HookSpec[];
+}
+
+/** Input of `runHook`. */
+export interface RunHookInput {
+  hook: string;
+  input: HookInput;
 }
 
 /** Input of `resolvePresets`: preset ids named by briefs. */
@@ -42,7 +51,10 @@ export interface ResolvePresetsInput {
 
 /** Result of `resolvePresets`: each id's tools, or why it cannot be used. */
 export interface ResolvePresetsResult {
-  presets: ({ id: string; ok: true; tools: string[] } | { id: string; ok: false; error: string })[];
+  presets: (
+    | { id: string; ok: true; tools: string[]; contextRendering: 'block' | 'dialogue' }
+    | { id: string; ok: false; error: string }
+  )[];
 }
 
 /** Input of `callModel`. */

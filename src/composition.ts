@@ -70,6 +70,7 @@ export function resolveComposition(
     price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd),
     defaultLimits: { ...limits, synthesisReserve },
     delegation,
+    hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
   };
 }
 
@@ -80,7 +81,7 @@ export function resolvePresetTools(config: DeputyConfig, input: ResolvePresetsIn
     presets: input.ids.map((id) => {
       const preset = config.presets.find((p) => p.id === id);
       return preset
-        ? { id, ok: true as const, tools: preset.tools }
+        ? { id, ok: true as const, tools: preset.tools, contextRendering: preset.contextRendering }
         : { id, ok: false as const, error: `unknown role "${id}"; the presets are: ${known.join(', ')}` };
     }),
   };

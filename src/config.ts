@@ -7,6 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { BriefLimits } from './delegation.js';
+import { HookConfig } from './hooks.js';
 import { SynthesisReserve } from './run-schema.js';
 import { describeIssues } from './zod-issues.js';
 
@@ -24,6 +25,8 @@ export const Preset = z.strictObject({
   skills: z.record(z.string(), z.string()).default({}),
   model: z.string().min(1).optional(),
   effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
+  /** How a child with this preset is shown its parent's context: a text block (default) or dialogue with roles kept. */
+  contextRendering: z.enum(['block', 'dialogue']).default('block'),
 });
 export type Preset = z.infer<typeof Preset>;
 
@@ -58,9 +61,15 @@ export const DeputyConfig = z
     /** Scopes a run holds when its input names none. */
     defaultScopes: z.array(z.string()).default(['tools.calc', 'tools.notes']),
     limits: DefaultLimitsConfig.default(DefaultLimitsConfig.parse({})),
-    presets: z
-      .array(Preset)
-      .default([{ id: 'assistant', persona: DEFAULT_PERSONA, tools: ['calculate', 'search_notes'], skills: {} }]),
+    presets: z.array(Preset).default([
+      {
+        id: 'assistant',
+        persona: DEFAULT_PERSONA,
+        tools: ['calculate', 'search_notes'],
+        skills: {},
+        contextRendering: 'block',
+      },
+    ]),
     delegation: z
       .strictObject({
         enabled: z.boolean().default(false),
@@ -79,8 +88,8 @@ export const DeputyConfig = z
         neverInherit: ['skill_manage'],
         childDefaults: CHILD_DEFAULTS,
       }),
-    /** Hooks (events and webhooks arrive with the context issue). */
-    hooks: z.array(z.unknown()).default([]),
+    /** Hooks run at points of a child's life: HTTP webhooks or functions registered with the worker. */
+    hooks: z.array(HookConfig).default([]),
   })
   .superRefine((config, ctx) => {
     const ids = new Set<string>();
@@ -94,6 +103,12 @@ export const DeputyConfig = z
           path: ['presets', i, 'model'],
           message: `no price for model "${preset.model}"; add it under prices`,
         });
+    });
+    const hookNames = new Set<string>();
+    config.hooks.forEach((hook, i) => {
+      if (hookNames.has(hook.name))
+        ctx.addIssue({ code: 'custom', path: ['hooks', i, 'name'], message: `duplicate hook name "${hook.name}"` });
+      hookNames.add(hook.name);
     });
     if (!ids.has(config.defaultPreset))
       ctx.addIssue({

@@ -234,7 +234,7 @@ export function checkReturnShape(
 export interface ChildOutcome {
   task_name: string;
   workflow_id: string;
-  status: 'completed' | 'failed' | 'cancelled' | 'limit_reached';
+  status: 'completed' | 'failed' | 'cancelled' | 'limit_reached' | 'rejected';
   /** The child's answer (parsed JSON when return_shape was given and matched). */
   output: unknown;
   /** A bounded summary of the output or error. */

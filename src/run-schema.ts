@@ -56,6 +56,14 @@ export const ChildOrigin = z.strictObject({
   /** Tool names the parent granted (R2.7); the child's preset and scopes narrow them further. */
   allowedTools: z.array(z.string()),
   contextMode: ContextMode,
+  /** The parent's context as prepared for this child (R3.5): a `context/background` event before its task. */
+  background: z
+    .strictObject({
+      source: z.enum(['parent-chat', 'summary']),
+      content: z.string(),
+      dialogue: z.array(z.strictObject({ role: z.enum(['user', 'assistant']), content: z.string() })).optional(),
+    })
+    .optional(),
 });
 export type ChildOrigin = z.infer<typeof ChildOrigin>;
 
@@ -149,7 +157,7 @@ export const LedgerEntry = z.object({
   childWorkflowId: z.string(),
   taskName: z.string(),
   preset: z.string(),
-  status: z.enum(['reserved', 'running', 'completed', 'failed', 'cancelled', 'limit_reached']),
+  status: z.enum(['reserved', 'running', 'completed', 'failed', 'cancelled', 'limit_reached', 'rejected']),
   reserved: AmountSchema,
   actual: AmountSchema.nullable(),
   /** A bounded summary of the child's output or error. */

@@ -49,7 +49,16 @@ export const SessionEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('compaction/summary'), at, summary: z.string(), replacesTurns: z.number().int() }),
   z.object({ type: z.literal('agent-preset/selected'), at, presetId: z.string(), revision: z.string() }),
   z.object({ type: z.literal('subagent/descriptor'), at, taskName: z.string(), parentId: z.string() }),
-  z.object({ type: z.literal('context/background'), at, content: z.string() }),
+  z.object({
+    type: z.literal('context/background'),
+    at,
+    /** `parent-chat`: copied from the parent's dialogue; `summary`: written for this run by a model. */
+    source: z.enum(['parent-chat', 'summary']),
+    /** The rendered block, heading included. */
+    content: z.string(),
+    /** Set with the preset option `contextRendering: "dialogue"`: the parent's turns as messages, roles kept. */
+    dialogue: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })).optional(),
+  }),
   z.object({ type: z.literal('interjection'), at, content: z.string(), from: z.string() }),
   z.object({
     type: z.literal('run/ended'),
@@ -83,7 +92,8 @@ export function toChatMessages(events: readonly SessionEvent[], persona: string)
         messages.push({ role: 'user', content: `[interjection from ${event.from}]\n${event.content}` });
         break;
       case 'context/background':
-        messages.push({ role: 'user', content: `## Background\n${event.content}` });
+        if (event.dialogue) messages.push(...event.dialogue);
+        else messages.push({ role: 'user', content: event.content });
         break;
       case 'compaction/summary':
         messages.push({ role: 'user', content: `## Summary of earlier turns\n${event.summary}` });

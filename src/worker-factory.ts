@@ -11,6 +11,7 @@ import { checkConfigAgainstTools } from './composition.js';
 import type { DeputyConfig } from './config.js';
 import { ConfigError } from './errors.js';
 import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from './search-attributes.js';
+import type { HookFunction } from './hooks.js';
 import type { ToolDefinition } from './tools.js';
 import { TOOL_NAME } from './tools.js';
 
@@ -28,6 +29,8 @@ export interface DeputyWorkerOptions {
   config: DeputyConfig;
   /** Model endpoint; the key never leaves the worker. */
   model: { apiKey: string | undefined; baseURL: string | undefined };
+  /** Hook functions the config's hooks can name (`function: <name>`). */
+  hookFunctions?: Record<string, HookFunction>;
   /** Tools the worker can run. @default the built-in `calculate` and `search_notes` */
   tools?: ToolDefinition[];
   /** A prebuilt workflow bundle (tests build one and share it). @default bundled from `workflows/` */
@@ -103,7 +106,15 @@ export class DeputyWorker {
 /** Creates the workers that run `agentRun` and its activities on the root and background task queues. */
 export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
   const tools = toolMap(options.tools ?? builtinTools());
-  const problems = checkConfigAgainstTools(options.config, tools);
+  const hookFunctions = new Map(Object.entries(options.hookFunctions ?? {}));
+  const problems = [
+    ...checkConfigAgainstTools(options.config, tools),
+    ...options.config.hooks.flatMap((hook, i) =>
+      hook.function !== undefined && !hookFunctions.has(hook.function)
+        ? [`hooks.${i}.function: no hook function "${hook.function}" is registered with the worker`]
+        : [],
+    ),
+  ];
   if (problems.length > 0) throw new ConfigError(problems, 'config');
   const backgroundTaskQueue = options.backgroundTaskQueue ?? 'deputy-background';
   const activities = createActivities({
@@ -112,6 +123,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     tools,
     apiKey: options.model.apiKey,
     backgroundTaskQueue,
+    hookFunctions,
   });
   const workflowBundle =
     options.workflowBundle ??

@@ -19,7 +19,7 @@ describe('R2.4 spawning is deterministic and idempotent', () => {
           toolCalls: [
             { name: 'delegate', arguments: { briefs: [brief('alpha', 1), brief('beta', 1)] } },
             // A second invocation in the same turn that reuses a name: refused, whatever the interleaving.
-            { name: 'delegate', arguments: { briefs: [brief('alpha', 2)] } },
+            { name: 'delegate', arguments: { briefs: [brief('alpha', 2)] }, id: 'second-invocation' },
           ],
         },
       },
@@ -36,7 +36,8 @@ describe('R2.4 spawning is deterministic and idempotent', () => {
     const firstTurnResults = h.model.requests
       .find((r) => r.rule === 'final')!
       .body.messages.filter((m) => m.role === 'tool');
-    expect(firstTurnResults[1]!.content).toBe(
+    // Results join the session as they come in: find the refused invocation's by its call id.
+    expect(firstTurnResults.find((m) => m.tool_call_id === 'second-invocation')?.content).toBe(
       'task_name "alpha" is already used in this run; pick another; nothing was spawned',
     );
 

@@ -19,7 +19,7 @@ import {
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { z } from 'zod';
 import type { DeputyActivities } from '../activities/index.js';
-import type { ResolveRunResult } from '../src/activity-types.js';
+import type { ResolveRunResult, RunToolResult } from '../src/activity-types.js';
 import { nextStep, type NextStep } from '../src/agent-loop.js';
 import { resolveLimits, remaining } from '../src/limits.js';
 import { endConversationUpdate, sendMessageUpdate, stateQuery } from '../src/messages.js';
@@ -207,6 +207,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
           : { type: 'message/assistant', at: now(), content: message.content, toolCalls: [] },
       );
     }
+    if (origin?.background) append({ type: 'context/background', at: now(), ...origin.background });
     append({ type: 'message/user', at: now(), content: input.task });
 
     if (runLimits.deadlineMs !== null) {
@@ -312,6 +313,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       settings: run.delegation!,
       limits: runLimits,
       ledger,
+      events: () => events,
       usage: () => usage,
       reserved: () => reserved,
       setReserved: (amount) => (reserved = amount),
@@ -323,29 +325,36 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     };
   }
 
+  async function executeTool(
+    run: ResolveRunResult,
+    runLimits: ResolvedLimits,
+    call: ToolCall,
+    allowedTools: string[],
+  ): Promise<RunToolResult> {
+    if (call.name === DELEGATE_TOOL && allowedTools.includes(DELEGATE_TOOL) && run.delegation) {
+      return runDelegation(call, delegationHost(run, runLimits));
+    }
+    try {
+      return await runTool.executeWithOptions({ summary: `runTool ${call.name}` }, [
+        { runId: sessionId, call, allowedTools, scopes: run.scopes },
+      ]);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { content: `tool "${call.name}" failed: ${rootMessage(err)}`, isError: true };
+    }
+  }
+
   async function toolTurn(run: ResolveRunResult, runLimits: ResolvedLimits, calls: ToolCall[], refused: ToolCall[]) {
     setCurrentDetails(`turn ${usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
     const allowedTools = run.tools.map((tool) => tool.name);
-    const results = await Promise.all(
+    // Each result joins the session as soon as it is in, so a child dispatched meanwhile sees it (R3.2).
+    await Promise.all(
       calls.map(async (call) => {
-        if (call.name === DELEGATE_TOOL && allowedTools.includes(DELEGATE_TOOL) && run.delegation) {
-          return runDelegation(call, delegationHost(run, runLimits));
-        }
-        try {
-          return await runTool.executeWithOptions({ summary: `runTool ${call.name}` }, [
-            { runId: sessionId, call, allowedTools, scopes: run.scopes },
-          ]);
-        } catch (err) {
-          if (isCancellation(err)) throw err;
-          return { content: `tool "${call.name}" failed: ${rootMessage(err)}`, isError: true };
-        }
+        const { content, isError } = await executeTool(run, runLimits, call, allowedTools);
+        append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
       }),
     );
     usage = addToolCalls(usage, calls.length);
-    calls.forEach((call, i) => {
-      const { content, isError } = results[i]!;
-      append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
-    });
     for (const call of refused) {
       append({
         type: 'tool/result',

@@ -31,9 +31,21 @@ import {
   type Brief,
   type ChildGrant,
   type ChildOutcome,
+  type ContextMode,
   type DelegationSettings,
 } from '../src/delegation.js';
-import type { LedgerEntry, LiveStatus, Limits, ResolvedLimits, RunInput, RunResult, Usage } from '../src/run-schema.js';
+import type {
+  ChildOrigin,
+  LedgerEntry,
+  LiveStatus,
+  Limits,
+  ResolvedLimits,
+  RunInput,
+  RunResult,
+  Usage,
+} from '../src/run-schema.js';
+
+type ChildBackground = NonNullable<ChildOrigin['background']>;
 import {
   DEPUTY_CONTEXT_MODE,
   DEPUTY_DEPTH,
@@ -43,7 +55,10 @@ import {
   DEPUTY_STATUS,
   DEPUTY_TASK_NAME,
 } from '../src/search-attributes.js';
-import type { ToolCall } from '../src/session.js';
+import type { SessionEvent, ToolCall } from '../src/session.js';
+import { runHooks } from './hooks.js';
+import { failureMessage } from '../src/failure-message.js';
+import { renderParentContext, renderParentDialogue, selectContext, takeSnapshot } from '../src/context.js';
 import { microToUsd } from '../src/usage.js';
 
 const { resolvePresets } = proxyActivities<DeputyActivities>({
@@ -64,6 +79,8 @@ export interface DelegationHost {
   settings: DelegationSettings;
   limits: ResolvedLimits;
   ledger: LedgerEntry[];
+  /** The run's session as it is now (its effective dialogue). */
+  events(): readonly SessionEvent[];
   usage(): Usage;
   reserved(): Amount;
   setReserved(amount: Amount): void;
@@ -75,6 +92,7 @@ export interface DelegationHost {
 interface ChildPlan {
   brief: Brief;
   preset: string;
+  contextRendering: 'block' | 'dialogue';
   grant: ChildGrant;
   limits: Limits;
   reservation: Amount;
@@ -89,10 +107,10 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
   if (!check.ok) return toolError(check.error);
   const { briefs, return_shape: returnShape } = check.args;
 
-  const withContext = briefs.filter((brief) => (brief.context ?? 'none') !== 'none');
-  if (withContext.length > 0) {
+  const withSummary = briefs.filter((brief) => brief.context === 'summary');
+  if (withSummary.length > 0) {
     return toolError(
-      `context ${JSON.stringify(withContext[0]!.context)} (brief "${withContext[0]!.task_name}") is not available yet; use "none" and put what the child needs in message or inline_context; nothing was spawned`,
+      `context "summary" (brief "${withSummary[0]!.task_name}") is not available yet; use "all", a number of turns or "none"; nothing was spawned`,
     );
   }
 
@@ -136,7 +154,14 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
         `brief "${brief.task_name}": nothing is left of this run's budget for a child (limits ${JSON.stringify(limits)}); nothing was spawned`,
       );
     }
-    plans.push({ brief, preset: roleOf(brief), grant: grant.grant, limits, reservation: reservationFor(limits) });
+    plans.push({
+      brief,
+      preset: roleOf(brief),
+      contextRendering: preset?.ok ? preset.contextRendering : 'block',
+      grant: grant.grant,
+      limits,
+      reservation: reservationFor(limits),
+    });
   }
 
   const reservation = reserve(
@@ -173,6 +198,20 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
   return { content: renderChildResults(outcomes), isError: outcomes.every((o) => o.status !== 'completed') };
 }
 
+/** R3.1/R3.3: the background a child gets for its context mode, rendered as its preset asks; none for `none`. */
+function prepareBackground(
+  mode: ContextMode,
+  rendering: 'block' | 'dialogue',
+  events: readonly SessionEvent[],
+): ChildBackground | undefined {
+  const selected = selectContext(takeSnapshot(events), mode);
+  if (selected.length === 0) return undefined;
+  const content = renderParentContext(selected);
+  return rendering === 'dialogue'
+    ? { source: 'parent-chat', content, dialogue: renderParentDialogue(selected) }
+    : { source: 'parent-chat', content };
+}
+
 /** Starts one child, waits for it, and settles its reservation; the child's end never cancels the parent (R2.9). */
 async function runChild(
   plan: ChildPlan,
@@ -182,31 +221,25 @@ async function runChild(
   host: DelegationHost,
 ): Promise<ChildOutcome> {
   const { brief } = plan;
-  const input: RunInput = {
-    task: renderChildTask(brief, returnShape),
-    preset: plan.preset,
-    // No role: the child runs with the parent's exact model; a role brings its preset's model unless the brief names one.
-    ...((brief.model ?? (brief.role ? undefined : host.composition.model)) && {
-      model: brief.model ?? host.composition.model,
-    }),
-    ...(brief.effort && { effort: brief.effort }),
-    limits: plan.limits,
-    scopes: plan.grant.scopes,
-    ...(host.tenant && { tenant: host.tenant }),
-    origin: {
-      parentId: host.sessionId,
-      rootId: host.rootId,
-      depth: host.depth + 1,
-      taskName: brief.task_name,
-      invocation,
-      allowedTools: plan.grant.tools,
-      contextMode: brief.context ?? 'none',
-    },
+  const mode = brief.context ?? 'none';
+  const hooks = host.composition.hooks ?? [];
+  const hookInput = {
+    parentId: host.sessionId,
+    rootId: host.rootId,
+    taskName: brief.task_name,
+    task: brief.message,
+    role: plan.preset,
+    contextMode: String(mode),
+    childWorkflowId: entry.childWorkflowId,
   };
 
-  let spent: { inputTokens: number; outputTokens: number; costMicroUsd: number } | null = null;
+  // Nothing spent until the child starts; a child that ends without reporting its spend is charged its whole
+  // reservation: never under-count.
+  let spent: { inputTokens: number; outputTokens: number; costMicroUsd: number } | null = ZERO_SPEND;
+  let settled = false;
   const settle = (status: LedgerEntry['status'], summary: string) => {
-    // A child that ended without reporting its spend is charged its whole reservation: never under-count.
+    if (settled) return;
+    settled = true;
     const charge = spent ?? {
       inputTokens: plan.reservation.tokens,
       outputTokens: 0,
@@ -232,14 +265,32 @@ async function runChild(
     };
   };
 
+  let task = brief.message;
   try {
+    // Preparation: the child's slot, id and cost are reserved, but it is not started and has no identity yet.
+    const trail: string[] = [];
+    for (const event of ['task.submitted', 'subagent.start'] as const) {
+      const decided = await runHooks(event, { ...hookInput, task }, hooks);
+      trail.push(...decided.trail);
+      entry.preparation.hookOutcome = trail.join('; ') || null;
+      if (decided.decision === 'reject') {
+        const reason = `${decided.reason ?? 'rejected'}; the child was not started`;
+        return outcome('rejected', null, reason, reason);
+      }
+      task = decided.task;
+    }
+    // R3.2: the snapshot is taken here, at dispatch, and never changes; it waits for no sibling.
+    const background = prepareBackground(mode, plan.contextRendering, host.events());
+    entry.preparation.backgroundChars = background ? background.content.length : null;
+
+    const input = childInput(plan, { ...brief, message: task }, invocation, returnShape, host, background);
     const handle = await startChild('agentRun', {
       workflowId: entry.childWorkflowId,
       taskQueue: host.settings.backgroundTaskQueue,
       args: [input],
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
-      staticSummary: `${brief.task_name} (child of ${host.sessionId}): ${bounded(brief.message.replace(/\s+/g, ' '), 100)}`,
+      staticSummary: `${brief.task_name} (child of ${host.sessionId}): ${bounded(task.replace(/\s+/g, ' '), 100)}`,
       typedSearchAttributes: [
         { key: DEPUTY_ROOT_ID, value: host.rootId },
         { key: DEPUTY_PARENT_ID, value: host.sessionId },
@@ -247,42 +298,120 @@ async function runChild(
         { key: DEPUTY_TASK_NAME, value: brief.task_name },
         { key: DEPUTY_PRESET, value: plan.preset },
         { key: DEPUTY_STATUS, value: 'starting' },
-        { key: DEPUTY_CONTEXT_MODE, value: String(brief.context ?? 'none') },
+        { key: DEPUTY_CONTEXT_MODE, value: String(mode) },
       ],
     });
     entry.status = 'running';
-    const result = (await handle.result()) as RunResult;
-    spent = result.usage;
-    const text = result.output ?? '';
-    if (result.status === 'completed' && returnShape) {
-      const checked = checkReturnShape(result.output, returnShape);
-      if (!checked.ok) return outcome('failed', bounded(text, MAX_CHILD_OUTPUT_CHARS), text, checked.error);
-      return outcome('completed', checked.value, text);
-    }
-    if (result.status === 'completed') return outcome('completed', bounded(text, MAX_CHILD_OUTPUT_CHARS), text);
-    return outcome(
-      result.status,
-      result.output && bounded(result.output, MAX_CHILD_OUTPUT_CHARS),
-      text || result.status,
-      `the child ended ${result.status}${result.limit ? ` (${result.limit})` : ''}; its output is its best so far`,
-    );
+    spent = null;
+    const ended = await joinChild(handle.result() as Promise<RunResult>, returnShape);
+    spent = ended.spent;
+    const result = outcome(ended.status, ended.output, ended.summary, ended.error);
+    await runHooks(
+      'subagent.end',
+      { ...hookInput, task, status: result.status, output: typeof ended.output === 'string' ? ended.output : null },
+      hooks,
+    ).catch((err: unknown) => {
+      if (isCancellation(err)) throw err; // a failing end hook changes nothing; a cancelled parent still stops
+    });
+    return result;
   } catch (err) {
-    if (CancellationScope.current().consideredCancelled) {
-      // The parent itself is being cancelled (or hit its deadline): settle, then let the cancellation through.
-      settle('cancelled', 'cancelled with its parent');
-      throw err;
+    // The parent itself is being cancelled (or hit its deadline): settle, then let the cancellation through.
+    settle(
+      isCancellation(err) ? 'cancelled' : 'failed',
+      isCancellation(err) ? 'cancelled with its parent' : failureMessage(err),
+    );
+    throw err;
+  }
+}
+
+const ZERO_SPEND = { inputTokens: 0, outputTokens: 0, costMicroUsd: 0 };
+
+/** The child's `RunInput`: its task, preset, model, derived limits, narrowed scopes and origin. */
+function childInput(
+  plan: ChildPlan,
+  brief: Brief,
+  invocation: number,
+  returnShape: Record<string, unknown> | undefined,
+  host: DelegationHost,
+  background: ChildBackground | undefined,
+): RunInput {
+  // No role: the child runs with the parent's exact model; a role brings its preset's model unless the brief names one.
+  const model = brief.model ?? (brief.role ? undefined : host.composition.model);
+  return {
+    task: renderChildTask(brief, returnShape),
+    preset: plan.preset,
+    ...(model && { model }),
+    ...(brief.effort && { effort: brief.effort }),
+    limits: plan.limits,
+    scopes: plan.grant.scopes,
+    ...(host.tenant && { tenant: host.tenant }),
+    origin: {
+      parentId: host.sessionId,
+      rootId: host.rootId,
+      depth: host.depth + 1,
+      taskName: brief.task_name,
+      invocation,
+      allowedTools: plan.grant.tools,
+      contextMode: brief.context ?? 'none',
+      ...(background && { background }),
+    },
+  };
+}
+
+/** How a started child ended, read from its result or its failure; a child's end never cancels its parent (R2.9). */
+async function joinChild(
+  result: Promise<RunResult>,
+  returnShape: Record<string, unknown> | undefined,
+): Promise<{
+  status: ChildOutcome['status'];
+  output: unknown;
+  summary: string;
+  error?: string;
+  spent: RunResult['usage'] | null;
+}> {
+  try {
+    const ended = await result;
+    const text = ended.output ?? '';
+    if (ended.status === 'completed' && returnShape) {
+      const checked = checkReturnShape(ended.output, returnShape);
+      return checked.ok
+        ? { status: 'completed', output: checked.value, summary: text, spent: ended.usage }
+        : {
+            status: 'failed',
+            output: bounded(text, MAX_CHILD_OUTPUT_CHARS),
+            summary: text,
+            error: checked.error,
+            spent: ended.usage,
+          };
     }
-    if (!(err instanceof ChildWorkflowFailure)) throw err;
+    if (ended.status === 'completed') {
+      return { status: 'completed', output: bounded(text, MAX_CHILD_OUTPUT_CHARS), summary: text, spent: ended.usage };
+    }
+    return {
+      status: ended.status,
+      output: ended.output && bounded(ended.output, MAX_CHILD_OUTPUT_CHARS),
+      summary: text || ended.status,
+      error: `the child ended ${ended.status}${ended.limit ? ` (${ended.limit})` : ''}; its output is its best so far`,
+      spent: ended.usage,
+    };
+  } catch (err) {
+    if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
     const cause = err.cause;
     if (cause instanceof ApplicationFailure && cause.type === CHILD_FAILED_TYPE) {
       const details = cause.details?.[0] as RunResult | undefined;
-      spent = details?.usage ?? null;
-      return outcome('failed', null, cause.message, cause.message);
+      return {
+        status: 'failed',
+        output: null,
+        summary: cause.message,
+        error: cause.message,
+        spent: details?.usage ?? null,
+      };
     }
     if (cause instanceof CancelledFailure || isCancellation(err)) {
-      return outcome('cancelled', null, 'the child was cancelled', 'the child was cancelled before it finished');
+      const error = 'the child was cancelled before it finished';
+      return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
     }
     const message = cause?.message ?? err.message;
-    return outcome('failed', null, message, message);
+    return { status: 'failed', output: null, summary: message, error: message, spent: null };
   }
 }

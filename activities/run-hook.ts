@@ -1,0 +1,79 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { RunHookInput } from '../src/activity-types.js';
+import type { DeputyConfig } from '../src/config.js';
+import { HookDecision, type HookFunction } from '../src/hooks.js';
+import { describeIssues } from '../src/zod-issues.js';
+
+/**
+ * Builds the `runHook` activity: one attempt of one hook. A webhook gets the input as a JSON POST; a function hook is
+ * called with it. Transport errors and 5xx throw and are retried by Temporal; an answer that is not a decision fails
+ * at once. The workflow applies the hook's `onError` policy once the retries are spent.
+ */
+export function createRunHook(config: DeputyConfig, functions: ReadonlyMap<string, HookFunction>) {
+  return async function runHook({ hook: name, input }: RunHookInput): Promise<HookDecision> {
+    const hook = config.hooks.find((h) => h.name === name);
+    if (!hook) {
+      throw ApplicationFailure.create({
+        type: 'Hook.Unknown',
+        message: `hook "${name}" is not configured`,
+        nonRetryable: true,
+      });
+    }
+    const context = Context.current();
+    const signal = AbortSignal.any([context.cancellationSignal, AbortSignal.timeout(hook.timeoutSeconds * 1000)]);
+    let raw: unknown;
+    if (hook.function !== undefined) {
+      const fn = functions.get(hook.function);
+      if (!fn) {
+        throw ApplicationFailure.create({
+          type: 'Hook.Unknown',
+          message: `hook function "${hook.function}" is not registered with this worker`,
+          nonRetryable: true,
+        });
+      }
+      raw = (await fn(input, { signal })) ?? {};
+    } else {
+      const response = await fetch(hook.url!, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(input),
+        signal,
+      });
+      const text = await response.text();
+      if (!response.ok) {
+        throw ApplicationFailure.create({
+          type: 'Hook.HttpError',
+          message: `hook "${name}" answered ${response.status}: ${text.slice(0, 200)}`,
+          nonRetryable:
+            response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429,
+        });
+      }
+      try {
+        raw = text.trim() === '' ? {} : JSON.parse(text);
+      } catch {
+        throw ApplicationFailure.create({
+          type: 'Hook.BadAnswer',
+          message: `hook "${name}" answered text that is not JSON`,
+          nonRetryable: true,
+        });
+      }
+    }
+    const decision = HookDecision.safeParse(raw);
+    if (!decision.success) {
+      throw ApplicationFailure.create({
+        type: 'Hook.BadAnswer',
+        message: `hook "${name}" answered an invalid decision: ${describeIssues(decision.error).join('; ')}`,
+        nonRetryable: true,
+      });
+    }
+    if (decision.data.decision === 'rewrite' && !decision.data.task) {
+      throw ApplicationFailure.create({
+        type: 'Hook.BadAnswer',
+        message: `hook "${name}" rewrote the task without giving one`,
+        nonRetryable: true,
+      });
+    }
+    return decision.data;
+  };
+}

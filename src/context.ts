@@ -1,0 +1,152 @@
+/**
+ * Context for a child (R3.1–R3.3, R3.7, R3.8): what a snapshot of the parent's effective dialogue holds, which part of
+ * it a mode selects, and how it is shown to the child so that the parent's request is never mistaken for the child's
+ * own assignment. Pure functions over session events.
+ */
+import type { ContextMode } from './delegation.js';
+import type { SessionEvent } from './session.js';
+
+/** Tools that steer other runs; their calls and results never reach a child (R3.3). */
+export const STEERING_TOOLS: readonly string[] = ['delegate', 'interject'];
+
+/** Heading of the copied dialogue. */
+export const PARENT_CONTEXT_HEADING = '## Parent Chat Context';
+/** Heading of the dialogue an interjection adds after the snapshot (R3.7). */
+export const PARENT_CONTEXT_CONTINUED_HEADING = '## Parent Chat Context (continued)';
+
+const DIALOGUE_TYPES = new Set<SessionEvent['type']>([
+  'message/user',
+  'message/assistant',
+  'tool/result',
+  'compaction/summary',
+  'context/background',
+  'interjection',
+]);
+
+/**
+ * R3.2: the parent's effective dialogue at dispatch. The active turn keeps what it has realised (its text and the
+ * results of tool calls already finished); the triggering call, steering calls and sibling calls still pending are
+ * left out. Nothing here waits for sibling work.
+ */
+export function takeSnapshot(events: readonly SessionEvent[]): SessionEvent[] {
+  const answered = new Set(events.flatMap((e) => (e.type === 'tool/result' ? [e.toolCallId] : [])));
+  return events
+    .filter((event) => DIALOGUE_TYPES.has(event.type))
+    .map((event) =>
+      event.type === 'message/assistant'
+        ? {
+            ...event,
+            toolCalls: event.toolCalls.filter((call) => answered.has(call.id) && !STEERING_TOOLS.includes(call.name)),
+          }
+        : event,
+    )
+    .filter((event) => !(event.type === 'tool/result' && STEERING_TOOLS.includes(event.name)))
+    .filter((event) => !(event.type === 'message/assistant' && !event.content?.trim() && event.toolCalls.length === 0));
+}
+
+/** Splits dialogue into turns: the user messages before a model answer, the answer, and its tool results. */
+export function splitTurns(events: readonly SessionEvent[]): SessionEvent[][] {
+  const turns: SessionEvent[][] = [];
+  let current: SessionEvent[] = [];
+  let answered = false;
+  for (const event of events) {
+    const startsTurn =
+      answered &&
+      (event.type === 'message/user' || event.type === 'interjection' || event.type === 'message/assistant');
+    if (startsTurn) {
+      turns.push(current);
+      current = [];
+      answered = false;
+    }
+    current.push(event);
+    if (event.type === 'message/assistant') answered = true;
+  }
+  if (current.length > 0) turns.push(current);
+  return turns;
+}
+
+/**
+ * R3.1: the part of a snapshot a mode selects. `all`: everything; N: the last N turns, preceded by the compaction
+ * summaries and inherited context they follow; `none` and `summary` copy nothing.
+ */
+export function selectContext(snapshot: readonly SessionEvent[], mode: ContextMode): SessionEvent[] {
+  if (mode === 'none' || mode === 'summary') return [];
+  if (mode === 'all') return [...snapshot];
+  const isPrefix = (e: SessionEvent) => e.type === 'compaction/summary' || e.type === 'context/background';
+  const turns = splitTurns(snapshot.filter((e) => !isPrefix(e)));
+  const chosen = turns.slice(-mode).flat();
+  const firstChosen = chosen[0] ? snapshot.indexOf(chosen[0]) : snapshot.length;
+  return [...snapshot.slice(0, firstChosen).filter(isPrefix), ...chosen];
+}
+
+const line = (label: string, text: string) => `${label}: ${text.trim()}`;
+
+/** R3.3: the copied dialogue as text: roles renamed, tool traffic as text, steering calls removed. */
+export function renderParentContext(events: readonly SessionEvent[], continued = false): string {
+  const lines: string[] = [];
+  for (const event of events) {
+    switch (event.type) {
+      case 'message/user':
+        lines.push(line('outer_user', event.content));
+        break;
+      case 'interjection':
+        lines.push(line(`outer_user (interjection from ${event.from})`, event.content));
+        break;
+      case 'message/assistant':
+        if (event.content?.trim()) lines.push(line('outer_assistant', event.content));
+        for (const call of event.toolCalls.filter((c) => !STEERING_TOOLS.includes(c.name))) {
+          lines.push(`outer_assistant called ${call.name}(${call.arguments})`);
+        }
+        break;
+      case 'tool/result':
+        if (!STEERING_TOOLS.includes(event.name)) {
+          lines.push(line(`${event.name} ${event.isError ? 'failed' : 'returned'}`, event.content));
+        }
+        break;
+      case 'compaction/summary':
+        lines.push(line('summary of earlier turns', event.summary));
+        break;
+      case 'context/background':
+        // R3.8: context the parent itself inherited stays visible as its own block, so the chain can be followed.
+        lines.push(`context the parent received:\n${event.content.replace(/^#/gm, '###')}`);
+        break;
+      default:
+        break;
+    }
+  }
+  return [
+    continued ? PARENT_CONTEXT_CONTINUED_HEADING : PARENT_CONTEXT_HEADING,
+    continued
+      ? 'What the run that delegated to you said and did since you started, for background only. It is not your task.'
+      : 'The conversation of the run that delegated to you, for background only. It is not your task: your task follows it.',
+    '',
+    ...lines,
+  ].join('\n');
+}
+
+/** R3.3 with `contextRendering: "dialogue"`: the copied turns as messages with their roles, steering calls removed. */
+export function renderParentDialogue(
+  events: readonly SessionEvent[],
+): { role: 'user' | 'assistant'; content: string }[] {
+  const messages: { role: 'user' | 'assistant'; content: string }[] = [];
+  const push = (role: 'user' | 'assistant', content: string) => {
+    const last = messages.at(-1);
+    if (last?.role === role) last.content = `${last.content}\n${content}`;
+    else messages.push({ role, content });
+  };
+  for (const event of events) {
+    if (event.type === 'message/user' || event.type === 'interjection') push('user', event.content);
+    else if (event.type === 'compaction/summary') push('user', `Summary of earlier turns: ${event.summary}`);
+    else if (event.type === 'context/background') push('user', event.content);
+    else if (event.type === 'message/assistant') {
+      const calls = event.toolCalls
+        .filter((c) => !STEERING_TOOLS.includes(c.name))
+        .map((c) => `(called ${c.name}(${c.arguments}))`);
+      const text = [event.content?.trim(), ...calls].filter(Boolean).join('\n');
+      if (text) push('assistant', text);
+    } else if (event.type === 'tool/result' && !STEERING_TOOLS.includes(event.name)) {
+      push('assistant', `(${event.name} ${event.isError ? 'failed' : 'returned'}: ${event.content})`);
+    }
+  }
+  return messages;
+}
