@@ -1,8 +1,13 @@
 import type OpenAI from 'openai';
-import type { CallModelInput, CallModelResult } from '../src/activity-types.js';
+import type {
+  CallModelInput,
+  CallModelResult,
+  SummarizeContextInput,
+  SummarizeContextResult,
+} from '../src/activity-types.js';
 import { withHeartbeat } from './heartbeat.js';
 import { toModelFailure } from './model-errors.js';
-import { CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 
 /** Dependencies of the `callModel` activity. */
 export interface CallModelDeps {
@@ -48,6 +53,21 @@ export function createCallModel({ openai, apiKey }: CallModelDeps) {
         finishReason: choice.finish_reason ?? null,
       };
     });
+  };
+}
+
+/** Builds `summarizeContext` (R3.4): one model call without tools that writes a child's background. */
+export function createSummarizeContext(callModel: ReturnType<typeof createCallModel>) {
+  return async function summarizeContext(input: SummarizeContextInput): Promise<SummarizeContextResult> {
+    const reply = await callModel({ model: input.model, effort: null, messages: input.messages, tools: [] });
+    if (!reply.content?.trim()) {
+      throw ApplicationFailure.create({
+        type: 'ModelCall.EmptyAnswer',
+        message: `${input.model} returned an empty background summary`,
+        nonRetryable: false,
+      });
+    }
+    return { summary: reply.content.trim(), inputTokens: reply.inputTokens, outputTokens: reply.outputTokens };
   };
 }
 

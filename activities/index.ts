@@ -13,7 +13,7 @@ import { CompositionError, resolveComposition, resolvePresetTools } from '../src
 import type { DeputyConfig } from '../src/config.js';
 import type { HookFunction } from '../src/hooks.js';
 import type { ToolDefinition } from '../src/tools.js';
-import { createCallModel } from './call-model.js';
+import { createCallModel, createSummarizeContext } from './call-model.js';
 import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
 
@@ -32,9 +32,11 @@ export interface ActivityDeps {
 
 /** Builds the activities a Deputy worker registers. */
 export function createActivities({ openai, config, tools, apiKey, backgroundTaskQueue, hookFunctions }: ActivityDeps) {
+  const callModel = createCallModel({ openai, apiKey });
   return {
-    callModel: createCallModel({ openai, apiKey }),
+    callModel,
     runTool: createRunTool(tools),
+    summarizeContext: createSummarizeContext(callModel),
     runHook: createRunHook(config, hookFunctions ?? new Map()),
     async resolveRun(input: ResolveRunInput): Promise<ResolveRunResult> {
       try {

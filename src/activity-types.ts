@@ -38,6 +38,19 @@ export interface ResolveRunResult {
   hooks?: HookSpec[];
 }
 
+/** Input of `summarizeContext`: the accepted task and the parent's dialogue, summarised by the parent's model. */
+export interface SummarizeContextInput {
+  model: string;
+  messages: ChatMessage[];
+}
+
+/** Result of `summarizeContext`. */
+export interface SummarizeContextResult {
+  summary: string;
+  inputTokens: number;
+  outputTokens: number;
+}
+
 /** Input of `runHook`. */
 export interface RunHookInput {
   hook: string;

@@ -108,7 +108,7 @@ export function renderParentContext(events: readonly SessionEvent[], continued =
         break;
       case 'context/background':
         // R3.8: context the parent itself inherited stays visible as its own block, so the chain can be followed.
-        lines.push(`context the parent received:\n${event.content.replace(/^#/gm, '###')}`);
+        lines.push(`context the parent received:\n${event.content.replace(/^(#+) /gm, '#$1 ')}`);
         break;
       default:
         break;
@@ -150,3 +150,24 @@ export function renderParentDialogue(
   }
   return messages;
 }
+
+/** The system prompt of `summarizeContext`. */
+export const SUMMARY_SYSTEM_PROMPT =
+  'You write the background briefing for a sub-agent that is about to start a task. From the conversation you are given, keep only what the sub-agent needs for its task: facts, decisions, constraints, numbers, names. Do not give instructions and do not do the task. At most 250 words, plain prose.';
+
+/** R3.4: the messages of a summary call: the accepted task first, then the parent's dialogue as text. */
+export function summaryPrompt(
+  task: string,
+  selected: readonly SessionEvent[],
+): { role: 'system' | 'user'; content: string }[] {
+  return [
+    { role: 'system', content: SUMMARY_SYSTEM_PROMPT },
+    {
+      role: 'user',
+      content: `## The sub-agent's task\n${task}\n\n${renderParentContext(selected)}\n\nWrite the background briefing for this task.`,
+    },
+  ];
+}
+
+/** Heading of a generated background (R3.5). */
+export const BACKGROUND_HEADING = '## Background';

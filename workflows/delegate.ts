@@ -4,6 +4,7 @@
  * into one tool result. Deterministic code only.
  */
 import {
+  ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
@@ -58,8 +59,23 @@ import {
 import type { SessionEvent, ToolCall } from '../src/session.js';
 import { runHooks } from './hooks.js';
 import { failureMessage } from '../src/failure-message.js';
-import { renderParentContext, renderParentDialogue, selectContext, takeSnapshot } from '../src/context.js';
-import { microToUsd } from '../src/usage.js';
+import {
+  BACKGROUND_HEADING,
+  renderParentContext,
+  renderParentDialogue,
+  selectContext,
+  summaryPrompt,
+  takeSnapshot,
+} from '../src/context.js';
+import { callCostMicroUsd, microToUsd } from '../src/usage.js';
+
+const { summarizeContext } = proxyActivities<DeputyActivities>({
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '10 seconds',
+  // Cancelling the parent aborts the generation's HTTP request before the run ends (R3.4).
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+});
 
 const { resolvePresets } = proxyActivities<DeputyActivities>({
   startToCloseTimeout: '30 seconds',
@@ -106,13 +122,6 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
   const check = parseInvocation(call.arguments);
   if (!check.ok) return toolError(check.error);
   const { briefs, return_shape: returnShape } = check.args;
-
-  const withSummary = briefs.filter((brief) => brief.context === 'summary');
-  if (withSummary.length > 0) {
-    return toolError(
-      `context "summary" (brief "${withSummary[0]!.task_name}") is not available yet; use "all", a number of turns or "none"; nothing was spawned`,
-    );
-  }
 
   const roleOf = (brief: Brief) => brief.role ?? composition.preset;
   const { presets } = await resolvePresets({ ids: [...new Set(briefs.map(roleOf))] });
@@ -280,7 +289,13 @@ async function runChild(
       task = decided.task;
     }
     // R3.2: the snapshot is taken here, at dispatch, and never changes; it waits for no sibling.
-    const background = prepareBackground(mode, plan.contextRendering, host.events());
+    let background = prepareBackground(mode, plan.contextRendering, host.events());
+    if (mode === 'summary') {
+      // R3.4: the background is written for the hook-accepted task; its cost is the parent's.
+      const generated = await generateBackground(task, brief.task_name, host);
+      if (!generated.ok) return outcome('rejected', null, generated.error, generated.error);
+      background = generated.background;
+    }
     entry.preparation.backgroundChars = background ? background.content.length : null;
 
     const input = childInput(plan, { ...brief, message: task }, invocation, returnShape, host, background);
@@ -325,6 +340,30 @@ async function runChild(
 }
 
 const ZERO_SPEND = { inputTokens: 0, outputTokens: 0, costMicroUsd: 0 };
+
+/** R3.4: asks the parent's model for a task-focused background; a failure means the child never starts. */
+async function generateBackground(
+  task: string,
+  taskName: string,
+  host: DelegationHost,
+): Promise<{ ok: true; background: ChildBackground } | { ok: false; error: string }> {
+  const { composition } = host;
+  try {
+    const generated = await summarizeContext.executeWithOptions(
+      { summary: `summarizeContext ${composition.model} for ${taskName}` },
+      [{ model: composition.model, messages: summaryPrompt(task, takeSnapshot(host.events())) }],
+    );
+    host.debit({
+      inputTokens: generated.inputTokens,
+      outputTokens: generated.outputTokens,
+      costMicroUsd: callCostMicroUsd(generated, composition.price),
+    });
+    return { ok: true, background: { source: 'summary', content: `${BACKGROUND_HEADING}\n${generated.summary}` } };
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    return { ok: false, error: `could not prepare the background: ${failureMessage(err)}; the child was not started` };
+  }
+}
 
 /** The child's `RunInput`: its task, preset, model, derived limits, narrowed scopes and origin. */
 function childInput(

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import { DeputyClient } from '../../src/client.js';
 import { parseConfig, type DeputyConfig } from '../../src/config.js';
 import { ScriptedModelServer, type ScriptRule } from '../../src/testing/scripted-model.js';
+import type { HookFunction } from '../../src/hooks.js';
 import type { ToolDefinition } from '../../src/tools.js';
 import { createDeputyWorker, type DeputyWorker } from '../../src/worker-factory.js';
 
@@ -56,8 +57,13 @@ export interface Harness {
   startWorker(options?: {
     config?: DeputyConfig;
     tools?: ToolDefinition[];
+    hookFunctions?: Record<string, HookFunction>;
     workerOptions?: Partial<WorkerOptions>;
   }): Promise<RunningWorker>;
+  /** Stops every worker started so far (their in-flight activities are cancelled after the grace time). */
+  stopWorkers(): Promise<void>;
+  /** The options of the last `startWorker` call, to start an identical worker again. */
+  lastWorkerOptions(): Parameters<Harness['startWorker']>[0];
   /** A fresh, readable workflow id. */
   id(prefix: string): string;
   close(): Promise<void>;
@@ -73,6 +79,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
   const taskQueue = `test-${randomUUID()}`;
   const model = await ScriptedModelServer.start(rules, { quiet: true });
   const workers: RunningWorker[] = [];
+  let lastOptions: Parameters<Harness['startWorker']>[0] = {};
 
   return {
     connection,
@@ -81,6 +88,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
     model,
     taskQueue,
     async startWorker(options = {}) {
+      lastOptions = options;
       const worker = await createDeputyWorker({
         connection,
         taskQueue,
@@ -88,6 +96,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
         config: options.config ?? testConfig(),
         model: { apiKey: TEST_API_KEY, baseURL: model.url },
         tools: options.tools,
+        hookFunctions: options.hookFunctions,
         workflowBundle: { codePath: workflowBundlePath },
         workerOptions: { shutdownGraceTime: '1 second', ...options.workerOptions },
       });
@@ -102,6 +111,10 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
       workers.push(handle);
       return handle;
     },
+    async stopWorkers() {
+      await Promise.all(workers.splice(0).map((w) => w.stop()));
+    },
+    lastWorkerOptions: () => lastOptions,
     id: (prefix) => `${prefix}-${randomUUID().slice(0, 8)}`,
     async close() {
       await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
@@ -113,11 +126,13 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
 }
 
 /** Registers `beforeAll`/`afterAll` for a test file: a harness with one worker started (filled in before the tests run). */
-export function useHarness(worker: Parameters<Harness['startWorker']>[0] = {}): Harness {
+export function useHarness(
+  worker: Parameters<Harness['startWorker']>[0] | (() => Promise<Parameters<Harness['startWorker']>[0]>) = {},
+): Harness {
   const harness = {} as Harness;
   beforeAll(async () => {
     Object.assign(harness, await createHarness());
-    await harness.startWorker(worker);
+    await harness.startWorker(typeof worker === 'function' ? await worker() : worker);
   });
   afterAll(async () => {
     await harness.close?.();

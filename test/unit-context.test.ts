@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { renderParentContext, selectContext, splitTurns, takeSnapshot } from '../src/context.js';
+import type { SessionEvent } from '../src/session.js';
+
+const at = '2026-01-01T00:00:00.000Z';
+const user = (content: string): SessionEvent => ({ type: 'message/user', at, content });
+const answer = (content: string | null, calls: [id: string, name: string][] = []): SessionEvent => ({
+  type: 'message/assistant',
+  at,
+  content,
+  toolCalls: calls.map(([id, name]) => ({ id, name, arguments: '{}' })),
+});
+const result = (id: string, name: string, content: string): SessionEvent => ({
+  type: 'tool/result',
+  at,
+  toolCallId: id,
+  name,
+  content,
+  isError: false,
+});
+
+const SESSION: SessionEvent[] = [
+  { type: 'session/header', at, version: 1, sessionId: 's', parentId: null, depth: 0, preset: 'p', model: 'm' },
+  { type: 'compaction/summary', at, summary: 'turns 1-10 were about setup', replacesTurns: 10 },
+  user('turn 11 question'),
+  answer('turn 11 answer'),
+  user('turn 12 question'),
+  answer(null, [['c1', 'calculate']]),
+  result('c1', 'calculate', '42'),
+  answer('turn 13 text', [
+    ['c2', 'calculate'],
+    ['c3', 'slow'],
+    ['d1', 'delegate'],
+  ]),
+  result('c2', 'calculate', '7'),
+];
+
+describe('R3.1 R3.2 snapshot selection', () => {
+  it('R3.2 the snapshot keeps finished results of the active turn and drops the delegate call and pending siblings', () => {
+    const snapshot = takeSnapshot(SESSION);
+    const active = snapshot.findLast((e) => e.type === 'message/assistant');
+    expect(active).toMatchObject({ content: 'turn 13 text', toolCalls: [{ id: 'c2' }] });
+    expect(snapshot.some((e) => e.type === 'session/header')).toBe(false);
+  });
+
+  it('R3.1 N gives exactly the last N turns, preceded by the compaction summary they follow', () => {
+    const snapshot = takeSnapshot(SESSION);
+    expect(splitTurns(snapshot.filter((e) => e.type !== 'compaction/summary'))).toHaveLength(3);
+    const two = selectContext(snapshot, 2);
+    expect(two.map((e) => e.type)).toEqual([
+      'compaction/summary',
+      'message/user',
+      'message/assistant',
+      'tool/result',
+      'message/assistant',
+      'tool/result',
+    ]);
+    expect(two[1]).toMatchObject({ content: 'turn 12 question' });
+    expect(selectContext(snapshot, 1).map((e) => (e.type === 'message/assistant' ? e.content : e.type))).toEqual([
+      'compaction/summary',
+      'turn 13 text',
+      'tool/result',
+    ]);
+    expect(selectContext(snapshot, 99)).toEqual(selectContext(snapshot, 'all'));
+    expect(selectContext(snapshot, 'none')).toEqual([]);
+  });
+
+  it('R3.3 rendering renames roles, shows tool traffic as text and removes steering calls', () => {
+    const text = renderParentContext(selectContext(takeSnapshot(SESSION), 'all'));
+    expect(text.split('\n').slice(3)).toEqual([
+      'summary of earlier turns: turns 1-10 were about setup',
+      'outer_user: turn 11 question',
+      'outer_assistant: turn 11 answer',
+      'outer_user: turn 12 question',
+      'outer_assistant called calculate({})',
+      'calculate returned: 42',
+      'outer_assistant: turn 13 text',
+      'outer_assistant called calculate({})',
+      'calculate returned: 7',
+    ]);
+  });
+
+  it('R3.8 context a parent inherited stays visible as its own block in what it passes on', () => {
+    const inherited: SessionEvent = {
+      type: 'context/background',
+      at,
+      source: 'parent-chat',
+      content: '## Parent Chat Context\nouter_user: root question',
+    };
+    const text = renderParentContext(takeSnapshot([inherited, user('my task'), answer('my progress')]));
+    expect(text).toContain('context the parent received:\n### Parent Chat Context\nouter_user: root question');
+    expect(text).toContain('outer_user: my task');
+  });
+});
