@@ -3,11 +3,19 @@
  * Everything it sends is validated by the same zod schemas the workflow uses.
  */
 import { randomUUID } from 'node:crypto';
-import { CancelledFailure, Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import {
+  CancelledFailure,
+  Client,
+  Connection,
+  WorkflowFailedError,
+  WorkflowUpdateFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import type { z } from 'zod';
-import { InputError } from './errors.js';
+import { DeputyError, InputError } from './errors.js';
 import { failureMessage } from './failure-message.js';
-import { endConversationUpdate, sendMessageUpdate, stateQuery } from './messages.js';
+import { InterjectArgs } from './delegation.js';
+import { endConversationUpdate, interjectUpdate, sendMessageUpdate, stateQuery } from './messages.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from './run-schema.js';
 import { ZERO_USAGE } from './usage.js';
 import { describeIssues } from './zod-issues.js';
@@ -36,6 +44,16 @@ function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: stri
 function usageFromMemo(memo: Record<string, unknown> | undefined): Usage {
   const parsed = Usage.safeParse(memo?.deputyUsage);
   return parsed.success ? parsed.data : ZERO_USAGE;
+}
+
+/** Thrown when a run refuses an update (a validator or the handler said no); the message says why. */
+export class UpdateRejectedError extends DeputyError {}
+
+/** Turns a refused update into an error whose message is the run's own reason. */
+function rejected(err: unknown): never {
+  if (err instanceof WorkflowUpdateFailedError)
+    throw new UpdateRejectedError(failureMessage(err.cause ?? err), { cause: err });
+  throw err;
 }
 
 /** A client for Deputy runs. */
@@ -82,7 +100,23 @@ export class DeputyClient {
   /** Sends a user message into a live run. */
   async sendMessage(workflowId: string, message: string): Promise<void> {
     const payload = parseOrThrow(SendMessageInput, { message }, 'sendMessage payload');
-    await this.temporal.workflow.getHandle(workflowId).executeUpdate(sendMessageUpdate, { args: [payload] });
+    await this.temporal.workflow
+      .getHandle(workflowId)
+      .executeUpdate(sendMessageUpdate, { args: [payload] })
+      .catch(rejected);
+  }
+
+  /**
+   * Sends a message to a live child of `parentId` (R3.7). A child dispatched with context also receives what the
+   * parent said and did since its snapshot. Returns the child's workflow id.
+   */
+  async interject(parentId: string, taskName: string, message: string): Promise<string> {
+    const payload = parseOrThrow(InterjectArgs, { task_name: taskName, message }, 'interject payload');
+    const reply = await this.temporal.workflow
+      .getHandle(parentId)
+      .executeUpdate(interjectUpdate, { args: [payload] })
+      .catch(rejected);
+    return reply.childWorkflowId;
   }
 
   /** Ends a conversation-mode run once its current turn is done. */
@@ -92,7 +126,10 @@ export class DeputyClient {
       reason === undefined ? {} : { reason },
       'endConversation payload',
     );
-    await this.temporal.workflow.getHandle(workflowId).executeUpdate(endConversationUpdate, { args: [payload] });
+    await this.temporal.workflow
+      .getHandle(workflowId)
+      .executeUpdate(endConversationUpdate, { args: [payload] })
+      .catch(rejected);
   }
 
   /** Requests cancellation; the run aborts its model call in flight and ends `cancelled`. */

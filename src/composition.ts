@@ -3,7 +3,13 @@
  * Pure: the caller passes the config and the worker's tools.
  */
 import type { ResolvePresetsInput, ResolvePresetsResult, ResolveRunInput, ResolveRunResult } from './activity-types.js';
-import { DELEGATE_TOOL, delegateAvailable, delegateToolSpec, type DelegationSettings } from './delegation.js';
+import {
+  DELEGATE_TOOL,
+  delegateAvailable,
+  delegateToolSpec,
+  interjectToolSpec,
+  type DelegationSettings,
+} from './delegation.js';
 import type { DeputyConfig, Preset } from './config.js';
 import { DeputyError } from './errors.js';
 import { holdsScopes, toToolSpec, type ToolDefinition } from './tools.js';
@@ -58,8 +64,9 @@ export function resolveComposition(
     )
     .map(toToolSpec);
   // R2.1: `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
-  if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL))
-    runTools.push(delegateToolSpec());
+  if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) {
+    runTools.push(delegateToolSpec(), interjectToolSpec());
+  }
   return {
     preset: preset.id,
     persona: renderPersona(preset),

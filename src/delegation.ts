@@ -61,6 +61,31 @@ export const DelegateArgs = z.strictObject({
 });
 export type DelegateArgs = z.infer<typeof DelegateArgs>;
 
+/** Name of the tool the model calls to send a message to a live child (R3.7). */
+export const INTERJECT_TOOL = 'interject';
+
+/** Arguments of the `interject` tool and payload of the `interject` update. */
+export const InterjectArgs = z.strictObject({
+  task_name: z.string().min(1).describe('the task_name of a child that is still running'),
+  message: z.string().min(1, 'message must not be empty').describe('what to tell the child'),
+});
+export type InterjectArgs = z.infer<typeof InterjectArgs>;
+
+/** The `interject` tool as the model sees it. */
+export function interjectToolSpec(): ToolSpec {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(InterjectArgs, { target: 'draft-7' }) as Record<
+    string,
+    unknown
+  >;
+  return {
+    name: INTERJECT_TOOL,
+    description:
+      'Send a message to one of your children that is still running (by its task_name). A child that was given your context also receives what you said and did since it started.',
+    parameters,
+    scopes: [DELEGATE_SCOPE],
+  };
+}
+
 /** The delegation settings a run resolves at its start and keeps. */
 export interface DelegationSettings {
   enabled: boolean;
@@ -178,13 +203,14 @@ export function narrowGrant(input: {
   if (lacking.length > 0) {
     return { ok: false, error: `you cannot grant tools you do not have: ${lacking.join(', ')}` };
   }
+  const STEERING = [DELEGATE_TOOL, INTERJECT_TOOL];
   const childMayDelegate =
     input.childDepth < input.settings.maxDepth && !input.settings.neverInherit.includes(DELEGATE_TOOL);
   const tools = input.parentTools.filter(
     (tool) =>
       (input.allowedTools ?? parentNames).includes(tool.name) &&
       !input.settings.neverInherit.includes(tool.name) &&
-      (tool.name === DELEGATE_TOOL ? childMayDelegate : input.presetTools.includes(tool.name)),
+      (STEERING.includes(tool.name) ? childMayDelegate : input.presetTools.includes(tool.name)),
   );
   const needed = new Set(tools.flatMap((tool) => tool.scopes));
   return {

@@ -1,5 +1,6 @@
 /** Queries and updates of `agentRun`, beside the schemas of their payloads. */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { InterjectArgs } from './delegation.js';
 import type { EndConversationInput, RunState, SendMessageInput } from './run-schema.js';
 
 /** Reads the run's status, usage, remaining limits and effective dialogue. */
@@ -7,6 +8,12 @@ export const stateQuery = defineQuery<RunState>('state');
 
 /** Puts a user message into a live run; resolves once the message is in the session. */
 export const sendMessageUpdate = defineUpdate<{ accepted: true }, [SendMessageInput]>('sendMessage');
+
+/** Sends a message to a live child of this run (R3.7): `{ task_name, message }`. */
+export const interjectUpdate = defineUpdate<{ delivered: true; childWorkflowId: string }, [InterjectArgs]>('interject');
+
+/** How a parent delivers an interjection to its child (workflow to workflow). */
+export const interjectionSignal = defineSignal<[{ from: string; content: string }]>('deputy.interjection');
 
 /** Ends a conversation-mode run after its current turn. */
 export const endConversationUpdate = defineUpdate<{ accepted: true }, [EndConversationInput]>('endConversation');

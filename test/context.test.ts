@@ -329,3 +329,59 @@ describe('R3.4 R3.5 R3.6 summary preparation with hooks', () => {
     expect(webhookCalls.filter((c) => c.childWorkflowId === childId)).toHaveLength(1);
   });
 });
+
+describe('R3.7 interjections', () => {
+  it('R3.7 an interjection to a context child carries the continued block; to a none child only the message', async () => {
+    const task = 'parent task: interjections';
+    const tellA = 'Use the 8% rate.';
+    h.model.add(
+      {
+        when: userSays('interject ctx child', 0),
+        delayMs: 4000,
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }] },
+      },
+      { name: 'ctx second', when: userSays('interject ctx child', 1), reply: { text: 'ctx done' } },
+      {
+        when: userSays('interject plain child', 0),
+        delayMs: 4000,
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }] },
+      },
+      { name: 'plain second', when: userSays('interject plain child', 1), reply: { text: 'plain done' } },
+    );
+    const parentId = await parentWithActiveTurn(task, [
+      { task_name: 'ctx', message: 'interject ctx child', context: 'all' },
+      { task_name: 'plain', message: 'interject plain child' },
+    ]);
+    // Both children are live and the slow sibling has finished after their snapshot.
+    await expect
+      .poll(async () => (await h.deputy.getState(parentId)).delegations.map((d) => d.status), { timeout: 10_000 })
+      .toEqual(['running', 'running']);
+    await expect
+      .poll(
+        async () =>
+          (await h.deputy.getState(parentId)).session.some((e) => e.type === 'tool/result' && e.name === 'slow_lookup'),
+        { timeout: 10_000 },
+      )
+      .toBe(true);
+    expect(await h.deputy.interject(parentId, 'ctx', tellA)).toBe(`${parentId}/ctx-1`);
+    await h.deputy.interject(parentId, 'plain', tellA);
+    await expect(h.deputy.interject(parentId, 'ghost', tellA)).rejects.toThrow(/no running child named "ghost"/);
+    expect((await h.deputy.result(parentId)).status).toBe('completed');
+
+    const interjection = (rule: string) => {
+      const messages = h.model.requests.find((r) => r.rule === rule)!.body.messages;
+      return messages
+        .filter((m) => m.role === 'user')
+        .map((m) => m.content ?? '')
+        .find((c) => c.startsWith('[interjection'))!;
+    };
+    const toCtx = interjection('ctx second');
+    expect(toCtx.startsWith(`[interjection from ${parentId}]\n## Parent Chat Context (continued)\n`)).toBe(true);
+    expect(toCtx).toContain('slow_lookup returned: slow result');
+    expect(toCtx).not.toContain('calculate returned: 5'); // already in its snapshot
+    expect(toCtx.endsWith(`## Message from your parent\n${tellA}`)).toBe(true);
+    expect(interjection('plain second')).toBe(`[interjection from ${parentId}]\n${tellA}`);
+    const child = RunState.parse(await h.deputy.getState(`${parentId}/plain-1`));
+    expect(child.session.filter((e) => e.type === 'interjection')).toMatchObject([{ from: parentId, content: tellA }]);
+  });
+});

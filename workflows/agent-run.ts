@@ -22,7 +22,13 @@ import type { DeputyActivities } from '../activities/index.js';
 import type { ResolveRunResult, RunToolResult } from '../src/activity-types.js';
 import { nextStep, type NextStep } from '../src/agent-loop.js';
 import { resolveLimits, remaining } from '../src/limits.js';
-import { endConversationUpdate, sendMessageUpdate, stateQuery } from '../src/messages.js';
+import {
+  endConversationUpdate,
+  interjectionSignal,
+  interjectUpdate,
+  sendMessageUpdate,
+  stateQuery,
+} from '../src/messages.js';
 import {
   EndConversationInput,
   RunInput,
@@ -46,11 +52,17 @@ import {
 } from '../src/search-attributes.js';
 import { bestOutput, SESSION_VERSION, toChatMessages, type SessionEvent, type ToolCall } from '../src/session.js';
 import { ZERO_AMOUNT, type Amount } from '../src/budget.js';
-import { DELEGATE_TOOL } from '../src/delegation.js';
+import { DELEGATE_TOOL, InterjectArgs, INTERJECT_TOOL } from '../src/delegation.js';
 import { addChildSpend, addModelCall, addToolCalls, microToUsd, ZERO_USAGE } from '../src/usage.js';
 import { failureMessage, rootMessage } from '../src/failure-message.js';
 import { describeIssues } from '../src/zod-issues.js';
-import { CHILD_FAILED_TYPE, runDelegation, type DelegationHost } from './delegate.js';
+import {
+  CHILD_FAILED_TYPE,
+  deliverInterjection,
+  runDelegation,
+  runInterjection,
+  type DelegationHost,
+} from './delegate.js';
 
 /** Appended to a synthesis call, which offers no tools (R1.4). */
 export const SYNTHESIS_INSTRUCTION =
@@ -99,7 +111,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const depth = origin?.depth ?? 0;
 
   const events: SessionEvent[] = [];
-  const inbox: string[] = [];
+  /** User messages and interjections wait here and join the dialogue between turns. */
+  const inbox: ({ from: 'user'; content: string } | { from: string; content: string; interjection: true })[] = [];
+  const snapshotMarks = new Map<string, number>();
+  let appended = 0;
   let usage = ZERO_USAGE;
   let status: LiveStatus = 'starting';
   let composition: ResolveRunResult | null = null;
@@ -109,7 +124,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const ledger: LedgerEntry[] = [];
 
   const now = () => new Date(Date.now()).toISOString();
-  const append = (event: SessionEvent) => events.push(event);
+  const append = (event: SessionEvent) => {
+    appended += 1;
+    events.push(event);
+  };
   const setStatus = (next: LiveStatus, extra: SearchAttributeUpdatePair[] = []) => {
     status = next;
     upsertSearchAttributes([{ key: DEPUTY_STATUS, value: next }, ...extra]);
@@ -129,7 +147,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(
     sendMessageUpdate,
     (message) => {
-      inbox.push(message.message);
+      inbox.push({ from: 'user', content: message.message });
       return { accepted: true as const };
     },
     { validator: (message) => validateUpdate(SendMessageInput, message, 'sendMessage', isEnded()) },
@@ -144,6 +162,31 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       validator: (payload) => {
         validateUpdate(EndConversationInput, payload, 'endConversation', isEnded());
         if (mode !== 'conversation') throw new Error('endConversation: this run is in task mode; cancel it instead');
+      },
+    },
+  );
+  setHandler(interjectionSignal, ({ from, content }) => {
+    inbox.push({ from, content, interjection: true });
+  });
+  setHandler(
+    interjectUpdate,
+    async (args) => {
+      const delivered = await deliverInterjection(args, delegationHost(composition!, limits!));
+      if (!delivered.ok)
+        throw ApplicationFailure.create({
+          type: 'Interject.NotDelivered',
+          message: delivered.error,
+          nonRetryable: true,
+        });
+      return { delivered: true as const, childWorkflowId: delivered.childWorkflowId };
+    },
+    {
+      validator: (args: InterjectArgs) => {
+        validateUpdate(InterjectArgs, args, 'interject', isEnded());
+        const entry = ledger.findLast((e) => e.taskName === args.task_name);
+        if (entry?.status !== 'running') {
+          throw new Error(`interject: no running child named "${args.task_name}" (status ${entry?.status ?? 'none'})`);
+        }
       },
     },
   );
@@ -252,7 +295,13 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       const step: NextStep = nextStep({ events, limits: runLimits, usage, nowMs: Date.now(), mode });
       if (step.type !== 'run_tools' && inbox.length > 0) {
         // User messages join the dialogue only between turns, never between a tool call and its result.
-        for (const content of inbox.splice(0)) append({ type: 'message/user', at: now(), content });
+        for (const item of inbox.splice(0)) {
+          append(
+            'interjection' in item
+              ? { type: 'interjection', at: now(), from: item.from, content: item.content }
+              : { type: 'message/user', at: now(), content: item.content },
+          );
+        }
         continue;
       }
       switch (step.type) {
@@ -314,6 +363,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       limits: runLimits,
       ledger,
       events: () => events,
+      appendedCount: () => appended,
+      snapshotMarks,
       usage: () => usage,
       reserved: () => reserved,
       setReserved: (amount) => (reserved = amount),
@@ -333,6 +384,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   ): Promise<RunToolResult> {
     if (call.name === DELEGATE_TOOL && allowedTools.includes(DELEGATE_TOOL) && run.delegation) {
       return runDelegation(call, delegationHost(run, runLimits));
+    }
+    if (call.name === INTERJECT_TOOL && allowedTools.includes(INTERJECT_TOOL) && run.delegation) {
+      return runInterjection(call, delegationHost(run, runLimits));
     }
     try {
       return await runTool.executeWithOptions({ summary: `runTool ${call.name}` }, [

@@ -10,6 +10,7 @@ import {
   CancelledFailure,
   ChildWorkflowCancellationType,
   ChildWorkflowFailure,
+  getExternalWorkflowHandle,
   isCancellation,
   ParentClosePolicy,
   proxyActivities,
@@ -32,6 +33,7 @@ import {
   type Brief,
   type ChildGrant,
   type ChildOutcome,
+  InterjectArgs,
   type ContextMode,
   type DelegationSettings,
 } from '../src/delegation.js';
@@ -58,6 +60,8 @@ import {
 } from '../src/search-attributes.js';
 import type { SessionEvent, ToolCall } from '../src/session.js';
 import { runHooks } from './hooks.js';
+import { interjectionSignal } from '../src/messages.js';
+import { describeIssues } from '../src/zod-issues.js';
 import { failureMessage } from '../src/failure-message.js';
 import {
   BACKGROUND_HEADING,
@@ -97,6 +101,10 @@ export interface DelegationHost {
   ledger: LedgerEntry[];
   /** The run's session as it is now (its effective dialogue). */
   events(): readonly SessionEvent[];
+  /** How many events the run has appended over its life (compaction does not lower it). */
+  appendedCount(): number;
+  /** Per child: `appendedCount()` when its context was last sent (R3.7). */
+  snapshotMarks: Map<string, number>;
   usage(): Usage;
   reserved(): Amount;
   setReserved(amount: Amount): void;
@@ -289,6 +297,7 @@ async function runChild(
       task = decided.task;
     }
     // R3.2: the snapshot is taken here, at dispatch, and never changes; it waits for no sibling.
+    host.snapshotMarks.set(entry.childWorkflowId, host.appendedCount());
     let background = prepareBackground(mode, plan.contextRendering, host.events());
     if (mode === 'summary') {
       // R3.4: the background is written for the hook-accepted task; its cost is the parent's.
@@ -453,4 +462,50 @@ async function joinChild(
     const message = cause?.message ?? err.message;
     return { status: 'failed', output: null, summary: message, error: message, spent: null };
   }
+}
+
+/**
+ * R3.7: sends a message to a live child. A child dispatched with context also gets the parent's dialogue since its
+ * snapshot, as a continued block; a `none` child gets only the message. The choice made at dispatch sticks.
+ */
+export async function deliverInterjection(
+  args: InterjectArgs,
+  host: DelegationHost,
+): Promise<{ ok: true; childWorkflowId: string } | { ok: false; error: string }> {
+  const entry = host.ledger.findLast((e) => e.taskName === args.task_name);
+  if (!entry)
+    return {
+      ok: false,
+      error: `no child named "${args.task_name}"; the children are: ${host.ledger.map((e) => e.taskName).join(', ') || 'none'}`,
+    };
+  if (entry.status !== 'running') {
+    return { ok: false, error: `child "${args.task_name}" is not running (status ${entry.status}); nothing was sent` };
+  }
+  let content = args.message;
+  const mark = host.snapshotMarks.get(entry.childWorkflowId);
+  if (entry.preparation.contextMode !== 'none' && mark !== undefined) {
+    const events = host.events();
+    const fresh = takeSnapshot(events.slice(Math.max(0, events.length - (host.appendedCount() - mark))));
+    if (fresh.length > 0)
+      content = `${renderParentContext(fresh, true)}\n\n## Message from your parent\n${args.message}`;
+    host.snapshotMarks.set(entry.childWorkflowId, host.appendedCount());
+  }
+  await getExternalWorkflowHandle(entry.childWorkflowId).signal(interjectionSignal, { from: host.sessionId, content });
+  return { ok: true, childWorkflowId: entry.childWorkflowId };
+}
+
+/** The `interject` tool: delivers, or explains as a tool error why it could not. */
+export async function runInterjection(call: ToolCall, host: DelegationHost): Promise<RunToolResult> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(call.arguments);
+  } catch {
+    return toolError('arguments for "interject" are not valid JSON; send {"task_name": …, "message": …}');
+  }
+  const parsed = InterjectArgs.safeParse(raw);
+  if (!parsed.success) return toolError(`invalid interject arguments: ${describeIssues(parsed.error).join('; ')}`);
+  const delivered = await deliverInterjection(parsed.data, host);
+  return delivered.ok
+    ? { content: `delivered to ${delivered.childWorkflowId}`, isError: false }
+    : toolError(delivered.error);
 }
