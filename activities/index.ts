@@ -37,6 +37,8 @@ export function createActivities({ openai, config, tools, apiKey, backgroundTask
     callModel,
     runTool: createRunTool(tools),
     summarizeContext: createSummarizeContext(callModel),
+    // Same call, its own name, so Temporal UI tells compaction from context summaries.
+    compactSession: createSummarizeContext(callModel),
     runHook: createRunHook(config, hookFunctions ?? new Map()),
     async resolveRun(input: ResolveRunInput): Promise<ResolveRunResult> {
       try {

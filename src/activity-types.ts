@@ -36,6 +36,8 @@ export interface ResolveRunResult {
   delegation?: DelegationSettings;
   /** Hooks configured for child lifecycle events; absent in older histories. */
   hooks?: HookSpec[];
+  /** Compaction and continue-as-new settings; absent in older histories (no compaction). */
+  compaction?: { thresholdTokens: number; keepRecentTurns: number; continueAsNewAfterEvents: number };
 }
 
 /** Input of `summarizeContext`: the accepted task and the parent's dialogue, summarised by the parent's model. */

@@ -77,6 +77,7 @@ export function resolveComposition(
     price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd),
     defaultLimits: { ...limits, synthesisReserve },
     delegation,
+    compaction: config.compaction,
     hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
   };
 }

@@ -88,6 +88,17 @@ export const DeputyConfig = z
         neverInherit: ['skill_manage'],
         childDefaults: CHILD_DEFAULTS,
       }),
+    /** R1.6: when the effective dialogue is summarised, and when a run continues as new. */
+    compaction: z
+      .strictObject({
+        /** Summarise the oldest turns once the effective dialogue passes this many (estimated) tokens. */
+        thresholdTokens: z.number().int().positive().default(60_000),
+        /** Turns that always stay verbatim. */
+        keepRecentTurns: z.number().int().positive().default(4),
+        /** Continue as new past this many history events, or when Temporal suggests it, whichever comes first. */
+        continueAsNewAfterEvents: z.number().int().positive().default(8000),
+      })
+      .default({ thresholdTokens: 60_000, keepRecentTurns: 4, continueAsNewAfterEvents: 8000 }),
     /** Hooks run at points of a child's life: HTTP webhooks or functions registered with the worker. */
     hooks: z.array(HookConfig).default([]),
   })

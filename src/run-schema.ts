@@ -91,6 +91,8 @@ export const RunInput = z.strictObject({
   tenant: z.string().min(1).optional(),
   /** Set by a parent run on its children; never set it yourself. */
   origin: ChildOrigin.optional(),
+  /** Set when a run continues as new (R1.6): its state so far. Never set it yourself. */
+  resume: z.lazy(() => RunResume).optional(),
 });
 export type RunInput = z.input<typeof RunInput>;
 
@@ -170,6 +172,22 @@ export const LedgerEntry = z.object({
   }),
 });
 export type LedgerEntry = z.infer<typeof LedgerEntry>;
+
+/** What a run carries into its next segment when it continues as new (R1.6). */
+export const RunResume = z.object({
+  segment: z.number().int().positive(),
+  /** The session in effective form: compacted turns are not carried. */
+  session: z.array(SessionEvent),
+  usage: Usage,
+  limits: ResolvedLimits,
+  /** The composition resolved at the run's start (`ResolveRunResult`), kept as it was. */
+  composition: z.record(z.string(), z.unknown()),
+  delegations: z.array(LedgerEntry),
+  inbox: z.array(z.object({ from: z.string(), content: z.string(), interjection: z.boolean().optional() })),
+  appended: z.number().int().nonnegative(),
+  snapshotMarks: z.record(z.string(), z.number().int()),
+});
+export type RunResume = z.infer<typeof RunResume>;
 
 /** Reply of the `state` query. */
 export const RunState = z.object({

@@ -70,7 +70,7 @@ export function addToolCalls(usage: Usage, count: number): Usage {
  * Adds what a child spent to its parent's usage (R2.6): tokens and cost are shared down the tree, model and tool
  * calls stay per run. Spend known only as a total (a child that ended without a result) counts as input tokens.
  */
-export function addChildSpend(
+export function addSpend(
   usage: Usage,
   spend: { inputTokens: number; outputTokens: number; costMicroUsd: number },
 ): Usage {

@@ -4,6 +4,9 @@
  */
 import {
   ActivityCancellationType,
+  allHandlersFinished,
+  ContinueAsNew,
+  continueAsNew,
   ApplicationFailure,
   CancellationScope,
   condition,
@@ -53,7 +56,8 @@ import {
 import { bestOutput, SESSION_VERSION, toChatMessages, type SessionEvent, type ToolCall } from '../src/session.js';
 import { ZERO_AMOUNT, type Amount } from '../src/budget.js';
 import { DELEGATE_TOOL, InterjectArgs, INTERJECT_TOOL } from '../src/delegation.js';
-import { addChildSpend, addModelCall, addToolCalls, microToUsd, ZERO_USAGE } from '../src/usage.js';
+import { addModelCall, addSpend, addToolCalls, callCostMicroUsd, microToUsd, ZERO_USAGE } from '../src/usage.js';
+import { applyCompaction, compactionPrompt, planCompaction } from '../src/compaction.js';
 import { failureMessage, rootMessage } from '../src/failure-message.js';
 import { describeIssues } from '../src/zod-issues.js';
 import {
@@ -68,7 +72,7 @@ import {
 export const SYNTHESIS_INSTRUCTION =
   'Your budget for this run is nearly used up. Do not call any tools. Give your final answer now, using what you already know.';
 
-const { callModel, runTool } = proxyActivities<DeputyActivities>({
+const { callModel, runTool, compactSession } = proxyActivities<DeputyActivities>({
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '10 seconds',
   // The run ends as cancelled only after the HTTP request in flight has been aborted.
@@ -115,6 +119,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const inbox: ({ from: 'user'; content: string } | { from: string; content: string; interjection: true })[] = [];
   const snapshotMarks = new Map<string, number>();
   let appended = 0;
+  let segment = 1;
   let usage = ZERO_USAGE;
   let status: LiveStatus = 'starting';
   let composition: ResolveRunResult | null = null;
@@ -218,19 +223,79 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const loopScope = new CancellationScope();
   let deadlineHit = false;
   try {
-    composition = await resolveRun({
-      preset: input.preset,
-      model: input.model,
-      effort: input.effort,
-      scopes: input.scopes,
-      depth,
-      allowedTools: origin?.allowedTools,
-    });
+    const resume = input.resume;
+    if (resume) {
+      // A new segment of a run that continued as new (R1.6): its composition, limits and session go on as they were.
+      composition = resume.composition as unknown as ResolveRunResult;
+      limits = resume.limits;
+      usage = resume.usage;
+      events.push(...resume.session);
+      ledger.push(...resume.delegations);
+      inbox.push(
+        ...resume.inbox.map((item) =>
+          item.interjection
+            ? { ...item, interjection: true as const }
+            : { from: 'user' as const, content: item.content },
+        ),
+      );
+      appended = resume.appended;
+      for (const [child, mark] of Object.entries(resume.snapshotMarks)) snapshotMarks.set(child, mark);
+      segment = resume.segment;
+    } else {
+      composition = await resolveRun({
+        preset: input.preset,
+        model: input.model,
+        effort: input.effort,
+        scopes: input.scopes,
+        depth,
+        allowedTools: origin?.allowedTools,
+      });
+      limits = resolveLimits(input.limits, composition.defaultLimits, Date.now());
+      startSession(composition);
+    }
     const run = composition;
-    limits = resolveLimits(input.limits, run.defaultLimits, Date.now());
     const runLimits = limits;
     setStatus('running', [{ key: DEPUTY_PRESET, value: run.preset }]);
 
+    if (runLimits.deadlineMs !== null) {
+      // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.
+      sleep(Math.max(1, runLimits.deadlineMs - Date.now()), {
+        summary: `deadline ${new Date(runLimits.deadlineMs).toISOString()}`,
+      }).then(
+        () => {
+          deadlineHit = true;
+          loopScope.cancel();
+        },
+        () => undefined,
+      );
+    }
+
+    const outcome = await loopScope.run(() => agentLoop(run, runLimits));
+    end(outcome.status, outcome.output);
+    return result({ status: outcome.status, output: outcome.output, ...(outcome.limit && { limit: outcome.limit }) });
+  } catch (err) {
+    if (err instanceof ContinueAsNew) throw err;
+    if (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) {
+      const output = bestOutput(events);
+      end('limit_reached', output);
+      return result({ status: 'limit_reached', output, limit: 'deadline' });
+    }
+    const cancelled = isCancellation(err);
+    end(cancelled ? 'cancelled' : 'failed', bestOutput(events));
+    if (origin && !cancelled) {
+      // A child's parent reads the child's spend from the failure's details (R2.6, R2.9).
+      throw ApplicationFailure.create({
+        type: CHILD_FAILED_TYPE,
+        message: failureMessage(err),
+        nonRetryable: true,
+        cause: err instanceof Error ? err : undefined,
+        details: [result({ status: 'failed', output: bestOutput(events), error: failureMessage(err) })],
+      });
+    }
+    throw err;
+  }
+
+  function startSession(run: ResolveRunResult) {
     append({
       type: 'session/header',
       at: now(),
@@ -252,42 +317,43 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
     if (origin?.background) append({ type: 'context/background', at: now(), ...origin.background });
     append({ type: 'message/user', at: now(), content: input.task });
+  }
 
-    if (runLimits.deadlineMs !== null) {
-      // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.
-      sleep(Math.max(1, runLimits.deadlineMs - Date.now()), {
-        summary: `deadline ${new Date(runLimits.deadlineMs).toISOString()}`,
-      }).then(
-        () => {
-          deadlineHit = true;
-          loopScope.cancel();
-        },
-        () => undefined,
-      );
-    }
+  /** R1.6: summarises the oldest turns once the effective dialogue passes the threshold; their raw form is gone. */
+  async function maybeCompact(run: ResolveRunResult) {
+    if (!run.compaction) return;
+    const plan = planCompaction(events, run.compaction.thresholdTokens, run.compaction.keepRecentTurns);
+    if (!plan) return;
+    setCurrentDetails(`compacting ${plan.replaced.length} events`);
+    const compacted = await compactSession.executeWithOptions(
+      { summary: `compactSession ${run.model} (${plan.replacesTurns} turns so far)` },
+      [{ model: run.model, messages: compactionPrompt(plan.replaced) }],
+    );
+    usage = addSpend(usage, { ...compacted, costMicroUsd: callCostMicroUsd(compacted, run.price) });
+    events.splice(0, events.length, ...applyCompaction(plan, compacted.summary, now()));
+  }
 
-    const outcome = await loopScope.run(() => agentLoop(run, runLimits));
-    end(outcome.status, outcome.output);
-    return result({ status: outcome.status, output: outcome.output, ...(outcome.limit && { limit: outcome.limit }) });
-  } catch (err) {
-    if (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) {
-      const output = bestOutput(events);
-      end('limit_reached', output);
-      return result({ status: 'limit_reached', output, limit: 'deadline' });
-    }
-    const cancelled = isCancellation(err);
-    end(cancelled ? 'cancelled' : 'failed', bestOutput(events));
-    if (origin && !cancelled) {
-      // A child's parent reads the child's spend from the failure's details (R2.6, R2.9).
-      throw ApplicationFailure.create({
-        type: CHILD_FAILED_TYPE,
-        message: failureMessage(err),
-        nonRetryable: true,
-        cause: err instanceof Error ? err : undefined,
-        details: [result({ status: 'failed', output: bestOutput(events), error: failureMessage(err) })],
-      });
-    }
-    throw err;
+  /** R1.6: continues as new when Temporal suggests it (or history grows long), at a point where nothing is in flight. */
+  async function maybeContinueAsNew(run: ResolveRunResult, runLimits: ResolvedLimits) {
+    if (!run.compaction) return;
+    const info = workflowInfo();
+    if (!info.continueAsNewSuggested && info.historyLength <= run.compaction.continueAsNewAfterEvents) return;
+    if (ledger.some((entry) => entry.status === 'reserved' || entry.status === 'running')) return;
+    await condition(allHandlersFinished);
+    await continueAsNew<typeof agentRun>({
+      ...input,
+      resume: {
+        segment: segment + 1,
+        session: events,
+        usage,
+        limits: runLimits,
+        composition: run as unknown as Record<string, unknown>,
+        delegations: ledger,
+        inbox: inbox.map((item) => ({ ...item, interjection: 'interjection' in item })),
+        appended,
+        snapshotMarks: Object.fromEntries(snapshotMarks),
+      },
+    });
   }
 
   async function agentLoop(run: ResolveRunResult, runLimits: ResolvedLimits): Promise<Outcome> {
@@ -306,6 +372,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       }
       switch (step.type) {
         case 'call_model':
+          await maybeContinueAsNew(run, runLimits);
+          await maybeCompact(run);
           await modelTurn(run, step.synthesisFor, step.offerTools);
           break;
         case 'run_tools':
@@ -369,7 +437,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       reserved: () => reserved,
       setReserved: (amount) => (reserved = amount),
       debit: (spend) => {
-        usage = addChildSpend(usage, spend);
+        usage = addSpend(usage, spend);
         upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(usage.costMicroUsd) }]);
       },
       setStatus: (next) => setStatus(next),
