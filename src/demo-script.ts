@@ -1,4 +1,5 @@
 /** The offline demo's scripted model: the answers a good model would give to the demo task, children included. */
+import { SUMMARY_SYSTEM_PROMPT } from './context.js';
 import { forTask, userSays, type ScriptRule, type ScriptReply } from './testing/scripted-model.js';
 
 /** The demo's task. */
@@ -20,11 +21,22 @@ export const DEMO_SCRIPT: ScriptRule[] = [
     when: forTask(DEMO_TASK, 0),
     reply: call('delegate', {
       briefs: [
-        { task_name: 'tax-rate', message: TAX, role: 'researcher', success_condition: 'the rate as a percentage' },
-        { task_name: 'shipping', message: SHIPPING, role: 'researcher' },
+        {
+          task_name: 'tax-rate',
+          message: TAX,
+          role: 'researcher',
+          success_condition: 'the rate as a percentage',
+          context: 'summary',
+        },
+        { task_name: 'shipping', message: SHIPPING, role: 'researcher', context: 'all' },
         { task_name: 'subtotal', message: SUBTOTAL, allowed_tools: ['calculate'], limits: { maxTurns: 5 } },
       ],
     }),
+  },
+  {
+    // The background written for the tax-rate child (context "summary"), by the parent's model.
+    when: (request) => request.body.messages[0]?.content === SUMMARY_SYSTEM_PROMPT,
+    reply: { text: 'The parent is pricing an order in Springfield: 3 notebooks at $12.50 and 2 pens at $1.20.' },
   },
   { when: userSays(TAX, 0), delayMs: CHILD_DELAY_MS, reply: call('search_notes', { query: 'sales tax' }) },
   { when: userSays(TAX, 1), reply: { text: 'The sales tax rate in Springfield is 8%.' } },

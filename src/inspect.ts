@@ -6,6 +6,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { stateQuery } from './messages.js';
 import { Usage } from './run-schema.js';
 import {
+  DEPUTY_CONTEXT_MODE,
   DEPUTY_COST_USD,
   DEPUTY_PARENT_ID,
   DEPUTY_PRESET,
@@ -39,6 +40,7 @@ async function toNode(client: Client, info: Omit<WorkflowExecutionInfo, 'raw'>):
       ? (attrs.get(DEPUTY_STATUS) ?? 'running')
       : (attrs.get(DEPUTY_STATUS) ?? info.status.name.toLowerCase()),
     preset: attrs.get(DEPUTY_PRESET) ?? null,
+    contextMode: attrs.get(DEPUTY_PARENT_ID) ? (attrs.get(DEPUTY_CONTEXT_MODE) ?? null) : null,
     usage: running ? await liveUsage(client, info.workflowId) : memoUsage.success ? memoUsage.data : null,
     costUsd: attrs.get(DEPUTY_COST_USD) ?? null,
   };

@@ -10,6 +10,8 @@ export interface TreeNode {
   /** Deputy's status (`running`, `waiting_for_children`, `completed` …) or Temporal's, lower-cased. */
   status: string;
   preset: string | null;
+  /** A child's context mode (`none`, `all`, N, `summary`); `null` for a root. */
+  contextMode: string | null;
   /** Tokens and cost include the run's children once they have been joined. */
   usage: Usage | null;
   costUsd: number | null;
@@ -38,7 +40,7 @@ export function renderTree(nodes: readonly TreeNode[]): string {
       .join('  ');
     const head = pad(`${prefix}${branch}${label}`, 34);
     lines.push(
-      `${head} ${pad(node.status, 21)} ${pad(figures, 32)} ${node.preset ? `[${node.preset}] ` : ''}${node.taskName ? node.workflowId : ''}`.trimEnd(),
+      `${head} ${pad(node.status, 21)} ${pad(figures, 32)} ${node.preset ? `[${[node.preset, node.contextMode && `context ${node.contextMode}`].filter(Boolean).join(', ')}] ` : ''}${node.taskName ? node.workflowId : ''}`.trimEnd(),
     );
     const kids = childrenOf(node.workflowId);
     const nextPrefix = prefix + (branch === '' ? '' : branch === '└─ ' ? '   ' : '│  ');

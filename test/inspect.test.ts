@@ -18,14 +18,15 @@ describe('R2.12 deputy tree', () => {
       taskName,
       status: 'completed',
       preset: 'assistant',
+      contextMode: parentId ? 'none' : null,
       usage: { ...ZERO_USAGE, totalTokens: tokens, costMicroUsd: tokens, modelCalls: 1 },
       costUsd: null,
     });
     const text = renderTree([node('p/b-1', 'p', 'b', 5), node('p', null, null, 30), node('p/a-1', 'p', 'a', 7)]);
     expect(text.split('\n').map((l) => l.replace(/\s+/g, ' '))).toEqual([
       'p completed 30 tok $0.000030 1 call [assistant]',
-      '├─ a completed 7 tok $0.000007 1 call [assistant] p/a-1',
-      '└─ b completed 5 tok $0.000005 1 call [assistant] p/b-1',
+      '├─ a completed 7 tok $0.000007 1 call [assistant, context none] p/a-1',
+      '└─ b completed 5 tok $0.000005 1 call [assistant, context none] p/b-1',
     ]);
   });
 
@@ -68,8 +69,8 @@ describe('R2.12 deputy tree', () => {
       .map((l) => l.replace(/\s+/g, ' '));
     expect(lines).toEqual([
       `${parentId} completed 480 tok $0.000560 2 calls [assistant]`,
-      `├─ one completed 120 tok $0.000140 1 call [assistant] ${parentId}/one-1`,
-      `└─ two completed 120 tok $0.000140 1 call [assistant] ${parentId}/two-1`,
+      `├─ one completed 120 tok $0.000140 1 call [assistant, context none] ${parentId}/one-1`,
+      `└─ two completed 120 tok $0.000140 1 call [assistant, context none] ${parentId}/two-1`,
     ]);
     const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'tree'], {
       cwd: PROJECT_ROOT,
