@@ -17,7 +17,15 @@ import { parseConfig } from '../src/config.js';
 import { startDevServer } from '../src/dev-server.js';
 import type { RunInput } from '../src/run-schema.js';
 import { PROJECT_ROOT } from '../src/temporal-cli.js';
-import { forTask, ScriptedModelServer, userSays, type ScriptRule } from '../src/testing/scripted-model.js';
+import { COMPACTION_SYSTEM_PROMPT } from '../src/compaction.js';
+import { SUMMARY_SYSTEM_PROMPT } from '../src/context.js';
+import {
+  forTask,
+  ScriptedModelServer,
+  userSays,
+  type RecordedRequest,
+  type ScriptRule,
+} from '../src/testing/scripted-model.js';
 import { createDeputyWorker } from '../src/worker-factory.js';
 
 interface Scenario {
@@ -27,6 +35,17 @@ interface Scenario {
   /** Drives the run from outside (updates, cancellation) after it starts. */
   drive?: (deputy: DeputyClient, workflowId: string, model: ScriptedModelServer) => Promise<void>;
 }
+
+const isSummary = (r: RecordedRequest) => r.body.messages[0]?.content === SUMMARY_SYSTEM_PROMPT;
+const isCompaction = (r: RecordedRequest) => r.body.messages[0]?.content === COMPACTION_SYSTEM_PROMPT;
+/** The compacting run's requests: its task, or (once compacted away) its own tool calls. */
+const isCompactingRun = (r: RecordedRequest) =>
+  forTask('fixture: compact')(r) || JSON.stringify(r.body.messages).includes('shipping returns tax');
+/** Turn number of a compacting run's request: which query its last tool result answered. */
+const lastToolResult = (r: RecordedRequest) => {
+  const asked = r.body.messages.flatMap((m) => (m.tool_calls ?? []) as { function: { arguments: string } }[]).at(-1);
+  return asked ? Number(/tax (\d+)/.exec(asked.function.arguments)?.[1] ?? 0) : 0;
+};
 
 const calc = (a: number, b: number) => ({ name: 'calculate', arguments: { operation: 'add', a, b } });
 
@@ -102,6 +121,51 @@ const SCENARIOS: Scenario[] = [
     ],
   },
   {
+    name: 'context-summary-and-all',
+    input: { task: 'fixture: context', scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
+    rules: [
+      {
+        when: (r) => forTask('fixture: context', 0)(r) && !isSummary(r),
+        reply: { text: 'Splitting.', toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 1, b: 1 } }] },
+      },
+      {
+        when: (r) => forTask('fixture: context', 1)(r) && !isSummary(r),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [
+                  { task_name: 'summarised', message: 'fixture child: summary context', context: 'summary' },
+                  { task_name: 'copied', message: 'fixture child: all context', context: 'all' },
+                ],
+              },
+            },
+          ],
+        },
+      },
+      { when: isSummary, reply: { text: 'background: 1 + 1 = 2' } },
+      { when: userSays('fixture child: summary context'), reply: { text: 'summary child done' } },
+      { when: userSays('fixture child: all context'), reply: { text: 'all child done' } },
+      { when: (r) => forTask('fixture: context', 2)(r) && !isSummary(r), reply: { text: 'both done' } },
+    ],
+  },
+  {
+    name: 'compacting',
+    input: { task: 'fixture: compact', scopes: ['tools.notes'] },
+    rules: [
+      { when: isCompaction, times: Infinity, reply: { text: 'summary of the earlier turns' } },
+      ...[0, 1, 2, 3, 4, 5].map((n) => ({
+        when: (r: RecordedRequest) => isCompactingRun(r) && !isCompaction(r) && lastToolResult(r) === n,
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: `shipping returns tax ${n + 1}` } }] },
+      })),
+      {
+        when: (r: RecordedRequest) => isCompactingRun(r) && !isCompaction(r) && lastToolResult(r) === 6,
+        reply: { text: 'compacted and done' },
+      },
+    ],
+  },
+  {
     name: 'model-401',
     input: { task: 'fixture: unauthorized' },
     rules: [{ when: forTask('fixture: unauthorized'), reply: { status: 401, message: 'Incorrect API key' } }],
@@ -132,7 +196,11 @@ async function main(): Promise<void> {
       model: 'test-model',
       prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
       delegation: { enabled: true },
+      // Small enough that the compacting scenario compacts; the other scenarios stay far below it.
+      compaction: { thresholdTokens: 700, keepRecentTurns: 2, continueAsNewAfterEvents: 100_000 },
+      hooks: [{ name: 'audit', events: ['task.submitted', 'subagent.start', 'subagent.end'], function: 'audit' }],
     }),
+    hookFunctions: { audit: async () => ({ decision: 'accept' as const }) },
     model: { apiKey: 'sk-fixture', baseURL: model.url },
   });
   const client = new Client({ connection: server.env.connection });
