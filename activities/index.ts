@@ -10,7 +10,7 @@ import type {
   ResolveRunResult,
 } from '../src/activity-types.js';
 import { CompositionError, resolveComposition, resolvePresetTools } from '../src/composition.js';
-import type { DeputyConfig } from '../src/config.js';
+import type { ConfigStore } from '../src/config-store.js';
 import type { HookFunction } from '../src/hooks.js';
 import type { ToolDefinition } from '../src/tools.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
@@ -20,7 +20,8 @@ import { createRunTool } from './run-tool.js';
 /** Dependencies of every activity. */
 export interface ActivityDeps {
   openai: OpenAI;
-  config: DeputyConfig;
+  /** The configuration now: read at every call, so a reload takes effect without a restart. */
+  config: ConfigStore;
   tools: ReadonlyMap<string, ToolDefinition>;
   /** Only to redact it from error text. */
   apiKey?: string | undefined;
@@ -42,7 +43,7 @@ export function createActivities({ openai, config, tools, apiKey, backgroundTask
     runHook: createRunHook(config, hookFunctions ?? new Map()),
     async resolveRun(input: ResolveRunInput): Promise<ResolveRunResult> {
       try {
-        return resolveComposition(config, tools, input, { backgroundTaskQueue });
+        return resolveComposition(config.current, tools, input, { backgroundTaskQueue });
       } catch (err) {
         if (err instanceof CompositionError) {
           throw ApplicationFailure.create({ type: err.type, message: err.message, nonRetryable: true });
@@ -51,7 +52,7 @@ export function createActivities({ openai, config, tools, apiKey, backgroundTask
       }
     },
     async resolvePresets(input: ResolvePresetsInput): Promise<ResolvePresetsResult> {
-      return resolvePresetTools(config, input);
+      return resolvePresetTools(config.current, input);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { RunHookInput } from '../src/activity-types.js';
-import type { DeputyConfig } from '../src/config.js';
+import type { ConfigStore } from '../src/config-store.js';
 import { HookDecision, type HookFunction } from '../src/hooks.js';
 import { describeIssues } from '../src/zod-issues.js';
 
@@ -10,9 +10,9 @@ import { describeIssues } from '../src/zod-issues.js';
  * called with it. Transport errors and 5xx throw and are retried by Temporal; an answer that is not a decision fails
  * at once. The workflow applies the hook's `onError` policy once the retries are spent.
  */
-export function createRunHook(config: DeputyConfig, functions: ReadonlyMap<string, HookFunction>) {
+export function createRunHook(config: ConfigStore, functions: ReadonlyMap<string, HookFunction>) {
   return async function runHook({ hook: name, input }: RunHookInput): Promise<HookDecision> {
-    const hook = config.hooks.find((h) => h.name === name);
+    const hook = config.current.hooks.find((h) => h.name === name);
     if (!hook) {
       throw ApplicationFailure.create({
         type: 'Hook.Unknown',

@@ -1,6 +1,7 @@
 /**
  * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
  */
+import type { Preset } from './config.js';
 import type { DelegationSettings } from './delegation.js';
 import type { HookInput, HookSpec } from './hooks.js';
 import type { DefaultLimits } from './limits.js';
@@ -18,11 +19,17 @@ export interface ResolveRunInput {
   depth?: number | undefined;
   /** Tool names a parent granted; `undefined` for a root. */
   allowedTools?: string[] | undefined;
+  /** An exact preset definition to run with instead of looking `preset` up (R4.3, R4.5). */
+  presetDefinition?: Preset | undefined;
 }
 
 /** Result of `resolveRun`: the run's composition, frozen for its whole life. */
 export interface ResolveRunResult {
   preset: string;
+  /** Content hash of the preset definition in force (R4.1); absent in older histories. */
+  presetRevision?: string;
+  /** The resolved definition, carried to implicit children (R4.3); absent in older histories. */
+  presetDefinition?: Preset;
   /** System prompt: the preset's persona and its skills. */
   persona: string;
   model: string;
@@ -67,7 +74,14 @@ export interface ResolvePresetsInput {
 /** Result of `resolvePresets`: each id's tools, or why it cannot be used. */
 export interface ResolvePresetsResult {
   presets: (
-    | { id: string; ok: true; tools: string[]; contextRendering: 'block' | 'dialogue' }
+    | {
+        id: string;
+        ok: true;
+        tools: string[];
+        contextRendering: 'block' | 'dialogue';
+        definition: Preset;
+        revision: string;
+      }
     | { id: string; ok: false; error: string }
   )[];
 }

@@ -11,6 +11,7 @@ import {
   type DelegationSettings,
 } from './delegation.js';
 import type { DeputyConfig, Preset } from './config.js';
+import { presetRevision } from './config-store.js';
 import { DeputyError } from './errors.js';
 import { holdsScopes, toToolSpec, type ToolDefinition } from './tools.js';
 import { priceFromUsdPerMTok } from './usage.js';
@@ -39,8 +40,10 @@ export function resolveComposition(
   input: ResolveRunInput,
   options: { backgroundTaskQueue: string },
 ): ResolveRunResult {
-  const presetId = input.preset ?? config.defaultPreset;
-  const preset = config.presets.find((p) => p.id === presetId);
+  const presetId = input.presetDefinition?.id ?? input.preset ?? config.defaultPreset;
+  // R4.3: a definition carried in the input (a parent's exact composition) wins over the registry, even if the
+  // registry has since changed or dropped that preset.
+  const preset = input.presetDefinition ?? config.presets.find((p) => p.id === presetId);
   if (!preset) {
     const known = config.presets.map((p) => p.id).join(', ');
     throw new CompositionError(`unknown preset "${presetId}"; the config defines: ${known}`, 'Config.UnknownPreset');
@@ -69,6 +72,8 @@ export function resolveComposition(
   }
   return {
     preset: preset.id,
+    presetRevision: presetRevision(preset),
+    presetDefinition: preset,
     persona: renderPersona(preset),
     model,
     effort: input.effort ?? preset.effort ?? null,
@@ -89,7 +94,14 @@ export function resolvePresetTools(config: DeputyConfig, input: ResolvePresetsIn
     presets: input.ids.map((id) => {
       const preset = config.presets.find((p) => p.id === id);
       return preset
-        ? { id, ok: true as const, tools: preset.tools, contextRendering: preset.contextRendering }
+        ? {
+            id,
+            ok: true as const,
+            tools: preset.tools,
+            contextRendering: preset.contextRendering,
+            definition: preset,
+            revision: presetRevision(preset),
+          }
         : { id, ok: false as const, error: `unknown role "${id}"; the presets are: ${known.join(', ')}` };
     }),
   };

@@ -56,6 +56,13 @@ export const ChildOrigin = z.strictObject({
   /** Tool names the parent granted (R2.7); the child's preset and scopes narrow them further. */
   allowedTools: z.array(z.string()),
   contextMode: ContextMode,
+  /**
+   * The child's composition (R4.2, R4.3): the preset registered at spawn when the brief named a role (`selected`),
+   * else the parent's exact definition.
+   */
+  preset: z
+    .strictObject({ definition: z.record(z.string(), z.unknown()), revision: z.string(), selected: z.boolean() })
+    .optional(),
   /** The parent's context as prepared for this child (R3.5): a `context/background` event before its task. */
   background: z
     .strictObject({

@@ -9,6 +9,7 @@ import { builtinTools } from '../activities/builtin-tools.js';
 import { createActivities } from '../activities/index.js';
 import { checkConfigAgainstTools } from './composition.js';
 import type { DeputyConfig } from './config.js';
+import { ConfigStore } from './config-store.js';
 import { ConfigError } from './errors.js';
 import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from './search-attributes.js';
 import type { HookFunction } from './hooks.js';
@@ -26,7 +27,8 @@ export interface DeputyWorkerOptions {
   taskQueue: string;
   /** Task queue of child runs (`DEPUTY_BACKGROUND_TASK_QUEUE`). @default `deputy-background` */
   backgroundTaskQueue?: string;
-  config: DeputyConfig;
+  /** The configuration, or a store whose configuration can change while the worker runs (R4.1). */
+  config: DeputyConfig | ConfigStore;
   /** Model endpoint; the key never leaves the worker. */
   model: { apiKey: string | undefined; baseURL: string | undefined };
   /** Hook functions the config's hooks can name (`function: <name>`). */
@@ -106,10 +108,12 @@ export class DeputyWorker {
 /** Creates the workers that run `agentRun` and its activities on the root and background task queues. */
 export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
   const tools = toolMap(options.tools ?? builtinTools());
+  const store = options.config instanceof ConfigStore ? options.config : new ConfigStore(options.config);
+  const config = store.current;
   const hookFunctions = new Map(Object.entries(options.hookFunctions ?? {}));
   const problems = [
-    ...checkConfigAgainstTools(options.config, tools),
-    ...options.config.hooks.flatMap((hook, i) =>
+    ...checkConfigAgainstTools(config, tools),
+    ...config.hooks.flatMap((hook, i) =>
       hook.function !== undefined && !hookFunctions.has(hook.function)
         ? [`hooks.${i}.function: no hook function "${hook.function}" is registered with the worker`]
         : [],
@@ -119,7 +123,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
   const backgroundTaskQueue = options.backgroundTaskQueue ?? 'deputy-background';
   const activities = createActivities({
     openai: createOpenAIClient(options.model),
-    config: options.config,
+    config: store,
     tools,
     apiKey: options.model.apiKey,
     backgroundTaskQueue,

@@ -3,13 +3,16 @@
  * Invalid configuration stops it at start with one line per problem.
  */
 import { NativeConnection } from '@temporalio/worker';
-import { loadConfig, readEnv } from './config.js';
+import { watch } from 'node:fs';
+import { loadConfig, readEnv, type DeputyEnv } from './config.js';
+import { ConfigStore } from './config-store.js';
 import { ConfigError } from './errors.js';
 import { checkSearchAttributes, createDeputyWorker } from './worker-factory.js';
 
 async function main(): Promise<void> {
   const env = readEnv();
-  const config = loadConfig(env);
+  const config = new ConfigStore(loadConfig(env));
+  watchConfig(config, env);
   const connection = await NativeConnection.connect({ address: env.temporalAddress });
   try {
     const missing = await checkSearchAttributes(connection, env.temporalNamespace);
@@ -23,11 +26,38 @@ async function main(): Promise<void> {
       model: { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl },
     });
     console.log(
-      `deputy worker: task queues ${env.taskQueue} and ${env.backgroundTaskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.model}, delegation ${config.delegation.enabled ? 'on' : 'off'}`,
+      `deputy worker: task queues ${env.taskQueue} and ${env.backgroundTaskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
     );
     await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
   } finally {
     await connection.close();
+  }
+}
+
+/**
+ * R4.1: reloads the config on SIGHUP or when its file changes. A config that fails validation is reported, one line
+ * per problem, and the one in force stays.
+ */
+function watchConfig(store: ConfigStore, env: DeputyEnv): void {
+  const reload = (why: string) => {
+    try {
+      store.set(loadConfig(env));
+      console.log(
+        `deputy worker: configuration reloaded (${why}); presets: ${store.current.presets.map((p) => p.id).join(', ')}`,
+      );
+    } catch (err) {
+      console.error(
+        `deputy worker: reload (${why}) refused, keeping the configuration in force: ${(err as Error).message}`,
+      );
+    }
+  };
+  process.on('SIGHUP', () => reload('SIGHUP'));
+  if (env.configPath) {
+    let timer: NodeJS.Timeout | undefined;
+    watch(env.configPath, () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => reload(`${env.configPath} changed`), 200);
+    }).unref();
   }
 }
 

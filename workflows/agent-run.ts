@@ -23,6 +23,7 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { z } from 'zod';
 import type { DeputyActivities } from '../activities/index.js';
 import type { ResolveRunResult, RunToolResult } from '../src/activity-types.js';
+import type { Preset } from '../src/config.js';
 import { nextStep, type NextStep } from '../src/agent-loop.js';
 import { resolveLimits, remaining } from '../src/limits.js';
 import {
@@ -249,6 +250,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         scopes: input.scopes,
         depth,
         allowedTools: origin?.allowedTools,
+        presetDefinition: origin?.preset?.definition as Preset | undefined,
       });
       limits = resolveLimits(input.limits, composition.defaultLimits, Date.now());
       startSession(composition);
@@ -306,8 +308,13 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       preset: run.preset,
       model: run.model,
     });
-    if (origin)
+    // R4.4: an independently selected child records its selection before its own descriptor; an implicit one does not.
+    if (origin?.preset?.selected) {
+      append({ type: 'agent-preset/selected', at: now(), presetId: run.preset, revision: origin.preset.revision });
+    }
+    if (origin) {
       append({ type: 'subagent/descriptor', at: now(), taskName: origin.taskName, parentId: origin.parentId });
+    }
     for (const message of input.messages ?? []) {
       append(
         message.role === 'user'

@@ -18,6 +18,7 @@ import {
 } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import type { ResolveRunResult, RunToolResult } from '../src/activity-types.js';
+import type { Preset } from '../src/config.js';
 import { budgetOf, deriveChildLimits, release, reservationFor, reserve, type Amount } from '../src/budget.js';
 import {
   bounded,
@@ -116,6 +117,8 @@ export interface DelegationHost {
 interface ChildPlan {
   brief: Brief;
   preset: string;
+  /** What the child runs with, carried in its input; `selected` when its brief named a role (R4.4). */
+  composition: { definition: Preset; revision: string; selected: boolean };
   contextRendering: 'block' | 'dialogue';
   grant: ChildGrant;
   limits: Limits;
@@ -131,12 +134,33 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
   if (!check.ok) return toolError(check.error);
   const { briefs, return_shape: returnShape } = check.args;
 
-  const roleOf = (brief: Brief) => brief.role ?? composition.preset;
-  const { presets } = await resolvePresets({ ids: [...new Set(briefs.map(roleOf))] });
+  // R4.2: an explicit role resolves the preset registered now. R4.3: no role joins the parent's exact composition
+  // (histories from before revisions existed look the parent's preset up instead).
+  const inherited = composition.presetDefinition;
+  const lookUp = briefs.filter((brief) => brief.role !== undefined || !inherited);
+  const { presets } = lookUp.length
+    ? await resolvePresets({ ids: [...new Set(lookUp.map((brief) => brief.role ?? composition.preset))] })
+    : { presets: [] };
   const unknown = presets.filter((preset) => !preset.ok);
   if (unknown.length > 0) {
     return toolError(`${unknown.map((p) => (p.ok ? '' : p.error)).join('; ')}; nothing was spawned`);
   }
+  const compositionOf = (brief: Brief): ChildPlan['composition'] => {
+    if (brief.role === undefined && inherited) {
+      return { definition: inherited, revision: composition.presetRevision ?? '', selected: false };
+    }
+    const found = presets.find((p) => p.id === (brief.role ?? composition.preset));
+    if (!found?.ok) throw new Error(`preset of brief "${brief.task_name}" was not resolved`); // cannot happen: checked above
+    // Histories recorded before presets carried definitions answered only tools and rendering.
+    const definition = found.definition ?? {
+      id: found.id,
+      persona: '',
+      tools: found.tools,
+      skills: {},
+      contextRendering: found.contextRendering,
+    };
+    return { definition, revision: found.revision ?? '', selected: brief.role !== undefined };
+  };
 
   // From here to the reservation there is no await: the caps and names checked hold when the children are booked.
   const capError = checkCaps(
@@ -148,12 +172,12 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
   if (capError) return toolError(capError);
   const plans: ChildPlan[] = [];
   for (const brief of briefs) {
-    const preset = presets.find((p) => p.id === roleOf(brief));
+    const childComposition = compositionOf(brief);
     const grant = narrowGrant({
       parentTools: composition.tools,
       parentScopes: composition.scopes,
       allowedTools: brief.allowed_tools,
-      presetTools: preset?.ok ? preset.tools : [],
+      presetTools: childComposition.definition.tools,
       childDepth: host.depth + 1,
       settings,
     });
@@ -173,8 +197,9 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
     }
     plans.push({
       brief,
-      preset: roleOf(brief),
-      contextRendering: preset?.ok ? preset.contextRendering : 'block',
+      preset: childComposition.definition.id,
+      composition: childComposition,
+      contextRendering: childComposition.definition.contextRendering,
       grant: grant.grant,
       limits,
       reservation: reservationFor(limits),
@@ -401,6 +426,7 @@ function childInput(
       invocation,
       allowedTools: plan.grant.tools,
       contextMode: brief.context ?? 'none',
+      preset: plan.composition,
       ...(background && { background }),
     },
   };

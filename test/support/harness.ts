@@ -8,6 +8,7 @@ import { DefaultLogger, NativeConnection, Runtime, type WorkerOptions } from '@t
 import { afterAll, beforeAll, inject } from 'vitest';
 import { DeputyClient } from '../../src/client.js';
 import { parseConfig, type DeputyConfig } from '../../src/config.js';
+import type { ConfigStore } from '../../src/config-store.js';
 import { ScriptedModelServer, type ScriptRule } from '../../src/testing/scripted-model.js';
 import type { HookFunction } from '../../src/hooks.js';
 import type { ToolDefinition } from '../../src/tools.js';
@@ -55,7 +56,7 @@ export interface Harness {
   taskQueue: string;
   /** Starts a worker on this harness's task queue. */
   startWorker(options?: {
-    config?: DeputyConfig;
+    config?: DeputyConfig | ConfigStore;
     tools?: ToolDefinition[];
     hookFunctions?: Record<string, HookFunction>;
     workerOptions?: Partial<WorkerOptions>;

@@ -1,0 +1,43 @@
+/**
+ * The configuration a worker runs with now (R4.1): activities read it at call time, so a reload (SIGHUP, a change to
+ * the file, or `set` in tests) changes what "the preset registered now" means without a restart. A run keeps the
+ * composition it resolved at its start.
+ */
+import { createHash } from 'node:crypto';
+import type { DeputyConfig, Preset } from './config.js';
+
+/** A preset's revision: a short content hash of its definition (R4.1). */
+export function presetRevision(preset: Preset): string {
+  const canonical = JSON.stringify(preset, Object.keys(preset).sort());
+  return createHash('sha256')
+    .update(JSON.stringify([canonical, preset.skills, preset.tools]))
+    .digest('hex')
+    .slice(0, 12);
+}
+
+/** Holds the current configuration. */
+export class ConfigStore {
+  #current: DeputyConfig;
+  #listeners = new Set<(config: DeputyConfig) => void>();
+
+  constructor(config: DeputyConfig) {
+    this.#current = config;
+  }
+
+  /** The configuration in force now. */
+  get current(): DeputyConfig {
+    return this.#current;
+  }
+
+  /** Replaces the configuration (already validated); later activity calls see it. */
+  set(config: DeputyConfig): void {
+    this.#current = config;
+    for (const listener of this.#listeners) listener(config);
+  }
+
+  /** Calls `listener` after every `set`. */
+  onChange(listener: (config: DeputyConfig) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+}

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigStore, presetRevision } from '../src/config-store.js';
+import { parseConfig } from '../src/config.js';
+import { RunState } from '../src/run-schema.js';
+import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
+import { useHarness } from './support/harness.js';
+
+const base = delegationConfig();
+const store = new ConfigStore(base);
+const h = useHarness({ config: store, tools: DELEGATION_TOOLS });
+
+/** The config with the `assistant` preset's persona changed, or (persona null) with that preset removed. */
+function withAssistant(persona: string | null) {
+  const presets = base.presets.filter((p) => p.id !== 'assistant');
+  const assistant = base.presets.find((p) => p.id === 'assistant')!;
+  return parseConfig({
+    ...base,
+    defaultPreset: persona === null ? 'researcher' : 'assistant',
+    presets: persona === null ? presets : [{ ...assistant, persona }, ...presets],
+  });
+}
+
+describe('R4.1 R4.2 R4.3 R4.4 explicit or inherited composition', () => {
+  it("R4.2 R4.3 R4.4 after a config change, an explicit child gets the new revision and an implicit one the parent's", async () => {
+    store.set(base);
+    const task = 'presets: live change';
+    const oldRevision = presetRevision(base.presets.find((p) => p.id === 'assistant')!);
+    h.model.add(
+      {
+        name: 'parent first',
+        when: forTask(task, 0),
+        delayMs: 1500,
+        reply: delegateReply({
+          briefs: [
+            { task_name: 'explicit', message: 'explicit role child', role: 'assistant' },
+            { task_name: 'implicit', message: 'implicit child' },
+          ],
+        }),
+      },
+      { when: forTask(task, 1), reply: { text: 'done' } },
+      { name: 'explicit', when: userSays('explicit role child'), reply: { text: 'ok' } },
+      { name: 'implicit', when: userSays('implicit child'), reply: { text: 'ok' } },
+    );
+    const parentId = h.id('presets');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: parentId });
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'parent first'));
+    const changed = withAssistant('You are the parent, version 2.');
+    store.set(changed); // while the parent is live
+    const newRevision = presetRevision(changed.presets.find((p) => p.id === 'assistant')!);
+    expect(newRevision).not.toBe(oldRevision);
+    expect((await h.deputy.result(parentId)).status).toBe('completed');
+
+    const system = (rule: string) => h.model.requests.find((r) => r.rule === rule)!.body.messages[0]!.content;
+    expect(system('explicit')).toBe('You are the parent, version 2.');
+    expect(system('implicit')).toBe('You are the parent.');
+
+    const explicit = RunState.parse(await h.deputy.getState(`${parentId}/explicit-1`));
+    const implicit = RunState.parse(await h.deputy.getState(`${parentId}/implicit-1`));
+    expect(explicit.session.map((e) => e.type).slice(0, 3)).toEqual([
+      'session/header',
+      'agent-preset/selected',
+      'subagent/descriptor',
+    ]);
+    expect(explicit.session[1]).toMatchObject({ presetId: 'assistant', revision: newRevision });
+    expect(implicit.session.map((e) => e.type).slice(0, 2)).toEqual(['session/header', 'subagent/descriptor']);
+    expect(implicit.session.some((e) => e.type === 'agent-preset/selected')).toBe(false);
+  });
+
+  it("R4.3 with the preset removed from the config, an implicit child still spawns with the parent's definition; an explicit one is refused", async () => {
+    store.set(base);
+    const task = 'presets: removed';
+    h.model.add(
+      {
+        name: 'removed first',
+        when: forTask(task, 0),
+        delayMs: 1500,
+        reply: delegateReply({ briefs: [{ task_name: 'orphaned', message: 'child of a removed preset' }] }),
+      },
+      {
+        when: forTask(task, 1),
+        reply: delegateReply({ briefs: [{ task_name: 'named', message: 'never runs', role: 'assistant' }] }),
+      },
+      { name: 'removed join', when: forTask(task, 2), reply: { text: 'done' } },
+      { name: 'orphaned', when: userSays('child of a removed preset'), reply: { text: 'still here' } },
+    );
+    const parentId = h.id('removed');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: parentId });
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'removed first'));
+    store.set(withAssistant(null));
+    expect((await h.deputy.result(parentId)).status).toBe('completed');
+    expect(h.model.requests.find((r) => r.rule === 'orphaned')!.body.messages[0]!.content).toBe('You are the parent.');
+    const join = h.model.requests.find((r) => r.rule === 'removed join')!;
+    expect(join.body.messages.at(-1)!.content).toBe(
+      'unknown role "assistant"; the presets are: researcher; nothing was spawned',
+    );
+    store.set(base);
+  });
+});
