@@ -14,6 +14,8 @@ import {
 import type { z } from 'zod';
 import { DeputyError, InputError } from './errors.js';
 import { failureMessage } from './failure-message.js';
+import { SESSION_VERSION } from './session.js';
+import { decideRestoration, forkEvents, parseSessionExport, SESSION_FORMAT, type SessionExport } from './sessions.js';
 import { InterjectArgs } from './delegation.js';
 import { endConversationUpdate, interjectUpdate, sendMessageUpdate, stateQuery } from './messages.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from './run-schema.js';
@@ -130,6 +132,78 @@ export class DeputyClient {
       .getHandle(workflowId)
       .executeUpdate(endConversationUpdate, { args: [payload] })
       .catch(rejected);
+  }
+
+  /** Exports a run's session as versioned JSON (R4.5): its events in effective form and its composition. */
+  async exportSession(workflowId: string): Promise<SessionExport> {
+    const state = await this.getState(workflowId);
+    const header = state.session.find((e) => e.type === 'session/header');
+    if (!state.composition)
+      throw new InputError('export', [`${workflowId}: the run has not resolved its composition yet`]);
+    return {
+      format: SESSION_FORMAT,
+      version: SESSION_VERSION,
+      sessionId: workflowId,
+      parentId: header?.type === 'session/header' ? header.parentId : null,
+      exportedAt: new Date().toISOString(),
+      composition: state.composition,
+      events: state.session,
+    };
+  }
+
+  /**
+   * Imports an exported session into a new run that goes on with `task` (R4.5). A session that selected its preset
+   * independently runs with that preset as registered now, and fails if it is gone; any other runs with the
+   * exported composition. Throws `InputError` with one line per problem in the file.
+   */
+  async importSession(
+    raw: unknown,
+    run: { task: string } & Omit<RunInput, 'restore' | 'resume' | 'origin'>,
+    options: StartRunOptions = {},
+  ) {
+    const parsed = parseSessionExport(raw);
+    if (!parsed.ok) throw new InputError('session', parsed.problems);
+    const { session } = parsed;
+    const decision = decideRestoration(session.events);
+    return this.startRun(
+      {
+        ...run,
+        restore: {
+          kind: 'import',
+          events: session.events,
+          ...(decision.kind === 'independent'
+            ? { select: { presetId: decision.presetId, revision: decision.revision } }
+            : { preset: session.composition.preset, model: session.composition.model }),
+        },
+      },
+      options,
+    );
+  }
+
+  /** Forks a run (R4.6): a new run that starts from a copy of its session, with exactly its composition. */
+  async fork(
+    workflowId: string,
+    run: { task: string; preset?: string } & Omit<RunInput, 'restore' | 'resume' | 'origin' | 'preset'>,
+    options: StartRunOptions = {},
+  ) {
+    if (run.preset !== undefined) {
+      throw new InputError('fork', [
+        "preset: a fork keeps its source's composition; start a new run (or import the session) to choose a preset",
+      ]);
+    }
+    const source = await this.exportSession(workflowId);
+    return this.startRun(
+      {
+        ...run,
+        restore: {
+          kind: 'fork',
+          events: forkEvents(source.events),
+          preset: source.composition.preset,
+          model: source.composition.model,
+        },
+      },
+      options,
+    );
   }
 
   /** Requests cancellation; the run aborts its model call in flight and ends `cancelled`. */

@@ -98,6 +98,19 @@ export const RunInput = z.strictObject({
   tenant: z.string().min(1).optional(),
   /** Set by a parent run on its children; never set it yourself. */
   origin: ChildOrigin.optional(),
+  /**
+   * A session this run starts from (R4.5, R4.6): import, fork or follow-up. With `select`, the preset is resolved in
+   * the registry now and the run fails if it is gone; otherwise the run uses `preset` exactly.
+   */
+  restore: z
+    .strictObject({
+      kind: z.enum(['import', 'fork', 'followup']),
+      events: z.array(SessionEvent),
+      select: z.strictObject({ presetId: z.string(), revision: z.string() }).optional(),
+      preset: z.record(z.string(), z.unknown()).optional(),
+      model: z.string().optional(),
+    })
+    .optional(),
   /** Set when a run continues as new (R1.6): its state so far. Never set it yourself. */
   resume: z.lazy(() => RunResume).optional(),
 });
@@ -204,6 +217,10 @@ export const RunState = z.object({
   usage: Usage,
   limits: ResolvedLimits.nullable(),
   remaining: Remaining.nullable(),
+  /** The composition the run resolved at its start: preset definition, revision, model (R4.1). */
+  composition: z
+    .object({ preset: z.record(z.string(), z.unknown()), revision: z.string(), model: z.string() })
+    .nullable(),
   /** Tokens and cost held for live children (R2.6). */
   reserved: AmountSchema,
   /** Every child this run has reserved or started (R2.11). */

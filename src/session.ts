@@ -13,6 +13,9 @@ export type ToolCall = z.infer<typeof ToolCall>;
 
 const at = z.iso.datetime();
 
+/** Fields every event has: when it happened, and whether it was copied from another session by a fork (R4.5). */
+const common = { at, inherited: z.boolean().optional() };
+
 /** The names of the limits a run can reach. */
 export const LimitName = z.enum(['maxTurns', 'maxTokens', 'maxCostUsd', 'maxToolCalls', 'deadline']);
 export type LimitName = z.infer<typeof LimitName>;
@@ -21,7 +24,7 @@ export type LimitName = z.infer<typeof LimitName>;
 export const SessionEvent = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('session/header'),
-    at,
+    ...common,
     version: z.number().int().positive(),
     sessionId: z.string(),
     parentId: z.string().nullable(),
@@ -29,10 +32,10 @@ export const SessionEvent = z.discriminatedUnion('type', [
     preset: z.string().nullable(),
     model: z.string(),
   }),
-  z.object({ type: z.literal('message/user'), at, content: z.string() }),
+  z.object({ type: z.literal('message/user'), ...common, content: z.string() }),
   z.object({
     type: z.literal('message/assistant'),
-    at,
+    ...common,
     content: z.string().nullable(),
     toolCalls: z.array(ToolCall),
     /** Set on a synthesis call (no tools offered): the limit that forced it. */
@@ -40,18 +43,18 @@ export const SessionEvent = z.discriminatedUnion('type', [
   }),
   z.object({
     type: z.literal('tool/result'),
-    at,
+    ...common,
     toolCallId: z.string(),
     name: z.string(),
     content: z.string(),
     isError: z.boolean(),
   }),
-  z.object({ type: z.literal('compaction/summary'), at, summary: z.string(), replacesTurns: z.number().int() }),
-  z.object({ type: z.literal('agent-preset/selected'), at, presetId: z.string(), revision: z.string() }),
-  z.object({ type: z.literal('subagent/descriptor'), at, taskName: z.string(), parentId: z.string() }),
+  z.object({ type: z.literal('compaction/summary'), ...common, summary: z.string(), replacesTurns: z.number().int() }),
+  z.object({ type: z.literal('agent-preset/selected'), ...common, presetId: z.string(), revision: z.string() }),
+  z.object({ type: z.literal('subagent/descriptor'), ...common, taskName: z.string(), parentId: z.string() }),
   z.object({
     type: z.literal('context/background'),
-    at,
+    ...common,
     /** `parent-chat`: copied from the parent's dialogue; `summary`: written for this run by a model. */
     source: z.enum(['parent-chat', 'summary']),
     /** The rendered block, heading included. */
@@ -59,10 +62,10 @@ export const SessionEvent = z.discriminatedUnion('type', [
     /** Set with the preset option `contextRendering: "dialogue"`: the parent's turns as messages, roles kept. */
     dialogue: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })).optional(),
   }),
-  z.object({ type: z.literal('interjection'), at, content: z.string(), from: z.string() }),
+  z.object({ type: z.literal('interjection'), ...common, content: z.string(), from: z.string() }),
   z.object({
     type: z.literal('run/ended'),
-    at,
+    ...common,
     status: z.enum(['completed', 'failed', 'cancelled', 'limit_reached']),
     output: z.string().nullable(),
   }),

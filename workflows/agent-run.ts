@@ -146,6 +146,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     usage,
     limits,
     remaining: limits ? remaining(limits, usage, Date.now()) : null,
+    composition: composition?.presetDefinition
+      ? { preset: composition.presetDefinition, revision: composition.presetRevision ?? '', model: composition.model }
+      : null,
     reserved,
     delegations: ledger,
     session: events,
@@ -250,7 +253,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         scopes: input.scopes,
         depth,
         allowedTools: origin?.allowedTools,
-        presetDefinition: origin?.preset?.definition as Preset | undefined,
+        presetDefinition: (origin?.preset?.definition ??
+          (input.restore?.select ? undefined : input.restore?.preset)) as Preset | undefined,
+        ...(input.restore?.select && { preset: input.restore.select.presetId }),
+        ...(input.restore?.model && !input.model && !input.restore.select && { model: input.restore.model }),
       });
       limits = resolveLimits(input.limits, composition.defaultLimits, Date.now());
       startSession(composition);
@@ -323,6 +329,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       );
     }
     if (origin?.background) append({ type: 'context/background', at: now(), ...origin.background });
+    // A restored session's dialogue (a fork's is marked inherited) goes on under this run's own header.
+    for (const event of input.restore?.events ?? []) {
+      if (event.type !== 'session/header' && event.type !== 'run/ended') append(event);
+    }
     append({ type: 'message/user', at: now(), content: input.task });
   }
 

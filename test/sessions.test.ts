@@ -1,0 +1,114 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigStore } from '../src/config-store.js';
+import { parseConfig } from '../src/config.js';
+import { InputError } from '../src/errors.js';
+import { RunState } from '../src/run-schema.js';
+import { decideRestoration, parseSessionExport } from '../src/sessions.js';
+import { PROJECT_ROOT } from '../src/temporal-cli.js';
+import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { delegationConfig, DELEGATION_TOOLS } from './support/delegation.js';
+import { useHarness } from './support/harness.js';
+
+const base = delegationConfig();
+const store = new ConfigStore(base);
+const h = useHarness({ config: store, tools: DELEGATION_TOOLS });
+
+const fixture = (name: string): unknown =>
+  JSON.parse(readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'sessions', `${name}.json`), 'utf8'));
+
+const CASES = [
+  ['a-selected-before-descriptor', { kind: 'independent', presetId: 'researcher' }],
+  ['b-selected-preset-removed', { kind: 'independent', presetId: 'retired' }],
+  ['c-preset-only-in-header', { kind: 'implicit' }],
+  ['d-selection-only-in-inherited-prefix', { kind: 'implicit' }],
+  ['e-selection-after-descriptor', { kind: 'implicit' }],
+] as const;
+
+describe('R4.5 cold restoration', () => {
+  it.each(CASES)('R4.5 %s decides %o', (name, expected) => {
+    const parsed = parseSessionExport(fixture(name));
+    if (!parsed.ok) throw new Error(parsed.problems.join('\n'));
+    expect(decideRestoration(parsed.session.events)).toMatchObject(expected);
+  });
+
+  it('R4.5 imported: an independent session runs with its preset as registered now; implicit ones with the exported composition', async () => {
+    store.set(base);
+    const personaOf = async (name: string) => {
+      const task = `restored ${name}: and the tax?`;
+      h.model.add({ name: task, when: forTask(task), reply: { text: 'tax is 8%' } });
+      const handle = await h.deputy.importSession(fixture(name), { task, scopes: ['tools.notes'] });
+      const result = await h.deputy.result(handle.workflowId);
+      const request = h.model.requests.find((r) => r.rule === task);
+      return { result, request, workflowId: handle.workflowId };
+    };
+    const a = await personaOf('a-selected-before-descriptor');
+    expect(a.request!.body.messages[0]!.content).toBe('You research.');
+    // The restored dialogue comes before the new task.
+    expect(a.request!.body.messages.slice(1).map((m) => m.content)).toEqual([
+      '## Your task\nFind the shipping cost.',
+      'Shipping is $4.99.',
+      'restored a-selected-before-descriptor: and the tax?',
+    ]);
+    for (const name of [
+      'c-preset-only-in-header',
+      'd-selection-only-in-inherited-prefix',
+      'e-selection-after-descriptor',
+    ]) {
+      const run = await personaOf(name);
+      expect(run.result.status, name).toBe('completed');
+      expect(run.request!.body.messages[0]!.content, name).toBe('You are the exported persona.');
+    }
+
+    const b = await personaOf('b-selected-preset-removed');
+    expect(b.request).toBeUndefined(); // it never called the model
+    expect(b.result).toMatchObject({
+      status: 'failed',
+      error: 'unknown preset "retired"; the config defines: assistant, researcher',
+    });
+  });
+
+  it('R4.5 import rejects a malformed or future-version session, naming the problem', async () => {
+    const good = fixture('c-preset-only-in-header') as Record<string, unknown>;
+    const broken = { ...good, events: [{ type: 'message/user', at: 'yesterday' }] };
+    await expect(h.deputy.importSession(broken, { task: 'x' })).rejects.toThrow(InputError);
+    await expect(h.deputy.importSession(broken, { task: 'x' })).rejects.toThrow(
+      /events\.0\.at: .*events\.0\.content: /,
+    );
+    await expect(h.deputy.importSession({ ...good, version: 2 }, { task: 'x' })).rejects.toThrow(
+      'invalid session: version: this session is version 2, newer than this Deputy reads (1); upgrade Deputy to import it',
+    );
+    await expect(h.deputy.importSession({ ...good, format: 'other' }, { task: 'x' })).rejects.toThrow(/format: /);
+  });
+});
+
+describe('R4.6 fork', () => {
+  it("R4.6 a preset argument is rejected; without one the branch runs with the source's composition", async () => {
+    store.set(base);
+    const task = 'fork source: what is 2+2?';
+    h.model.add({ when: forTask(task), reply: { text: 'four' } });
+    const source = await h.deputy.startRun({ task }, { workflowId: h.id('fork-source') });
+    await h.deputy.result(source.workflowId);
+
+    await expect(h.deputy.fork(source.workflowId, { task: 'and 3+3?', preset: 'researcher' })).rejects.toThrow(
+      "preset: a fork keeps its source's composition",
+    );
+    // The registry changes after the source ran: the branch still runs with the source's definition.
+    store.set(
+      parseConfig({
+        ...base,
+        presets: base.presets.map((p) => (p.id === 'assistant' ? { ...p, persona: 'Changed persona.' } : p)),
+      }),
+    );
+    h.model.add({ name: 'branch', when: userSays('and 3+3?'), reply: { text: 'six' } });
+    const branch = await h.deputy.fork(source.workflowId, { task: 'and 3+3?' });
+    expect((await h.deputy.result(branch.workflowId)).output).toBe('six');
+    const request = h.model.requests.find((r) => r.rule === 'branch')!;
+    expect(request.body.messages.map((m) => m.content)).toEqual(['You are the parent.', task, 'four', 'and 3+3?']);
+    const state = RunState.parse(await h.deputy.getState(branch.workflowId));
+    expect(state.session.filter((e) => e.inherited).map((e) => e.type)).toEqual(['message/user', 'message/assistant']);
+    expect(state.session.at(-3)).toMatchObject({ type: 'message/user', content: 'and 3+3?' });
+    store.set(base);
+  });
+});
