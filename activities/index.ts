@@ -4,6 +4,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import type {
+  LoadSessionInput,
+  LoadSessionResult,
   ResolvePresetsInput,
   ResolvePresetsResult,
   ResolveRunInput,
@@ -11,7 +13,9 @@ import type {
 } from '../src/activity-types.js';
 import { CompositionError, resolveComposition, resolvePresetTools } from '../src/composition.js';
 import type { ConfigStore } from '../src/config-store.js';
+import type { Client } from '@temporalio/client';
 import type { HookFunction } from '../src/hooks.js';
+import { stateQuery } from '../src/messages.js';
 import type { ToolDefinition } from '../src/tools.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
 import { createRunHook } from './run-hook.js';
@@ -27,12 +31,22 @@ export interface ActivityDeps {
   apiKey?: string | undefined;
   /** Task queue children run on (R2.4). */
   backgroundTaskQueue: string;
+  /** A Temporal client, for reading other runs' sessions (follow-ups). */
+  client?: Client | undefined;
   /** Hook functions the config's hooks may name. */
   hookFunctions?: ReadonlyMap<string, HookFunction>;
 }
 
 /** Builds the activities a Deputy worker registers. */
-export function createActivities({ openai, config, tools, apiKey, backgroundTaskQueue, hookFunctions }: ActivityDeps) {
+export function createActivities({
+  openai,
+  config,
+  tools,
+  apiKey,
+  backgroundTaskQueue,
+  hookFunctions,
+  client,
+}: ActivityDeps) {
   const callModel = createCallModel({ openai, apiKey });
   return {
     callModel,
@@ -50,6 +64,18 @@ export function createActivities({ openai, config, tools, apiKey, backgroundTask
         }
         throw err;
       }
+    },
+    /** Reads a run's session through its `state` query (R4.5 follow-ups). */
+    async loadSession({ workflowId }: LoadSessionInput): Promise<LoadSessionResult> {
+      if (!client) {
+        throw ApplicationFailure.create({
+          type: 'Config.NoClient',
+          message: 'follow-ups need a Temporal client: pass `client` to createDeputyWorker',
+          nonRetryable: true,
+        });
+      }
+      const state = await client.workflow.getHandle(workflowId).query(stateQuery);
+      return { events: state.session };
     },
     async resolvePresets(input: ResolvePresetsInput): Promise<ResolvePresetsResult> {
       return resolvePresetTools(config.current, input);

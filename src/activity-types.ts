@@ -5,7 +5,7 @@ import type { Preset } from './config.js';
 import type { DelegationSettings } from './delegation.js';
 import type { HookInput, HookSpec } from './hooks.js';
 import type { DefaultLimits } from './limits.js';
-import type { ChatMessage, ToolCall } from './session.js';
+import type { ChatMessage, SessionEvent, ToolCall } from './session.js';
 import type { ToolSpec } from './tools.js';
 import type { ModelPrice } from './usage.js';
 
@@ -58,6 +58,16 @@ export interface SummarizeContextResult {
   summary: string;
   inputTokens: number;
   outputTokens: number;
+}
+
+/** Input of `loadSession`: a run whose session a follow-up goes on from. */
+export interface LoadSessionInput {
+  workflowId: string;
+}
+
+/** Result of `loadSession`. */
+export interface LoadSessionResult {
+  events: SessionEvent[];
 }
 
 /** Input of `runHook`. */

@@ -7,6 +7,7 @@ import {
   DELEGATE_TOOL,
   delegateAvailable,
   delegateToolSpec,
+  followupToolSpec,
   interjectToolSpec,
   type DelegationSettings,
 } from './delegation.js';
@@ -68,7 +69,7 @@ export function resolveComposition(
     .map(toToolSpec);
   // R2.1: `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
   if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) {
-    runTools.push(delegateToolSpec(), interjectToolSpec());
+    runTools.push(delegateToolSpec(), interjectToolSpec(), followupToolSpec());
   }
   return {
     preset: preset.id,

@@ -7,7 +7,7 @@ import type { ContextMode } from './delegation.js';
 import type { SessionEvent } from './session.js';
 
 /** Tools that steer other runs; their calls and results never reach a child (R3.3). */
-export const STEERING_TOOLS: readonly string[] = ['delegate', 'interject'];
+export const STEERING_TOOLS: readonly string[] = ['delegate', 'interject', 'followup'];
 
 /** Heading of the copied dialogue. */
 export const PARENT_CONTEXT_HEADING = '## Parent Chat Context';

@@ -86,6 +86,24 @@ export function interjectToolSpec(): ToolSpec {
   };
 }
 
+/** Name of the tool the model calls to continue a finished child with a new message (R4.5). */
+export const FOLLOWUP_TOOL = 'followup';
+
+/** The `followup` tool as the model sees it. */
+export function followupToolSpec(): ToolSpec {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(InterjectArgs, { target: 'draft-7' }) as Record<
+    string,
+    unknown
+  >;
+  return {
+    name: FOLLOWUP_TOOL,
+    description:
+      'Continue a child that has finished (by its task_name) with a new message: a new child run starts from its session, with its composition and background, and you get its answer like a delegate result.',
+    parameters,
+    scopes: [DELEGATE_SCOPE],
+  };
+}
+
 /** The delegation settings a run resolves at its start and keeps. */
 export interface DelegationSettings {
   enabled: boolean;
@@ -203,7 +221,7 @@ export function narrowGrant(input: {
   if (lacking.length > 0) {
     return { ok: false, error: `you cannot grant tools you do not have: ${lacking.join(', ')}` };
   }
-  const STEERING = [DELEGATE_TOOL, INTERJECT_TOOL];
+  const STEERING = [DELEGATE_TOOL, INTERJECT_TOOL, FOLLOWUP_TOOL];
   const childMayDelegate =
     input.childDepth < input.settings.maxDepth && !input.settings.neverInherit.includes(DELEGATE_TOOL);
   const tools = input.parentTools.filter(

@@ -84,6 +84,7 @@ async function main(): Promise<void> {
   try {
     console.log('worker: bundling workflows and starting …');
     const worker = await createDeputyWorker({
+      client: deputy.temporal,
       connection,
       namespace: env.temporalNamespace,
       taskQueue: env.taskQueue,

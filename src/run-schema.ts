@@ -185,6 +185,8 @@ export const LedgerEntry = z.object({
   /** A bounded summary of the child's output or error. */
   summary: z.string().nullable(),
   artifacts: z.array(z.string()),
+  /** A follow-up's source: the finished child whose session it goes on from (R4.5). */
+  followupOf: z.string().optional(),
   preparation: z.object({
     contextMode: ContextMode,
     backgroundChars: z.number().int().nullable(),

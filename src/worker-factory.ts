@@ -3,6 +3,7 @@
  * services create workers the same way.
  */
 import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { builtinTools } from '../activities/builtin-tools.js';
@@ -31,6 +32,8 @@ export interface DeputyWorkerOptions {
   config: DeputyConfig | ConfigStore;
   /** Model endpoint; the key never leaves the worker. */
   model: { apiKey: string | undefined; baseURL: string | undefined };
+  /** A Temporal client for reading finished children's sessions (follow-ups). */
+  client?: Client;
   /** Hook functions the config's hooks can name (`function: <name>`). */
   hookFunctions?: Record<string, HookFunction>;
   /** Tools the worker can run. @default the built-in `calculate` and `search_notes` */
@@ -128,6 +131,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     apiKey: options.model.apiKey,
     backgroundTaskQueue,
     hookFunctions,
+    client: options.client,
   });
   const workflowBundle =
     options.workflowBundle ??

@@ -2,6 +2,7 @@
  * `npm run worker`: runs Deputy's worker against `TEMPORAL_ADDRESS` until SIGINT or SIGTERM.
  * Invalid configuration stops it at start with one line per problem.
  */
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { watch } from 'node:fs';
 import { loadConfig, readEnv, type DeputyEnv } from './config.js';
@@ -17,7 +18,9 @@ async function main(): Promise<void> {
   try {
     const missing = await checkSearchAttributes(connection, env.temporalNamespace);
     if (missing.length > 0) throw new ConfigError(missing, `Temporal namespace ${env.temporalNamespace}`);
+    const clientConnection = await Connection.connect({ address: env.temporalAddress });
     const worker = await createDeputyWorker({
+      client: new Client({ connection: clientConnection, namespace: env.temporalNamespace }),
       connection,
       namespace: env.temporalNamespace,
       taskQueue: env.taskQueue,

@@ -385,3 +385,75 @@ describe('R3.7 interjections', () => {
     expect(child.session.filter((e) => e.type === 'interjection')).toMatchObject([{ from: parentId, content: tellA }]);
   });
 });
+
+describe('R4.5 follow-ups', () => {
+  it('R4.5 R3.5 a follow-up to a finished child runs with its restored composition and background; the ledger links both runs', async () => {
+    const task = 'parent task: follow-up';
+    h.model.add(
+      {
+        when: (r) => forTask(task, 0)(r) && !isSummaryCall(r),
+        reply: {
+          text: 'Delegating.',
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [
+                  {
+                    task_name: 'ship',
+                    message: 'follow child: find the shipping cost',
+                    role: 'dialoguer',
+                    context: 'summary',
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+      { when: (r) => isSummaryCall(r) && userSays(task)(r), reply: { text: 'The parent prices an order.' } },
+      {
+        name: 'first',
+        when: (r) => userSays('follow child: find the shipping cost')(r) && !userSays('and the returns policy?')(r),
+        reply: { text: 'Shipping is $4.99.' },
+      },
+      {
+        when: (r) => forTask(task, 1)(r) && !isSummaryCall(r),
+        reply: {
+          toolCalls: [{ name: 'followup', arguments: { task_name: 'ship', message: 'and the returns policy?' } }],
+        },
+      },
+      { name: 'second', when: userSays('and the returns policy?'), reply: { text: 'Returns within 30 days.' } },
+      { name: 'follow join', when: (r) => forTask(task, 2)(r) && !isSummaryCall(r), reply: { text: 'parent done' } },
+    );
+    const parentId = h.id('follow');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId: parentId });
+    expect((await h.deputy.result(parentId)).status).toBe('completed');
+
+    const second = h.model.requests.find((r) => r.rule === 'second')!;
+    expect(second.body.messages.map((m) => [m.role, m.content])).toEqual([
+      ['system', 'You read dialogue.'],
+      ['user', '## Background\nThe parent prices an order.'],
+      ['user', '## Your task\nfollow child: find the shipping cost'],
+      ['assistant', 'Shipping is $4.99.'],
+      ['user', '## Your task\nand the returns policy?'],
+    ]);
+    const ledger = RunState.parse(await h.deputy.getState(parentId)).delegations;
+    expect(ledger.map((d) => [d.childWorkflowId, d.status, d.followupOf])).toEqual([
+      [`${parentId}/ship-1`, 'completed', undefined],
+      [`${parentId}/ship-2`, 'completed', `${parentId}/ship-1`],
+    ]);
+    expect(
+      JSON.parse(
+        toolMessageOf(h.model.requests.find((r) => r.rule === 'follow join')!).replace(
+          /^[\s\S]*?<EXTERNAL_UNTRUSTED>\n|<\/EXTERNAL_UNTRUSTED>$/g,
+          '',
+        ),
+      ),
+    ).toMatchObject([{ task_name: 'ship', status: 'completed', output: 'Returns within 30 days.' }]);
+  });
+});
+
+function toolMessageOf(request: RecordedRequest): string {
+  return request.body.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '';
+}

@@ -38,7 +38,14 @@ describe('R2.1 the delegate tool exists only when enabled, in scope and below ma
     await h.deputy.result((await h.deputy.startRun({ task: 'r2.1 without scope', scopes: ['tools.calc'] })).workflowId);
     const [withScope] = h.model.requests.filter((r) => r.rule === 'with');
     const [withoutScope] = h.model.requests.filter((r) => r.rule === 'without');
-    expect(offeredTools(withScope!)).toEqual(['calculate', 'search_notes', 'skill_manage', 'delegate', 'interject']);
+    expect(offeredTools(withScope!)).toEqual([
+      'calculate',
+      'search_notes',
+      'skill_manage',
+      'delegate',
+      'interject',
+      'followup',
+    ]);
     expect(offeredTools(withoutScope!)).toEqual(['calculate']);
   });
 

@@ -132,7 +132,11 @@ describe('R1.7 bad input never crashes a worker', () => {
     const result = await h.deputy.result(workflowId);
     expect(result).toMatchObject({ status: 'completed', output: 'sorry, fixed' });
     const seen = h.model.requests.find((r) => r.rule === 'after')!;
-    const toolMessages = seen.body.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+    // Results join the session as each tool finishes: put them back in call order by their call ids (`call_<n>_<i>`).
+    const toolMessages = seen.body.messages
+      .filter((m) => m.role === 'tool')
+      .sort((a, b) => a.tool_call_id!.localeCompare(b.tool_call_id!))
+      .map((m) => m.content);
     expect(toolMessages[0]).toMatch(/arguments for "calculate" are not valid JSON/);
     expect(toolMessages[1]).toMatch(/invalid arguments for "calculate": operation: /);
     expect(toolMessages[2]).toMatch(/tool "drop_database" is not available to this run/);

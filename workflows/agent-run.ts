@@ -56,7 +56,7 @@ import {
 } from '../src/search-attributes.js';
 import { bestOutput, SESSION_VERSION, toChatMessages, type SessionEvent, type ToolCall } from '../src/session.js';
 import { ZERO_AMOUNT, type Amount } from '../src/budget.js';
-import { DELEGATE_TOOL, InterjectArgs, INTERJECT_TOOL } from '../src/delegation.js';
+import { DELEGATE_TOOL, FOLLOWUP_TOOL, InterjectArgs, INTERJECT_TOOL } from '../src/delegation.js';
 import { addModelCall, addSpend, addToolCalls, callCostMicroUsd, microToUsd, ZERO_USAGE } from '../src/usage.js';
 import { applyCompaction, compactionPrompt, planCompaction } from '../src/compaction.js';
 import { failureMessage, rootMessage } from '../src/failure-message.js';
@@ -65,6 +65,7 @@ import {
   CHILD_FAILED_TYPE,
   deliverInterjection,
   runDelegation,
+  runFollowup,
   runInterjection,
   type DelegationHost,
 } from './delegate.js';
@@ -472,6 +473,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
     if (call.name === INTERJECT_TOOL && allowedTools.includes(INTERJECT_TOOL) && run.delegation) {
       return runInterjection(call, delegationHost(run, runLimits));
+    }
+    if (call.name === FOLLOWUP_TOOL && allowedTools.includes(FOLLOWUP_TOOL) && run.delegation) {
+      return runFollowup(call, delegationHost(run, runLimits));
     }
     try {
       return await runTool.executeWithOptions({ summary: `runTool ${call.name}` }, [

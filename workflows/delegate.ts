@@ -61,6 +61,7 @@ import {
 } from '../src/search-attributes.js';
 import type { SessionEvent, ToolCall } from '../src/session.js';
 import { runHooks } from './hooks.js';
+import { decideRestoration } from '../src/sessions.js';
 import { interjectionSignal } from '../src/messages.js';
 import { describeIssues } from '../src/zod-issues.js';
 import { failureMessage } from '../src/failure-message.js';
@@ -119,6 +120,8 @@ interface ChildPlan {
   preset: string;
   /** What the child runs with, carried in its input; `selected` when its brief named a role (R4.4). */
   composition: { definition: Preset; revision: string; selected: boolean };
+  /** A follow-up: the finished child whose session this one goes on from. */
+  restore?: { from: string; events: SessionEvent[] };
   contextRendering: 'block' | 'dialogue';
   grant: ChildGrant;
   limits: Limits;
@@ -172,30 +175,46 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
   if (capError) return toolError(capError);
   const plans: ChildPlan[] = [];
   for (const brief of briefs) {
-    const childComposition = compositionOf(brief);
-    const grant = narrowGrant({
-      parentTools: composition.tools,
-      parentScopes: composition.scopes,
-      allowedTools: brief.allowed_tools,
-      presetTools: childComposition.definition.tools,
-      childDepth: host.depth + 1,
-      settings,
-    });
-    if (!grant.ok) return toolError(`brief "${brief.task_name}": ${grant.error}; nothing was spawned`);
-    const limits = deriveChildLimits({
-      parentLimits: host.limits,
-      parentUsage: host.usage(),
-      reserved: host.reserved(),
-      nowMs: Date.now(),
-      requested: brief.limits,
-      defaults: settings.childDefaults,
-    });
-    if (limits.maxTurns === 0 || limits.maxTokens === 0 || limits.maxCostUsd === 0) {
-      return toolError(
-        `brief "${brief.task_name}": nothing is left of this run's budget for a child (limits ${JSON.stringify(limits)}); nothing was spawned`,
-      );
-    }
-    plans.push({
+    const plan = planChild(brief, compositionOf(brief), host);
+    if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
+    plans.push(plan.plan);
+  }
+  return bookAndRun(call, plans, returnShape, host);
+}
+
+/** R2.5/R2.7: one child's tools, scopes and limits from its brief and composition. */
+function planChild(
+  brief: Brief,
+  childComposition: ChildPlan['composition'],
+  host: DelegationHost,
+): { ok: true; plan: ChildPlan } | { ok: false; error: string } {
+  const { composition, settings } = host;
+  const grant = narrowGrant({
+    parentTools: composition.tools,
+    parentScopes: composition.scopes,
+    allowedTools: brief.allowed_tools,
+    presetTools: childComposition.definition.tools,
+    childDepth: host.depth + 1,
+    settings,
+  });
+  if (!grant.ok) return { ok: false, error: `brief "${brief.task_name}": ${grant.error}` };
+  const limits = deriveChildLimits({
+    parentLimits: host.limits,
+    parentUsage: host.usage(),
+    reserved: host.reserved(),
+    nowMs: Date.now(),
+    requested: brief.limits,
+    defaults: settings.childDefaults,
+  });
+  if (limits.maxTurns === 0 || limits.maxTokens === 0 || limits.maxCostUsd === 0) {
+    return {
+      ok: false,
+      error: `brief "${brief.task_name}": nothing is left of this run's budget for a child (limits ${JSON.stringify(limits)})`,
+    };
+  }
+  return {
+    ok: true,
+    plan: {
       brief,
       preset: childComposition.definition.id,
       composition: childComposition,
@@ -203,9 +222,17 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
       grant: grant.grant,
       limits,
       reservation: reservationFor(limits),
-    });
-  }
+    },
+  };
+}
 
+/** R2.6/R2.8: reserves for every plan all or nothing, books them in the ledger, runs them and joins them. */
+async function bookAndRun(
+  call: ToolCall,
+  plans: ChildPlan[],
+  returnShape: Record<string, unknown> | undefined,
+  host: DelegationHost,
+): Promise<RunToolResult> {
   const reservation = reserve(
     budgetOf(host.limits, host.usage(), host.reserved()),
     plans.map((plan) => plan.reservation),
@@ -227,6 +254,7 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
       summary: null,
       artifacts: plan.brief.artifacts ?? [],
       preparation: { contextMode: plan.brief.context ?? 'none', backgroundChars: null, hookOutcome: null },
+      ...(plan.restore && { followupOf: plan.restore.from }),
     };
     host.ledger.push(entry);
     return entry;
@@ -429,6 +457,7 @@ function childInput(
       preset: plan.composition,
       ...(background && { background }),
     },
+    ...(plan.restore && { restore: { kind: 'followup' as const, events: plan.restore.events } }),
   };
 }
 
@@ -534,4 +563,58 @@ export async function runInterjection(call: ToolCall, host: DelegationHost): Pro
   return delivered.ok
     ? { content: `delivered to ${delivered.childWorkflowId}`, isError: false }
     : toolError(delivered.error);
+}
+
+const { loadSession } = proxyActivities<DeputyActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 5 },
+});
+
+/**
+ * The `followup` tool (R4.5): a finished child goes on with a new message in a new child run that restores its
+ * session (its background included) and its composition: the preset it selected, resolved now (or refused if gone),
+ * else this run's own. The ledger links the new run to the old one.
+ */
+export async function runFollowup(call: ToolCall, host: DelegationHost): Promise<RunToolResult> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(call.arguments);
+  } catch {
+    return toolError('arguments for "followup" are not valid JSON; send {"task_name": …, "message": …}');
+  }
+  const parsed = InterjectArgs.safeParse(raw);
+  if (!parsed.success) return toolError(`invalid followup arguments: ${describeIssues(parsed.error).join('; ')}`);
+  const { task_name: taskName, message } = parsed.data;
+  const source = host.ledger.findLast((e) => e.taskName === taskName);
+  if (!source) return toolError(`no child named "${taskName}"; nothing was spawned`);
+  if (source.status === 'reserved' || source.status === 'running' || source.status === 'rejected') {
+    return toolError(
+      `child "${taskName}" is ${source.status}; follow up once it has finished (or interject while it runs)`,
+    );
+  }
+  if (host.ledger.length + 1 > host.settings.maxChildrenPerRun) {
+    return toolError(
+      `this run has started ${host.ledger.length} of its ${host.settings.maxChildrenPerRun} children; nothing was spawned`,
+    );
+  }
+  const { events } = await loadSession({ workflowId: source.childWorkflowId });
+  const decision = decideRestoration(events);
+  let childComposition: ChildPlan['composition'];
+  if (decision.kind === 'independent') {
+    const { presets } = await resolvePresets({ ids: [decision.presetId] });
+    const found = presets[0];
+    if (!found?.ok) {
+      return toolError(
+        `cannot restore "${taskName}": it selected preset "${decision.presetId}" (revision ${decision.revision}), which is no longer registered; nothing was spawned`,
+      );
+    }
+    childComposition = { definition: found.definition, revision: found.revision, selected: true };
+  } else {
+    const definition = host.composition.presetDefinition;
+    if (!definition) return toolError('this run has no preset definition to share (an older run); nothing was spawned');
+    childComposition = { definition, revision: host.composition.presetRevision ?? '', selected: false };
+  }
+  const plan = planChild({ task_name: taskName, message }, childComposition, host);
+  if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
+  return bookAndRun(call, [{ ...plan.plan, restore: { from: source.childWorkflowId, events } }], undefined, host);
 }

@@ -98,6 +98,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
         model: { apiKey: TEST_API_KEY, baseURL: model.url },
         tools: options.tools,
         hookFunctions: options.hookFunctions,
+        client,
         workflowBundle: { codePath: workflowBundlePath },
         workerOptions: { shutdownGraceTime: '1 second', ...options.workerOptions },
       });
