@@ -1,20 +1,38 @@
 /**
- * `npm run deputy -- <command>`: look at runs from the command line.
+ * `npm run deputy -- <command>`: look at runs and move sessions from the command line.
  *
- *   tree <workflowId>    the run's delegation tree: status, tokens, cost and calls per run
- *   state <workflowId>   the run's `state` query as JSON
+ *   tree <workflowId>              the run's delegation tree: status, tokens, cost and calls per run
+ *   state <workflowId>             the run's `state` query as JSON
+ *   sessions [query]               sessions from visibility (roots and children), e.g. "DeputyRootId = 'run-1'"
+ *   export <workflowId>            the run's session as versioned JSON on stdout
+ *   import <file> <task>           a new run that restores the session in <file> and goes on with <task>
+ *   fork <workflowId> <task>       a new run from a copy of the session, with exactly its composition
+ *   followup <workflowId> <task>   a new run that goes on from a finished run's session
  */
+import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
+import { DeputyClient } from './client.js';
 import { readEnv } from './config.js';
 import { loadTree } from './inspect.js';
-import { stateQuery } from './messages.js';
 import { renderTree } from './tree.js';
 
-const USAGE = 'usage: deputy tree <workflowId> | deputy state <workflowId>';
+const USAGE = `usage: deputy tree <workflowId> | state <workflowId> | sessions [query] | export <workflowId>
+             | import <file> <task> | fork <workflowId> <task> | followup <workflowId> <task>`;
+
+const ARITY: Record<string, [min: number, max: number]> = {
+  tree: [1, 1],
+  state: [1, 1],
+  sessions: [0, 1],
+  export: [1, 1],
+  import: [2, 2],
+  fork: [2, 2],
+  followup: [2, 2],
+};
 
 async function main(argv: string[]): Promise<number> {
-  const [command, workflowId] = argv;
-  if (!command || !workflowId || !['tree', 'state'].includes(command)) {
+  const [command, ...args] = argv;
+  const arity = command ? ARITY[command] : undefined;
+  if (!command || !arity || args.length < arity[0] || args.length > arity[1]) {
     console.error(USAGE);
     return 2;
   }
@@ -22,10 +40,35 @@ async function main(argv: string[]): Promise<number> {
   const connection = await Connection.connect({ address: env.temporalAddress });
   try {
     const client = new Client({ connection, namespace: env.temporalNamespace });
-    if (command === 'tree') {
-      console.log(renderTree(await loadTree(client, workflowId)));
-    } else {
-      console.log(JSON.stringify(await client.workflow.getHandle(workflowId).query(stateQuery), null, 2));
+    const deputy = new DeputyClient(client, { taskQueue: env.taskQueue });
+    const [first, second] = args as [string, string];
+    const started = (handle: { workflowId: string }) => console.log(`started ${handle.workflowId}`);
+    switch (command) {
+      case 'tree':
+        console.log(renderTree(await loadTree(client, first)));
+        break;
+      case 'state':
+        console.log(JSON.stringify(await deputy.getState(first), null, 2));
+        break;
+      case 'sessions':
+        for (const s of await deputy.listSessions(first)) {
+          console.log(
+            [s.sessionId, s.status, s.preset ?? '-', s.parentId ? `child of ${s.parentId}` : 'root'].join('\t'),
+          );
+        }
+        break;
+      case 'export':
+        console.log(JSON.stringify(await deputy.exportSession(first), null, 2));
+        break;
+      case 'import':
+        started(await deputy.importSession(JSON.parse(readFileSync(first, 'utf8')), { task: second }));
+        break;
+      case 'fork':
+        started(await deputy.fork(first, { task: second }));
+        break;
+      case 'followup':
+        started(await deputy.followup(first, second));
+        break;
     }
     return 0;
   } finally {
@@ -36,7 +79,8 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`deputy: ${err instanceof Error ? err.message : String(err)}`);
+    const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : '';
+    console.error(`deputy: ${err instanceof Error ? err.message : String(err)}${cause}`);
     process.exit(1);
   },
 );

@@ -14,6 +14,14 @@ import {
 import type { z } from 'zod';
 import { DeputyError, InputError } from './errors.js';
 import { failureMessage } from './failure-message.js';
+import {
+  DEPUTY_DEPTH,
+  DEPUTY_PARENT_ID,
+  DEPUTY_PRESET,
+  DEPUTY_ROOT_ID,
+  DEPUTY_STATUS,
+  DEPUTY_TASK_NAME,
+} from './search-attributes.js';
 import { SESSION_VERSION } from './session.js';
 import { decideRestoration, forkEvents, parseSessionExport, SESSION_FORMAT, type SessionExport } from './sessions.js';
 import { InterjectArgs } from './delegation.js';
@@ -56,6 +64,18 @@ function rejected(err: unknown): never {
   if (err instanceof WorkflowUpdateFailedError)
     throw new UpdateRejectedError(failureMessage(err.cause ?? err), { cause: err });
   throw err;
+}
+
+/** One session as `listSessions` reports it. */
+export interface SessionInfo {
+  sessionId: string;
+  rootId: string;
+  parentId: string | null;
+  depth: number;
+  taskName: string | null;
+  preset: string | null;
+  status: string;
+  startTime: string;
 }
 
 /** A client for Deputy runs. */
@@ -204,6 +224,35 @@ export class DeputyClient {
       },
       options,
     );
+  }
+
+  /**
+   * Continues a finished run (a child, typically) with a new message in a new run (R4.5): its session, background
+   * included, is restored, and its composition decided by the restoration rule.
+   */
+  async followup(workflowId: string, message: string, options: StartRunOptions = {}) {
+    return this.importSession(await this.exportSession(workflowId), { task: message }, options);
+  }
+
+  /** Sessions (runs, roots and children) from Temporal visibility, newest first; `query` narrows them (a visibility query). */
+  async listSessions(query?: string, limit = 100): Promise<SessionInfo[]> {
+    const sessions: SessionInfo[] = [];
+    const base = "WorkflowType = 'agentRun'";
+    for await (const info of this.temporal.workflow.list({ query: query ? `${base} AND (${query})` : base })) {
+      const attrs = info.typedSearchAttributes;
+      sessions.push({
+        sessionId: info.workflowId,
+        rootId: attrs.get(DEPUTY_ROOT_ID) ?? info.workflowId,
+        parentId: attrs.get(DEPUTY_PARENT_ID) ?? null,
+        depth: attrs.get(DEPUTY_DEPTH) ?? 0,
+        taskName: attrs.get(DEPUTY_TASK_NAME) ?? null,
+        preset: attrs.get(DEPUTY_PRESET) ?? null,
+        status: attrs.get(DEPUTY_STATUS) ?? info.status.name.toLowerCase(),
+        startTime: info.startTime.toISOString(),
+      });
+      if (sessions.length >= limit) break;
+    }
+    return sessions;
   }
 
   /** Requests cancellation; the run aborts its model call in flight and ends `cancelled`. */

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { ConfigStore } from '../src/config-store.js';
 import { parseConfig } from '../src/config.js';
 import { InputError } from '../src/errors.js';
@@ -11,6 +13,7 @@ import { forTask, userSays } from '../src/testing/scripted-model.js';
 import { delegationConfig, DELEGATION_TOOLS } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
+const execFileAsync = promisify(execFile);
 const base = delegationConfig();
 const store = new ConfigStore(base);
 const h = useHarness({ config: store, tools: DELEGATION_TOOLS });
@@ -110,5 +113,51 @@ describe('R4.6 fork', () => {
     expect(state.session.filter((e) => e.inherited).map((e) => e.type)).toEqual(['message/user', 'message/assistant']);
     expect(state.session.at(-3)).toMatchObject({ type: 'message/user', content: 'and 3+3?' });
     store.set(base);
+  });
+});
+
+describe('sessions as data', () => {
+  it('R4.5 export → import round trip (CLI export, client import), and listing sessions from visibility', async () => {
+    store.set(base);
+    const task = 'round trip: what is 5+5?';
+    h.model.add({ when: forTask(task), reply: { text: 'ten' } });
+    const source = await h.deputy.startRun({ task }, { workflowId: h.id('export-source') });
+    await h.deputy.result(source.workflowId);
+    // Not spawnSync: the worker answering the export's query runs in this process and must keep running.
+    const cli = await execFileAsync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'export', source.workflowId], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') },
+    });
+    const exported = parseSessionExport(JSON.parse(cli.stdout));
+    if (!exported.ok) throw new Error(exported.problems.join('\n'));
+    expect(exported.session).toMatchObject({
+      format: 'deputy.session',
+      version: 1,
+      sessionId: source.workflowId,
+      parentId: null,
+    });
+    expect(exported.session.composition).toMatchObject({ preset: { id: 'assistant' }, model: 'test-model' });
+
+    h.model.add({ name: 'imported', when: userSays('and 6+6?'), reply: { text: 'twelve' } });
+    const imported = await h.deputy.importSession(exported.session, { task: 'and 6+6?' });
+    expect((await h.deputy.result(imported.workflowId)).output).toBe('twelve');
+    expect(h.model.requests.find((r) => r.rule === 'imported')!.body.messages.map((m) => m.content)).toEqual([
+      'You are the parent.',
+      task,
+      'ten',
+      'and 6+6?',
+    ]);
+    await expect
+      .poll(
+        async () =>
+          (await h.deputy.listSessions(`WorkflowId = '${imported.workflowId}'`)).map((s) => [
+            s.sessionId,
+            s.status,
+            s.preset,
+            s.parentId,
+          ]),
+        { timeout: 10_000 },
+      )
+      .toEqual([[imported.workflowId, 'completed', 'assistant', null]]);
   });
 });
