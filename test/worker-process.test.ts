@@ -94,4 +94,28 @@ describe('npm run worker', () => {
     second.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   });
+
+  it('R4.1 the worker reloads its config on a file change and on SIGHUP, and keeps the old one when the new one is invalid', async () => {
+    const env = workerEnv(CONFIG);
+    const worker = spawnWorker(env);
+    spawned.push(worker);
+    await waitUntilReady(worker);
+    const presets = [
+      { id: 'assistant', tools: ['calculate'] },
+      { id: 'writer', tools: [] },
+    ];
+    writeFileSync(env.DEPUTY_CONFIG!, JSON.stringify({ ...CONFIG, presets }));
+    await expect
+      .poll(() => worker.output(), { timeout: 10_000 })
+      .toMatch(/configuration reloaded \(.*changed\); presets: assistant, writer/);
+    worker.child.kill('SIGHUP');
+    await expect.poll(() => worker.output(), { timeout: 10_000 }).toMatch(/configuration reloaded \(SIGHUP\)/);
+    writeFileSync(env.DEPUTY_CONFIG!, JSON.stringify({ ...CONFIG, presets: [{ id: 'Bad Id' }] }));
+    await expect
+      .poll(() => worker.output(), { timeout: 10_000 })
+      .toMatch(/refused, keeping the configuration in force: invalid configuration/);
+    expect(worker.child.exitCode).toBeNull();
+    worker.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+  });
 });
