@@ -2,25 +2,16 @@
  * Compaction (R1.6): when the effective dialogue passes a token threshold, its oldest turns are summarised into one
  * anchored `compaction/summary` that replaces them for good. Pure functions; the summary itself is an activity.
  */
-import { renderParentContext, splitTurns } from './context.js';
+import { DIALOGUE_TYPES, renderParentContext, splitTurns } from './context.js';
 import type { ChatMessage, SessionEvent } from './session.js';
 
 /** The system prompt of `compactSession`. */
 export const COMPACTION_SYSTEM_PROMPT =
   "You compact the earlier part of an agent's conversation so the agent can go on with its task. Keep the task and every instruction it was given, the facts and numbers found, tool results that still matter, decisions made and what is left to do. Plain prose, at most 300 words.";
 
-const DIALOGUE = new Set<SessionEvent['type']>([
-  'message/user',
-  'message/assistant',
-  'tool/result',
-  'compaction/summary',
-  'context/background',
-  'interjection',
-]);
-
 /** A rough token count of the effective dialogue (4 characters a token). */
 export function dialogueTokens(events: readonly SessionEvent[]): number {
-  const chars = events.filter((e) => DIALOGUE.has(e.type)).reduce((sum, e) => sum + JSON.stringify(e).length, 0);
+  const chars = events.filter((e) => DIALOGUE_TYPES.has(e.type)).reduce((sum, e) => sum + JSON.stringify(e).length, 0);
   return Math.ceil(chars / 4);
 }
 
@@ -43,8 +34,8 @@ export function planCompaction(
   keepRecentTurns: number,
 ): CompactionPlan | null {
   if (dialogueTokens(events) <= thresholdTokens) return null;
-  const kept = events.filter((e) => !DIALOGUE.has(e.type));
-  const dialogue = events.filter((e) => DIALOGUE.has(e.type));
+  const kept = events.filter((e) => !DIALOGUE_TYPES.has(e.type));
+  const dialogue = events.filter((e) => DIALOGUE_TYPES.has(e.type));
   const isPrefix = (e: SessionEvent) => e.type === 'compaction/summary' || e.type === 'context/background';
   const prefix = dialogue.filter(isPrefix);
   const turns = splitTurns(dialogue.filter((e) => !isPrefix(e)));

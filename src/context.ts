@@ -14,7 +14,8 @@ export const PARENT_CONTEXT_HEADING = '## Parent Chat Context';
 /** Heading of the dialogue an interjection adds after the snapshot (R3.7). */
 export const PARENT_CONTEXT_CONTINUED_HEADING = '## Parent Chat Context (continued)';
 
-const DIALOGUE_TYPES = new Set<SessionEvent['type']>([
+/** Event types that make up the effective dialogue. */
+export const DIALOGUE_TYPES: ReadonlySet<SessionEvent['type']> = new Set<SessionEvent['type']>([
   'message/user',
   'message/assistant',
   'tool/result',

@@ -3,7 +3,6 @@
  * tools, config lookups) is an activity, so retries, timeouts and cancellation come from history (R1.1).
  */
 import {
-  ActivityCancellationType,
   allHandlersFinished,
   ContinueAsNew,
   continueAsNew,
@@ -61,6 +60,7 @@ import { addModelCall, addSpend, addToolCalls, callCostMicroUsd, microToUsd, ZER
 import { applyCompaction, compactionPrompt, planCompaction } from '../src/compaction.js';
 import { failureMessage, rootMessage } from '../src/failure-message.js';
 import { describeIssues } from '../src/zod-issues.js';
+import { joinAll, LOOKUP_OPTIONS, MODEL_CALL_OPTIONS } from './activity-options.js';
 import {
   CHILD_FAILED_TYPE,
   deliverInterjection,
@@ -74,20 +74,8 @@ import {
 export const SYNTHESIS_INSTRUCTION =
   'Your budget for this run is nearly used up. Do not call any tools. Give your final answer now, using what you already know.';
 
-const { callModel, runTool, compactSession } = proxyActivities<DeputyActivities>({
-  startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '10 seconds',
-  // The run ends as cancelled only after the HTTP request in flight has been aborted.
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
-});
-
-// A regular activity, not a local one: with maxCachedWorkflows 0, a local activity in a run's first task made Core
-// evict mid-task and the task time out (10 s stalls, see temporalio/sdk-rust#1482).
-const { resolveRun } = proxyActivities<DeputyActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 5 },
-});
+const { callModel, runTool, compactSession } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
+const { resolveRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 const DEFAULT_IDLE_TIMEOUT_SECONDS = 3600;
 
@@ -491,7 +479,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     setCurrentDetails(`turn ${usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
     const allowedTools = run.tools.map((tool) => tool.name);
     // Each result joins the session as soon as it is in, so a child dispatched meanwhile sees it (R3.2).
-    await Promise.all(
+    await joinAll(
       calls.map(async (call) => {
         const { content, isError } = await executeTool(run, runLimits, call, allowedTools);
         append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });

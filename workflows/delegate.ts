@@ -4,7 +4,6 @@
  * into one tool result. Deterministic code only.
  */
 import {
-  ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
@@ -60,6 +59,7 @@ import {
   DEPUTY_TASK_NAME,
 } from '../src/search-attributes.js';
 import type { SessionEvent, ToolCall } from '../src/session.js';
+import { joinAll, LOOKUP_OPTIONS, MODEL_CALL_OPTIONS } from './activity-options.js';
 import { runHooks } from './hooks.js';
 import { decideRestoration } from '../src/sessions.js';
 import { interjectionSignal } from '../src/messages.js';
@@ -75,18 +75,12 @@ import {
 } from '../src/context.js';
 import { callCostMicroUsd, microToUsd } from '../src/usage.js';
 
+// Cancelling the parent aborts the generation's HTTP request before the run ends (R3.4).
 const { summarizeContext } = proxyActivities<DeputyActivities>({
-  startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '10 seconds',
-  // Cancelling the parent aborts the generation's HTTP request before the run ends (R3.4).
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+  ...MODEL_CALL_OPTIONS,
+  retry: { ...MODEL_CALL_OPTIONS.retry, maximumAttempts: 5 },
 });
-
-const { resolvePresets } = proxyActivities<DeputyActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 5 },
-});
+const { resolvePresets, loadSession } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /** Failure type a child throws so its parent can still read its usage from the failure's details. */
 export const CHILD_FAILED_TYPE = 'AgentRun.Failed';
@@ -261,9 +255,7 @@ async function bookAndRun(
   });
 
   host.setStatus('waiting_for_children');
-  const outcomes = await Promise.all(
-    plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, host)),
-  );
+  const outcomes = await joinAll(plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, host)));
   host.setStatus('running');
   return { content: renderChildResults(outcomes), isError: outcomes.every((o) => o.status !== 'completed') };
 }
@@ -549,26 +541,29 @@ export async function deliverInterjection(
   return { ok: true, childWorkflowId: entry.childWorkflowId };
 }
 
-/** The `interject` tool: delivers, or explains as a tool error why it could not. */
-export async function runInterjection(call: ToolCall, host: DelegationHost): Promise<RunToolResult> {
+/** Reads the `{ task_name, message }` arguments of `interject` and `followup`; a problem is a tool error (R1.7). */
+function parseChildMessage(call: ToolCall): { ok: true; args: InterjectArgs } | { ok: false; error: string } {
   let raw: unknown;
   try {
     raw = JSON.parse(call.arguments);
   } catch {
-    return toolError('arguments for "interject" are not valid JSON; send {"task_name": …, "message": …}');
+    return { ok: false, error: `arguments for "${call.name}" are not valid JSON; send {"task_name": …, "message": …}` };
   }
   const parsed = InterjectArgs.safeParse(raw);
-  if (!parsed.success) return toolError(`invalid interject arguments: ${describeIssues(parsed.error).join('; ')}`);
-  const delivered = await deliverInterjection(parsed.data, host);
+  return parsed.success
+    ? { ok: true, args: parsed.data }
+    : { ok: false, error: `invalid ${call.name} arguments: ${describeIssues(parsed.error).join('; ')}` };
+}
+
+/** The `interject` tool: delivers, or explains as a tool error why it could not. */
+export async function runInterjection(call: ToolCall, host: DelegationHost): Promise<RunToolResult> {
+  const parsed = parseChildMessage(call);
+  if (!parsed.ok) return toolError(parsed.error);
+  const delivered = await deliverInterjection(parsed.args, host);
   return delivered.ok
     ? { content: `delivered to ${delivered.childWorkflowId}`, isError: false }
     : toolError(delivered.error);
 }
-
-const { loadSession } = proxyActivities<DeputyActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 5 },
-});
 
 /**
  * The `followup` tool (R4.5): a finished child goes on with a new message in a new child run that restores its
@@ -576,15 +571,9 @@ const { loadSession } = proxyActivities<DeputyActivities>({
  * else this run's own. The ledger links the new run to the old one.
  */
 export async function runFollowup(call: ToolCall, host: DelegationHost): Promise<RunToolResult> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(call.arguments);
-  } catch {
-    return toolError('arguments for "followup" are not valid JSON; send {"task_name": …, "message": …}');
-  }
-  const parsed = InterjectArgs.safeParse(raw);
-  if (!parsed.success) return toolError(`invalid followup arguments: ${describeIssues(parsed.error).join('; ')}`);
-  const { task_name: taskName, message } = parsed.data;
+  const parsed = parseChildMessage(call);
+  if (!parsed.ok) return toolError(parsed.error);
+  const { task_name: taskName, message } = parsed.args;
   const source = host.ledger.findLast((e) => e.taskName === taskName);
   if (!source) return toolError(`no child named "${taskName}"; nothing was spawned`);
   if (source.status === 'reserved' || source.status === 'running' || source.status === 'rejected') {

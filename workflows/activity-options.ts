@@ -1,0 +1,32 @@
+/** Activity options shared by the workflow modules. Deterministic code only. */
+import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
+
+/** Model calls (turns, summaries, compaction): heartbeating, abortable, retried with backoff (R1.2). */
+export const MODEL_CALL_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '10 seconds',
+  // A cancelled run ends only after the HTTP request in flight has been aborted.
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
+};
+
+/**
+ * Look-ups in the worker's configuration and in Temporal (resolveRun, resolvePresets, loadSession). Regular
+ * activities, not local ones: with maxCachedWorkflows 0, a local activity in a run's first task made Core evict
+ * mid-task and the task time out (10 s stalls, see temporalio/sdk-rust#1482).
+ */
+export const LOOKUP_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 5 },
+};
+
+/**
+ * Like `Promise.all`, but waits for every promise before rethrowing the first failure, so a cancelled run ends only
+ * after all of its work has stopped (children cancelled, HTTP requests aborted), never while some is still live.
+ */
+export async function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
+}
