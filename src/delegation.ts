@@ -3,7 +3,7 @@
  * against the caps, and how a child's tools and scopes are narrowed. Pure: no Temporal, no I/O.
  */
 import { z } from 'zod';
-import type { ToolSpec } from './tools.js';
+import { parametersSchema, type ToolSpec } from './tools.js';
 import { describeIssues } from './zod-issues.js';
 
 /** Name of the tool the model calls to delegate. */
@@ -73,15 +73,11 @@ export type InterjectArgs = z.infer<typeof InterjectArgs>;
 
 /** The `interject` tool as the model sees it. */
 export function interjectToolSpec(): ToolSpec {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(InterjectArgs, { target: 'draft-7' }) as Record<
-    string,
-    unknown
-  >;
   return {
     name: INTERJECT_TOOL,
     description:
       'Send a message to one of your children that is still running (by its task_name). A child that was given your context also receives what you said and did since it started.',
-    parameters,
+    parameters: parametersSchema(InterjectArgs),
     scopes: [DELEGATE_SCOPE],
   };
 }
@@ -91,15 +87,11 @@ export const FOLLOWUP_TOOL = 'followup';
 
 /** The `followup` tool as the model sees it. */
 export function followupToolSpec(): ToolSpec {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(InterjectArgs, { target: 'draft-7' }) as Record<
-    string,
-    unknown
-  >;
   return {
     name: FOLLOWUP_TOOL,
     description:
       'Continue a child that has finished (by its task_name) with a new message: a new child run starts from its session, with its composition and background, and you get its answer like a delegate result.',
-    parameters,
+    parameters: parametersSchema(InterjectArgs),
     scopes: [DELEGATE_SCOPE],
   };
 }
@@ -118,15 +110,11 @@ export interface DelegationSettings {
 
 /** The `delegate` tool as the model sees it; its schema is generated from `DelegateArgs`. */
 export function delegateToolSpec(): ToolSpec {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(DelegateArgs, {
-    target: 'draft-7',
-    io: 'input',
-  }) as Record<string, unknown>;
   return {
     name: DELEGATE_TOOL,
     description:
       "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: by default it sees nothing of this conversation.",
-    parameters,
+    parameters: parametersSchema(DelegateArgs, 'input'),
     scopes: [DELEGATE_SCOPE],
   };
 }

@@ -39,13 +39,23 @@ export interface ToolSpec {
   scopes: string[];
 }
 
-/** Turns a tool definition into its JSON spec; the parameters' JSON schema comes from zod. */
-export function toToolSpec(tool: ToolDefinition): ToolSpec {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.parameters, { target: 'draft-7' }) as Record<
+/** A tool's parameters as the JSON schema the model sees, generated from zod (no `$schema` key). */
+export function parametersSchema(schema: z.ZodType, io: 'input' | 'output' = 'output'): Record<string, unknown> {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(schema, { target: 'draft-7', io }) as Record<
     string,
     unknown
   >;
-  return { name: tool.name, description: tool.description, parameters, scopes: [...tool.scopes] };
+  return parameters;
+}
+
+/** Turns a tool definition into its JSON spec; the parameters' JSON schema comes from zod. */
+export function toToolSpec(tool: ToolDefinition): ToolSpec {
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters: parametersSchema(tool.parameters),
+    scopes: [...tool.scopes],
+  };
 }
 
 /** True when `held` contains every scope in `needed`. */
