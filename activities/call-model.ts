@@ -14,10 +14,12 @@ export interface CallModelDeps {
   openai: OpenAI;
   /** Used only to redact the key from error text; never logged. */
   apiKey: string | undefined;
+  /** How long one request may take, read at each call (the config can change while the worker runs). */
+  timeoutMs?: () => number;
 }
 
 /** Builds the `callModel` activity: one Chat Completions request with tools, heartbeating, abortable (R1.1, R1.2). */
-export function createCallModel({ openai, apiKey }: CallModelDeps) {
+export function createCallModel({ openai, apiKey, timeoutMs }: CallModelDeps) {
   return async function callModel(input: CallModelInput): Promise<CallModelResult> {
     return withHeartbeat(async (signal) => {
       let completion: OpenAI.Chat.Completions.ChatCompletion;
@@ -34,7 +36,7 @@ export function createCallModel({ openai, apiKey }: CallModelDeps) {
             }),
             ...(input.effort && { reasoning_effort: input.effort as OpenAI.ReasoningEffort }),
           },
-          { signal, maxRetries: 0 },
+          { signal, maxRetries: 0, ...(timeoutMs && { timeout: timeoutMs() }) },
         );
       } catch (err) {
         if (signal.aborted) throw new CancelledFailure('model call cancelled; the HTTP request was aborted');

@@ -47,7 +47,11 @@ export function createActivities({
   hookFunctions,
   client,
 }: ActivityDeps) {
-  const callModel = createCallModel({ openai, apiKey });
+  const callModel = createCallModel({
+    openai,
+    apiKey,
+    timeoutMs: () => config.current.modelTimeoutSeconds * 1000,
+  });
   return {
     callModel,
     runTool: createRunTool(tools),

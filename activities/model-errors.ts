@@ -61,6 +61,14 @@ export function toModelFailure(err: unknown, model: string, apiKey: string | und
       cause,
     });
   }
+  if (err instanceof OpenAI.APIConnectionTimeoutError) {
+    return ApplicationFailure.create({
+      type: 'ModelCall.Timeout',
+      message: `the model endpoint did not answer for ${model} within modelTimeoutSeconds; retrying: ${message}`,
+      nonRetryable: false,
+      cause,
+    });
+  }
   if (err instanceof OpenAI.APIConnectionError) {
     return ApplicationFailure.create({
       type: 'ModelCall.Network',

@@ -9,7 +9,7 @@ import {
   Connection,
   WorkflowFailedError,
   WorkflowUpdateFailedError,
-  type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
 import type { z } from 'zod';
 import { DeputyError, InputError } from './errors.js';
@@ -104,7 +104,7 @@ export class DeputyClient {
   }
 
   /** Validates `input` and starts an `agentRun`; throws `InputError` naming each bad field. */
-  async startRun(input: RunInput, options: StartRunOptions = {}): Promise<WorkflowHandle> {
+  async startRun(input: RunInput, options: StartRunOptions = {}): Promise<WorkflowHandleWithFirstExecutionRunId> {
     const valid = parseOrThrow(RunInput, input, 'RunInput');
     return this.temporal.workflow.start('agentRun', {
       taskQueue: this.taskQueue,

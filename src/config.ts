@@ -56,6 +56,8 @@ export const DeputyConfig = z
       'gpt-4.1': { inputPerMTokUsd: 2, outputPerMTokUsd: 8 },
       'gpt-4o-mini': { inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 },
     }),
+    /** How long one model request may take; a request past it is abandoned and retried (R1.2). */
+    modelTimeoutSeconds: z.number().positive().max(3600).default(120),
     /** Preset used when a run names none. */
     defaultPreset: z.string().default('assistant'),
     /** Scopes a run holds when its input names none. */

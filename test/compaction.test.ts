@@ -1,22 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { COMPACTION_SYSTEM_PROMPT } from '../src/compaction.js';
 import { RunState } from '../src/run-schema.js';
 import type { RecordedRequest } from '../src/testing/scripted-model.js';
-import { defineTool } from '../src/tools.js';
+import { fetchPageTool } from '../src/testing/pages.js';
 import { testConfig, useHarness } from './support/harness.js';
-
-/** A tool whose result is 2 KB and carries a marker of the turn that asked for it. */
-const fetchPage = defineTool({
-  name: 'fetch_page',
-  description: 'Fetch one page.',
-  parameters: z.strictObject({ page: z.number().int() }),
-  scopes: ['tools.notes'],
-  async execute({ page }) {
-    return `PAGE-${page}-MARK ${'lorem ipsum dolor sit amet '.repeat(74)}`.slice(0, 2048);
-  },
-});
 
 const TURNS = 300;
 
@@ -33,7 +21,7 @@ const h = useHarness({
     },
     compaction: { thresholdTokens: 6000, keepRecentTurns: 3, continueAsNewAfterEvents: 600 },
   }),
-  tools: [...builtinTools(), fetchPage],
+  tools: [...builtinTools(), fetchPageTool],
 });
 
 const isCompaction = (r: RecordedRequest) => r.body.messages[0]?.content === COMPACTION_SYSTEM_PROMPT;

@@ -3,11 +3,10 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startDevServer } from '../src/dev-server.js';
 import { PROJECT_ROOT } from '../src/temporal-cli.js';
-import { WORKFLOWS_PATH } from '../src/worker-factory.js';
+import { bundleDeputyWorkflows } from '../src/worker-factory.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -21,7 +20,7 @@ export default async function setup(project: TestProject) {
   mkdirSync(dir, { recursive: true });
   const [server, bundle] = await Promise.all([
     startDevServer(),
-    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger }),
+    bundleDeputyWorkflows(),
   ]);
   const workflowBundlePath = join(dir, 'workflow-bundle.js');
   writeFileSync(workflowBundlePath, bundle.code);
@@ -32,5 +31,3 @@ export default async function setup(project: TestProject) {
   };
 }
 
-const noop = () => undefined;
-const quietLogger = { trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error, log: noop };

@@ -37,6 +37,10 @@ export interface RecordedRequest {
   rule: string | undefined;
   /** True when the client dropped the connection before the answer was sent. */
   aborted: boolean;
+  /** `Date.now()` when the request arrived. */
+  receivedAt: number;
+  /** `Date.now()` when the answer was sent in full, if it was. */
+  answeredAt?: number;
 }
 
 /** The parts of a Chat Completions request body the rules look at. */
@@ -54,8 +58,8 @@ export interface ScriptRule {
   reply: ScriptReply | ((request: RecordedRequest) => ScriptReply);
   /** How many requests this rule answers. @default 1 */
   times?: number;
-  /** Wait this long before answering. @default 0 */
-  delayMs?: number;
+  /** Wait this long before answering (a function is asked for each request). @default 0 */
+  delayMs?: number | (() => number);
 }
 
 const DEFAULT_USAGE: ScriptUsage = { prompt_tokens: 100, completion_tokens: 20 };
@@ -176,9 +180,12 @@ export class ScriptedModelServer {
       headers: req.headers,
       rule: undefined,
       aborted: false,
+      receivedAt: Date.now(),
     };
     res.on('close', () => {
-      if (!res.writableFinished) {
+      if (res.writableFinished) {
+        record.answeredAt = Date.now();
+      } else {
         record.aborted = true;
         this.notify();
       }
@@ -197,7 +204,8 @@ export class ScriptedModelServer {
     rule.used += 1;
     record.rule = rule.name ?? `#${this.rules.indexOf(rule)}`;
     this.notify();
-    if (rule.delayMs) await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
+    const delayMs = typeof rule.delayMs === 'function' ? rule.delayMs() : (rule.delayMs ?? 0);
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (res.destroyed) return;
     const reply = typeof rule.reply === 'function' ? rule.reply(record) : rule.reply;
     this.send(res, record, reply);

@@ -1,0 +1,413 @@
+/**
+ * `npm run bench`: Deputy against bare Temporal on an embedded dev server, the scripted model answering at once.
+ * Deputy and baseline runs alternate (A B A B …) so machine drift hits both sides; every figure is a median.
+ * Writes bench/results.json and bench/results.md, and puts the table into the README's "Performance" section.
+ *
+ * BENCH_QUICK=1 runs every scenario with fewer repetitions and shorter runs (to check the harness, not to publish).
+ */
+import { fork, type ChildProcess, execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DeputyClient } from '../src/client.js';
+import { startDevServer } from '../src/dev-server.js';
+import { findTemporalCli, PROJECT_ROOT } from '../src/temporal-cli.js';
+import { ScriptedModelServer } from '../src/testing/scripted-model.js';
+import { bundleDeputyWorkflows } from '../src/worker-factory.js';
+import type { ParentMessage, WorkerMessage } from './ipc.js';
+import { benchConfig, benchRules, growthScript, TREE_BRIEFS } from './script.js';
+import { renderTable, type ScenarioResult } from './report.js';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const OVERHEAD_RUNS = QUICK ? 3 : 15;
+const THROUGHPUT_ROUNDS = QUICK ? 1 : 3;
+const THROUGHPUT_RUNS = 40;
+const GROWTH_TURNS = QUICK ? [10, 20] : [50, 100, 200, 400];
+const REPLAY_TURNS = QUICK ? 20 : 200;
+const REPLAY_REPS = QUICK ? 2 : 7;
+
+Runtime.install({ logger: new DefaultLogger('WARN') });
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+const log = (line: string) => console.log(`[bench +${Math.round(performance.now() / 1000)}s] ${line}`);
+
+/** A benchmark worker process (bench/worker-main.ts). */
+class BenchWorker {
+  private waiting: ((message: WorkerMessage) => void)[] = [];
+  private constructor(private readonly child: ChildProcess) {
+    child.on('message', (message: WorkerMessage) => this.waiting.shift()?.(message));
+  }
+
+  static async start(side: 'deputy' | 'baseline', args: string[]): Promise<BenchWorker> {
+    const child = fork(join(PROJECT_ROOT, 'bench', 'worker-main.ts'), [side, ...args], {
+      // BENCH_PROFILE=1: each worker writes a CPU profile to bench/profiles/ when it stops.
+      execArgv: [
+        '--import',
+        'tsx',
+        ...(process.env.BENCH_PROFILE === '1'
+          ? ['--cpu-prof', `--cpu-prof-dir=${join(PROJECT_ROOT, 'bench', 'profiles')}`]
+          : []),
+      ],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const worker = new BenchWorker(child);
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code) => reject(new Error(`bench worker ${side} exited with ${code}`))),
+    );
+    await Promise.race([worker.next(), exited]);
+    return worker;
+  }
+
+  private next(): Promise<WorkerMessage> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  send(message: ParentMessage): void {
+    this.child.send(message);
+  }
+
+  async peakRss(): Promise<number> {
+    const reply = this.next();
+    this.send({ type: 'peak' });
+    const message = await reply;
+    return message.type === 'peak' ? message.rss : NaN;
+  }
+
+  async stop(): Promise<void> {
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.send({ type: 'stop' });
+    await exited;
+  }
+}
+
+interface TreeSize {
+  workflows: number;
+  events: number;
+  bytes: number;
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const server = await startDevServer();
+  const model = await ScriptedModelServer.start(benchRules(), { quiet: true });
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+  const suffix = randomUUID().slice(0, 8);
+  const deputyQueue = `bench-deputy-${suffix}`;
+  const baselineQueue = `bench-baseline-${suffix}`;
+  const deputy = new DeputyClient(client, { taskQueue: deputyQueue });
+  log(`dev server ${server.address}, scripted model ${model.url}`);
+  const [deputyWorker, baselineWorker] = await Promise.all([
+    BenchWorker.start('deputy', [server.address, deputyQueue, model.url, JSON.stringify(benchConfig(true))]),
+    BenchWorker.start('baseline', [server.address, baselineQueue, model.url, JSON.stringify(benchConfig(true))]),
+  ]);
+  log('workers ready');
+
+  const runDeputy = async (task: string, workflowId: string) => {
+    const handle = await deputy.startRun(
+      { task, scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
+      { workflowId },
+    );
+    const result = await deputy.result(workflowId);
+    if (result.status !== 'completed') throw new Error(`${workflowId} ended ${result.status}: ${result.error ?? ''}`);
+    return handle.firstExecutionRunId;
+  };
+  const runBaseline = async (workflowType: string, args: unknown[], workflowId: string) => {
+    const handle = await client.workflow.start(workflowType, { taskQueue: baselineQueue, workflowId, args });
+    return handle.result() as Promise<string>;
+  };
+  const treeSize = async (workflowId: string): Promise<TreeSize> => {
+    const size: TreeSize = { workflows: 0, events: 0, bytes: 0 };
+    const visit = async (handle: WorkflowHandle) => {
+      const [description, history] = await Promise.all([handle.describe(), handle.fetchHistory()]);
+      size.workflows += 1;
+      size.events += description.historyLength;
+      size.bytes += description.historySize ?? 0;
+      const children = (history.events ?? []).flatMap((event) => {
+        const id = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
+        return id ? [id] : [];
+      });
+      await Promise.all(children.map((id) => visit(client.workflow.getHandle(id))));
+    };
+    await visit(client.workflow.getHandle(workflowId));
+    return size;
+  };
+  /** Every continue-as-new segment of a run, followed from its first run: events and bytes summed. */
+  const segmentsSize = async (workflowId: string, firstRunId: string): Promise<TreeSize & { runIds: string[] }> => {
+    const size = { workflows: 0, events: 0, bytes: 0, runIds: [] as string[] };
+    for (let runId: string | undefined = firstRunId; runId;) {
+      const handle: WorkflowHandle = client.workflow.getHandle(workflowId, runId);
+      const [description, history] = await Promise.all([handle.describe(), handle.fetchHistory()]);
+      size.workflows += 1;
+      size.events += description.historyLength;
+      size.bytes += description.historySize ?? 0;
+      size.runIds.push(runId);
+      runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+    }
+    return size;
+  };
+
+  const results: ScenarioResult[] = [];
+
+  // 1. Delegation overhead: one parent, three children of one model call each, a final call.
+  {
+    log(`delegation overhead: ${OVERHEAD_RUNS} runs a side, alternating`);
+    const deputyMs: number[] = [];
+    const baselineMs: number[] = [];
+    let lastDeputy = '';
+    let lastBaseline = '';
+    // One warm-up pair, not counted: the first runs pay for worker caches and connections.
+    await runDeputy('tree-run warmup', `bench-tree-warmup-${suffix}`);
+    await runBaseline('baselineTree', [`base-tree-warmup-${suffix}`, TREE_BRIEFS], `base-tree-warmup-${suffix}`);
+    for (let i = 0; i < OVERHEAD_RUNS; i++) {
+      lastDeputy = `bench-tree-${i}-${suffix}`;
+      let t0 = performance.now();
+      await runDeputy(`tree-run ${i}`, lastDeputy);
+      deputyMs.push(performance.now() - t0);
+      lastBaseline = `base-tree-${i}-${suffix}`;
+      t0 = performance.now();
+      await runBaseline('baselineTree', [lastBaseline, TREE_BRIEFS], lastBaseline);
+      baselineMs.push(performance.now() - t0);
+    }
+    const [deputyTree, baselineTree] = await Promise.all([treeSize(lastDeputy), treeSize(lastBaseline)]);
+    const ratio = median(deputyMs) / median(baselineMs);
+    results.push({
+      id: 'delegation-overhead',
+      title: 'Delegation overhead: parent + 3 children, one model call each',
+      runs: OVERHEAD_RUNS,
+      deputy: { medianMs: round(median(deputyMs)), ...deputyTree },
+      baseline: { medianMs: round(median(baselineMs)), ...baselineTree },
+      ratio: round(ratio),
+      target: { ratioAtMost: 1.3 },
+      met: ratio <= 1.3,
+    });
+    log(`  deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms, ratio ${round(ratio)}`);
+  }
+
+  // 2. History growth: N turns of a 2 KB page, compaction on and off.
+  const growthIds: Record<string, { workflowId: string; firstRunId: string }> = {};
+  {
+    const figures: Record<
+      string,
+      Record<number, { bytes: number; events: number; segments: number; bytesPerTurn: number }>
+    > = { on: {}, off: {} };
+    for (const turns of GROWTH_TURNS) {
+      for (const compaction of ['on', 'off'] as const) {
+        deputyWorker.send({ type: 'config', config: benchConfig(compaction === 'on', turns) });
+        const workflowId = `bench-growth-${compaction}-${turns}-${suffix}`;
+        growthScript.start(turns);
+        const t0 = performance.now();
+        const firstRunId = await runDeputy(`growth-run ${compaction} ${turns}`, workflowId);
+        const size = await segmentsSize(workflowId, firstRunId);
+        figures[compaction]![turns] = {
+          bytes: size.bytes,
+          events: size.events,
+          segments: size.workflows,
+          bytesPerTurn: Math.round(size.bytes / turns),
+        };
+        growthIds[`${compaction}-${turns}`] = { workflowId, firstRunId };
+        log(
+          `history growth: ${turns} turns, compaction ${compaction}: ${size.bytes} bytes in ${size.workflows} segment(s), ${Math.round(size.bytes / turns)} bytes/turn (${Math.round(performance.now() - t0)} ms)`,
+        );
+      }
+    }
+    deputyWorker.send({ type: 'config', config: benchConfig(true) });
+    const first = GROWTH_TURNS[0]!;
+    const last = GROWTH_TURNS.at(-1)!;
+    const ratio = figures.on![last]!.bytesPerTurn / figures.on![first]!.bytesPerTurn;
+    results.push({
+      id: 'history-growth',
+      title: `History growth: bytes per turn, 2 KB tool result a turn, ${last} vs ${first} turns`,
+      runs: 1,
+      deputy: { compactionOn: figures.on, compactionOff: figures.off },
+      baseline: null,
+      ratio: round(ratio),
+      target: { ratioAtMost: 1.25 },
+      met: ratio <= 1.25,
+    });
+  }
+
+  // 3. Throughput: 40 concurrent roots delegating two children each.
+  {
+    log(`throughput: ${THROUGHPUT_RUNS} concurrent runs, ${THROUGHPUT_ROUNDS} rounds a side, alternating`);
+    const deputyRate: number[] = [];
+    const baselineRate: number[] = [];
+    const deputyRss: number[] = [];
+    const baselineRss: number[] = [];
+    for (let round_ = 0; round_ < THROUGHPUT_ROUNDS; round_++) {
+      deputyWorker.send({ type: 'reset-peak' });
+      let t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: THROUGHPUT_RUNS }, (_, i) =>
+          runDeputy(`tp-run ${round_}-${i}`, `bench-tp-${round_}-${i}-${suffix}`),
+        ),
+      );
+      deputyRate.push((THROUGHPUT_RUNS * 60_000) / (performance.now() - t0));
+      deputyRss.push(await deputyWorker.peakRss());
+      baselineWorker.send({ type: 'reset-peak' });
+      t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: THROUGHPUT_RUNS }, (_, i) => {
+          const id = `base-tp-${round_}-${i}-${suffix}`;
+          return runBaseline('baselineTree', [id, TREE_BRIEFS.slice(0, 2)], id);
+        }),
+      );
+      baselineRate.push((THROUGHPUT_RUNS * 60_000) / (performance.now() - t0));
+      baselineRss.push(await baselineWorker.peakRss());
+      log(
+        `  round ${round_ + 1}: deputy ${round(deputyRate.at(-1)!, 0)}/min, baseline ${round(baselineRate.at(-1)!, 0)}/min`,
+      );
+    }
+    const ratio = median(deputyRate) / median(baselineRate);
+    results.push({
+      id: 'throughput',
+      title: `Throughput: ${THROUGHPUT_RUNS} concurrent roots, 2 children each`,
+      runs: THROUGHPUT_ROUNDS,
+      deputy: { runsPerMinute: round(median(deputyRate), 1), peakRssMiB: round(median(deputyRss) / 2 ** 20, 1) },
+      baseline: { runsPerMinute: round(median(baselineRate), 1), peakRssMiB: round(median(baselineRss) / 2 ** 20, 1) },
+      ratio: round(ratio),
+      target: { ratioAtLeast: 0.75 },
+      met: ratio >= 0.75,
+    });
+  }
+
+  // 4. Replay: a long run's histories and a delegating tree's, against the baseline's.
+  {
+    log(`replay: ${REPLAY_REPS} replays a side, alternating`);
+    const loopId = `base-loop-${REPLAY_TURNS}-${suffix}`;
+    await runBaseline('baselineLoop', [loopId, REPLAY_TURNS], loopId);
+    const deputyLongId = growthIds[`on-${REPLAY_TURNS}`] ?? growthIds[`on-${GROWTH_TURNS.at(-1)}`]!;
+    const histories = async (ids: { workflowId: string; runId?: string }[]) =>
+      Promise.all(
+        ids.map(async ({ workflowId, runId }) => ({
+          workflowId,
+          history: await client.workflow.getHandle(workflowId, runId).fetchHistory(),
+        })),
+      );
+    const treeIds = async (root: string) => {
+      const ids = [root];
+      for (let i = 0; i < ids.length; i++) {
+        const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
+        for (const event of history.events ?? []) {
+          const id = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
+          if (id) ids.push(id);
+        }
+      }
+      return ids.map((workflowId) => ({ workflowId }));
+    };
+    const deputyLong = await histories(
+      (await segmentsSize(deputyLongId.workflowId, deputyLongId.firstRunId)).runIds.map((runId) => ({
+        workflowId: deputyLongId.workflowId,
+        runId,
+      })),
+    );
+    const baselineLong = await histories([{ workflowId: loopId }]);
+    const deputyTree = await histories(await treeIds(`bench-tree-0-${suffix}`));
+    const baselineTree = await histories(await treeIds(`base-tree-0-${suffix}`));
+    const [deputyBundle, baselineBundle] = await Promise.all([
+      bundleDeputyWorkflows(),
+      bundleWorkflowCode({ workflowsPath: join(PROJECT_ROOT, 'bench', 'baseline', 'workflows.ts'), logger: QUIET }),
+    ]);
+    const replay = async (bundle: { code: string }, set: Awaited<ReturnType<typeof histories>>) => {
+      const t0 = performance.now();
+      for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'bench' }, set)) {
+        if (result.error) throw result.error;
+      }
+      return performance.now() - t0;
+    };
+    for (const [label, deputySet, baselineSet] of [
+      [`${REPLAY_TURNS}-turn run`, deputyLong, baselineLong],
+      ['delegating tree', deputyTree, baselineTree],
+    ] as const) {
+      const deputyMs: number[] = [];
+      const baselineMs: number[] = [];
+      for (let i = 0; i < REPLAY_REPS; i++) {
+        deputyMs.push(await replay(deputyBundle, deputySet));
+        baselineMs.push(await replay(baselineBundle, baselineSet));
+      }
+      const events = (set: typeof deputySet) => set.reduce((n, h) => n + (h.history.events?.length ?? 0), 0);
+      const ratio = median(deputyMs) / median(baselineMs);
+      results.push({
+        id: `replay-${label.startsWith('delegating') ? 'tree' : 'long'}`,
+        title: `Replay: ${label}`,
+        runs: REPLAY_REPS,
+        deputy: { medianMs: round(median(deputyMs)), histories: deputySet.length, events: events(deputySet) },
+        baseline: { medianMs: round(median(baselineMs)), histories: baselineSet.length, events: events(baselineSet) },
+        ratio: round(ratio),
+        target: null,
+        met: null,
+      });
+      log(`  ${label}: deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms`);
+    }
+  }
+
+  await Promise.all([deputyWorker.stop(), baselineWorker.stop()]);
+  await model.close();
+  await connection.close();
+  await server.env.teardown();
+
+  const report = {
+    date: started.toISOString().slice(0, 10),
+    quick: QUICK,
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      memoryGiB: round(totalmem() / 2 ** 30, 1),
+    },
+    versions: versions(),
+    scenarios: results,
+  };
+  const table = renderTable(report);
+  console.log(`\n${table}`);
+  if (QUICK) {
+    console.log('BENCH_QUICK=1: results not written');
+    return;
+  }
+  writeFileSync(join(PROJECT_ROOT, 'bench', 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(PROJECT_ROOT, 'bench', 'results.md'), `${table}\n`);
+  updateReadme(table);
+  console.log('wrote bench/results.json, bench/results.md and the README Performance table');
+}
+
+const noop = () => undefined;
+const QUIET = { log: noop, trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error };
+
+function versions() {
+  const pkg = (name: string) =>
+    (JSON.parse(readFileSync(join(PROJECT_ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
+      .version;
+  const cli = findTemporalCli();
+  return {
+    deputy: (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version,
+    node: process.version,
+    temporalSdk: pkg('@temporalio/worker'),
+    temporalCli: cli ? execFileSync(cli, ['--version'], { encoding: 'utf8' }).trim() : 'downloaded by the SDK',
+    openai: pkg('openai'),
+  };
+}
+
+const START = '<!-- bench:start -->';
+const END = '<!-- bench:end -->';
+
+/** Replaces the table between the README's bench markers. */
+function updateReadme(table: string): void {
+  const path = join(PROJECT_ROOT, 'README.md');
+  const readme = readFileSync(path, 'utf8');
+  const from = readme.indexOf(START);
+  const to = readme.indexOf(END);
+  if (from < 0 || to < from) throw new Error(`README.md has no ${START} … ${END} markers`);
+  writeFileSync(path, `${readme.slice(0, from + START.length)}\n${table}\n${readme.slice(to)}`);
+}
+
+main().catch((err: unknown) => {
+  console.error('bench failed:', err);
+  process.exit(1);
+});

@@ -1,0 +1,82 @@
+/** The benchmark's scripted model and Deputy configuration. Every answer is immediate. */
+import { COMPACTION_SYSTEM_PROMPT } from '../src/compaction.js';
+import { toolResultCount, userSays, type RecordedRequest, type ScriptRule } from '../src/testing/scripted-model.js';
+
+/** The children's assignments, for both sides. */
+export const TREE_BRIEFS = ['leaf: part 1', 'leaf: part 2', 'leaf: part 3'];
+
+const isCompaction = (request: RecordedRequest) => request.body.messages[0]?.content === COMPACTION_SYSTEM_PROMPT;
+
+/** A delegate call with the first `count` briefs, context `none`. */
+function delegate(count: number) {
+  const briefs = TREE_BRIEFS.slice(0, count).map((message, i) => ({
+    task_name: `part-${i + 1}`,
+    message,
+    context: 'none',
+  }));
+  return { toolCalls: [{ name: 'delegate', arguments: { briefs } }] };
+}
+
+/** The long run of the history-growth scenario: `turns` pages, then an answer. One such run at a time. */
+export const growthScript = {
+  turns: 0,
+  done: 0,
+  start(turns: number) {
+    this.turns = turns;
+    this.done = 0;
+  },
+};
+
+/** Rules for every scenario; the last one answers anything else (the baseline's calls) with a short text. */
+export function benchRules(): ScriptRule[] {
+  return [
+    { name: 'compaction', when: isCompaction, times: Infinity, reply: { text: 'Summary: pages read so far.' } },
+    { name: 'leaf', when: userSays('leaf:'), times: Infinity, reply: { text: 'leaf done' } },
+    {
+      name: 'tree',
+      when: userSays('tree-run'),
+      times: Infinity,
+      reply: (request) => (toolResultCount(request) === 0 ? delegate(3) : { text: 'tree done' }),
+    },
+    {
+      name: 'throughput',
+      when: userSays('tp-run'),
+      times: Infinity,
+      reply: (request) => (toolResultCount(request) === 0 ? delegate(2) : { text: 'tp done' }),
+    },
+    {
+      name: 'growth',
+      when: userSays('growth-run'),
+      times: Infinity,
+      reply: () =>
+        ++growthScript.done <= growthScript.turns
+          ? { toolCalls: [{ name: 'fetch_page', arguments: { page: growthScript.done } }] }
+          : { text: `read ${growthScript.turns} pages` },
+    },
+    { name: 'baseline', times: Infinity, reply: { text: 'ok' } },
+  ];
+}
+
+/**
+ * Deputy's configuration for the benchmark. Compaction "off" means a threshold no run reaches: the whole dialogue
+ * goes into every model call, and a run continues as new only when Temporal suggests it.
+ */
+export function benchConfig(compaction: boolean, turns = 0): Record<string, unknown> {
+  return {
+    model: 'bench-model',
+    prices: { 'bench-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
+    presets: [{ id: 'assistant', persona: 'You are benchmarked.', tools: ['calculate', 'search_notes', 'fetch_page'] }],
+    limits: {
+      maxTurns: turns + 10,
+      maxTokens: 1_000_000_000,
+      maxCostUsd: 1000,
+      maxToolCalls: turns + 10,
+      maxDurationSeconds: 3600,
+      synthesisReserve: false,
+    },
+    delegation: { enabled: true, childDefaults: { maxTurns: 5, maxTokens: 100_000, maxCostUsd: 1, maxToolCalls: 5 } },
+    compaction: compaction
+      ? { thresholdTokens: 6000, keepRecentTurns: 3, continueAsNewAfterEvents: 600 }
+      : { thresholdTokens: 1_000_000_000, keepRecentTurns: 3, continueAsNewAfterEvents: 1_000_000_000 },
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * Shared pieces of the fault-injection suite: a delegating run whose output depends on every step's data, the
+ * config its workers run with, and the checks that a run came through a fault intact.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { expect } from 'vitest';
+import type { RunResult, RunState } from '../../src/run-schema.js';
+import {
+  lastMessage,
+  toolResultCount,
+  type RecordedRequest,
+  type ScriptRule,
+} from '../../src/testing/scripted-model.js';
+
+/** Config of the suite's workers: delegation on, two levels of budget, a model timeout short enough to test. */
+export const FAULT_CONFIG = {
+  model: 'test-model',
+  prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
+  modelTimeoutSeconds: 3,
+  presets: [{ id: 'assistant', persona: 'You coordinate.', tools: ['calculate'] }],
+  limits: {
+    maxTurns: 10,
+    maxTokens: 100_000,
+    maxCostUsd: 1,
+    maxToolCalls: 10,
+    maxDurationSeconds: 900,
+    synthesisReserve: false,
+  },
+  delegation: {
+    enabled: true,
+    childDefaults: { maxTurns: 5, maxTokens: 5_000, maxCostUsd: 0.05, maxToolCalls: 5 },
+  },
+};
+
+/** Scopes of a delegating run. */
+export const TREE_SCOPES = ['tools.calc', 'run.delegate'];
+
+/** Writes `config` to a fresh file and returns its path. */
+export function writeConfig(config: unknown): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'deputy-faults-')), 'config.json');
+  writeFileSync(path, JSON.stringify(config));
+  return path;
+}
+
+const FACTORS = { a: 2, b: 3 } as const;
+
+/** The task of tree run `n` (`prefix` keeps suites apart on one model server). */
+export function treeTask(prefix: string, n: number): string {
+  return `${prefix} tree ${n}`;
+}
+
+/** What tree run `n` answers when nothing is lost: it depends on both children's tool results. */
+export function treeOutput(n: number): string {
+  return `final kid-a=${n * FACTORS.a} kid-b=${n * FACTORS.b}`;
+}
+
+/**
+ * Rules for tree runs: the parent delegates two children (context none); each child multiplies `n` with the
+ * `calculate` tool and reports the result; the parent's final answer quotes what its children reported.
+ */
+export function treeRules(prefix: string, delayMs?: () => number): ScriptRule[] {
+  const kid = new RegExp(`^${prefix} kid ([ab]) (\\d+)$`);
+  const parent = new RegExp(`^${prefix} tree (\\d+)$`);
+  const userMatch = (request: RecordedRequest, pattern: RegExp) =>
+    request.body.messages
+      .filter((m) => m.role === 'user')
+      .flatMap((m) => (m.content ?? '').split('\n'))
+      .map((line) => pattern.exec(line))
+      .find(Boolean);
+  return [
+    {
+      name: `${prefix}-kid`,
+      times: Infinity,
+      ...(delayMs && { delayMs }),
+      when: (request) => Boolean(userMatch(request, kid)),
+      reply: (request) => {
+        const [, which, n] = userMatch(request, kid)!;
+        if (toolResultCount(request) === 0) {
+          const b = FACTORS[which as 'a' | 'b'];
+          return { toolCalls: [{ name: 'calculate', arguments: { operation: 'multiply', a: Number(n), b } }] };
+        }
+        return { text: `kid-${which}=${lastMessage(request)}` };
+      },
+    },
+    {
+      name: `${prefix}-parent`,
+      times: Infinity,
+      ...(delayMs && { delayMs }),
+      when: (request) => Boolean(userMatch(request, parent)),
+      reply: (request) => {
+        const [, n] = userMatch(request, parent)!;
+        if (toolResultCount(request) === 0) {
+          const briefs = (['a', 'b'] as const).map((which) => ({
+            task_name: `kid-${which}`,
+            message: `${prefix} kid ${which} ${n}`,
+            context: 'none',
+          }));
+          return { toolCalls: [{ name: 'delegate', arguments: { briefs } }] };
+        }
+        const reported = [...new Set([...lastMessage(request).matchAll(/kid-[ab]=\d+/g)].map((m) => m[0]))].sort();
+        return { text: `final ${reported.join(' ')}` };
+      },
+    },
+  ];
+}
+
+/** The logical model call a request is (which run, which step): repeats of one call share a key. */
+export function callKey(request: RecordedRequest): string {
+  // A child's task arrives under a "## Your task" heading: its last line is the brief's message.
+  const user =
+    request.body.messages
+      .find((m) => m.role === 'user')
+      ?.content?.trim()
+      .split('\n')
+      .at(-1) ?? '';
+  return `${user} #${toolResultCount(request)}`;
+}
+
+/** `callModel` activities of one workflow history: how many completed, and the attempts they took in all. */
+export async function modelCallAttempts(client: Client, workflowId: string) {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const scheduled = new Map<string, string>();
+  let completed = 0;
+  let attempts = 0;
+  for (const event of events) {
+    const kind = event.activityTaskScheduledEventAttributes;
+    if (kind) scheduled.set(String(event.eventId), kind.activityType?.name ?? '');
+    const started = event.activityTaskStartedEventAttributes;
+    if (started && scheduled.get(String(started.scheduledEventId)) === 'callModel') attempts += started.attempt ?? 1;
+    const done = event.activityTaskCompletedEventAttributes;
+    if (done && scheduled.get(String(done.scheduledEventId)) === 'callModel') completed += 1;
+  }
+  return { completed, attempts };
+}
+
+/**
+ * A finished tree run's ledger adds up: nothing still reserved, every child completed with its spend recorded,
+ * and the parent's usage is its own calls plus its children's spend.
+ */
+export function expectLedgerAddsUp(state: RunState, result: RunResult, ownCallCostMicroUsd: number): void {
+  expect(state.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
+  expect(state.delegations.map((entry) => entry.status)).toEqual(['completed', 'completed']);
+  const childCost = state.delegations.reduce((sum, entry) => sum + (entry.actual?.costMicroUsd ?? NaN), 0);
+  const childTokens = state.delegations.reduce((sum, entry) => sum + (entry.actual?.tokens ?? NaN), 0);
+  const ownCalls = result.usage.modelCalls;
+  expect(result.usage.costMicroUsd).toBe(childCost + ownCalls * ownCallCostMicroUsd);
+  expect(result.usage.totalTokens).toBe(childTokens + ownCalls * 120);
+}
+
+/** Deterministic pseudo-random numbers (mulberry32), so a failing run can be repeated with its seed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Waits `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
