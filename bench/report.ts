@@ -20,7 +20,7 @@ export interface BenchReport {
   scenarios: ScenarioResult[];
 }
 
-const kib = (bytes: unknown) => `${(Number(bytes) / 1024).toFixed(1)} KiB`;
+const kib = (bytes: number | undefined) => `${((bytes ?? NaN) / 1024).toFixed(1)} KiB`;
 
 function targetText(result: ScenarioResult): string {
   if (!result.target) return '—';
@@ -32,8 +32,9 @@ function targetText(result: ScenarioResult): string {
 export function renderTable(report: BenchReport): string {
   const rows: string[][] = [];
   for (const s of report.scenarios) {
-    const d = s.deputy;
-    const b = s.baseline ?? {};
+    // Flat scenarios hold numbers only; history growth's nested figures are read apart below.
+    const d = s.deputy as Record<string, number>;
+    const b = (s.baseline ?? {}) as Record<string, number>;
     switch (s.id) {
       case 'delegation-overhead':
         rows.push([
@@ -47,13 +48,13 @@ export function renderTable(report: BenchReport): string {
           'Same tree: history of all 4 workflows',
           `${d.events} events, ${kib(d.bytes)}`,
           `${b.events} events, ${kib(b.bytes)}`,
-          `${(Number(d.bytes) / Number(b.bytes)).toFixed(2)} (bytes)`,
+          `${(d.bytes! / b.bytes!).toFixed(2)} (bytes)`,
           '—',
         ]);
         break;
       case 'history-growth': {
-        const on = d.compactionOn as Record<string, { bytesPerTurn: number; segments: number }>;
-        const off = d.compactionOff as Record<string, { bytesPerTurn: number; segments: number }>;
+        const on = s.deputy.compactionOn as Record<string, { bytesPerTurn: number; segments: number }>;
+        const off = s.deputy.compactionOff as Record<string, { bytesPerTurn: number; segments: number }>;
         for (const turns of Object.keys(on)) {
           rows.push([
             `History per turn, ${turns} turns (2 KB tool result a turn)`,

@@ -3,14 +3,32 @@
  * Invalid configuration stops it at start with one line per problem.
  */
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
 import { watch } from 'node:fs';
 import { loadConfig, readEnv, type DeputyEnv } from './config.js';
 import { ConfigStore } from './config-store.js';
 import { ConfigError } from './errors.js';
 import { checkSearchAttributes, createDeputyWorker } from './worker-factory.js';
 
+const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+
+/**
+ * SIGUSR2 prints the worker's memory (after a full GC when node runs with --expose-gc), for checking leaks. The
+ * Temporal runtime shuts down on SIGUSR2 by default; here only SIGINT, SIGTERM and SIGQUIT stop the worker.
+ */
+function reportMemoryOnSignal(): void {
+  Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'] });
+  process.on('SIGUSR2', () => {
+    (globalThis as { gc?: () => void }).gc?.();
+    const memory = process.memoryUsage();
+    console.log(
+      `deputy worker: memory rss ${mib(memory.rss)} MiB, heap used ${mib(memory.heapUsed)} MiB of ${mib(memory.heapTotal)} MiB, external ${mib(memory.external)} MiB`,
+    );
+  });
+}
+
 async function main(): Promise<void> {
+  reportMemoryOnSignal();
   const env = readEnv();
   const config = new ConfigStore(loadConfig(env));
   watchConfig(config, env);

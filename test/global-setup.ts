@@ -18,10 +18,7 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dir = join(PROJECT_ROOT, '.deputy', 'test');
   mkdirSync(dir, { recursive: true });
-  const [server, bundle] = await Promise.all([
-    startDevServer(),
-    bundleDeputyWorkflows(),
-  ]);
+  const [server, bundle] = await Promise.all([startDevServer(), bundleDeputyWorkflows()]);
   const workflowBundlePath = join(dir, 'workflow-bundle.js');
   writeFileSync(workflowBundlePath, bundle.code);
   project.provide('temporalAddress', server.address);
@@ -30,4 +27,3 @@ export default async function setup(project: TestProject) {
     await server.env.teardown();
   };
 }
-

@@ -13,9 +13,9 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
-/** Starts the worker entry point with `env` added to this process's environment. */
-export function spawnWorker(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+/** Starts the worker entry point with `env` added to this process's environment (and `nodeFlags` given to node). */
+export function spawnWorker(env: Record<string, string>, nodeFlags: string[] = []): WorkerProcess {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'src/worker.ts'], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
