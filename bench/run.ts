@@ -111,13 +111,15 @@ async function main(): Promise<void> {
   ]);
   log('workers ready');
 
-  const runDeputy = async (task: string, workflowId: string) => {
+  const runDeputy = async (task: string, workflowId: string, output?: string) => {
     const handle = await deputy.startRun(
       { task, scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
       { workflowId },
     );
     const result = await deputy.result(workflowId);
     if (result.status !== 'completed') throw new Error(`${workflowId} ended ${result.status}: ${result.error ?? ''}`);
+    if (output !== undefined && result.output !== output)
+      throw new Error(`${workflowId} answered ${JSON.stringify(result.output)}, not ${JSON.stringify(output)}`);
     return handle.firstExecutionRunId;
   };
   const runBaseline = async (workflowType: string, args: unknown[], workflowId: string) => {
@@ -170,7 +172,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < OVERHEAD_RUNS; i++) {
       lastDeputy = `bench-tree-${i}-${suffix}`;
       let t0 = performance.now();
-      await runDeputy(`tree-run ${i}`, lastDeputy);
+      await runDeputy(`tree-run ${i}`, lastDeputy, 'tree done');
       deputyMs.push(performance.now() - t0);
       lastBaseline = `base-tree-${i}-${suffix}`;
       t0 = performance.now();
@@ -205,7 +207,7 @@ async function main(): Promise<void> {
         const workflowId = `bench-growth-${compaction}-${turns}-${suffix}`;
         growthScript.start(turns);
         const t0 = performance.now();
-        const firstRunId = await runDeputy(`growth-run ${compaction} ${turns}`, workflowId);
+        const firstRunId = await runDeputy(`growth-run ${compaction} ${turns}`, workflowId, `read ${turns} pages`);
         const size = await segmentsSize(workflowId, firstRunId);
         figures[compaction]![turns] = {
           bytes: size.bytes,

@@ -30,7 +30,15 @@ export const growthScript = {
 /** Rules for every scenario; the last one answers anything else (the baseline's calls) with a short text. */
 export function benchRules(): ScriptRule[] {
   return [
-    { name: 'compaction', when: isCompaction, times: Infinity, reply: { text: 'Summary: pages read so far.' } },
+    {
+      // Like a real model's summary, it keeps the task (the compaction prompt asks for that).
+      name: 'compaction',
+      when: isCompaction,
+      times: Infinity,
+      reply: (request) => ({
+        text: `Summary: the task is "${/growth-run \w+ \d+/.exec(JSON.stringify(request.body.messages))?.[0] ?? ''}"; pages read so far.`,
+      }),
+    },
     { name: 'leaf', when: userSays('leaf:'), times: Infinity, reply: { text: 'leaf done' } },
     {
       name: 'tree',
