@@ -55,20 +55,10 @@ const QUIET_BUNDLER_LOGGER = {
   error: (message: string) => console.error(message),
 };
 
-/**
- * Modules evaluated once per reusable V8 context and shared by every workflow in it, instead of once per workflow.
- * zod's own initialisation cost ~13 ms of CPU at every workflow start, about half of the module set up a workflow
- * does (measured by evaluating the bundle's module graph repeatedly; see the note in bench/README.md). zod keeps no
- * per-workflow state. Deputy's own schema modules cannot be shared this way: the SDK deep-freezes shared modules'
- * exports, and zod schemas fill some members in on first use.
- */
-export const PRELOADED_WORKFLOW_MODULES = ['zod'];
-
 /** Bundles Deputy's workflows; the worker, the tests and the replayers share these options. */
 export async function bundleDeputyWorkflows() {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
-    preloadModules: PRELOADED_WORKFLOW_MODULES,
     logger: QUIET_BUNDLER_LOGGER,
   });
 }
