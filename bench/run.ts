@@ -12,6 +12,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { format, resolveConfig } from 'prettier';
 import { DeputyClient } from '../src/client.js';
 import { startDevServer } from '../src/dev-server.js';
 import { findTemporalCli, PROJECT_ROOT } from '../src/temporal-cli.js';
@@ -387,9 +388,9 @@ async function main(): Promise<void> {
     console.log('BENCH_QUICK=1: results not written');
     return;
   }
-  writeFileSync(join(PROJECT_ROOT, 'bench', 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(join(PROJECT_ROOT, 'bench', 'results.md'), `${table}\n`);
-  updateReadme(table);
+  await writeFormatted(join(PROJECT_ROOT, 'bench', 'results.json'), JSON.stringify(report, null, 2));
+  await writeFormatted(join(PROJECT_ROOT, 'bench', 'results.md'), table);
+  await updateReadme(table);
   console.log('wrote bench/results.json, bench/results.md and the README Performance table');
 }
 
@@ -413,14 +414,20 @@ function versions() {
 const START = '<!-- bench:start -->';
 const END = '<!-- bench:end -->';
 
+/** Writes a file formatted as the project's Prettier config wants it (CI checks formatting). */
+async function writeFormatted(path: string, text: string): Promise<void> {
+  const options = await resolveConfig(path);
+  writeFileSync(path, await format(text, { ...options, filepath: path }));
+}
+
 /** Replaces the table between the README's bench markers. */
-function updateReadme(table: string): void {
+async function updateReadme(table: string): Promise<void> {
   const path = join(PROJECT_ROOT, 'README.md');
   const readme = readFileSync(path, 'utf8');
   const from = readme.indexOf(START);
   const to = readme.indexOf(END);
   if (from < 0 || to < from) throw new Error(`README.md has no ${START} … ${END} markers`);
-  writeFileSync(path, `${readme.slice(0, from + START.length)}\n${table}\n${readme.slice(to)}`);
+  await writeFormatted(path, `${readme.slice(0, from + START.length)}\n${table}\n${readme.slice(to)}`);
 }
 
 main().catch((err: unknown) => {
