@@ -64,13 +64,7 @@ function expectExplained(problems: readonly string[] | null, path?: string): voi
 /** The line is about `path`: the field itself, a field inside it, or the object that holds it (a cross-field check). */
 function namesField(line: string, path: string): boolean {
   const named = PROBLEM_LINE.exec(line)?.[1] ?? '';
-  return (
-    named === '(root)' ||
-    named === path ||
-    named.startsWith(`${path}.`) ||
-    named.startsWith(`${path}[`) ||
-    path.startsWith(`${named}.`)
-  );
+  return named === path || named.startsWith(`${path}.`) || named.startsWith(`${path}[`) || path.startsWith(`${named}.`);
 }
 
 function zodProblems(schema: z.ZodType, value: unknown): string[] | null {
