@@ -3,7 +3,7 @@
  * validated by zod once at start-up. Every problem becomes one readable line.
  */
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { BriefLimits } from './delegation.js';
@@ -191,11 +191,14 @@ export function loadConfig(env: DeputyEnv): DeputyConfig {
         'environment',
       );
     }
-    try {
-      raw = parseYaml(text); // YAML is a superset of JSON, so this reads both.
-    } catch (err) {
-      throw new ConfigError([`cannot parse: ${(err as Error).message.split('\n')[0]}`], env.configPath);
-    }
+    // YAML is a superset of JSON, so this reads both. Warnings (an unknown tag …) are problems too: the file does not
+    // say what its author meant.
+    const document = parseDocument(text);
+    const problems = [...document.errors, ...document.warnings].map(
+      (problem) => `cannot parse: ${problem.message.split('\n')[0]}`,
+    );
+    if (problems.length > 0) throw new ConfigError(problems, env.configPath);
+    raw = document.toJS();
   }
   const config = parseConfig(raw, env.configPath ?? 'built-in defaults');
   return applyEnv(config, env);

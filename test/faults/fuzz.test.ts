@@ -181,6 +181,10 @@ describe(`bad input, parsers (${RUNS} cases each, seed ${SEED})`, () => {
     // Files: any text (YAML is a superset of JSON) ends in a config or in lines naming the problem.
     let i = 0;
     const path = join(dir, 'config.yaml');
+    writeFileSync(path, 'model: !gpt gpt-4.1-mini\n');
+    expect(configProblems(() => loadConfig(readEnv({ DEPUTY_CONFIG: path })))).toEqual([
+      expect.stringMatching(/^cannot parse: Unresolved tag: !gpt/),
+    ]);
     fc.assert(
       fc.property(
         fc.oneof(
