@@ -11,13 +11,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { format, resolveConfig } from 'prettier';
 import { DeputyClient } from '../src/client.js';
 import { startDevServer } from '../src/dev-server.js';
 import { findTemporalCli, PROJECT_ROOT } from '../src/temporal-cli.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
 import { bundleDeputyWorkflows } from '../src/worker-factory.js';
+import { bundleBaselineWorkflows } from './baseline/bundle.js';
 import type { ParentMessage, WorkerMessage } from './ipc.js';
 import { benchConfig, benchRules, growthScript, TREE_BRIEFS } from './script.js';
 import { renderTable, type ScenarioResult } from './report.js';
@@ -329,10 +330,7 @@ async function main(): Promise<void> {
     const baselineLong = await histories([{ workflowId: loopId }]);
     const deputyTree = await histories(await treeIds(`bench-tree-0-${suffix}`));
     const baselineTree = await histories(await treeIds(`base-tree-0-${suffix}`));
-    const [deputyBundle, baselineBundle] = await Promise.all([
-      bundleDeputyWorkflows(),
-      bundleWorkflowCode({ workflowsPath: join(PROJECT_ROOT, 'bench', 'baseline', 'workflows.ts'), logger: QUIET }),
-    ]);
+    const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
     const replay = async (bundle: { code: string }, set: Awaited<ReturnType<typeof histories>>) => {
       const t0 = performance.now();
       for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'bench' }, set)) {
@@ -393,9 +391,6 @@ async function main(): Promise<void> {
   await updateReadme(table);
   console.log('wrote bench/results.json, bench/results.md and the README Performance table');
 }
-
-const noop = () => undefined;
-const QUIET = { log: noop, trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error };
 
 function versions() {
   const pkg = (name: string) =>

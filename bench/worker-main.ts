@@ -3,14 +3,14 @@
  * `baseline` the bare Temporal one. Driven over IPC by bench/run.ts: it reports when it is ready, swaps Deputy's
  * configuration on request, and reports the peak RSS it sampled since the last reset.
  */
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { fileURLToPath } from 'node:url';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { parseConfig } from '../src/config.js';
 import { ConfigStore } from '../src/config-store.js';
 import { fetchPageTool } from '../src/testing/pages.js';
 import { createDeputyWorker, createOpenAIClient } from '../src/worker-factory.js';
 import { createBaselineActivities } from './baseline/activities.js';
+import { bundleBaselineWorkflows } from './baseline/bundle.js';
 import type { ParentMessage, WorkerMessage } from './ipc.js';
 
 const [side, address, taskQueue, modelUrl, configJson] = process.argv.slice(2) as [
@@ -48,10 +48,7 @@ async function main(): Promise<void> {
       connection,
       taskQueue,
       activities: createBaselineActivities(createOpenAIClient(model)),
-      workflowBundle: await bundleWorkflowCode({
-        workflowsPath: fileURLToPath(new URL('./baseline/workflows.ts', import.meta.url)),
-        logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
-      }),
+      workflowBundle: await bundleBaselineWorkflows(),
     });
     run = worker.run();
     shutdown = () => worker.shutdown();

@@ -46,7 +46,7 @@ export interface DeputyWorkerOptions {
 
 const noop = () => undefined;
 /** The bundler reports every module at info level; keep only its warnings and errors. */
-const QUIET_BUNDLER_LOGGER = {
+export const QUIET_BUNDLER_LOGGER = {
   log: noop,
   trace: noop,
   debug: noop,
