@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { format, resolveConfig } from 'prettier';
 import { DeputyClient } from '../src/client.js';
@@ -134,21 +134,28 @@ async function main(): Promise<void> {
     const handle = await client.workflow.start(workflowType, { taskQueue: baselineQueue, workflowId, args });
     return handle.result() as Promise<string>;
   };
-  const treeSize = async (workflowId: string): Promise<TreeSize> => {
-    const size: TreeSize = { workflows: 0, events: 0, bytes: 0 };
-    const visit = async (handle: WorkflowHandle) => {
-      const [description, history] = await Promise.all([handle.describe(), handle.fetchHistory()]);
-      size.workflows += 1;
-      size.events += description.historyLength;
-      size.bytes += description.historySize ?? 0;
-      const children = (history.events ?? []).flatMap((event) => {
+  /** Ids of a workflow and all its descendants, found through their histories' child-started events. */
+  const treeIds = async (root: string): Promise<string[]> => {
+    const ids = [root];
+    for (let i = 0; i < ids.length; i++) {
+      const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
+      for (const event of history.events ?? []) {
         const id = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
-        return id ? [id] : [];
-      });
-      await Promise.all(children.map((id) => visit(client.workflow.getHandle(id))));
+        if (id) ids.push(id);
+      }
+    }
+    return ids;
+  };
+  /** Events and bytes of a whole tree's histories. */
+  const treeSize = async (workflowId: string): Promise<TreeSize> => {
+    const descriptions = await Promise.all(
+      (await treeIds(workflowId)).map((id) => client.workflow.getHandle(id).describe()),
+    );
+    return {
+      workflows: descriptions.length,
+      events: descriptions.reduce((sum, d) => sum + d.historyLength, 0),
+      bytes: descriptions.reduce((sum, d) => sum + (d.historySize ?? 0), 0),
     };
-    await visit(client.workflow.getHandle(workflowId));
-    return size;
   };
   /** Every continue-as-new segment of a run, followed from its first run: events and bytes summed. */
   const segmentsSize = async (workflowId: string, firstRunId: string): Promise<TreeSize & { runIds: string[] }> => {
@@ -310,17 +317,6 @@ async function main(): Promise<void> {
           history: await client.workflow.getHandle(workflowId, runId).fetchHistory(),
         })),
       );
-    const treeIds = async (root: string) => {
-      const ids = [root];
-      for (let i = 0; i < ids.length; i++) {
-        const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
-        for (const event of history.events ?? []) {
-          const id = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
-          if (id) ids.push(id);
-        }
-      }
-      return ids.map((workflowId) => ({ workflowId }));
-    };
     const deputyLong = await histories(
       (await segmentsSize(deputyLongId.workflowId, deputyLongId.firstRunId)).runIds.map((runId) => ({
         workflowId: deputyLongId.workflowId,
@@ -328,8 +324,10 @@ async function main(): Promise<void> {
       })),
     );
     const baselineLong = await histories([{ workflowId: loopId }]);
-    const deputyTree = await histories(await treeIds(`bench-tree-0-${suffix}`));
-    const baselineTree = await histories(await treeIds(`base-tree-0-${suffix}`));
+    const deputyTree = await histories((await treeIds(`bench-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })));
+    const baselineTree = await histories(
+      (await treeIds(`base-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })),
+    );
     const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
     const replay = async (bundle: { code: string }, set: Awaited<ReturnType<typeof histories>>) => {
       const t0 = performance.now();
