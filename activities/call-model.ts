@@ -5,9 +5,15 @@ import type {
   SummarizeContextInput,
   SummarizeContextResult,
 } from '../src/activity-types.js';
+import { fitCall } from '../src/budget.js';
+import { cutText, DEFAULT_PAYLOAD_LIMITS } from '../src/payloads.js';
 import { withHeartbeat } from './heartbeat.js';
 import { toModelFailure } from './model-errors.js';
+import { countCallTokens } from './tokens.js';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+
+/** Failure type of a call that was not made because its worst case does not fit the run's budget (R2.13). */
+export const BUDGET_EXCEEDED_TYPE = 'ModelCall.BudgetExceeded';
 
 /** Dependencies of the `callModel` activity. */
 export interface CallModelDeps {
@@ -16,11 +22,29 @@ export interface CallModelDeps {
   apiKey: string | undefined;
   /** How long one request may take, read at each call (the config can change while the worker runs). */
   timeoutMs?: () => number;
+  /** Longest answer text written to history, in UTF-8 bytes (R1.8), read at each call. */
+  maxTextBytes?: () => number;
 }
 
 /** Builds the `callModel` activity: one Chat Completions request with tools, heartbeating, abortable (R1.1, R1.2). */
-export function createCallModel({ openai, apiKey, timeoutMs }: CallModelDeps) {
+export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes }: CallModelDeps) {
   return async function callModel(input: CallModelInput): Promise<CallModelResult> {
+    // R2.13: count the input and ask for no more answer than the budget can pay for; a call that cannot fit is not
+    // made (non-retryable: nothing about it will change on a retry).
+    let maxCompletionTokens: number | null = null;
+    if (input.budget) {
+      const { estimate } = countCallTokens(input.model, input.messages, input.tools);
+      const fit = fitCall(estimate, input.budget);
+      if (!fit.ok) {
+        throw ApplicationFailure.create({
+          type: BUDGET_EXCEEDED_TYPE,
+          message: `not calling ${input.model}: ${fit.message} (${fit.limit})`,
+          nonRetryable: true,
+          details: [{ limit: fit.limit, inputTokens: estimate }],
+        });
+      }
+      maxCompletionTokens = fit.maxCompletionTokens;
+    }
     return withHeartbeat(async (signal) => {
       let completion: OpenAI.Chat.Completions.ChatCompletion;
       try {
@@ -35,6 +59,7 @@ export function createCallModel({ openai, apiKey, timeoutMs }: CallModelDeps) {
               })),
             }),
             ...(input.effort && { reasoning_effort: input.effort as OpenAI.ReasoningEffort }),
+            ...(maxCompletionTokens !== null && { max_completion_tokens: maxCompletionTokens }),
           },
           { signal, maxRetries: 0, ...(timeoutMs && { timeout: timeoutMs() }) },
         );
@@ -44,11 +69,19 @@ export function createCallModel({ openai, apiKey, timeoutMs }: CallModelDeps) {
       }
       const choice = completion.choices?.[0];
       if (!choice) throw toModelFailure(new Error('the answer has no choices'), input.model, apiKey);
+      // R1.8: an answer past the budget is cut here, so the result always fits in history and the paid call is
+      // never repeated because it was too big.
+      const limit = maxTextBytes?.() ?? DEFAULT_PAYLOAD_LIMITS.maxTextBytes;
+      const content = choice.message.content ?? null;
       return {
-        content: choice.message.content ?? null,
+        content: content === null ? null : cutText(content, limit),
         toolCalls: (choice.message.tool_calls ?? [])
           .filter((call) => call.type === 'function')
-          .map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments })),
+          .map((call) => ({
+            id: cutText(call.id, 256),
+            name: cutText(call.function.name, 256),
+            arguments: cutText(call.function.arguments, limit),
+          })),
         // An endpoint that reports no usage is charged an estimate, so limits still hold.
         inputTokens: completion.usage?.prompt_tokens ?? estimateTokens(JSON.stringify(input.messages)),
         outputTokens: completion.usage?.completion_tokens ?? estimateTokens(JSON.stringify(choice.message)),
@@ -61,7 +94,13 @@ export function createCallModel({ openai, apiKey, timeoutMs }: CallModelDeps) {
 /** Builds `summarizeContext` (R3.4): one model call without tools that writes a child's background. */
 export function createSummarizeContext(callModel: ReturnType<typeof createCallModel>) {
   return async function summarizeContext(input: SummarizeContextInput): Promise<SummarizeContextResult> {
-    const reply = await callModel({ model: input.model, effort: null, messages: input.messages, tools: [] });
+    const reply = await callModel({
+      model: input.model,
+      effort: null,
+      messages: input.messages,
+      tools: [],
+      ...(input.budget && { budget: input.budget }),
+    });
     if (!reply.content?.trim()) {
       throw ApplicationFailure.create({
         type: 'ModelCall.EmptyAnswer',

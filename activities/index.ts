@@ -1,9 +1,13 @@
 /**
  * All of Deputy's activities, built from their dependencies so tests pass real objects pointed at local fakes.
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { WorkflowFailedError } from '@temporalio/client';
 import type OpenAI from 'openai';
 import type {
+  AwaitRunResult,
+  DescribeRunResult,
+  RunRef,
   LoadSessionInput,
   LoadSessionResult,
   ResolvePresetsInput,
@@ -16,6 +20,9 @@ import type { ConfigStore } from '../src/config-store.js';
 import type { Client } from '@temporalio/client';
 import type { HookFunction } from '../src/hooks.js';
 import { stateQuery } from '../src/messages.js';
+import { failureMessage } from '../src/failure-message.js';
+import { CHILD_FAILED_TYPE, RunResult } from '../src/run-schema.js';
+import { withHeartbeat } from './heartbeat.js';
 import type { ToolDefinition } from '../src/tools.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
 import { createRunHook } from './run-hook.js';
@@ -47,14 +54,23 @@ export function createActivities({
   hookFunctions,
   client,
 }: ActivityDeps) {
+  const temporal = (): Client => {
+    if (client) return client;
+    throw ApplicationFailure.create({
+      type: 'Config.NoClient',
+      message: 'follow-ups and attaching to children need a Temporal client: pass `client` to createDeputyWorker',
+      nonRetryable: true,
+    });
+  };
   const callModel = createCallModel({
     openai,
     apiKey,
     timeoutMs: () => config.current.modelTimeoutSeconds * 1000,
+    maxTextBytes: () => config.current.payloads.maxTextBytes,
   });
   return {
     callModel,
-    runTool: createRunTool(tools),
+    runTool: createRunTool(tools, () => config.current.payloads.maxTextBytes),
     summarizeContext: createSummarizeContext(callModel),
     // Same call, its own name, so Temporal UI tells compaction from context summaries.
     compactSession: createSummarizeContext(callModel),
@@ -71,15 +87,46 @@ export function createActivities({
     },
     /** Reads a run's session through its `state` query (R4.5 follow-ups). */
     async loadSession({ workflowId }: LoadSessionInput): Promise<LoadSessionResult> {
-      if (!client) {
-        throw ApplicationFailure.create({
-          type: 'Config.NoClient',
-          message: 'follow-ups need a Temporal client: pass `client` to createDeputyWorker',
-          nonRetryable: true,
-        });
-      }
-      const state = await client.workflow.getHandle(workflowId).query(stateQuery);
+      const state = await temporal().workflow.getHandle(workflowId).query(stateQuery);
       return { events: state.session };
+    },
+    /** R2.4: what Temporal records of the run holding a child's id, to tell this parent's own child from a squatter. */
+    async describeRun({ workflowId }: RunRef): Promise<DescribeRunResult> {
+      const described = await temporal().workflow.getHandle(workflowId).describe();
+      const memo = described.memo ?? {};
+      const text = (value: unknown) => (typeof value === 'string' ? value : null);
+      return {
+        workflowType: described.type,
+        running: described.status.name === 'RUNNING',
+        parentId: described.parentExecution?.workflowId ?? null,
+        invocationId: text(memo.deputyInvocationId),
+        taskName: text(memo.deputyTaskName),
+      };
+    },
+    /** R2.4: waits for a run this parent attached to (it did not start it in this execution) and reads its end. */
+    async awaitRun({ workflowId }: RunRef): Promise<AwaitRunResult> {
+      const handle = temporal().workflow.getHandle(workflowId);
+      return withHeartbeat(async (signal) => {
+        const ended = handle.result().then(
+          (value): AwaitRunResult => ({ kind: 'result', result: RunResult.parse(value) }),
+          (err: unknown): AwaitRunResult => {
+            if (!(err instanceof WorkflowFailedError)) throw err;
+            if (err.cause instanceof CancelledFailure) return { kind: 'cancelled' };
+            const cause = err.cause;
+            const details =
+              cause instanceof ApplicationFailure && cause.type === CHILD_FAILED_TYPE
+                ? RunResult.safeParse(cause.details?.[0])
+                : null;
+            return { kind: 'failed', error: failureMessage(err), usage: details?.success ? details.data.usage : null };
+          },
+        );
+        const aborted = new Promise<never>((_, reject) =>
+          signal.addEventListener('abort', () =>
+            reject(new CancelledFailure('stopped waiting: the parent was cancelled')),
+          ),
+        );
+        return Promise.race([ended, aborted]);
+      }, 5000);
     },
     async resolvePresets(input: ResolvePresetsInput): Promise<ResolvePresetsResult> {
       return resolvePresetTools(config.current, input);

@@ -4,6 +4,10 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
+import { cutText } from '../src/payloads.js';
+
+/** Longest error text carried into history: an endpoint's error body can be megabytes (R1.8). */
+const MAX_ERROR_BYTES = 2000;
 
 const RETRYABLE_TYPES: Record<number, string> = {
   408: 'ModelCall.Timeout',
@@ -37,7 +41,7 @@ export function redact(text: string, secret: string | undefined): string {
 
 /** Maps an error thrown by an `openai` call to the `ApplicationFailure` the activity throws. */
 export function toModelFailure(err: unknown, model: string, apiKey: string | undefined): ApplicationFailure {
-  const message = redact(err instanceof Error ? err.message : String(err), apiKey);
+  const message = cutText(redact(err instanceof Error ? err.message : String(err), apiKey), MAX_ERROR_BYTES);
   const cause = new Error(message);
   cause.name = err instanceof Error ? err.name : 'Error';
 

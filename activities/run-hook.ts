@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { RunHookInput } from '../src/activity-types.js';
 import type { ConfigStore } from '../src/config-store.js';
 import { HookDecision, type HookFunction } from '../src/hooks.js';
+import { cutText } from '../src/payloads.js';
 import { describeIssues } from '../src/zod-issues.js';
 
 /**
@@ -74,6 +75,12 @@ export function createRunHook(config: ConfigStore, functions: ReadonlyMap<string
         nonRetryable: true,
       });
     }
-    return decision.data;
+    // R1.8: a hook's answer past the payload budget is cut, so it always fits in history.
+    const maxBytes = config.current.payloads.maxTextBytes;
+    return {
+      ...decision.data,
+      ...(decision.data.task !== undefined && { task: cutText(decision.data.task, maxBytes) }),
+      ...(decision.data.reason !== undefined && { reason: cutText(decision.data.reason, 2000) }),
+    };
   };
 }

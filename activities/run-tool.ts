@@ -1,10 +1,14 @@
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { cutText, DEFAULT_PAYLOAD_LIMITS, formatBytes, truncationMarker, utf8Bytes } from '../src/payloads.js';
 import type { RunToolInput, RunToolResult } from '../src/activity-types.js';
 import { holdsScopes, type ToolDefinition } from '../src/tools.js';
 import { describeIssues } from '../src/zod-issues.js';
 
 /** Longest tool result the model is shown; the rest is cut with a note. */
 export const MAX_TOOL_RESULT_CHARS = 20_000;
+/** Longest error text of a failing tool carried into history (R1.8). */
+const MAX_ERROR_BYTES = 2000;
 
 const toolError = (content: string): RunToolResult => ({ content, isError: true });
 
@@ -12,7 +16,10 @@ const toolError = (content: string): RunToolResult => ({ content, isError: true 
  * Builds the `runTool` activity. Bad arguments (invalid JSON, schema failures) and refused tools become a tool error
  * the model sees (R1.7); an exception thrown by the tool itself is left to Temporal's retry policy.
  */
-export function createRunTool(tools: ReadonlyMap<string, ToolDefinition>) {
+export function createRunTool(
+  tools: ReadonlyMap<string, ToolDefinition>,
+  maxTextBytes: () => number = () => DEFAULT_PAYLOAD_LIMITS.maxTextBytes,
+) {
   return async function runTool(input: RunToolInput): Promise<RunToolResult> {
     const { call } = input;
     const tool = tools.get(call.name);
@@ -33,14 +40,32 @@ export function createRunTool(tools: ReadonlyMap<string, ToolDefinition>) {
     }
     const context = Context.current();
     context.heartbeat();
-    const value = await tool.execute(parsed.data, { runId: input.runId, signal: context.cancellationSignal });
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
-    return {
-      content:
-        text.length > MAX_TOOL_RESULT_CHARS
-          ? `${text.slice(0, MAX_TOOL_RESULT_CHARS)}\n[cut: ${text.length - MAX_TOOL_RESULT_CHARS} more characters]`
-          : text,
-      isError: false,
-    };
+    let value: unknown;
+    try {
+      value = await tool.execute(parsed.data, { runId: input.runId, signal: context.cancellationSignal });
+    } catch (err) {
+      throw boundedFailure(err, call.name);
+    }
+    const text = (typeof value === 'string' ? value : JSON.stringify(value)) ?? '';
+    return { content: boundResult(text, maxTextBytes()), isError: false };
   };
+}
+
+/** R1.8: a result past the model's view (20,000 characters) or the payload budget is cut with a visible marker. */
+function boundResult(text: string, maxBytes: number): string {
+  if (text.length <= MAX_TOOL_RESULT_CHARS) return cutText(text, maxBytes);
+  const kept = text.slice(0, MAX_TOOL_RESULT_CHARS);
+  return cutText(`${kept}\n${truncationMarker(utf8Bytes(text), utf8Bytes(kept))}`, maxBytes);
+}
+
+/**
+ * A tool's own error goes to Temporal's retry policy as it was thrown (type, retryability), but with its message
+ * bounded: an error of megabytes would not fit in history, and its retries would never end (R1.8).
+ */
+function boundedFailure(err: unknown, tool: string): unknown {
+  if (!(err instanceof Error) || utf8Bytes(err.message) <= MAX_ERROR_BYTES) return err;
+  const message = `${cutText(err.message, MAX_ERROR_BYTES)} (tool "${tool}" threw an error of ${formatBytes(utf8Bytes(err.message))})`;
+  return err instanceof ApplicationFailure
+    ? ApplicationFailure.create({ type: err.type ?? 'Tool.Failed', message, nonRetryable: err.nonRetryable ?? false })
+    : ApplicationFailure.create({ type: err.name, message, nonRetryable: false });
 }

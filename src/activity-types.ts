@@ -1,10 +1,13 @@
 /**
  * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
  */
-import type { Preset } from './config.js';
+import type { CallBudget } from './budget.js';
+import type { Preset } from './preset.js';
 import type { DelegationSettings } from './delegation.js';
 import type { HookInput, HookSpec } from './hooks.js';
 import type { DefaultLimits } from './limits.js';
+import type { PayloadLimits } from './payloads.js';
+import type { RunResult, Usage } from './run-schema.js';
 import type { ChatMessage, SessionEvent, ToolCall } from './session.js';
 import type { ToolSpec } from './tools.js';
 import type { ModelPrice } from './usage.js';
@@ -45,12 +48,16 @@ export interface ResolveRunResult {
   hooks?: HookSpec[];
   /** Compaction and continue-as-new settings; absent in older histories (no compaction). */
   compaction?: { thresholdTokens: number; keepRecentTurns: number; continueAsNewAfterEvents: number };
+  /** Size budgets of what the run writes to history (R1.8); absent in older histories (the defaults). */
+  payloads?: PayloadLimits;
 }
 
 /** Input of `summarizeContext`: the accepted task and the parent's dialogue, summarised by the parent's model. */
 export interface SummarizeContextInput {
   model: string;
   messages: ChatMessage[];
+  /** What the call may spend (R2.13); absent in older histories. */
+  budget?: CallBudget;
 }
 
 /** Result of `summarizeContext`. */
@@ -103,6 +110,8 @@ export interface CallModelInput {
   messages: ChatMessage[];
   /** Tools offered on this call; empty for a synthesis call. */
   tools: ToolSpec[];
+  /** What the call may spend (R2.13): it sets `max_completion_tokens` to fit, or is not made. Absent: no cap. */
+  budget?: CallBudget;
 }
 
 /** Result of `callModel`. */
@@ -128,3 +137,25 @@ export interface RunToolResult {
   content: string;
   isError: boolean;
 }
+
+/** Input of `describeRun` and `awaitRun`: a run that holds a child's workflow id (R2.4). */
+export interface RunRef {
+  workflowId: string;
+}
+
+/** Result of `describeRun`: what Temporal records of the run holding an id, and what its memo says it is. */
+export interface DescribeRunResult {
+  workflowType: string;
+  running: boolean;
+  /** The parent Temporal records (never what the run's input claims). */
+  parentId: string | null;
+  /** From the memo a delegating parent writes on the children it starts. */
+  invocationId: string | null;
+  taskName: string | null;
+}
+
+/** Result of `awaitRun`: how a run ended. */
+export type AwaitRunResult =
+  | { kind: 'result'; result: RunResult }
+  | { kind: 'failed'; error: string; usage: Usage | null }
+  | { kind: 'cancelled' };

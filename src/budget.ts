@@ -6,7 +6,7 @@
 import type { BriefLimits } from './delegation.js';
 import { remaining } from './limits.js';
 import type { Limits, ResolvedLimits, Usage } from './run-schema.js';
-import { microToUsd, usdToMicro } from './usage.js';
+import { callCostMicroUsd, microToUsd, usdToMicro, type ModelPrice } from './usage.js';
 
 /** Tokens and integer micro-USD. */
 export interface Amount {
@@ -152,4 +152,64 @@ export function release(budget: Budget, amount: Amount): Budget {
 /** Debits what a child actually spent. */
 export function debit(budget: Budget, actual: Amount): Budget {
   return { ...budget, used: sum(budget.used, actual) };
+}
+
+/** What one model call may spend: the run's free tokens and micro-USD (`null` = unlimited) and the model's price. */
+export interface CallBudget {
+  tokens: number | null;
+  costMicroUsd: number | null;
+  price: ModelPrice;
+  /** The most output a call of this kind needs (a summary, a compaction); none for a turn. */
+  maxCompletionTokens?: number | undefined;
+}
+
+/** A call whose answer could be shorter than this is not made: it could not say anything useful. */
+export const MIN_COMPLETION_TOKENS = 16;
+
+/** Whether a call fits its budget, and the `max_completion_tokens` that keeps its worst case inside it (R2.13). */
+export type CallFit =
+  { ok: true; maxCompletionTokens: number | null } | { ok: false; limit: 'maxTokens' | 'maxCostUsd'; message: string };
+
+/**
+ * R2.13: the largest answer a call with `inputTokens` of input may ask for so that input + answer fit the free
+ * tokens and, at the model's price (cost rounded up once, as `callCostMicroUsd` does), the free micro-USD.
+ */
+export function fitCall(inputTokens: number, budget: CallBudget): CallFit {
+  const { price } = budget;
+  const byTokens = budget.tokens === null ? null : budget.tokens - inputTokens;
+  let byCost: number | null = null;
+  if (budget.costMicroUsd !== null) {
+    const left = budget.costMicroUsd * 1_000_000 - inputTokens * price.inputMicroUsdPerMTok;
+    byCost = price.outputMicroUsdPerMTok > 0 ? Math.floor(left / price.outputMicroUsdPerMTok) : left >= 0 ? null : -1;
+  }
+  const max = minOf(byTokens, byCost, budget.maxCompletionTokens);
+  if (max === null || max >= MIN_COMPLETION_TOKENS) return { ok: true, maxCompletionTokens: max };
+  const limit = byTokens !== null && (byCost === null || byTokens <= byCost) ? 'maxTokens' : 'maxCostUsd';
+  const message =
+    limit === 'maxTokens'
+      ? `the call needs ${inputTokens} input tokens and at least ${MIN_COMPLETION_TOKENS} for its answer, but only ${budget.tokens} tokens are left`
+      : `the call's input alone costs ${usd(Math.ceil((inputTokens * price.inputMicroUsdPerMTok) / 1_000_000))} and only ${usd(budget.costMicroUsd!)} is left for it and its answer`;
+  return { ok: false, limit, message };
+}
+
+/** The worst case of a call: its input and the largest answer it may ask for, in tokens and micro-USD. */
+export function worstCase(inputTokens: number, maxCompletionTokens: number, price: ModelPrice): Amount {
+  return {
+    tokens: inputTokens + maxCompletionTokens,
+    costMicroUsd: callCostMicroUsd({ inputTokens, outputTokens: maxCompletionTokens }, price),
+  };
+}
+
+/** What a finished child is charged (R2.6, R2.13): its reported spend, never more than its reservation. */
+export function chargeFor(
+  spent: { inputTokens: number; outputTokens: number; costMicroUsd: number },
+  reservation: Amount,
+): { inputTokens: number; outputTokens: number; costMicroUsd: number } {
+  const tokens = Math.min(spent.inputTokens + spent.outputTokens, reservation.tokens || Infinity);
+  const inputTokens = Math.min(spent.inputTokens, tokens);
+  return {
+    inputTokens,
+    outputTokens: tokens - inputTokens,
+    costMicroUsd: Math.min(spent.costMicroUsd, reservation.costMicroUsd || Infinity),
+  };
 }

@@ -3,6 +3,7 @@
  * anchored `compaction/summary` that replaces them for good. Pure functions; the summary itself is an activity.
  */
 import { DIALOGUE_TYPES, renderParentContext, splitTurns } from './context.js';
+import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { ChatMessage, SessionEvent } from './session.js';
 
 /** The system prompt of `compactSession`. */
@@ -51,8 +52,12 @@ export function planCompaction(
 }
 
 /** The messages of a compaction call: the replaced dialogue as text, earlier summaries and background included. */
-export function compactionPrompt(replaced: readonly SessionEvent[]): ChatMessage[] {
-  const text = renderParentContext(replaced)
+export function compactionPrompt(
+  replaced: readonly SessionEvent[],
+  maxBytes = DEFAULT_PAYLOAD_LIMITS.maxInputBytes,
+): ChatMessage[] {
+  // R1.8: the prompt is an activity input; past the budget the conversation is cut, its beginning kept.
+  const text = cutText(renderParentContext(replaced), maxBytes - 2048)
     .split('\n')
     .slice(3)
     .join('\n')

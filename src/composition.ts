@@ -84,6 +84,7 @@ export function resolveComposition(
     defaultLimits: { ...limits, synthesisReserve },
     delegation,
     compaction: config.compaction,
+    payloads: config.payloads,
     hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
   };
 }

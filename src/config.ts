@@ -8,6 +8,8 @@ import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { BriefLimits } from './delegation.js';
 import { HookConfig } from './hooks.js';
+import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
+import { Preset } from './preset.js';
 import { SynthesisReserve } from './run-schema.js';
 import { describeIssues } from './zod-issues.js';
 
@@ -17,18 +19,7 @@ export const Price = z.strictObject({
   outputPerMTokUsd: z.number().nonnegative(),
 });
 
-/** A preset: persona, tools and defaults a run starts from (full rules arrive with the presets issue). */
-export const Preset = z.strictObject({
-  id: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'use lowercase letters, digits, - and _'),
-  persona: z.string().default(''),
-  tools: z.array(z.string()).default([]),
-  skills: z.record(z.string(), z.string()).default({}),
-  model: z.string().min(1).optional(),
-  effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
-  /** How a child with this preset is shown its parent's context: a text block (default) or dialogue with roles kept. */
-  contextRendering: z.enum(['block', 'dialogue']).default('block'),
-});
-export type Preset = z.infer<typeof Preset>;
+export { Preset } from './preset.js';
 
 /** Default limits; a run's own `limits` override each. */
 export const DefaultLimitsConfig = z.strictObject({
@@ -101,6 +92,15 @@ export const DeputyConfig = z
         continueAsNewAfterEvents: z.number().int().positive().default(8000),
       })
       .default({ thresholdTokens: 60_000, keepRecentTurns: 4, continueAsNewAfterEvents: 8000 }),
+    /** R1.8: size budgets of what runs write to Temporal history (its default payload limit is 2 MB). */
+    payloads: z
+      .strictObject({
+        /** One model answer, tool result, child output, background, interjection or hook answer; longer is cut. */
+        maxTextBytes: z.number().int().min(1024).max(1_500_000).default(DEFAULT_PAYLOAD_LIMITS.maxTextBytes),
+        /** One model-call input; past it the run compacts, and fails if that cannot help. */
+        maxInputBytes: z.number().int().min(4096).max(1_800_000).default(DEFAULT_PAYLOAD_LIMITS.maxInputBytes),
+      })
+      .default({ ...DEFAULT_PAYLOAD_LIMITS }),
     /** Hooks run at points of a child's life: HTTP webhooks or functions registered with the worker. */
     hooks: z.array(HookConfig).default([]),
   })

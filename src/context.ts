@@ -4,6 +4,7 @@
  * own assignment. Pure functions over session events.
  */
 import type { ContextMode } from './delegation.js';
+import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from './session.js';
 
 /** Tools that steer other runs; their calls and results never reach a child (R3.3). */
@@ -160,12 +161,15 @@ export const SUMMARY_SYSTEM_PROMPT =
 export function summaryPrompt(
   task: string,
   selected: readonly SessionEvent[],
+  maxBytes = DEFAULT_PAYLOAD_LIMITS.maxInputBytes,
 ): { role: 'system' | 'user'; content: string }[] {
+  // R1.8: the prompt is an activity input; past the budget the parent's dialogue is cut (its oldest part is kept).
+  const room = Math.max(1024, maxBytes - 2 * 1024 - task.length * 3);
   return [
     { role: 'system', content: SUMMARY_SYSTEM_PROMPT },
     {
       role: 'user',
-      content: `## The sub-agent's task\n${task}\n\n${renderParentContext(selected)}\n\nWrite the background briefing for this task.`,
+      content: `## The sub-agent's task\n${task}\n\n${cutText(renderParentContext(selected), room)}\n\nWrite the background briefing for this task.`,
     },
   ];
 }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { BriefLimits, ContextMode } from './delegation.js';
+import { Preset } from './preset.js';
 import { LimitName, SessionEvent } from './session.js';
 
 export { LimitName };
@@ -60,9 +61,7 @@ export const ChildOrigin = z.strictObject({
    * The child's composition (R4.2, R4.3): the preset registered at spawn when the brief named a role (`selected`),
    * else the parent's exact definition.
    */
-  preset: z
-    .strictObject({ definition: z.record(z.string(), z.unknown()), revision: z.string(), selected: z.boolean() })
-    .optional(),
+  preset: z.strictObject({ definition: Preset, revision: z.string(), selected: z.boolean() }).optional(),
   /** The parent's context as prepared for this child (R3.5): a `context/background` event before its task. */
   background: z
     .strictObject({
@@ -75,46 +74,72 @@ export const ChildOrigin = z.strictObject({
 export type ChildOrigin = z.infer<typeof ChildOrigin>;
 
 /** Input of the `agentRun` workflow. */
-export const RunInput = z.strictObject({
-  /** The assignment: the run's first user message. */
-  task: z.string().min(1, 'task must not be empty'),
-  /** Prior user/assistant turns placed before the task. */
-  messages: z.array(SeedMessage).optional(),
-  /** `task` ends at the final answer; `conversation` waits for the next `sendMessage` after each answer. @default 'task' */
-  mode: z.enum(['task', 'conversation']).optional(),
-  /** Seconds a conversation waits for the next message before it ends. @default 3600 */
-  idleTimeoutSeconds: z.number().int().positive().optional(),
-  /** Preset id from the config. @default the config's `defaultPreset` */
-  preset: z.string().min(1).optional(),
-  /** Model name; overrides the preset's and the config's. */
-  model: z.string().min(1).optional(),
-  /** Reasoning effort passed to models that support it. */
-  effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
-  /** Limits for this run. */
-  limits: Limits.optional(),
-  /** Scopes this run holds; a tool is offered only when the run holds all of its scopes. @default the config's `defaultScopes` */
-  scopes: z.array(z.string().min(1)).optional(),
-  /** Tenant the run belongs to, for the caller's own bookkeeping. */
-  tenant: z.string().min(1).optional(),
-  /** Set by a parent run on its children; never set it yourself. */
-  origin: ChildOrigin.optional(),
-  /**
-   * A session this run starts from (R4.5, R4.6): import, fork or follow-up. With `select`, the preset is resolved in
-   * the registry now and the run fails if it is gone; otherwise the run uses `preset` exactly.
-   */
-  restore: z
-    .strictObject({
-      kind: z.enum(['import', 'fork', 'followup']),
-      events: z.array(SessionEvent),
-      select: z.strictObject({ presetId: z.string(), revision: z.string() }).optional(),
-      preset: z.record(z.string(), z.unknown()).optional(),
-      model: z.string().optional(),
-    })
-    .optional(),
-  /** Set when a run continues as new (R1.6): its state so far. Never set it yourself. */
-  resume: z.lazy(() => RunResume).optional(),
-});
+export const RunInput = z
+  .strictObject({
+    /** The assignment: the run's first user message. */
+    task: z.string().min(1, 'task must not be empty'),
+    /** Prior user/assistant turns placed before the task. */
+    messages: z.array(SeedMessage).optional(),
+    /** `task` ends at the final answer; `conversation` waits for the next `sendMessage` after each answer. @default 'task' */
+    mode: z.enum(['task', 'conversation']).optional(),
+    /** Seconds a conversation waits for the next message before it ends. @default 3600 */
+    idleTimeoutSeconds: z.number().int().positive().optional(),
+    /** Preset id from the config. @default the config's `defaultPreset` */
+    preset: z.string().min(1).optional(),
+    /** Model name; overrides the preset's and the config's. */
+    model: z.string().min(1).optional(),
+    /** Reasoning effort passed to models that support it. */
+    effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
+    /** Limits for this run. */
+    limits: Limits.optional(),
+    /** Scopes this run holds; a tool is offered only when the run holds all of its scopes. @default the config's `defaultScopes` */
+    scopes: z.array(z.string().min(1)).optional(),
+    /** Tenant the run belongs to, for the caller's own bookkeeping. */
+    tenant: z.string().min(1).optional(),
+    /** Set by a parent run on its children; never set it yourself. */
+    origin: ChildOrigin.optional(),
+    /**
+     * A session this run starts from (R4.5, R4.6): import, fork or follow-up. With `select`, the preset is resolved in
+     * the registry now and the run fails if it is gone; otherwise the run uses `preset` exactly.
+     */
+    restore: z
+      .strictObject({
+        kind: z.enum(['import', 'fork', 'followup']),
+        events: z.array(SessionEvent),
+        select: z.strictObject({ presetId: z.string(), revision: z.string() }).optional(),
+        /** The exact preset definition to run with (validated like the config's presets, R1.9). */
+        preset: Preset.optional(),
+        model: z.string().optional(),
+      })
+      .optional(),
+    /** Set when a run continues as new (R1.6): its state so far. Never set it yourself. */
+    resume: z.lazy(() => RunResume).optional(),
+  })
+  .superRefine((input, ctx) => {
+    // R4.6: a fork runs with exactly its source's composition, whoever starts it (the client or plain JSON).
+    if (input.restore?.kind !== 'fork') return;
+    if (input.preset !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['preset'],
+        message: "a fork keeps its source's composition; start a new run (or import the session) to choose a preset",
+      });
+    }
+    if (input.restore.select !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['restore', 'select'], message: 'a fork does not select a preset' });
+    }
+    if (input.restore.preset === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['restore', 'preset'],
+        message: "a fork needs its source's preset definition (DeputyClient.fork sends it)",
+      });
+    }
+  });
 export type RunInput = z.input<typeof RunInput>;
+
+/** Failure type a failed child throws so its parent can still read its usage from the failure's details. */
+export const CHILD_FAILED_TYPE = 'AgentRun.Failed';
 
 /** How a run ends. */
 export const RunStatus = z.enum(['completed', 'failed', 'cancelled', 'limit_reached']);
@@ -220,9 +245,7 @@ export const RunState = z.object({
   limits: ResolvedLimits.nullable(),
   remaining: Remaining.nullable(),
   /** The composition the run resolved at its start: preset definition, revision, model (R4.1). */
-  composition: z
-    .object({ preset: z.record(z.string(), z.unknown()), revision: z.string(), model: z.string() })
-    .nullable(),
+  composition: z.object({ preset: Preset, revision: z.string(), model: z.string() }).nullable(),
   /** Tokens and cost held for live children (R2.6). */
   reserved: AmountSchema,
   /** Every child this run has reserved or started (R2.11). */

@@ -3,6 +3,7 @@
  * the rule that decides how a restored session gets its composition. Pure; shared by the client and the workflow.
  */
 import { z } from 'zod';
+import { Preset } from './preset.js';
 import { SESSION_VERSION, SessionEvent } from './session.js';
 import { describeIssues } from './zod-issues.js';
 
@@ -18,7 +19,7 @@ export const SessionExport = z.strictObject({
   exportedAt: z.iso.datetime(),
   /** The composition the run ran with: its preset definition and revision, and its model. */
   composition: z.strictObject({
-    preset: z.record(z.string(), z.unknown()),
+    preset: Preset,
     revision: z.string(),
     model: z.string(),
   }),
@@ -56,8 +57,9 @@ export type Restoration =
  * descriptor (older logs) does not.
  */
 export function decideRestoration(events: readonly SessionEvent[]): Restoration {
-  const firstOwn = events.findIndex((e) => !e.inherited);
-  const own = firstOwn === -1 ? [] : events.slice(firstOwn);
+  // A fork writes its own header first and the copied events after it: inherited events are skipped wherever they
+  // stand, not only as a leading prefix.
+  const own = events.filter((e) => !e.inherited);
   const descriptor = own.findIndex((e) => e.type === 'subagent/descriptor');
   if (descriptor === -1) return { kind: 'implicit' };
   const selection = own.slice(0, descriptor).find((e) => e.type === 'agent-preset/selected');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forTask, offeredTools, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
 import type { Limits } from '../src/run-schema.js';
 import { SYNTHESIS_INSTRUCTION } from '../workflows/agent-run.js';
 import { useHarness } from './support/harness.js';
@@ -25,17 +25,55 @@ async function runAlwaysCallingTools(task: string, limits: Limits) {
 }
 
 describe('R1.4 limits end a run with limit_reached and the best output so far', () => {
-  it.each([
-    { limit: 'maxTurns', limits: { maxTurns: 2 }, usage: { modelCalls: 2, toolCalls: 2 } },
-    { limit: 'maxTokens', limits: { maxTokens: 240 }, usage: { totalTokens: 240 } },
-    // Integer micro-USD: 140 per call at $1 in / $2 out per million tokens.
-    { limit: 'maxCostUsd', limits: { maxCostUsd: 0.00028 }, usage: { costMicroUsd: 280 } },
-  ] as const)('R1.4 $limit', async ({ limit, limits, usage }) => {
-    const { result, requests } = await runAlwaysCallingTools(`limit ${limit}`, { ...limits, synthesisReserve: false });
-    expect(result).toMatchObject({ status: 'limit_reached', limit, output: 'draft 2' });
-    expect(result.usage).toMatchObject(usage);
+  it('R1.4 maxTurns', async () => {
+    const { result, requests } = await runAlwaysCallingTools('limit maxTurns', {
+      maxTurns: 2,
+      synthesisReserve: false,
+    });
+    expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxTurns', output: 'draft 2' });
+    expect(result.usage).toMatchObject({ modelCalls: 2, toolCalls: 2 });
     expect(requests).toHaveLength(2);
   });
+
+  // R2.13: each call asks for no more answer than what is left pays for, and the call that could not fit is never
+  // made. The scripted model reports 100 input + 20 output tokens a call, 140 micro-USD at $1 in / $2 out.
+  it.each([
+    {
+      limit: 'maxTokens',
+      limits: { maxTokens: 1000 },
+      left: (used: number, input: number) => 1000 - used * 120 - input,
+    },
+    {
+      limit: 'maxCostUsd',
+      limits: { maxCostUsd: 0.001 },
+      left: (used: number, input: number) => Math.floor((1000 - used * 140 - input) / 2),
+    },
+  ] as const)(
+    'R1.4 R2.13 $limit: every call fits what is left; the one that cannot is not made',
+    async ({ limit, limits, left }) => {
+      const { result, requests } = await runAlwaysCallingTools(`limit ${limit}`, {
+        ...limits,
+        synthesisReserve: false,
+      });
+      expect(result).toMatchObject({ status: 'limit_reached', limit, output: `draft ${requests.length}` });
+      expect(requests.length).toBeGreaterThanOrEqual(2);
+      requests.forEach((request, i) => {
+        expect(request.body.max_completion_tokens).toBe(left(i, worstUsage(request.body).prompt_tokens));
+      });
+      // The call that did not fit was refused before any request: its activity failed, typed and non-retryable.
+      const history = await h.client.workflow.getHandle(result.sessionId).fetchHistory();
+      const refused = history.events!.flatMap((e) => e.activityTaskFailedEventAttributes?.failure ?? []);
+      expect(refused).toHaveLength(1);
+      expect(refused[0]!.applicationFailureInfo).toMatchObject({
+        type: 'ModelCall.BudgetExceeded',
+        nonRetryable: true,
+      });
+      expect(refused[0]!.message).toContain(`(${limit})`);
+      expect(result.usage.modelCalls).toBe(requests.length);
+      if (limit === 'maxTokens') expect(result.usage.totalTokens).toBeLessThanOrEqual(1000);
+      else expect(result.usage.costMicroUsd).toBeLessThanOrEqual(1000);
+    },
+  );
 
   it('R1.4 maxToolCalls: once used up, tools are no longer offered and a further call ends the run', async () => {
     const { result, requests } = await runAlwaysCallingTools('limit tool calls', {

@@ -22,7 +22,6 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { z } from 'zod';
 import type { DeputyActivities } from '../activities/index.js';
 import type { ResolveRunResult, RunToolResult } from '../src/activity-types.js';
-import type { Preset } from '../src/config.js';
 import { nextStep, type NextStep } from '../src/agent-loop.js';
 import { resolveLimits, remaining } from '../src/limits.js';
 import {
@@ -54,7 +53,9 @@ import {
   DEPUTY_TASK_NAME,
 } from '../src/search-attributes.js';
 import { bestOutput, SESSION_VERSION, toChatMessages, type SessionEvent, type ToolCall } from '../src/session.js';
-import { ZERO_AMOUNT, type Amount } from '../src/budget.js';
+import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/budget.js';
+import { DEFAULT_PAYLOAD_LIMITS, formatBytes, jsonBytes, PAYLOAD_TOO_LARGE_TYPE } from '../src/payloads.js';
+import { budgetExceeded } from './model-budget.js';
 import { DELEGATE_TOOL, FOLLOWUP_TOOL, InterjectArgs, INTERJECT_TOOL } from '../src/delegation.js';
 import { addModelCall, addSpend, addToolCalls, callCostMicroUsd, microToUsd, ZERO_USAGE } from '../src/usage.js';
 import { applyCompaction, compactionPrompt, planCompaction } from '../src/compaction.js';
@@ -99,6 +100,14 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const input = parsed.data;
   const info = workflowInfo();
   const sessionId = info.workflowId;
+  if (input.origin && info.parent?.workflowId !== input.origin.parentId) {
+    // R1.9: origin grants a parent's tools and composition; only a real Temporal child of that parent may carry it.
+    throw ApplicationFailure.create({
+      type: 'RunInput.Invalid',
+      message: `invalid RunInput: origin: this run claims to be a child of "${input.origin.parentId}", but Temporal records ${info.parent ? `"${info.parent.workflowId}" as its parent` : 'no parent'}; origin is set only by a parent run on the children it starts`,
+      nonRetryable: true,
+    });
+  }
   const mode = input.mode ?? 'task';
   const origin = input.origin;
   const rootId = origin?.rootId ?? sessionId;
@@ -169,7 +178,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(
     interjectUpdate,
     async (args) => {
-      const delivered = await deliverInterjection(args, delegationHost(composition!, limits!));
+      const delivered = await deliverInterjection(args, delegationHost(composition!, limits!)).catch(
+        (err: unknown) => ({ ok: false as const, error: `could not deliver: ${failureMessage(err)}` }),
+      );
       if (!delivered.ok)
         throw ApplicationFailure.create({
           type: 'Interject.NotDelivered',
@@ -242,8 +253,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         scopes: input.scopes,
         depth,
         allowedTools: origin?.allowedTools,
-        presetDefinition: (origin?.preset?.definition ??
-          (input.restore?.select ? undefined : input.restore?.preset)) as Preset | undefined,
+        presetDefinition: origin?.preset?.definition ?? (input.restore?.select ? undefined : input.restore?.preset),
         ...(input.restore?.select && { preset: input.restore.select.presetId }),
         ...(input.restore?.model && !input.model && !input.restore.select && { model: input.restore.model }),
       });
@@ -325,18 +335,50 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     append({ type: 'message/user', at: now(), content: input.task });
   }
 
-  /** R1.6: summarises the oldest turns once the effective dialogue passes the threshold; their raw form is gone. */
-  async function maybeCompact(run: ResolveRunResult) {
-    if (!run.compaction) return;
-    const plan = planCompaction(events, run.compaction.thresholdTokens, run.compaction.keepRecentTurns);
-    if (!plan) return;
+  /** What one model call may spend now (R2.13): what is free after reservations; none when the run has no caps. */
+  function callBudget(run: ResolveRunResult, runLimits: ResolvedLimits, maxCompletionTokens?: number) {
+    const free = available(budgetOf(runLimits, usage, reserved));
+    if (free.tokens === null && free.costMicroUsd === null && maxCompletionTokens === undefined) return undefined;
+    const budget: CallBudget = { ...free, price: run.price, maxCompletionTokens };
+    return budget;
+  }
+
+  /**
+   * R1.6: summarises the oldest turns once the effective dialogue passes the threshold (or, `forced`, whenever there
+   * are turns to spare, because the next input is too large); their raw form is gone. Returns the limit that stopped
+   * a compaction that does not fit the budget, else `null`.
+   */
+  async function maybeCompact(
+    run: ResolveRunResult,
+    runLimits: ResolvedLimits,
+    forced = false,
+  ): Promise<LimitName | null> {
+    if (!run.compaction) return null;
+    const plan = forced
+      ? planCompaction(events, 0, 1)
+      : planCompaction(events, run.compaction.thresholdTokens, run.compaction.keepRecentTurns);
+    if (!plan) return null;
     setCurrentDetails(`compacting ${plan.replaced.length} events`);
-    const compacted = await compactSession.executeWithOptions(
-      { summary: `compactSession ${run.model} (${plan.replacesTurns} turns so far)` },
-      [{ model: run.model, messages: compactionPrompt(plan.replaced) }],
-    );
+    let compacted;
+    try {
+      compacted = await compactSession.executeWithOptions(
+        { summary: `compactSession ${run.model} (${plan.replacesTurns} turns so far)` },
+        [
+          {
+            model: run.model,
+            messages: compactionPrompt(plan.replaced, payloads(run).maxInputBytes),
+            budget: callBudget(run, runLimits, COMPACTION_MAX_COMPLETION_TOKENS),
+          },
+        ],
+      );
+    } catch (err) {
+      const limit = budgetExceeded(err);
+      if (limit) return limit;
+      throw err;
+    }
     usage = addSpend(usage, { ...compacted, costMicroUsd: callCostMicroUsd(compacted, run.price) });
     events.splice(0, events.length, ...applyCompaction(plan, compacted.summary, now()));
+    return null;
   }
 
   /** R1.6: continues as new when Temporal suggests it (or history grows long), at a point where nothing is in flight. */
@@ -377,11 +419,14 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         continue;
       }
       switch (step.type) {
-        case 'call_model':
+        case 'call_model': {
           await maybeContinueAsNew(run, runLimits);
-          await maybeCompact(run);
-          await modelTurn(run, step.synthesisFor, step.offerTools);
+          await maybeCompact(run, runLimits);
+          const stopped = await modelTurn(run, runLimits, step.synthesisFor, step.offerTools);
+          // R2.13: a call whose worst case no longer fits is not made; the run ends with its best output so far.
+          if (stopped) return { status: 'limit_reached', output: bestOutput(events), limit: stopped };
           break;
+        }
         case 'run_tools':
           await toolTurn(run, runLimits, step.calls, step.refused);
           break;
@@ -406,15 +451,54 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
   }
 
-  async function modelTurn(run: ResolveRunResult, synthesisFor: LimitName | null, offerTools: boolean) {
-    const turn = usage.modelCalls + 1;
+  /** The messages of the next model call: the effective dialogue after the persona, and the synthesis instruction. */
+  function turnInput(run: ResolveRunResult, synthesisFor: LimitName | null, offerTools: boolean) {
     const messages = toChatMessages(events, run.persona);
     if (synthesisFor) messages.push({ role: 'system', content: SYNTHESIS_INSTRUCTION });
+    return { messages, tools: offerTools ? run.tools : [] };
+  }
+
+  /**
+   * One model call. R1.8: an input past the payload budget forces a compaction first, and fails the run (typed,
+   * non-retryable) if that cannot help. R2.13: a call that does not fit the budget becomes a synthesis call when
+   * tools were offered; returns the limit when not even that fits, else `null`.
+   */
+  async function modelTurn(
+    run: ResolveRunResult,
+    runLimits: ResolvedLimits,
+    synthesisFor: LimitName | null,
+    offerTools: boolean,
+  ): Promise<LimitName | null> {
+    const turn = usage.modelCalls + 1;
+    let input = turnInput(run, synthesisFor, offerTools);
+    const maxInputBytes = payloads(run).maxInputBytes;
+    if (jsonBytes(input) > maxInputBytes) {
+      const stopped = await maybeCompact(run, runLimits, true);
+      if (stopped) return stopped;
+      input = turnInput(run, synthesisFor, offerTools);
+      const size = jsonBytes(input);
+      if (size > maxInputBytes) {
+        throw ApplicationFailure.create({
+          type: PAYLOAD_TOO_LARGE_TYPE,
+          message: `the next model call's input is ${formatBytes(size)} even after compaction, past the payload budget of ${formatBytes(maxInputBytes)} (payloads.maxInputBytes); shorten the task or the messages given to this run`,
+          nonRetryable: true,
+        });
+      }
+    }
     setCurrentDetails(`turn ${turn}: calling ${run.model}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
-    const reply = await callModel.executeWithOptions(
-      { summary: `callModel ${run.model} turn ${turn}${synthesisFor ? ' synthesis' : ''}` },
-      [{ model: run.model, effort: run.effort, messages, tools: offerTools ? run.tools : [] }],
-    );
+    let reply;
+    try {
+      reply = await callModel.executeWithOptions(
+        { summary: `callModel ${run.model} turn ${turn}${synthesisFor ? ' synthesis' : ''}` },
+        [{ model: run.model, effort: run.effort, ...input, budget: callBudget(run, runLimits) }],
+      );
+    } catch (err) {
+      const limit = budgetExceeded(err);
+      if (!limit) throw err;
+      // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose (R1.4).
+      if (synthesisFor === null && runLimits.synthesis) return modelTurn(run, runLimits, limit, false);
+      return limit;
+    }
     usage = addModelCall(usage, reply, run.price);
     append({
       type: 'message/assistant',
@@ -424,6 +508,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       ...(synthesisFor && { synthesisFor }),
     });
     upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(usage.costMicroUsd) }]);
+    return null;
   }
 
   function delegationHost(run: ResolveRunResult, runLimits: ResolvedLimits): DelegationHost {
@@ -447,6 +532,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(usage.costMicroUsd) }]);
       },
       setStatus: (next) => setStatus(next),
+      payloads: payloads(run),
     };
   }
 
@@ -456,14 +542,20 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     call: ToolCall,
     allowedTools: string[],
   ): Promise<RunToolResult> {
-    if (call.name === DELEGATE_TOOL && allowedTools.includes(DELEGATE_TOOL) && run.delegation) {
-      return runDelegation(call, delegationHost(run, runLimits));
-    }
-    if (call.name === INTERJECT_TOOL && allowedTools.includes(INTERJECT_TOOL) && run.delegation) {
-      return runInterjection(call, delegationHost(run, runLimits));
-    }
-    if (call.name === FOLLOWUP_TOOL && allowedTools.includes(FOLLOWUP_TOOL) && run.delegation) {
-      return runFollowup(call, delegationHost(run, runLimits));
+    const steering = {
+      [DELEGATE_TOOL]: runDelegation,
+      [INTERJECT_TOOL]: runInterjection,
+      [FOLLOWUP_TOOL]: runFollowup,
+    };
+    const steer = Object.hasOwn(steering, call.name) ? steering[call.name as keyof typeof steering] : undefined;
+    if (steer && allowedTools.includes(call.name) && run.delegation) {
+      // R2.4: no infrastructure error on a delegation path fails the parent: the model reads it as a tool error.
+      try {
+        return await steer(call, delegationHost(run, runLimits));
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        return { content: `"${call.name}" failed: ${failureMessage(err)}; nothing more was done`, isError: true };
+      }
     }
     try {
       return await runTool.executeWithOptions({ summary: `runTool ${call.name}` }, [
@@ -497,6 +589,14 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       });
     }
   }
+}
+
+/** The most a compaction summary may write (the prompt asks for 300 words). */
+const COMPACTION_MAX_COMPLETION_TOKENS = 1024;
+
+/** A run's payload budgets (R1.8); histories recorded before they existed use the defaults. */
+function payloads(run: ResolveRunResult) {
+  return run.payloads ?? DEFAULT_PAYLOAD_LIMITS;
 }
 
 /** Update validators reject bad payloads naming the field (R1.7), and any update once the run has ended. */

@@ -4,6 +4,7 @@
  * into one tool result. Deterministic code only.
  */
 import {
+  ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
@@ -14,11 +15,26 @@ import {
   ParentClosePolicy,
   proxyActivities,
   startChild,
+  type ChildWorkflowHandle,
+  type ChildWorkflowOptions,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { DeputyActivities } from '../activities/index.js';
 import type { ResolveRunResult, RunToolResult } from '../src/activity-types.js';
-import type { Preset } from '../src/config.js';
-import { budgetOf, deriveChildLimits, release, reservationFor, reserve, type Amount } from '../src/budget.js';
+import { type Preset } from '../src/preset.js';
+import {
+  available,
+  budgetOf,
+  chargeFor,
+  deriveChildLimits,
+  release,
+  reservationFor,
+  reserve,
+  sum,
+  type Amount,
+  type CallBudget,
+} from '../src/budget.js';
+import { cutText, jsonBytes, formatBytes, type PayloadLimits } from '../src/payloads.js';
 import {
   bounded,
   checkCaps,
@@ -37,15 +53,16 @@ import {
   type ContextMode,
   type DelegationSettings,
 } from '../src/delegation.js';
-import type {
-  ChildOrigin,
-  LedgerEntry,
-  LiveStatus,
-  Limits,
-  ResolvedLimits,
-  RunInput,
-  RunResult,
-  Usage,
+import {
+  CHILD_FAILED_TYPE,
+  type ChildOrigin,
+  type LedgerEntry,
+  type LiveStatus,
+  type Limits,
+  type ResolvedLimits,
+  type RunInput,
+  type RunResult,
+  type Usage,
 } from '../src/run-schema.js';
 
 type ChildBackground = NonNullable<ChildOrigin['background']>;
@@ -74,16 +91,26 @@ import {
   takeSnapshot,
 } from '../src/context.js';
 import { callCostMicroUsd, microToUsd } from '../src/usage.js';
+import { budgetExceeded, upperBoundTokens } from './model-budget.js';
 
 // Cancelling the parent aborts the generation's HTTP request before the run ends (R3.4).
 const { summarizeContext } = proxyActivities<DeputyActivities>({
   ...MODEL_CALL_OPTIONS,
   retry: { ...MODEL_CALL_OPTIONS.retry, maximumAttempts: 5 },
 });
-const { resolvePresets, loadSession } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+const { resolvePresets, loadSession, describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+// Waits on a run this parent did not start in this execution (R2.4 attach): as long as the run lives.
+const { awaitRun } = proxyActivities<DeputyActivities>({
+  startToCloseTimeout: '7 days',
+  heartbeatTimeout: '30 seconds',
+  cancellationType: ActivityCancellationType.TRY_CANCEL,
+  retry: { maximumAttempts: 5 },
+});
 
-/** Failure type a child throws so its parent can still read its usage from the failure's details. */
-export const CHILD_FAILED_TYPE = 'AgentRun.Failed';
+/** The most a background summary may write (the prompt asks for 250 words). */
+export const SUMMARY_MAX_COMPLETION_TOKENS = 1024;
+
+export { CHILD_FAILED_TYPE };
 
 /** What the delegation code reads and changes of the run that delegates. */
 export interface DelegationHost {
@@ -107,6 +134,14 @@ export interface DelegationHost {
   /** Debits a child's spend to the run's usage. */
   debit(spend: { inputTokens: number; outputTokens: number; costMicroUsd: number }): void;
   setStatus(status: LiveStatus): void;
+  /** Size budgets of what the run writes to history (R1.8). */
+  payloads: PayloadLimits;
+}
+
+/** The parent's context frozen at the `delegate` call (R3.2): its effective dialogue and its append count. */
+interface Snapshot {
+  events: SessionEvent[];
+  mark: number;
 }
 
 interface ChildPlan {
@@ -117,6 +152,10 @@ interface ChildPlan {
   /** A follow-up: the finished child whose session this one goes on from. */
   restore?: { from: string; events: SessionEvent[] };
   contextRendering: 'block' | 'dialogue';
+  /** What the child sees of the parent (R3.1); a follow-up keeps its source's (the choice made at dispatch sticks). */
+  contextMode: ContextMode;
+  /** A follow-up: its source's snapshot mark, so an interjection continues from what the source saw (R3.7). */
+  snapshotMark?: number | undefined;
   grant: ChildGrant;
   limits: Limits;
   reservation: Amount;
@@ -127,6 +166,8 @@ const toolError = (content: string): RunToolResult => ({ content, isError: true 
 /** Executes one `delegate` tool call; every refusal is a tool error the model sees, with nothing spawned. */
 export async function runDelegation(call: ToolCall, host: DelegationHost): Promise<RunToolResult> {
   const { settings, composition } = host;
+  // R3.2: the evidence is frozen at the call, before any await: a sibling result that lands later never gets in.
+  const snapshot: Snapshot = { events: takeSnapshot(host.events()), mark: host.appendedCount() };
   const check = parseInvocation(call.arguments);
   if (!check.ok) return toolError(check.error);
   const { briefs, return_shape: returnShape } = check.args;
@@ -173,7 +214,7 @@ export async function runDelegation(call: ToolCall, host: DelegationHost): Promi
     if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
     plans.push(plan.plan);
   }
-  return bookAndRun(call, plans, returnShape, host);
+  return bookAndRun(call, plans, returnShape, host, snapshot);
 }
 
 /** R2.5/R2.7: one child's tools, scopes and limits from its brief and composition. */
@@ -213,6 +254,7 @@ function planChild(
       preset: childComposition.definition.id,
       composition: childComposition,
       contextRendering: childComposition.definition.contextRendering,
+      contextMode: brief.context ?? 'none',
       grant: grant.grant,
       limits,
       reservation: reservationFor(limits),
@@ -226,7 +268,15 @@ async function bookAndRun(
   plans: ChildPlan[],
   returnShape: Record<string, unknown> | undefined,
   host: DelegationHost,
+  snapshot: Snapshot,
 ): Promise<RunToolResult> {
+  // R2.3: checked again here, with no await before the booking: a follow-up and a delegate of one turn both awaited
+  // look-ups since their first check.
+  if (host.ledger.length + plans.length > host.settings.maxChildrenPerRun) {
+    return toolError(
+      `this run has started ${host.ledger.length} of its ${host.settings.maxChildrenPerRun} children; ${plans.length} more do not fit; nothing was spawned`,
+    );
+  }
   const reservation = reserve(
     budgetOf(host.limits, host.usage(), host.reserved()),
     plans.map((plan) => plan.reservation),
@@ -247,7 +297,7 @@ async function bookAndRun(
       actual: null,
       summary: null,
       artifacts: plan.brief.artifacts ?? [],
-      preparation: { contextMode: plan.brief.context ?? 'none', backgroundChars: null, hookOutcome: null },
+      preparation: { contextMode: plan.contextMode, backgroundChars: null, hookOutcome: null },
       ...(plan.restore && { followupOf: plan.restore.from }),
     };
     host.ledger.push(entry);
@@ -255,8 +305,12 @@ async function bookAndRun(
   });
 
   host.setStatus('waiting_for_children');
-  const outcomes = await joinAll(plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, host)));
-  host.setStatus('running');
+  const outcomes = await joinAll(
+    plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, host, snapshot)),
+  );
+  // Another invocation of the same turn may still have live children.
+  const live = host.ledger.some((entry) => entry.status === 'reserved' || entry.status === 'running');
+  host.setStatus(live ? 'waiting_for_children' : 'running');
   return { content: renderChildResults(outcomes), isError: outcomes.every((o) => o.status !== 'completed') };
 }
 
@@ -264,14 +318,20 @@ async function bookAndRun(
 function prepareBackground(
   mode: ContextMode,
   rendering: 'block' | 'dialogue',
-  events: readonly SessionEvent[],
+  snapshot: readonly SessionEvent[],
+  payloads: PayloadLimits,
 ): ChildBackground | undefined {
-  const selected = selectContext(takeSnapshot(events), mode);
+  const selected = selectContext(snapshot, mode);
   if (selected.length === 0) return undefined;
-  const content = renderParentContext(selected);
-  return rendering === 'dialogue'
-    ? { source: 'parent-chat', content, dialogue: renderParentDialogue(selected) }
-    : { source: 'parent-chat', content };
+  // R1.8: the copy goes into the child's input; past the budget it is cut (the block) or its oldest turns dropped.
+  const content = cutText(renderParentContext(selected), payloads.maxTextBytes);
+  if (rendering !== 'dialogue') return { source: 'parent-chat', content };
+  const dialogue = renderParentDialogue(selected).map((m) => ({
+    ...m,
+    content: cutText(m.content, payloads.maxTextBytes),
+  }));
+  while (dialogue.length > 1 && jsonBytes(dialogue) > payloads.maxTextBytes) dialogue.shift();
+  return { source: 'parent-chat', content, dialogue };
 }
 
 /** Starts one child, waits for it, and settles its reservation; the child's end never cancels the parent (R2.9). */
@@ -281,9 +341,10 @@ async function runChild(
   invocation: number,
   returnShape: Record<string, unknown> | undefined,
   host: DelegationHost,
+  snapshot: Snapshot,
 ): Promise<ChildOutcome> {
   const { brief } = plan;
-  const mode = brief.context ?? 'none';
+  const mode = plan.contextMode;
   const hooks = host.composition.hooks ?? [];
   const hookInput = {
     parentId: host.sessionId,
@@ -308,7 +369,8 @@ async function runChild(
       costMicroUsd: plan.reservation.costMicroUsd,
     };
     host.setReserved(release(budgetOf(host.limits, host.usage(), host.reserved()), plan.reservation).reserved);
-    host.debit(charge);
+    // R2.13: a child's reservation is its hard cap: its debit never exceeds it.
+    host.debit(chargeFor(charge, plan.reservation));
     entry.status = status;
     entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
     entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
@@ -341,19 +403,22 @@ async function runChild(
       }
       task = decided.task;
     }
-    // R3.2: the snapshot is taken here, at dispatch, and never changes; it waits for no sibling.
-    host.snapshotMarks.set(entry.childWorkflowId, host.appendedCount());
-    let background = prepareBackground(mode, plan.contextRendering, host.events());
-    if (mode === 'summary') {
+    // R3.2: the snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's
+    // restored session already holds its background, and its interjections continue from its source's mark.
+    host.snapshotMarks.set(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
+    let background = plan.restore
+      ? undefined
+      : prepareBackground(mode, plan.contextRendering, snapshot.events, host.payloads);
+    if (mode === 'summary' && !plan.restore) {
       // R3.4: the background is written for the hook-accepted task; its cost is the parent's.
-      const generated = await generateBackground(task, brief.task_name, host);
+      const generated = await generateBackground(task, brief.task_name, host, snapshot.events);
       if (!generated.ok) return outcome('rejected', null, generated.error, generated.error);
       background = generated.background;
     }
     entry.preparation.backgroundChars = background ? background.content.length : null;
 
     const input = childInput(plan, { ...brief, message: task }, invocation, returnShape, host, background);
-    const handle = await startChild('agentRun', {
+    const started = await startChildOrExplain(entry, {
       workflowId: entry.childWorkflowId,
       taskQueue: host.settings.backgroundTaskQueue,
       args: [input],
@@ -369,10 +434,16 @@ async function runChild(
         { key: DEPUTY_STATUS, value: 'starting' },
         { key: DEPUTY_CONTEXT_MODE, value: String(mode) },
       ],
+      // R2.4: who started it and for which invocation, so a later attempt of this invocation can recognise it.
+      memo: { deputyParentId: host.sessionId, deputyInvocationId: entry.invocationId, deputyTaskName: brief.task_name },
     });
+    if (started.kind === 'refused') return outcome('failed', null, started.reason, started.reason);
     entry.status = 'running';
     spent = null;
-    const ended = await joinChild(handle.result() as Promise<RunResult>, returnShape);
+    const ended =
+      started.kind === 'started'
+        ? await joinChild(started.handle.result(), returnShape)
+        : await joinAttached(entry.childWorkflowId, returnShape);
     spent = ended.spent;
     const result = outcome(ended.status, ended.output, ended.summary, ended.error);
     await runHooks(
@@ -395,27 +466,125 @@ async function runChild(
 
 const ZERO_SPEND = { inputTokens: 0, outputTokens: 0, costMicroUsd: 0 };
 
-/** R3.4: asks the parent's model for a task-focused background; a failure means the child never starts. */
+/**
+ * R3.4: asks the parent's model for a task-focused background; a failure means the child never starts. R2.13: the
+ * call's worst case is held as a reservation while it runs (other invocations of the turn reserve meanwhile), capped
+ * by what is free; the activity counts the input exactly and asks for no more answer than the hold pays for.
+ */
 async function generateBackground(
   task: string,
   taskName: string,
   host: DelegationHost,
+  snapshot: readonly SessionEvent[],
 ): Promise<{ ok: true; background: ChildBackground } | { ok: false; error: string }> {
   const { composition } = host;
+  const messages = summaryPrompt(task, snapshot, host.payloads.maxInputBytes);
+  const bound = upperBoundTokens(messages);
+  const free = available(budgetOf(host.limits, host.usage(), host.reserved()));
+  const hold: Amount = {
+    tokens: free.tokens === null ? 0 : Math.min(free.tokens, bound + SUMMARY_MAX_COMPLETION_TOKENS),
+    costMicroUsd:
+      free.costMicroUsd === null
+        ? 0
+        : Math.min(
+            free.costMicroUsd,
+            callCostMicroUsd({ inputTokens: bound, outputTokens: SUMMARY_MAX_COMPLETION_TOKENS }, composition.price),
+          ),
+  };
+  const budget: CallBudget = {
+    tokens: free.tokens === null ? null : hold.tokens,
+    costMicroUsd: free.costMicroUsd === null ? null : hold.costMicroUsd,
+    price: composition.price,
+    maxCompletionTokens: SUMMARY_MAX_COMPLETION_TOKENS,
+  };
+  host.setReserved(sum(host.reserved(), hold));
   try {
     const generated = await summarizeContext.executeWithOptions(
       { summary: `summarizeContext ${composition.model} for ${taskName}` },
-      [{ model: composition.model, messages: summaryPrompt(task, takeSnapshot(host.events())) }],
+      [{ model: composition.model, messages, budget }],
     );
+    host.setReserved(release(budgetOf(host.limits, host.usage(), host.reserved()), hold).reserved);
     host.debit({
       inputTokens: generated.inputTokens,
       outputTokens: generated.outputTokens,
       costMicroUsd: callCostMicroUsd(generated, composition.price),
     });
-    return { ok: true, background: { source: 'summary', content: `${BACKGROUND_HEADING}\n${generated.summary}` } };
+    const content = cutText(`${BACKGROUND_HEADING}\n${generated.summary}`, host.payloads.maxTextBytes);
+    return { ok: true, background: { source: 'summary', content } };
+  } catch (err) {
+    host.setReserved(release(budgetOf(host.limits, host.usage(), host.reserved()), hold).reserved);
+    if (isCancellation(err)) throw err;
+    const limit = budgetExceeded(err);
+    const why = limit
+      ? `not enough of this run's budget is left to write its background (${limit}): ${failureMessage(err)}`
+      : `could not prepare the background: ${failureMessage(err)}`;
+    return { ok: false, error: `${why}; the child was not started` };
+  }
+}
+
+/**
+ * R2.4: starts a child, or says why not. An id already held by this invocation's own child from an earlier attempt
+ * (a reset parent) is attached to; an id held by anything else refuses this brief only; no error of the start ever
+ * fails the parent.
+ */
+async function startChildOrExplain(
+  entry: LedgerEntry,
+  options: ChildWorkflowOptions & { args: [RunInput]; memo: { deputyParentId: string } },
+): Promise<
+  | { kind: 'started'; handle: ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>> }
+  | { kind: 'attached' }
+  | { kind: 'refused'; reason: string }
+> {
+  try {
+    return { kind: 'started', handle: await startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options) };
   } catch (err) {
     if (isCancellation(err)) throw err;
-    return { ok: false, error: `could not prepare the background: ${failureMessage(err)}; the child was not started` };
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+      return { kind: 'refused', reason: `the child could not be started: ${failureMessage(err)}` };
+    }
+  }
+  const existing = await describeRun({ workflowId: entry.childWorkflowId }).catch((err: unknown) => {
+    if (isCancellation(err)) throw err;
+    return null;
+  });
+  // Temporal itself records the parent; the memo names the invocation and the task.
+  if (
+    existing?.parentId === options.memo?.deputyParentId &&
+    existing?.invocationId === entry.invocationId &&
+    existing?.taskName === entry.taskName &&
+    existing.running
+  ) {
+    return { kind: 'attached' };
+  }
+  const holder = existing
+    ? `a ${existing.running ? 'running' : 'closed'} ${existing.workflowType} run${existing.parentId ? ` started by ${existing.parentId}` : ''}`
+    : 'another run';
+  return {
+    kind: 'refused',
+    reason: `workflow id "${entry.childWorkflowId}" is already taken by ${holder}, not by this invocation's child; this brief was not started (its siblings go on)`,
+  };
+}
+
+/** Waits for an attached child (R2.4); cancelling the parent cancels it, as it would a child it started. */
+async function joinAttached(
+  workflowId: string,
+  returnShape: Record<string, unknown> | undefined,
+): ReturnType<typeof joinChild> {
+  try {
+    const ended = await awaitRun({ workflowId });
+    if (ended.kind === 'result') return joinChild(Promise.resolve(ended.result), returnShape);
+    if (ended.kind === 'cancelled') {
+      const error = 'the child was cancelled before it finished';
+      return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
+    }
+    return { status: 'failed', output: null, summary: ended.error, error: ended.error, spent: ended.usage };
+  } catch (err) {
+    if (isCancellation(err)) {
+      await CancellationScope.nonCancellable(() => getExternalWorkflowHandle(workflowId).cancel()).catch(
+        () => undefined,
+      );
+    }
+    throw err;
   }
 }
 
@@ -445,7 +614,7 @@ function childInput(
       taskName: brief.task_name,
       invocation,
       allowedTools: plan.grant.tools,
-      contextMode: brief.context ?? 'none',
+      contextMode: plan.contextMode,
       preset: plan.composition,
       ...(background && { background }),
     },
@@ -537,6 +706,7 @@ export async function deliverInterjection(
       content = `${renderParentContext(fresh, true)}\n\n## Message from your parent\n${args.message}`;
     host.snapshotMarks.set(entry.childWorkflowId, host.appendedCount());
   }
+  content = cutText(content, host.payloads.maxTextBytes);
   await getExternalWorkflowHandle(entry.childWorkflowId).signal(interjectionSignal, { from: host.sessionId, content });
   return { ok: true, childWorkflowId: entry.childWorkflowId };
 }
@@ -605,5 +775,17 @@ export async function runFollowup(call: ToolCall, host: DelegationHost): Promise
   }
   const plan = planChild({ task_name: taskName, message }, childComposition, host);
   if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
-  return bookAndRun(call, [{ ...plan.plan, restore: { from: source.childWorkflowId, events } }], undefined, host);
+  if (jsonBytes(events) > host.payloads.maxInputBytes) {
+    return toolError(
+      `cannot follow up "${taskName}": its session is ${formatBytes(jsonBytes(events))}, past this run's payload budget (${formatBytes(host.payloads.maxInputBytes)}); nothing was spawned`,
+    );
+  }
+  const followup: ChildPlan = {
+    ...plan.plan,
+    // The choice made at dispatch sticks (R3.7): the follow-up keeps its source's context mode and snapshot.
+    contextMode: source.preparation.contextMode,
+    snapshotMark: host.snapshotMarks.get(source.childWorkflowId),
+    restore: { from: source.childWorkflowId, events },
+  };
+  return bookAndRun(call, [followup], undefined, host, { events: [], mark: host.appendedCount() });
 }

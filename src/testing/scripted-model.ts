@@ -5,6 +5,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { countCallTokens } from '../../activities/tokens.js';
+import type { ChatMessage } from '../session.js';
 
 /** Token counts a reply reports; defaults are fixed so tests can assert exact usage. */
 export interface ScriptUsage {
@@ -12,12 +14,19 @@ export interface ScriptUsage {
   completion_tokens: number;
 }
 
+/**
+ * `worst`: the largest usage the request allows, as a provider that bills to the limit would report it: the input
+ * as Deputy's own estimate counts it (its upper bound), and an answer of exactly `max_completion_tokens` (or 1000
+ * tokens when the request sets none).
+ */
+export type ReplyUsage = ScriptUsage | 'worst';
+
 /** What the server answers to one request. */
 export type ScriptReply =
   /** A final answer. */
-  | { text: string; usage?: ScriptUsage }
+  | { text: string; usage?: ReplyUsage }
   /** Tool calls; `arguments` as a string is sent raw (use it for malformed JSON). */
-  | { toolCalls: { name: string; arguments: unknown; id?: string }[]; text?: string; usage?: ScriptUsage }
+  | { toolCalls: { name: string; arguments: unknown; id?: string }[]; text?: string; usage?: ReplyUsage }
   /** An HTTP error with an OpenAI-style error body. */
   | { status: number; message?: string; headers?: Record<string, string> }
   /** Never answers; the request stays open until the client aborts it. */
@@ -55,7 +64,8 @@ export interface ChatRequestBody {
 export interface ScriptRule {
   name?: string;
   when?: (request: RecordedRequest) => boolean;
-  reply: ScriptReply | ((request: RecordedRequest) => ScriptReply);
+  /** The answer, or a function of the request (it may wait, to hold a run in its model call). */
+  reply: ScriptReply | ((request: RecordedRequest) => ScriptReply | Promise<ScriptReply>);
   /** How many requests this rule answers. @default 1 */
   times?: number;
   /** Wait this long before answering (a function is asked for each request). @default 0 */
@@ -63,6 +73,20 @@ export interface ScriptRule {
 }
 
 const DEFAULT_USAGE: ScriptUsage = { prompt_tokens: 100, completion_tokens: 20 };
+
+/** The largest usage a request allows (see `ReplyUsage`). */
+export function worstUsage(body: ChatRequestBody): ScriptUsage {
+  const tools = (body.tools ?? []).map((tool) => ({
+    name: tool.function.name,
+    description: tool.function.description ?? '',
+    parameters: (tool.function.parameters ?? {}) as Record<string, unknown>,
+  }));
+  const maxCompletion = body.max_completion_tokens;
+  return {
+    prompt_tokens: countCallTokens(body.model, body.messages as ChatMessage[], tools).estimate,
+    completion_tokens: typeof maxCompletion === 'number' ? maxCompletion : 1000,
+  };
+}
 
 /** The content of the last message of a request. */
 export function lastMessage(request: RecordedRequest): string {
@@ -207,7 +231,8 @@ export class ScriptedModelServer {
     const delayMs = typeof rule.delayMs === 'function' ? rule.delayMs() : (rule.delayMs ?? 0);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (res.destroyed) return;
-    const reply = typeof rule.reply === 'function' ? rule.reply(record) : rule.reply;
+    const reply = typeof rule.reply === 'function' ? await rule.reply(record) : rule.reply;
+    if (res.destroyed) return;
     this.send(res, record, reply);
   }
 
@@ -225,7 +250,7 @@ export class ScriptedModelServer {
       this.sendError(res, reply.status, reply.message ?? `scripted error ${reply.status}`, reply.headers);
       return;
     }
-    const usage = reply.usage ?? DEFAULT_USAGE;
+    const usage = reply.usage === 'worst' ? worstUsage(record.body) : (reply.usage ?? DEFAULT_USAGE);
     const toolCalls =
       'toolCalls' in reply
         ? reply.toolCalls.map((call, i) => ({

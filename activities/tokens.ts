@@ -1,0 +1,73 @@
+/**
+ * Counting a model call's input with a real tokenizer (R2.13), so a call's worst case is known before it is made.
+ * `gpt-tokenizer` holds OpenAI's own encodings; models it does not know are counted with o200k and a wider margin.
+ */
+import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
+import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import type { ChatMessage } from '../src/session.js';
+import type { ToolSpec } from '../src/tools.js';
+
+/** How a model's input is counted, and the margin added for what the count cannot see. */
+interface Encoding {
+  count: (text: string) => number;
+  /** Multiplier on the count: 1.05 for OpenAI models whose encoding is known, 1.25 for any other model. */
+  factor: number;
+}
+
+const O200K_MODELS = /^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|chatgpt-4o|o\d)/;
+const CL100K_MODELS = /^(gpt-4|gpt-3\.5)/;
+
+/** Tokens Chat Completions adds per message (role and separators) and once per request (reply priming). */
+const PER_MESSAGE_TOKENS = 4;
+const PER_REQUEST_TOKENS = 3;
+/** Added after the factor: special tokens and formatting a count of the text cannot see. */
+const FIXED_MARGIN_TOKENS = 16;
+
+/** The encoding of `model` and the margin its count gets. */
+export function encodingFor(model: string): Encoding & { known: boolean } {
+  if (O200K_MODELS.test(model)) return { count: countO200k, factor: 1.05, known: true };
+  if (CL100K_MODELS.test(model)) return { count: countCl100k, factor: 1.05, known: true };
+  return { count: countO200k, factor: 1.25, known: false };
+}
+
+/** Longest run of non-space the BPE sees whole: BPE is quadratic in the length of one word. */
+const MAX_WORD = 256;
+const PIECE = 64;
+
+/**
+ * Tokens of `text`. Runs of non-space longer than 256 characters (base64, minified code, a 3 MB answer of one
+ * word) are counted in 64-character pieces: linear time, and pieces never merge into fewer tokens than the whole.
+ */
+export function countText(text: string, count: (text: string) => number = countO200k): number {
+  let total = 0;
+  let last = 0;
+  for (const match of text.matchAll(new RegExp(`\\S{${MAX_WORD + 1},}`, 'g'))) {
+    total += count(text.slice(last, match.index));
+    for (let i = 0; i < match[0].length; i += PIECE) total += count(match[0].slice(i, i + PIECE));
+    last = match.index + match[0].length;
+  }
+  return total + count(text.slice(last));
+}
+
+/** A call's input as the model's tokenizer counts it (`counted`) and with the margin (`estimate`, an upper bound). */
+export function countCallTokens(
+  model: string,
+  messages: readonly ChatMessage[],
+  tools: readonly Pick<ToolSpec, 'name' | 'description' | 'parameters'>[],
+): { counted: number; estimate: number } {
+  const { count, factor } = encodingFor(model);
+  let counted = PER_REQUEST_TOKENS;
+  for (const message of messages) {
+    counted += PER_MESSAGE_TOKENS + countText(message.role, count);
+    if (message.content) counted += countText(message.content, count);
+    if (message.role === 'assistant' && message.tool_calls) {
+      counted += countText(JSON.stringify(message.tool_calls), count);
+    }
+    if (message.role === 'tool') counted += countText(message.tool_call_id, count);
+  }
+  if (tools.length > 0) {
+    const schemas = tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+    counted += countText(JSON.stringify(schemas), count);
+  }
+  return { counted, estimate: Math.ceil(counted * factor) + FIXED_MARGIN_TOKENS };
+}

@@ -1,0 +1,88 @@
+/**
+ * Bounded payloads (R1.8): every text Deputy writes to Temporal history has a size budget well under the server's
+ * payload limit (2 MB by default). Texts past it are cut with a marker the model can read; inputs past it are
+ * refused before they are sent. Pure functions: importable from workflow code.
+ */
+
+/** Size budgets of what Deputy writes to history, in UTF-8 bytes. */
+export interface PayloadLimits {
+  /** One model answer, tool result, child output, background, interjection or hook answer. */
+  maxTextBytes: number;
+  /** One model-call input (messages and tool schemas). Past it the run compacts, or fails if that cannot help. */
+  maxInputBytes: number;
+}
+
+/** The defaults: an eighth and a half of Temporal's default 2 MB payload limit. */
+export const DEFAULT_PAYLOAD_LIMITS: PayloadLimits = Object.freeze({
+  maxTextBytes: 256 * 1024,
+  maxInputBytes: 1024 * 1024,
+});
+
+/** Failure type of a run whose next model-call input is too large even after compaction. */
+export const PAYLOAD_TOO_LARGE_TYPE = 'Payload.TooLarge';
+
+/** The UTF-8 size of `text` in bytes, without allocating an encoded copy (no `Buffer` in workflow code). */
+export function utf8Bytes(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** A size as people read it: `812 B`, `256 KB`, `3.1 MB` (powers of 1024). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/** The longest prefix of `text` whose UTF-8 size is at most `maxBytes`, never splitting a surrogate pair. */
+function prefixWithin(text: string, maxBytes: number): string {
+  if (maxBytes <= 0) return '';
+  // Each UTF-16 code unit is at most 3 bytes: a prefix of maxBytes / 3 units always fits; grow from there.
+  let lo = Math.min(text.length, Math.floor(maxBytes / 3));
+  let hi = Math.min(text.length, maxBytes);
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (utf8Bytes(text.slice(0, mid)) <= maxBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  const code = text.charCodeAt(lo - 1);
+  return code >= 0xd800 && code <= 0xdbff ? text.slice(0, lo - 1) : text.slice(0, lo);
+}
+
+/** The marker a cut text ends with: `[truncated: 3.1 MB → 256 KB]`. */
+export function truncationMarker(fromBytes: number, toBytes: number): string {
+  return `[truncated: ${formatBytes(fromBytes)} → ${formatBytes(toBytes)}]`;
+}
+
+/**
+ * R1.8: `text` when it fits in `maxBytes`; else its beginning and a visible marker, the whole at most `maxBytes`.
+ */
+export function cutText(text: string, maxBytes: number): string {
+  if (text.length <= maxBytes / 3) return text; // fast path: cannot exceed
+  const size = utf8Bytes(text);
+  if (size <= maxBytes) return text;
+  const marker = `\n${truncationMarker(size, maxBytes)}`;
+  return prefixWithin(text, maxBytes - utf8Bytes(marker)) + marker;
+}
+
+/** True when `text` was cut by `cutText`. */
+export function wasCut(text: string): boolean {
+  return /\[truncated: [\d.]+ [KM]?B → [\d.]+ [KM]?B\]$/.test(text);
+}
+
+/** The UTF-8 size of a value as JSON, as it will be written to history. */
+export function jsonBytes(value: unknown): number {
+  return utf8Bytes(JSON.stringify(value) ?? '');
+}

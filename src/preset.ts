@@ -1,0 +1,18 @@
+/**
+ * The preset schema (R4.1): a composition a run starts from. Kept apart from the config loader so workflow code can
+ * validate preset definitions that arrive in a run's input (R1.9).
+ */
+import { z } from 'zod';
+
+/** A preset: persona, tools, skills and defaults a run starts from. */
+export const Preset = z.strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'use lowercase letters, digits, - and _'),
+  persona: z.string().default(''),
+  tools: z.array(z.string()).default([]),
+  skills: z.record(z.string(), z.string()).default({}),
+  model: z.string().min(1).optional(),
+  effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
+  /** How a child with this preset is shown its parent's context: a text block (default) or dialogue with roles kept. */
+  contextRendering: z.enum(['block', 'dialogue']).default('block'),
+});
+export type Preset = z.infer<typeof Preset>;
