@@ -363,14 +363,13 @@ async function runChild(
   const settle = (status: LedgerEntry['status'], summary: string) => {
     if (settled) return;
     settled = true;
-    const charge = spent ?? {
-      inputTokens: plan.reservation.tokens,
-      outputTokens: 0,
-      costMicroUsd: plan.reservation.costMicroUsd,
-    };
-    host.setReserved(release(budgetOf(host.limits, host.usage(), host.reserved()), plan.reservation).reserved);
     // R2.13: a child's reservation is its hard cap: its debit never exceeds it.
-    host.debit(chargeFor(charge, plan.reservation));
+    const charge = chargeFor(
+      spent ?? { inputTokens: plan.reservation.tokens, outputTokens: 0, costMicroUsd: plan.reservation.costMicroUsd },
+      plan.reservation,
+    );
+    host.setReserved(release(budgetOf(host.limits, host.usage(), host.reserved()), plan.reservation).reserved);
+    host.debit(charge);
     entry.status = status;
     entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
     entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);

@@ -60,6 +60,8 @@ export interface Harness {
     tools?: ToolDefinition[];
     hookFunctions?: Record<string, HookFunction>;
     workerOptions?: Partial<WorkerOptions>;
+    /** Give the worker no Temporal client (follow-ups then fail inside the worker). @default true */
+    withClient?: boolean;
   }): Promise<RunningWorker>;
   /** Stops every worker started so far (their in-flight activities are cancelled after the grace time). */
   stopWorkers(): Promise<void>;
@@ -98,7 +100,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
         model: { apiKey: TEST_API_KEY, baseURL: model.url },
         tools: options.tools,
         hookFunctions: options.hookFunctions,
-        client,
+        ...(options.withClient !== false && { client }),
         workflowBundle: { codePath: workflowBundlePath },
         workerOptions: { shutdownGraceTime: '1 second', ...options.workerOptions },
       });
