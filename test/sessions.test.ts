@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { ConfigStore } from '../src/config-store.js';
@@ -10,7 +10,7 @@ import { RunState } from '../src/run-schema.js';
 import { decideRestoration, parseSessionExport } from '../src/sessions.js';
 import { PROJECT_ROOT } from '../src/temporal-cli.js';
 import { forTask, userSays } from '../src/testing/scripted-model.js';
-import { delegationConfig, DELEGATION_TOOLS } from './support/delegation.js';
+import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
 const execFileAsync = promisify(execFile);
@@ -25,7 +25,7 @@ const CASES = [
   ['a-selected-before-descriptor', { kind: 'independent', presetId: 'researcher' }],
   ['b-selected-preset-removed', { kind: 'independent', presetId: 'retired' }],
   ['c-preset-only-in-header', { kind: 'implicit' }],
-  ['d-selection-only-in-inherited-prefix', { kind: 'implicit' }],
+  ['d-fork-of-a-selected-child', { kind: 'implicit' }],
   ['e-selection-after-descriptor', { kind: 'implicit' }],
 ] as const;
 
@@ -54,11 +54,7 @@ describe('R4.5 cold restoration', () => {
       'Shipping is $4.99.',
       'restored a-selected-before-descriptor: and the tax?',
     ]);
-    for (const name of [
-      'c-preset-only-in-header',
-      'd-selection-only-in-inherited-prefix',
-      'e-selection-after-descriptor',
-    ]) {
+    for (const name of ['c-preset-only-in-header', 'e-selection-after-descriptor']) {
       const run = await personaOf(name);
       expect(run.result.status, name).toBe('completed');
       expect(run.request!.body.messages[0]!.content, name).toBe('You are the exported persona.');
@@ -112,6 +108,53 @@ describe('R4.6 fork', () => {
     const state = RunState.parse(await h.deputy.getState(branch.workflowId));
     expect(state.session.filter((e) => e.inherited).map((e) => e.type)).toEqual(['message/user', 'message/assistant']);
     expect(state.session.at(-3)).toMatchObject({ type: 'message/user', content: 'and 3+3?' });
+    store.set(base);
+  });
+});
+
+describe('R4.5 R4.6 a real fork of an independently selected child', () => {
+  it('R4.5 the fork copies the selection as inherited events: restoring the fork is implicit, never the copied selection', async () => {
+    store.set(base);
+    const task = 'fork fixture: delegate to a researcher';
+    h.model.add(
+      { name: 'selected child', when: userSays('Find the shipping cost.'), reply: { text: 'Shipping is $4.99.' } },
+      {
+        when: forTask(task, 0),
+        reply: delegateReply({
+          briefs: [{ task_name: 'finder', message: 'Find the shipping cost.', role: 'researcher' }],
+        }),
+      },
+      { when: forTask(task, 1), reply: { text: 'done' } },
+    );
+    const parent = await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: h.id('fork-fixture') });
+    await h.deputy.result(parent.workflowId);
+    const childId = `${parent.workflowId}/finder-1`;
+    const child = await h.deputy.exportSession(childId);
+    expect(decideRestoration(child.events)).toMatchObject({ kind: 'independent', presetId: 'researcher' });
+
+    h.model.add({ name: 'fork of child', when: userSays('And for express?'), reply: { text: 'Express is $9.99.' } });
+    const fork = await h.deputy.fork(childId, { task: 'And for express?' });
+    expect((await h.deputy.result(fork.workflowId)).status).toBe('completed');
+    const exported = await h.deputy.exportSession(fork.workflowId);
+    // Deputy writes a fork's own header first, then the copied events, marked inherited.
+    expect(exported.events.map((e) => [e.type, e.inherited ?? false]).slice(0, 4)).toEqual([
+      ['session/header', false],
+      ['agent-preset/selected', true],
+      ['subagent/descriptor', true],
+      ['message/user', true],
+    ]);
+    expect(decideRestoration(exported.events)).toEqual({ kind: 'implicit' });
+    if (process.env.RECORD_SESSION_FIXTURES === '1') {
+      const path = join(PROJECT_ROOT, 'test', 'fixtures', 'sessions', 'd-fork-of-a-selected-child.json');
+      writeFileSync(path, `${JSON.stringify(exported, null, 2)}\n`);
+    }
+
+    // The registry drops the copied selection's preset: the fork's session still restores, with its own composition.
+    store.set(parseConfig({ ...base, presets: base.presets.filter((p) => p.id !== 'researcher') }));
+    h.model.add({ name: 'restored fork', when: userSays('And overnight?'), reply: { text: 'Overnight is $19.99.' } });
+    const restored = await h.deputy.importSession(exported, { task: 'And overnight?' });
+    expect((await h.deputy.result(restored.workflowId)).status).toBe('completed');
+    expect(h.model.requests.find((r) => r.rule === 'restored fork')!.body.messages[0]!.content).toBe('You research.');
     store.set(base);
   });
 });
