@@ -5,14 +5,38 @@
  * who claim authority (origin, presets, forks) that Temporal does not record.
  */
 import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool } from '../src/tools.js';
 import { RunState, type RunInput } from '../src/run-schema.js';
 import { forTask, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
 import { DEPUTY_CONTEXT_MODE, DEPUTY_STATUS } from '../src/search-attributes.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
-const h = useHarness({ config: delegationConfig({ maxChildrenPerRun: 2 }), tools: DELEGATION_TOOLS });
+/** Set while the stubborn tool runs: a tool that ignores cancellation, so a cancelled child outlives its parent. */
+let stubbornRunning = false;
+const stubbornTool = defineTool({
+  name: 'stubborn',
+  description: 'Takes 4 seconds, whatever happens.',
+  parameters: z.strictObject({}),
+  scopes: ['tools.calc'],
+  async execute() {
+    stubbornRunning = true;
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    stubbornRunning = false;
+    return 'finally done';
+  },
+});
+const config = delegationConfig({ maxChildrenPerRun: 2 });
+const h = useHarness({
+  config: {
+    ...config,
+    presets: config.presets.map((p) => (p.id === 'assistant' ? { ...p, tools: [...p.tools, 'stubborn'] } : p)),
+  },
+  tools: [...DELEGATION_TOOLS, stubbornTool],
+});
 
 const toolMessages = (request: RecordedRequest) =>
   request.body.messages.filter((m) => m.role === 'tool').map((m) => m.content ?? '');
@@ -162,6 +186,50 @@ describe('R2.4 identities: a taken child id never fails the parent', () => {
     } finally {
       await squatter.terminate('test cleanup').catch(() => undefined);
     }
+  });
+});
+
+describe('R2.4 a retried spawn finds the existing child', () => {
+  it('R2.4 a parent reset to before its spawn attaches to the child its earlier attempt started; no duplicate, no failure', async () => {
+    const task = 'r2.4 reset';
+    h.model.add(
+      {
+        name: 'attached child',
+        when: (r) => userSays('stubborn child')(r) && r.body.messages.every((m) => m.role !== 'tool'),
+        reply: { toolCalls: [{ name: 'stubborn', arguments: {} }] },
+      },
+      { name: 'attached child end', when: userSays('stubborn child', 1), reply: { text: 'child finished' } },
+      { when: forTask(task, 0), reply: delegateReply({ briefs: [{ task_name: 'kid', message: 'stubborn child' }] }) },
+      { name: `${task}:join`, when: forTask(task, 1), times: 2, reply: { text: 'parent done' } },
+    );
+    const workflowId = h.id('reset');
+    const first = await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId });
+    await expect.poll(() => stubbornRunning, { timeout: 15_000 }).toBe(true);
+    // Reset the parent to the workflow task that started the child: its new attempt spawns the same invocation again.
+    const history = await first.fetchHistory();
+    const spawnAt = history.events!.findIndex((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
+    const taskCompleted = history.events!.slice(0, spawnAt).findLast((e) => e.workflowTaskCompletedEventAttributes)!;
+    await h.client.workflowService.resetWorkflowExecution({
+      namespace: 'default',
+      workflowExecution: { workflowId, runId: first.firstExecutionRunId },
+      workflowTaskFinishEventId: taskCompleted.eventId,
+      requestId: randomUUID(),
+      reason: 'test: a retried spawn',
+    });
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'completed', output: 'parent done' });
+    // One child run, never a duplicate; the reset parent's brief reports how it ended.
+    const runs = [];
+    for await (const info of h.client.workflow.list({ query: `WorkflowId = '${workflowId}/kid-1'` })) runs.push(info);
+    expect(runs).toHaveLength(1);
+    // The new attempt found the id taken, checked with Temporal that it is its own child, and waited for it.
+    const attempt = await h.client.workflow.getHandle(workflowId).fetchHistory();
+    const activities = attempt.events!.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(activities).toEqual(expect.arrayContaining(['describeRun', 'awaitRun']));
+    const state = RunState.parse(await h.deputy.getState(workflowId));
+    expect(state.delegations).toHaveLength(1);
+    expect(['completed', 'cancelled']).toContain(state.delegations[0]!.status);
+    expect(state.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
   });
 });
 
