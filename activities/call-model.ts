@@ -12,6 +12,9 @@ import { toModelFailure } from './model-errors.js';
 import { countCallTokens } from './tokens.js';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 
+/** Tool calls one answer may make; more would not fit in one history payload (R1.8). */
+export const MAX_TOOL_CALLS_PER_ANSWER = 64;
+
 /** Failure type of a call that was not made because its worst case does not fit the run's budget (R2.13). */
 export const BUDGET_EXCEEDED_TYPE = 'ModelCall.BudgetExceeded';
 
@@ -72,16 +75,22 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes }: Cal
       // R1.8: an answer past the budget is cut here, so the result always fits in history and the paid call is
       // never repeated because it was too big.
       const limit = maxTextBytes?.() ?? DEFAULT_PAYLOAD_LIMITS.maxTextBytes;
-      const content = choice.message.content ?? null;
+      const calls = (choice.message.tool_calls ?? []).filter((call) => call.type === 'function');
+      const kept = calls.slice(0, MAX_TOOL_CALLS_PER_ANSWER);
+      const dropped = calls.length - kept.length;
+      const text = choice.message.content ?? null;
+      const content =
+        dropped > 0
+          ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
+          : text;
       return {
         content: content === null ? null : cutText(content, limit),
-        toolCalls: (choice.message.tool_calls ?? [])
-          .filter((call) => call.type === 'function')
-          .map((call) => ({
-            id: cutText(call.id, 256),
-            name: cutText(call.function.name, 256),
-            arguments: cutText(call.function.arguments, limit),
-          })),
+        // The arguments of all calls share one budget, so the whole result stays bounded however many there are.
+        toolCalls: kept.map((call) => ({
+          id: cutText(call.id, 256),
+          name: cutText(call.function.name, 256),
+          arguments: cutText(call.function.arguments, Math.max(1024, Math.floor(limit / kept.length))),
+        })),
         // An endpoint that reports no usage is charged an estimate, so limits still hold.
         inputTokens: completion.usage?.prompt_tokens ?? estimateTokens(JSON.stringify(input.messages)),
         outputTokens: completion.usage?.completion_tokens ?? estimateTokens(JSON.stringify(choice.message)),
