@@ -4,15 +4,16 @@
  * status, a follow-up that forgot its context mode, a child id that exists before its preparation ends, and callers
  * who claim authority (origin, presets, forks) that Temporal does not record.
  */
-import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../src/tools.js';
 import { RunState, type RunInput } from '../src/run-schema.js';
-import { forTask, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, toolMessages, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
 import { DEPUTY_CONTEXT_MODE, DEPUTY_STATUS } from '../src/search-attributes.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
+import { failureOf } from './support/failures.js';
 import { useHarness } from './support/harness.js';
 
 /** Set while the stubborn tool runs: a tool that ignores cancellation, so a cancelled child outlives its parent. */
@@ -38,8 +39,6 @@ const h = useHarness({
   tools: [...DELEGATION_TOOLS, stubbornTool],
 });
 
-const toolMessages = (request: RecordedRequest) =>
-  request.body.messages.filter((m) => m.role === 'tool').map((m) => m.content ?? '');
 const isSummaryCall = (r: RecordedRequest) =>
   (r.body.messages[0]?.content ?? '').startsWith('You write the background');
 
@@ -70,19 +69,6 @@ async function watchInvariant(workflowId: string) {
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   return { result: await done, worst, observations };
-}
-
-async function failureOf(workflowId: string): Promise<ApplicationFailure> {
-  const err = await h.client.workflow
-    .getHandle(workflowId)
-    .result()
-    .then(
-      () => expect.fail('the run should fail'),
-      (e: unknown) => e,
-    );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  expect((err as WorkflowFailedError).cause).toBeInstanceOf(ApplicationFailure);
-  return (err as WorkflowFailedError).cause as ApplicationFailure;
 }
 
 describe('R2.13 hard budgets across a delegation', () => {
@@ -361,7 +347,7 @@ describe('R1.9 input that claims authority is checked against what Temporal reco
   const start = async (input: unknown) => {
     const workflowId = h.id('claim');
     await h.client.workflow.start('agentRun', { taskQueue: h.taskQueue, workflowId, args: [input] });
-    return failureOf(workflowId);
+    return failureOf(h.client, workflowId);
   };
   const origin = {
     parentId: 'some-parent',

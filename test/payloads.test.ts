@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { RunState } from '../src/run-schema.js';
-import { forTask, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, toolMessages, userSays } from '../src/testing/scripted-model.js';
 import { defineTool } from '../src/tools.js';
 import { delegateReply } from './support/delegation.js';
 import { testConfig, useHarness } from './support/harness.js';
@@ -62,9 +62,6 @@ async function endsWithin<T>(ms: number, workflowId: string, work: Promise<T>): 
       .catch(() => undefined);
   }
 }
-
-const toolMessages = (request: RecordedRequest) =>
-  request.body.messages.filter((m) => m.role === 'tool').map((m) => m.content ?? '');
 
 describe('R1.8 payloads past the server limit end with a status, each paid call made once', () => {
   it('R1.8 a 3 MB model answer is cut with a marker; the run completes and the model is called once', async () => {

@@ -3,17 +3,15 @@
  * absorbs its background (R3.5), model-call inputs past the payload budget (R1.8), and a follow-up whose look-up fails
  * inside the worker (R2.4).
  */
-import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMPACTION_SYSTEM_PROMPT } from '../src/compaction.js';
 import { RunState } from '../src/run-schema.js';
-import { forTask, offeredTools, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools, toolMessages, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
 import { delegateReply, PARENT_SCOPES } from './support/delegation.js';
+import { failureOf } from './support/failures.js';
 import { createHarness, testConfig, type Harness } from './support/harness.js';
 
 const isCompaction = (r: RecordedRequest) => r.body.messages[0]?.content === COMPACTION_SYSTEM_PROMPT;
-const toolMessages = (request: RecordedRequest) =>
-  request.body.messages.filter((m) => m.role === 'tool').map((m) => m.content ?? '');
 
 /** Delegation off; the runs still hold `run.delegate`. */
 let off: Harness;
@@ -130,16 +128,7 @@ describe('R1.8 a model-call input past the payload budget', () => {
   it('R1.8 fails typed and non-retryable, naming the size, when compaction cannot help', async () => {
     const task = `r1.8 huge task ${'x '.repeat(10_000)}`;
     const handle = await small.deputy.startRun({ task });
-    const err = await small.client.workflow
-      .getHandle(handle.workflowId)
-      .result()
-      .then(
-        () => expect.fail('the run should fail'),
-        (e: unknown) => e,
-      );
-    expect(err).toBeInstanceOf(WorkflowFailedError);
-    const failure = (err as WorkflowFailedError).cause as ApplicationFailure;
-    expect(failure).toBeInstanceOf(ApplicationFailure);
+    const failure = await failureOf(small.client, handle.workflowId);
     expect(failure.type).toBe('Payload.TooLarge');
     expect(failure.nonRetryable).toBe(true);
     expect(failure.message).toMatch(

@@ -1,26 +1,15 @@
-import { ApplicationFailure, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../src/errors.js';
 import { RunResult, RunState } from '../src/run-schema.js';
 import { SessionEvent } from '../src/session.js';
 import { forTask, offeredTools } from '../src/testing/scripted-model.js';
+import { failureOf as failuresOf } from './support/failures.js';
 import { TEST_API_KEY, useHarness } from './support/harness.js';
 
 const h = useHarness();
 
-async function failureOf(workflowId: string): Promise<ApplicationFailure> {
-  const err = await h.client.workflow
-    .getHandle(workflowId)
-    .result()
-    .then(
-      () => expect.fail('the run should fail'),
-      (e: unknown) => e,
-    );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  const cause = (err as WorkflowFailedError).cause;
-  expect(cause).toBeInstanceOf(ApplicationFailure);
-  return cause as ApplicationFailure;
-}
+const failureOf = (workflowId: string) => failuresOf(h.client, workflowId);
 
 describe('§6 contract: a backend in any language starts agentRun by type name and JSON', () => {
   it('§6 plain @temporalio/client start with JSON input returns a valid RunResult', async () => {

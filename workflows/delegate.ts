@@ -305,12 +305,16 @@ async function bookAndRun(
   });
 
   host.setStatus('waiting_for_children');
-  const outcomes = await joinAll(
-    plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, host, snapshot)),
-  );
-  // Another invocation of the same turn may still have live children.
-  const live = host.ledger.some((entry) => entry.status === 'reserved' || entry.status === 'running');
-  host.setStatus(live ? 'waiting_for_children' : 'running');
+  let outcomes: ChildOutcome[];
+  try {
+    outcomes = await joinAll(
+      plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, host, snapshot)),
+    );
+  } finally {
+    // Another invocation of the same turn may still have live children.
+    const live = host.ledger.some((entry) => entry.status === 'reserved' || entry.status === 'running');
+    host.setStatus(live ? 'waiting_for_children' : 'running');
+  }
   return { content: renderChildResults(outcomes), isError: outcomes.every((o) => o.status !== 'completed') };
 }
 
@@ -454,12 +458,15 @@ async function runChild(
     });
     return result;
   } catch (err) {
-    // The parent itself is being cancelled (or hit its deadline): settle, then let the cancellation through.
-    settle(
-      isCancellation(err) ? 'cancelled' : 'failed',
-      isCancellation(err) ? 'cancelled with its parent' : failureMessage(err),
-    );
-    throw err;
+    if (isCancellation(err)) {
+      // The parent itself is being cancelled (or hit its deadline): settle, then let the cancellation through.
+      settle('cancelled', 'cancelled with its parent');
+      throw err;
+    }
+    // R2.4: an infrastructure error on this brief's path is an error for this brief only; a started child that can no
+    // longer be followed is charged its whole reservation (never under-count).
+    const reason = `this brief's delegation failed: ${failureMessage(err)}`;
+    return outcome('failed', null, reason, reason);
   }
 }
 

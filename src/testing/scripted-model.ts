@@ -112,6 +112,11 @@ export function offeredTools(request: RecordedRequest): string[] {
   return (request.body.tools ?? []).map((tool) => tool.function.name);
 }
 
+/** The contents of a request's tool results, in order. */
+export function toolMessages(request: RecordedRequest): string[] {
+  return request.body.messages.filter((m) => m.role === 'tool').map((m) => m.content ?? '');
+}
+
 /** The number of tool results in a request's dialogue. */
 export function toolResultCount(request: RecordedRequest): number {
   return request.body.messages.filter((m) => m.role === 'tool').length;
