@@ -5,7 +5,7 @@ import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.deputy/', 'coverage/', 'test/fixtures/'] },
+  { ignores: ['node_modules/', '.deputy/', 'coverage/', 'dist/', 'test/fixtures/', 'scripts/package-check/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -17,7 +17,7 @@ import { DeputyClient } from '../src/client.js';
 import { startDevServer } from '../src/dev-server.js';
 import { findTemporalCli, PROJECT_ROOT } from '../src/temporal-cli.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
-import { bundleDeputyWorkflows } from '../src/worker-factory.js';
+import { bundleDeputyWorkflows } from '../src/worker/factory.js';
 import { bundleBaselineWorkflows } from './baseline/bundle.js';
 import type { ParentMessage, WorkerMessage } from './ipc.js';
 import { benchConfig, benchRules, growthScript, TREE_BRIEFS } from './script.js';

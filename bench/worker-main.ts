@@ -8,7 +8,7 @@ import { builtinTools } from '../activities/builtin-tools.js';
 import { parseConfig } from '../src/config.js';
 import { ConfigStore } from '../src/config-store.js';
 import { fetchPageTool } from '../src/testing/pages.js';
-import { createDeputyWorker, createOpenAIClient } from '../src/worker-factory.js';
+import { createDeputyWorker, createOpenAIClient } from '../src/worker/factory.js';
 import { createBaselineActivities } from './baseline/activities.js';
 import { bundleBaselineWorkflows } from './baseline/bundle.js';
 import type { ParentMessage, WorkerMessage } from './ipc.js';

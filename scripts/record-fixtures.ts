@@ -26,7 +26,7 @@ import {
   type RecordedRequest,
   type ScriptRule,
 } from '../src/testing/scripted-model.js';
-import { createDeputyWorker } from '../src/worker-factory.js';
+import { createDeputyWorker } from '../src/worker/factory.js';
 
 interface Scenario {
   name: string;

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `npm run deputy -- <command>`: look at runs and move sessions from the command line.
  *

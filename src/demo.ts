@@ -19,7 +19,7 @@ import { PROJECT_ROOT } from './temporal-cli.js';
 import { renderTree } from './tree.js';
 import { ScriptedModelServer } from './testing/scripted-model.js';
 import { microToUsd } from './usage.js';
-import { createDeputyWorker } from './worker-factory.js';
+import { createDeputyWorker } from './worker/factory.js';
 
 const clip = (text: string, max = 90) => (text.length > max ? `${text.slice(0, max - 1)}…` : text).replace(/\n/g, ' ');
 

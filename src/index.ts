@@ -1,10 +1,33 @@
-/** Deputy's public API: the run contract's schemas, the client, and what a service needs to host a worker. */
-export { RunInput, RunResult, RunState, Limits, Usage, SendMessageInput, EndConversationInput } from './run-schema.js';
+/**
+ * `deputy`: what a backend service needs to start and follow runs — the `agentRun` contract's schemas, its queries
+ * and updates, and the client. No worker, no `openai`, no file system: a service that only starts runs loads nothing
+ * heavier than `@temporalio/client`. Workers come from `deputy/worker`.
+ */
+export {
+  RunInput,
+  RunResult,
+  RunState,
+  RunStatus,
+  LiveStatus,
+  Limits,
+  Usage,
+  LedgerEntry,
+  SendMessageInput,
+  EndConversationInput,
+  CHILD_FAILED_TYPE,
+} from './run-schema.js';
 export { SessionEvent, SESSION_VERSION } from './session.js';
-export { stateQuery, sendMessageUpdate, endConversationUpdate } from './messages.js';
-export { DeputyClient, type DeputyClientOptions, type StartRunOptions } from './client.js';
-export { createDeputyWorker, type DeputyWorkerOptions } from './worker-factory.js';
-export { DeputyConfig, loadConfig, parseConfig, readEnv } from './config.js';
-export { defineTool, type ToolDefinition } from './tools.js';
+export { SessionExport, SESSION_FORMAT } from './sessions.js';
+export { Preset } from './preset.js';
+export { Brief, DelegateArgs, InterjectArgs } from './delegation.js';
+export { stateQuery, sendMessageUpdate, endConversationUpdate, interjectUpdate } from './messages.js';
+export {
+  DeputyClient,
+  UpdateRejectedError,
+  type DeputyClientOptions,
+  type SessionInfo,
+  type StartRunOptions,
+} from './client.js';
 export { DEPUTY_SEARCH_ATTRIBUTES } from './search-attributes.js';
+export { PAYLOAD_TOO_LARGE_TYPE } from './payloads.js';
 export * from './errors.js';

@@ -13,7 +13,7 @@ import { DeputyClient } from '../../src/client.js';
 import { parseConfig } from '../../src/config.js';
 import { startDevServer, type DevServer } from '../../src/dev-server.js';
 import { ScriptedModelServer } from '../../src/testing/scripted-model.js';
-import { createDeputyWorker, type DeputyWorker } from '../../src/worker-factory.js';
+import { createDeputyWorker, type DeputyWorker } from '../../src/worker/factory.js';
 import { TEST_API_KEY } from '../support/harness.js';
 import { FAULT_CONFIG, sleep, TREE_SCOPES, treeOutput, treeRules, treeTask } from './support.js';
 

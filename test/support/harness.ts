@@ -12,7 +12,7 @@ import type { ConfigStore } from '../../src/config-store.js';
 import { ScriptedModelServer, type ScriptRule } from '../../src/testing/scripted-model.js';
 import type { HookFunction } from '../../src/hooks.js';
 import type { ToolDefinition } from '../../src/tools.js';
-import { createDeputyWorker, type DeputyWorker } from '../../src/worker-factory.js';
+import { createDeputyWorker, type DeputyWorker } from '../../src/worker/factory.js';
 
 try {
   Runtime.install({ logger: new DefaultLogger('WARN') });

@@ -1,5 +1,5 @@
 /**
- * Runs `src/worker.ts` (what `npm run worker` runs) as a real child process, so tests can SIGKILL it.
+ * Runs `src/worker/main.ts` (what `npm run worker` runs) as a real child process, so tests can SIGKILL it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { PROJECT_ROOT } from '../../src/temporal-cli.js';
@@ -15,7 +15,7 @@ export interface WorkerProcess {
 
 /** Starts the worker entry point with `env` added to this process's environment (and `nodeFlags` given to node). */
 export function spawnWorker(env: Record<string, string>, nodeFlags: string[] = []): WorkerProcess {
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'src/worker.ts'], {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'src/worker/main.ts'], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,23 +2,32 @@
  * Builds Deputy workers. Kept apart from the `npm run worker` entry point so tests, the demo and users' own
  * services create workers the same way.
  */
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import OpenAI from 'openai';
-import { builtinTools } from '../activities/builtin-tools.js';
-import { createActivities } from '../activities/index.js';
-import { checkConfigAgainstTools } from './composition.js';
-import type { DeputyConfig } from './config.js';
-import { ConfigStore } from './config-store.js';
-import { ConfigError } from './errors.js';
-import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from './search-attributes.js';
-import type { HookFunction } from './hooks.js';
-import type { ToolDefinition } from './tools.js';
-import { TOOL_NAME } from './tools.js';
+import { builtinTools } from '../../activities/builtin-tools.js';
+import { createActivities } from '../../activities/index.js';
+import { checkConfigAgainstTools } from '../composition.js';
+import type { DeputyConfig } from '../config.js';
+import { ConfigStore } from '../config-store.js';
+import { ConfigError } from '../errors.js';
+import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../search-attributes.js';
+import type { HookFunction } from '../hooks.js';
+import type { ToolDefinition } from '../tools.js';
+import { TOOL_NAME } from '../tools.js';
 
-/** Path of the workflows' entry module, for bundling. */
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+/**
+ * Path of the workflows' entry module, for bundling: the TypeScript source when Deputy runs from its repository, the
+ * compiled JavaScript when it runs from `dist/` (an installed package).
+ */
+export const WORKFLOWS_PATH = [
+  new URL('../../workflows/index.ts', import.meta.url),
+  new URL('../../workflows/index.js', import.meta.url),
+]
+  .map((url) => fileURLToPath(url))
+  .find((path) => existsSync(path))!;
 
 /** Options of `createDeputyWorker`. */
 export interface DeputyWorkerOptions {
@@ -116,8 +125,14 @@ export class DeputyWorker {
   }
 }
 
-/** Creates the workers that run `agentRun` and its activities on the root and background task queues. */
-export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
+/** What Deputy's activities need, whether Deputy runs its own workers or joins a service's (the plugin). */
+export type DeputyActivityOptions = Pick<
+  DeputyWorkerOptions,
+  'config' | 'model' | 'client' | 'hookFunctions' | 'tools'
+> & { backgroundTaskQueue: string };
+
+/** Checks the configuration against the tools and hook functions, and builds Deputy's activities. */
+export function deputyActivities(options: DeputyActivityOptions) {
   const tools = toolMap(options.tools ?? builtinTools());
   const store = options.config instanceof ConfigStore ? options.config : new ConfigStore(options.config);
   const config = store.current;
@@ -131,16 +146,21 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     ),
   ];
   if (problems.length > 0) throw new ConfigError(problems, 'config');
-  const backgroundTaskQueue = options.backgroundTaskQueue ?? 'deputy-background';
-  const activities = createActivities({
+  return createActivities({
     openai: createOpenAIClient(options.model),
     config: store,
     tools,
     apiKey: options.model.apiKey,
-    backgroundTaskQueue,
+    backgroundTaskQueue: options.backgroundTaskQueue,
     hookFunctions,
     client: options.client,
   });
+}
+
+/** Creates the workers that run `agentRun` and its activities on the root and background task queues. */
+export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
+  const backgroundTaskQueue = options.backgroundTaskQueue ?? 'deputy-background';
+  const activities = deputyActivities({ ...options, backgroundTaskQueue });
   const workflowBundle = options.workflowBundle ?? (await bundleDeputyWorkflows());
   const queues =
     backgroundTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, backgroundTaskQueue];

@@ -1,0 +1,21 @@
+/**
+ * `deputy/worker`: hosting Deputy — its own workers (`createDeputyWorker`), or a plugin for a Worker a service
+ * already runs (`deputyPlugin`), the configuration loader, tools and hooks.
+ */
+export {
+  createDeputyWorker,
+  deputyActivities,
+  bundleDeputyWorkflows,
+  checkSearchAttributes,
+  DeputyWorker,
+  WORKFLOWS_PATH,
+  type DeputyActivityOptions,
+  type DeputyWorkerOptions,
+} from './factory.js';
+export { deputyPlugin, DeputyPlugin, type DeputyPluginOptions } from './plugin.js';
+export { DeputyConfig, applyEnv, loadConfig, parseConfig, readEnv, type DeputyEnv } from '../config.js';
+export { ConfigStore } from '../config-store.js';
+export { defineTool, type ToolContext, type ToolDefinition } from '../tools.js';
+export { builtinTools, calculateTool, createSearchNotesTool, SAMPLE_NOTES } from '../../activities/builtin-tools.js';
+export type { HookDecision, HookFunction, HookInput } from '../hooks.js';
+export * from '../errors.js';

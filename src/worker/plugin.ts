@@ -1,0 +1,41 @@
+/**
+ * Deputy as a Temporal worker plugin (`@temporalio/plugin`): a service that already runs a Worker adds Deputy's
+ * activities, and its workflows when the Worker has none of its own, in one line.
+ */
+import { SimplePlugin } from '@temporalio/plugin';
+import type { WorkerOptions } from '@temporalio/worker';
+import { deputyActivities, WORKFLOWS_PATH, type DeputyActivityOptions } from './factory.js';
+
+/** Options of `deputyPlugin`: what Deputy's activities need. */
+export type DeputyPluginOptions = DeputyActivityOptions;
+
+/** The plugin `deputyPlugin` returns. */
+export class DeputyPlugin extends SimplePlugin {
+  constructor(options: DeputyPluginOptions) {
+    super({ name: 'deputy', activities: deputyActivities(options) });
+  }
+
+  /**
+   * Adds Deputy's activities; a Worker with no workflows of its own gets Deputy's (one with its own re-exports
+   * `agentRun` from `deputy/workflows` in its workflows module). Cancellation reaches an activity only through a
+   * heartbeat's reply, so the heartbeat throttle is kept short unless the Worker sets it.
+   */
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    const configured: WorkerOptions = super.configureWorker(options);
+    const ownWorkflows = options.workflowsPath !== undefined || options.workflowBundle !== undefined;
+    return {
+      ...configured,
+      ...(!ownWorkflows && { workflowsPath: WORKFLOWS_PATH }),
+      ...(options.maxHeartbeatThrottleInterval === undefined && { maxHeartbeatThrottleInterval: '1 second' }),
+    };
+  }
+}
+
+/**
+ * Deputy for a Worker a service already runs:
+ * `Worker.create({ connection, taskQueue, plugins: [deputyPlugin({ config, model, client, backgroundTaskQueue })] })`.
+ * Children run on `backgroundTaskQueue`: give it the Worker's own queue, or run a second Worker on it.
+ */
+export function deputyPlugin(options: DeputyPluginOptions): DeputyPlugin {
+  return new DeputyPlugin(options);
+}

@@ -1,0 +1,65 @@
+/**
+ * A service that already runs a Temporal Worker — its own workflows and activities — adds Deputy with the plugin
+ * (`deputy/worker`'s `deputyPlugin`, built on `@temporalio/plugin`), and both keep working on its one task queue.
+ */
+import { fileURLToPath } from 'node:url';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunState } from '../src/run-schema.js';
+import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { deputyPlugin } from '../src/worker/index.js';
+import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
+import { createHarness, TEST_API_KEY, type Harness } from './support/harness.js';
+
+let h: Harness;
+let worker: Worker;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  h = await createHarness();
+  // The service's worker as it was, plus one line: the plugin. Children run on the same queue.
+  worker = await Worker.create({
+    connection: h.connection,
+    taskQueue: h.taskQueue,
+    workflowsPath: fileURLToPath(new URL('./support/service-workflows.ts', import.meta.url)),
+    activities: { greet: async (name: string) => `hello, ${name}` },
+    plugins: [
+      deputyPlugin({
+        config: delegationConfig(),
+        model: { apiKey: TEST_API_KEY, baseURL: h.model.url },
+        client: h.client,
+        backgroundTaskQueue: h.taskQueue,
+        tools: DELEGATION_TOOLS,
+      }),
+    ],
+  });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await h?.close();
+});
+
+describe('deputy/worker plugin', () => {
+  it("a service's own Worker runs a delegating agentRun beside its own workflows and activities", async () => {
+    const task = 'plugin: delegate one look-up';
+    h.model.add(
+      { name: 'plugin child', when: userSays('plugin child'), reply: { text: 'child answered' } },
+      { when: forTask(task, 0), reply: delegateReply({ briefs: [{ task_name: 'look', message: 'plugin child' }] }) },
+      { when: forTask(task, 1), reply: { text: 'parent answered' } },
+    );
+    const run = await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: h.id('plugin') });
+    expect(await h.deputy.result(run.workflowId)).toMatchObject({ status: 'completed', output: 'parent answered' });
+    const state = RunState.parse(await h.deputy.getState(run.workflowId));
+    expect(state.delegations.map((d) => [d.taskName, d.status])).toEqual([['look', 'completed']]);
+
+    const greeting = await h.client.workflow.execute<(name: string) => Promise<string>>('greeting', {
+      taskQueue: h.taskQueue,
+      workflowId: h.id('greeting'),
+      args: ['Ada'],
+    });
+    expect(greeting).toBe('hello, Ada');
+  });
+});
