@@ -44,6 +44,29 @@ export default tseslint.config(
     },
   },
   {
+    // What workflow code imports: the wire contract, the pure rules and the config schema stay free of Node, the
+    // worker package, the model client and the YAML parser.
+    files: ['src/contract/**/*.ts', 'src/rules/**/*.ts', 'src/config/schema.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['node:*', ...builtinModules],
+              message: 'contract/ and rules/ are workflow-safe: no Node built-ins.',
+            },
+            {
+              group: ['@temporalio/worker', '@temporalio/client', 'openai', 'yaml', '**/activities/*', '**/worker/*'],
+              message: 'contract/ and rules/ are workflow-safe: no worker, client, model client or file formats.',
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, type ToolDefinition } from '../src/tools.js';
+import { defineTool, type ToolDefinition } from '../src/contract/tools.js';
 
 /** A note the `search_notes` tool can find. */
 export interface Note {

@@ -4,9 +4,9 @@ import type {
   CallModelResult,
   SummarizeContextInput,
   SummarizeContextResult,
-} from '../src/activity-types.js';
-import { fitCall } from '../src/budget.js';
-import { cutText, DEFAULT_PAYLOAD_LIMITS } from '../src/payloads.js';
+} from '../src/contract/activities.js';
+import { fitCall } from '../src/rules/budget.js';
+import { cutText, DEFAULT_PAYLOAD_LIMITS } from '../src/rules/payloads.js';
 import { withHeartbeat } from './heartbeat.js';
 import { toModelFailure } from './model-errors.js';
 import { countCallTokens } from './tokens.js';

@@ -14,16 +14,16 @@ import type {
   ResolvePresetsResult,
   ResolveRunInput,
   ResolveRunResult,
-} from '../src/activity-types.js';
-import { CompositionError, resolveComposition, resolvePresetTools } from '../src/composition.js';
-import type { ConfigStore } from '../src/config-store.js';
+} from '../src/contract/activities.js';
+import { CompositionError, resolveComposition, resolvePresetTools } from '../src/worker/composition.js';
+import type { ConfigStore } from '../src/config/store.js';
 import type { Client } from '@temporalio/client';
-import type { HookFunction } from '../src/hooks.js';
-import { stateQuery } from '../src/messages.js';
-import { failureMessage } from '../src/failure-message.js';
-import { CHILD_FAILED_TYPE, RunResult } from '../src/run-schema.js';
+import type { HookFunction } from '../src/contract/hooks.js';
+import { stateQuery } from '../src/contract/messages.js';
+import { failureMessage } from '../src/rules/failure-message.js';
+import { CHILD_FAILED_TYPE, RunResult } from '../src/contract/run.js';
 import { withHeartbeat } from './heartbeat.js';
-import type { ToolDefinition } from '../src/tools.js';
+import type { ToolDefinition } from '../src/contract/tools.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
 import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';

@@ -4,7 +4,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
-import { cutText } from '../src/payloads.js';
+import { cutText } from '../src/rules/payloads.js';
 
 /** Longest error text carried into history: an endpoint's error body can be megabytes (R1.8). */
 const MAX_ERROR_BYTES = 2000;

@@ -1,10 +1,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { RunHookInput } from '../src/activity-types.js';
-import type { ConfigStore } from '../src/config-store.js';
-import { HookDecision, type HookFunction } from '../src/hooks.js';
-import { cutText } from '../src/payloads.js';
-import { describeIssues } from '../src/zod-issues.js';
+import type { RunHookInput } from '../src/contract/activities.js';
+import type { ConfigStore } from '../src/config/store.js';
+import { HookDecision, type HookFunction } from '../src/contract/hooks.js';
+import { cutText } from '../src/rules/payloads.js';
+import { describeIssues } from '../src/rules/zod-issues.js';
 
 /**
  * Builds the `runHook` activity: one attempt of one hook. A webhook gets the input as a JSON POST; a function hook is

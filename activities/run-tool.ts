@@ -1,9 +1,9 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { cutText, DEFAULT_PAYLOAD_LIMITS, formatBytes, truncationMarker, utf8Bytes } from '../src/payloads.js';
-import type { RunToolInput, RunToolResult } from '../src/activity-types.js';
-import { holdsScopes, type ToolDefinition } from '../src/tools.js';
-import { describeIssues } from '../src/zod-issues.js';
+import { cutText, DEFAULT_PAYLOAD_LIMITS, formatBytes, truncationMarker, utf8Bytes } from '../src/rules/payloads.js';
+import type { RunToolInput, RunToolResult } from '../src/contract/activities.js';
+import { holdsScopes, type ToolDefinition } from '../src/contract/tools.js';
+import { describeIssues } from '../src/rules/zod-issues.js';
 
 /** Longest tool result the model is shown; the rest is cut with a note. */
 export const MAX_TOOL_RESULT_CHARS = 20_000;

@@ -4,8 +4,8 @@
  */
 import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
-import type { ChatMessage } from '../src/session.js';
-import type { ToolSpec } from '../src/tools.js';
+import type { ChatMessage } from '../src/contract/session.js';
+import type { ToolSpec } from '../src/contract/tools.js';
 
 /** How a model's input is counted, and the margin added for what the count cannot see. */
 interface Encoding {

@@ -1,5 +1,5 @@
 /** The benchmark's scripted model and Deputy configuration. Every answer is immediate. */
-import { COMPACTION_SYSTEM_PROMPT } from '../src/compaction.js';
+import { COMPACTION_SYSTEM_PROMPT } from '../src/rules/compaction.js';
 import { toolResultCount, userSays, type RecordedRequest, type ScriptRule } from '../src/testing/scripted-model.js';
 
 /** The children's assignments, for both sides. */

@@ -5,8 +5,8 @@
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { builtinTools } from '../activities/builtin-tools.js';
-import { parseConfig } from '../src/config.js';
-import { ConfigStore } from '../src/config-store.js';
+import { parseConfig } from '../src/config/load.js';
+import { ConfigStore } from '../src/config/store.js';
 import { fetchPageTool } from '../src/testing/pages.js';
 import { createDeputyWorker, createOpenAIClient } from '../src/worker/factory.js';
 import { createBaselineActivities } from './baseline/activities.js';

@@ -12,13 +12,13 @@ import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { DeputyClient } from '../src/client.js';
-import { parseConfig } from '../src/config.js';
-import { startDevServer } from '../src/dev-server.js';
-import type { RunInput } from '../src/run-schema.js';
-import { PROJECT_ROOT } from '../src/temporal-cli.js';
-import { COMPACTION_SYSTEM_PROMPT } from '../src/compaction.js';
-import { SUMMARY_SYSTEM_PROMPT } from '../src/context.js';
+import { DeputyClient } from '../src/client/client.js';
+import { parseConfig } from '../src/config/load.js';
+import { startDevServer } from '../src/testing/dev-server.js';
+import type { RunInput } from '../src/contract/run.js';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
+import { COMPACTION_SYSTEM_PROMPT } from '../src/rules/compaction.js';
+import { SUMMARY_SYSTEM_PROMPT } from '../src/rules/context.js';
 import {
   forTask,
   ScriptedModelServer,

@@ -15,19 +15,19 @@ export {
   SendMessageInput,
   EndConversationInput,
   CHILD_FAILED_TYPE,
-} from './run-schema.js';
-export { SessionEvent, SESSION_VERSION } from './session.js';
-export { SessionExport, SESSION_FORMAT } from './sessions.js';
-export { Preset } from './preset.js';
-export { Brief, DelegateArgs, InterjectArgs } from './delegation.js';
-export { stateQuery, sendMessageUpdate, endConversationUpdate, interjectUpdate } from './messages.js';
+} from './contract/run.js';
+export { SessionEvent, SESSION_VERSION } from './contract/session.js';
+export { SessionExport, SESSION_FORMAT } from './rules/sessions.js';
+export { Preset } from './contract/preset.js';
+export { Brief, DelegateArgs, InterjectArgs } from './rules/delegation.js';
+export { stateQuery, sendMessageUpdate, endConversationUpdate, interjectUpdate } from './contract/messages.js';
 export {
   DeputyClient,
   UpdateRejectedError,
   type DeputyClientOptions,
   type SessionInfo,
   type StartRunOptions,
-} from './client.js';
-export { DEPUTY_SEARCH_ATTRIBUTES } from './search-attributes.js';
-export { PAYLOAD_TOO_LARGE_TYPE } from './payloads.js';
-export * from './errors.js';
+} from './client/client.js';
+export { DEPUTY_SEARCH_ATTRIBUTES } from './contract/search-attributes.js';
+export { PAYLOAD_TOO_LARGE_TYPE } from './rules/payloads.js';
+export * from './contract/errors.js';

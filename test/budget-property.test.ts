@@ -7,8 +7,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SUMMARY_SYSTEM_PROMPT } from '../src/context.js';
-import { RunState } from '../src/run-schema.js';
+import { SUMMARY_SYSTEM_PROMPT } from '../src/rules/context.js';
+import { RunState } from '../src/contract/run.js';
 import type { RecordedRequest, ScriptReply, ReplyUsage } from '../src/testing/scripted-model.js';
 import { delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';

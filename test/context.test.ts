@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { builtinTools } from '../activities/builtin-tools.js';
-import { PARENT_CONTEXT_HEADING, SUMMARY_SYSTEM_PROMPT } from '../src/context.js';
-import type { HookInput } from '../src/hooks.js';
-import { RunState } from '../src/run-schema.js';
+import { PARENT_CONTEXT_HEADING, SUMMARY_SYSTEM_PROMPT } from '../src/rules/context.js';
+import type { HookInput } from '../src/contract/hooks.js';
+import { RunState } from '../src/contract/run.js';
 import { forTask, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
-import { defineTool } from '../src/tools.js';
+import { defineTool } from '../src/contract/tools.js';
 import { listChildren } from './support/delegation.js';
 import { testConfig, useHarness } from './support/harness.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RunState } from '../src/run-schema.js';
+import { RunState } from '../src/contract/run.js';
 import { forTask, userSays } from '../src/testing/scripted-model.js';
 import { delegationConfig, DELEGATION_TOOLS, listChildren, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';

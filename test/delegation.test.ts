@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { withinBudget } from '../src/budget.js';
-import { UNTRUSTED_LABEL } from '../src/delegation.js';
-import { RunState } from '../src/run-schema.js';
+import { withinBudget } from '../src/rules/budget.js';
+import { UNTRUSTED_LABEL } from '../src/rules/delegation.js';
+import { RunState } from '../src/contract/run.js';
 import { forTask, offeredTools, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
 import {
   delegateReply,

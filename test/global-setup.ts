@@ -4,8 +4,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startDevServer } from '../src/dev-server.js';
-import { PROJECT_ROOT } from '../src/temporal-cli.js';
+import { startDevServer } from '../src/testing/dev-server.js';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { bundleDeputyWorkflows } from '../src/worker/factory.js';
 
 declare module 'vitest' {

@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, inject, it } from 'vitest';
-import { PROJECT_ROOT } from '../src/temporal-cli.js';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { userSays } from '../src/testing/scripted-model.js';
-import { renderTree, type TreeNode } from '../src/tree.js';
-import { ZERO_USAGE } from '../src/usage.js';
+import { renderTree, type TreeNode } from '../src/client/tree.js';
+import { ZERO_USAGE } from '../src/rules/usage.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 import { forTask } from '../src/testing/scripted-model.js';
@@ -49,7 +49,7 @@ describe('R2.12 deputy tree', () => {
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: parentId });
     await h.deputy.result(parentId);
     const run = () =>
-      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'tree', `${parentId}/one-1`], {
+      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'tree', `${parentId}/one-1`], {
         cwd: PROJECT_ROOT,
         env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') },
         encoding: 'utf8',
@@ -72,7 +72,7 @@ describe('R2.12 deputy tree', () => {
       `├─ one completed 120 tok $0.000140 1 call [assistant, context none] ${parentId}/one-1`,
       `└─ two completed 120 tok $0.000140 1 call [assistant, context none] ${parentId}/two-1`,
     ]);
-    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'tree'], {
+    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'tree'], {
       cwd: PROJECT_ROOT,
       encoding: 'utf8',
     });

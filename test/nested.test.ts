@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PARENT_CONTEXT_HEADING } from '../src/context.js';
+import { PARENT_CONTEXT_HEADING } from '../src/rules/context.js';
 import { forTask, offeredTools, userSays } from '../src/testing/scripted-model.js';
 import {
   delegateReply,

@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunState } from '../src/run-schema.js';
+import { RunState } from '../src/contract/run.js';
 import { forTask, userSays } from '../src/testing/scripted-model.js';
 import { deputyPlugin } from '../src/worker/index.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';

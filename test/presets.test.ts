@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigStore, presetRevision } from '../src/config-store.js';
-import { parseConfig } from '../src/config.js';
-import { RunState } from '../src/run-schema.js';
+import { ConfigStore, presetRevision } from '../src/config/store.js';
+import { parseConfig } from '../src/config/load.js';
+import { RunState } from '../src/contract/run.js';
 import { forTask, userSays } from '../src/testing/scripted-model.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';

@@ -4,8 +4,8 @@
  * inside the worker (R2.4).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COMPACTION_SYSTEM_PROMPT } from '../src/compaction.js';
-import { RunState } from '../src/run-schema.js';
+import { COMPACTION_SYSTEM_PROMPT } from '../src/rules/compaction.js';
+import { RunState } from '../src/contract/run.js';
 import { forTask, offeredTools, toolMessages, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
 import { delegateReply, PARENT_SCOPES } from './support/delegation.js';
 import { failureOf } from './support/failures.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PROJECT_ROOT } from '../src/temporal-cli.js';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { forTask } from '../src/testing/scripted-model.js';
 import { createHarness, type Harness } from './support/harness.js';
 

@@ -1,8 +1,8 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { InputError } from '../src/errors.js';
-import { RunResult, RunState } from '../src/run-schema.js';
-import { SessionEvent } from '../src/session.js';
+import { InputError } from '../src/contract/errors.js';
+import { RunResult, RunState } from '../src/contract/run.js';
+import { SessionEvent } from '../src/contract/session.js';
 import { forTask, offeredTools } from '../src/testing/scripted-model.js';
 import { failureOf as failuresOf } from './support/failures.js';
 import { TEST_API_KEY, useHarness } from './support/harness.js';

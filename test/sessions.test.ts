@@ -3,12 +3,12 @@ import { promisify } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { ConfigStore } from '../src/config-store.js';
-import { parseConfig } from '../src/config.js';
-import { InputError } from '../src/errors.js';
-import { RunState } from '../src/run-schema.js';
-import { decideRestoration, parseSessionExport } from '../src/sessions.js';
-import { PROJECT_ROOT } from '../src/temporal-cli.js';
+import { ConfigStore } from '../src/config/store.js';
+import { parseConfig } from '../src/config/load.js';
+import { InputError } from '../src/contract/errors.js';
+import { RunState } from '../src/contract/run.js';
+import { decideRestoration, parseSessionExport } from '../src/rules/sessions.js';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { forTask, userSays } from '../src/testing/scripted-model.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
@@ -167,10 +167,14 @@ describe('sessions as data', () => {
     const source = await h.deputy.startRun({ task }, { workflowId: h.id('export-source') });
     await h.deputy.result(source.workflowId);
     // Not spawnSync: the worker answering the export's query runs in this process and must keep running.
-    const cli = await execFileAsync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'export', source.workflowId], {
-      cwd: PROJECT_ROOT,
-      env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') },
-    });
+    const cli = await execFileAsync(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'export', source.workflowId],
+      {
+        cwd: PROJECT_ROOT,
+        env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') },
+      },
+    );
     const exported = parseSessionExport(JSON.parse(cli.stdout));
     if (!exported.ok) throw new Error(exported.problems.join('\n'));
     expect(exported.session).toMatchObject({

@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { redact, retryAfterMs, toModelFailure } from '../activities/model-errors.js';
-import { findTemporalCli } from '../src/temporal-cli.js';
+import { findTemporalCli } from '../src/testing/temporal-cli.js';
 
 function apiError(status: number, headers: Record<string, string> = {}) {
   return OpenAI.APIError.generate(

@@ -12,10 +12,10 @@ import {
   ZERO_AMOUNT,
   type Amount,
   type Budget,
-} from '../src/budget.js';
-import { checkCaps, narrowGrant, parseInvocation, type DelegationSettings } from '../src/delegation.js';
-import { resolveLimits } from '../src/limits.js';
-import { ZERO_USAGE } from '../src/usage.js';
+} from '../src/rules/budget.js';
+import { checkCaps, narrowGrant, parseInvocation, type DelegationSettings } from '../src/rules/delegation.js';
+import { resolveLimits } from '../src/rules/limits.js';
+import { ZERO_USAGE } from '../src/rules/usage.js';
 
 const SETTINGS: DelegationSettings = {
   enabled: true,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { renderParentContext, selectContext, splitTurns, takeSnapshot } from '../src/context.js';
-import type { SessionEvent } from '../src/session.js';
+import { renderParentContext, selectContext, splitTurns, takeSnapshot } from '../src/rules/context.js';
+import type { SessionEvent } from '../src/contract/session.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const user = (content: string): SessionEvent => ({ type: 'message/user', at, content });

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { nextStep } from '../src/agent-loop.js';
-import { applyEnv, parseConfig, readEnv } from '../src/config.js';
-import { ConfigError } from '../src/errors.js';
-import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../src/limits.js';
-import type { Usage } from '../src/run-schema.js';
-import { toChatMessages, type SessionEvent } from '../src/session.js';
-import { addModelCall, callCostMicroUsd, priceFromUsdPerMTok, ZERO_USAGE } from '../src/usage.js';
+import { nextStep } from '../src/rules/agent-loop.js';
+import { applyEnv, parseConfig, readEnv } from '../src/config/load.js';
+import { ConfigError } from '../src/contract/errors.js';
+import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../src/rules/limits.js';
+import type { Usage } from '../src/contract/run.js';
+import { toChatMessages, type SessionEvent } from '../src/contract/session.js';
+import { addModelCall, callCostMicroUsd, priceFromUsdPerMTok, ZERO_USAGE } from '../src/rules/usage.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const price = priceFromUsdPerMTok(1, 2);

@@ -21,16 +21,16 @@ import {
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { z } from 'zod';
 import type { DeputyActivities } from '../activities/index.js';
-import type { ResolveRunResult, RunToolResult } from '../src/activity-types.js';
-import { nextStep, type NextStep } from '../src/agent-loop.js';
-import { resolveLimits, remaining } from '../src/limits.js';
+import type { ResolveRunResult, RunToolResult } from '../src/contract/activities.js';
+import { nextStep, type NextStep } from '../src/rules/agent-loop.js';
+import { resolveLimits, remaining } from '../src/rules/limits.js';
 import {
   endConversationUpdate,
   interjectionSignal,
   interjectUpdate,
   sendMessageUpdate,
   stateQuery,
-} from '../src/messages.js';
+} from '../src/contract/messages.js';
 import {
   EndConversationInput,
   RunInput,
@@ -41,7 +41,7 @@ import {
   type ResolvedLimits,
   type RunResult,
   type RunStatus,
-} from '../src/run-schema.js';
+} from '../src/contract/run.js';
 import {
   DEPUTY_CONTEXT_MODE,
   DEPUTY_COST_USD,
@@ -51,16 +51,22 @@ import {
   DEPUTY_ROOT_ID,
   DEPUTY_STATUS,
   DEPUTY_TASK_NAME,
-} from '../src/search-attributes.js';
-import { bestOutput, SESSION_VERSION, toChatMessages, type SessionEvent, type ToolCall } from '../src/session.js';
-import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/budget.js';
-import { DEFAULT_PAYLOAD_LIMITS, formatBytes, jsonBytes, PAYLOAD_TOO_LARGE_TYPE } from '../src/payloads.js';
+} from '../src/contract/search-attributes.js';
+import {
+  bestOutput,
+  SESSION_VERSION,
+  toChatMessages,
+  type SessionEvent,
+  type ToolCall,
+} from '../src/contract/session.js';
+import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/rules/budget.js';
+import { DEFAULT_PAYLOAD_LIMITS, formatBytes, jsonBytes, PAYLOAD_TOO_LARGE_TYPE } from '../src/rules/payloads.js';
 import { budgetExceeded } from './model-budget.js';
-import { DELEGATE_TOOL, FOLLOWUP_TOOL, InterjectArgs, INTERJECT_TOOL } from '../src/delegation.js';
-import { addModelCall, addSpend, addToolCalls, callCostMicroUsd, microToUsd, ZERO_USAGE } from '../src/usage.js';
-import { applyCompaction, compactionPrompt, planCompaction } from '../src/compaction.js';
-import { failureMessage, rootMessage } from '../src/failure-message.js';
-import { describeIssues } from '../src/zod-issues.js';
+import { DELEGATE_TOOL, FOLLOWUP_TOOL, InterjectArgs, INTERJECT_TOOL } from '../src/rules/delegation.js';
+import { addModelCall, addSpend, addToolCalls, callCostMicroUsd, microToUsd, ZERO_USAGE } from '../src/rules/usage.js';
+import { applyCompaction, compactionPrompt, planCompaction } from '../src/rules/compaction.js';
+import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
+import { describeIssues } from '../src/rules/zod-issues.js';
 import { joinAll, LOOKUP_OPTIONS, MODEL_CALL_OPTIONS } from './activity-options.js';
 import {
   CHILD_FAILED_TYPE,

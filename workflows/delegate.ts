@@ -20,8 +20,8 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { DeputyActivities } from '../activities/index.js';
-import type { ResolveRunResult, RunToolResult } from '../src/activity-types.js';
-import { type Preset } from '../src/preset.js';
+import type { ResolveRunResult, RunToolResult } from '../src/contract/activities.js';
+import { type Preset } from '../src/contract/preset.js';
 import {
   available,
   budgetOf,
@@ -33,8 +33,8 @@ import {
   sum,
   type Amount,
   type CallBudget,
-} from '../src/budget.js';
-import { cutText, jsonBytes, formatBytes, type PayloadLimits } from '../src/payloads.js';
+} from '../src/rules/budget.js';
+import { cutText, jsonBytes, formatBytes, type PayloadLimits } from '../src/rules/payloads.js';
 import {
   bounded,
   checkCaps,
@@ -52,7 +52,7 @@ import {
   InterjectArgs,
   type ContextMode,
   type DelegationSettings,
-} from '../src/delegation.js';
+} from '../src/rules/delegation.js';
 import {
   CHILD_FAILED_TYPE,
   type ChildOrigin,
@@ -63,7 +63,7 @@ import {
   type RunInput,
   type RunResult,
   type Usage,
-} from '../src/run-schema.js';
+} from '../src/contract/run.js';
 
 type ChildBackground = NonNullable<ChildOrigin['background']>;
 import {
@@ -74,14 +74,14 @@ import {
   DEPUTY_ROOT_ID,
   DEPUTY_STATUS,
   DEPUTY_TASK_NAME,
-} from '../src/search-attributes.js';
-import type { SessionEvent, ToolCall } from '../src/session.js';
+} from '../src/contract/search-attributes.js';
+import type { SessionEvent, ToolCall } from '../src/contract/session.js';
 import { joinAll, LOOKUP_OPTIONS, MODEL_CALL_OPTIONS } from './activity-options.js';
 import { runHooks } from './hooks.js';
-import { decideRestoration } from '../src/sessions.js';
-import { interjectionSignal } from '../src/messages.js';
-import { describeIssues } from '../src/zod-issues.js';
-import { failureMessage } from '../src/failure-message.js';
+import { decideRestoration } from '../src/rules/sessions.js';
+import { interjectionSignal } from '../src/contract/messages.js';
+import { describeIssues } from '../src/rules/zod-issues.js';
+import { failureMessage } from '../src/rules/failure-message.js';
 import {
   BACKGROUND_HEADING,
   renderParentContext,
@@ -89,8 +89,8 @@ import {
   selectContext,
   summaryPrompt,
   takeSnapshot,
-} from '../src/context.js';
-import { callCostMicroUsd, microToUsd } from '../src/usage.js';
+} from '../src/rules/context.js';
+import { callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
 import { budgetExceeded, upperBoundTokens } from './model-budget.js';
 
 // Cancelling the parent aborts the generation's HTTP request before the run ends (R3.4).

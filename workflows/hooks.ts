@@ -4,8 +4,8 @@
  */
 import { isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
-import { failureMessage } from '../src/failure-message.js';
-import type { HookEvent, HookInput, HookOutcome, HookSpec } from '../src/hooks.js';
+import { failureMessage } from '../src/rules/failure-message.js';
+import type { HookEvent, HookInput, HookOutcome, HookSpec } from '../src/contract/hooks.js';
 
 /** Runs every hook of `event`; an erroring hook counts as a reject (`fail_closed`) or is skipped (`fail_open`). */
 export async function runHooks(

@@ -1,9 +1,9 @@
 /** Budget helpers of model calls on the workflow side (R2.13). Deterministic code only. */
 import { ApplicationFailure } from '@temporalio/workflow';
-import type { LimitName } from '../src/run-schema.js';
-import type { ChatMessage } from '../src/session.js';
-import type { ToolSpec } from '../src/tools.js';
-import { utf8Bytes } from '../src/payloads.js';
+import type { LimitName } from '../src/contract/run.js';
+import type { ChatMessage } from '../src/contract/session.js';
+import type { ToolSpec } from '../src/contract/tools.js';
+import { utf8Bytes } from '../src/rules/payloads.js';
 
 /** Failure type of a call the `callModel` activity did not make because its worst case does not fit. */
 const BUDGET_EXCEEDED_TYPE = 'ModelCall.BudgetExceeded';

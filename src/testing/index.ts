@@ -4,5 +4,5 @@
  * server with Deputy's search attributes (needs `@temporalio/testing` and the `temporal` CLI).
  */
 export * from './scripted-model.js';
-export { startDevServer, type DevServer, type DevServerOptions } from '../dev-server.js';
-export { devServerExecutable, findTemporalCli } from '../temporal-cli.js';
+export { startDevServer, type DevServer, type DevServerOptions } from './dev-server.js';
+export { devServerExecutable, findTemporalCli } from './temporal-cli.js';

@@ -3,7 +3,7 @@
  * grow a session by a known amount per turn.
  */
 import { z } from 'zod';
-import { defineTool } from '../tools.js';
+import { defineTool } from '../contract/tools.js';
 
 /** Size of every page, in characters. */
 export const PAGE_CHARS = 2048;

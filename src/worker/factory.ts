@@ -9,14 +9,14 @@ import { bundleWorkflowCode, Worker, type NativeConnection, type WorkerOptions }
 import OpenAI from 'openai';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { createActivities } from '../../activities/index.js';
-import { checkConfigAgainstTools } from '../composition.js';
-import type { DeputyConfig } from '../config.js';
-import { ConfigStore } from '../config-store.js';
-import { ConfigError } from '../errors.js';
-import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../search-attributes.js';
-import type { HookFunction } from '../hooks.js';
-import type { ToolDefinition } from '../tools.js';
-import { TOOL_NAME } from '../tools.js';
+import { checkConfigAgainstTools } from './composition.js';
+import type { DeputyConfig } from '../config/load.js';
+import { ConfigStore } from '../config/store.js';
+import { ConfigError } from '../contract/errors.js';
+import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
+import type { HookFunction } from '../contract/hooks.js';
+import type { ToolDefinition } from '../contract/tools.js';
+import { TOOL_NAME } from '../contract/tools.js';
 
 /**
  * Path of the workflows' entry module, for bundling: the TypeScript source when Deputy runs from its repository, the

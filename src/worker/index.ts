@@ -13,9 +13,9 @@ export {
   type DeputyWorkerOptions,
 } from './factory.js';
 export { deputyPlugin, DeputyPlugin, type DeputyPluginOptions } from './plugin.js';
-export { DeputyConfig, applyEnv, loadConfig, parseConfig, readEnv, type DeputyEnv } from '../config.js';
-export { ConfigStore } from '../config-store.js';
-export { defineTool, type ToolContext, type ToolDefinition } from '../tools.js';
+export { DeputyConfig, applyEnv, loadConfig, parseConfig, readEnv, type DeputyEnv } from '../config/load.js';
+export { ConfigStore } from '../config/store.js';
+export { defineTool, type ToolContext, type ToolDefinition } from '../contract/tools.js';
 export { builtinTools, calculateTool, createSearchNotesTool, SAMPLE_NOTES } from '../../activities/builtin-tools.js';
-export type { HookDecision, HookFunction, HookInput } from '../hooks.js';
-export * from '../errors.js';
+export type { HookDecision, HookFunction, HookInput } from '../contract/hooks.js';
+export * from '../contract/errors.js';

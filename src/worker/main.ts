@@ -5,9 +5,9 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { watch } from 'node:fs';
-import { loadConfig, readEnv, type DeputyEnv } from '../config.js';
-import { ConfigStore } from '../config-store.js';
-import { ConfigError } from '../errors.js';
+import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
+import { ConfigStore } from '../config/store.js';
+import { ConfigError } from '../contract/errors.js';
 import { checkSearchAttributes, createDeputyWorker } from './factory.js';
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);

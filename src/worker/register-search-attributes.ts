@@ -5,7 +5,7 @@
  */
 import { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes.js';
-import { DEPUTY_SEARCH_ATTRIBUTES } from '../search-attributes.js';
+import { DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
 
 async function connectWithRetry(address: string, deadlineMs: number): Promise<Connection> {
   for (;;) {

@@ -10,14 +10,14 @@ import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/clie
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { loadConfig, parseConfig, readEnv } from '../../src/config.js';
-import { ConfigError } from '../../src/errors.js';
-import { InterjectArgs, parseInvocation } from '../../src/delegation.js';
-import { failureMessage } from '../../src/failure-message.js';
-import { RunInput, RunState, SendMessageInput } from '../../src/run-schema.js';
-import { parseSessionExport } from '../../src/sessions.js';
+import { loadConfig, parseConfig, readEnv } from '../../src/config/load.js';
+import { ConfigError } from '../../src/contract/errors.js';
+import { InterjectArgs, parseInvocation } from '../../src/rules/delegation.js';
+import { failureMessage } from '../../src/rules/failure-message.js';
+import { RunInput, RunState, SendMessageInput } from '../../src/contract/run.js';
+import { parseSessionExport } from '../../src/rules/sessions.js';
 import { forTask, userSays } from '../../src/testing/scripted-model.js';
-import { describeIssues } from '../../src/zod-issues.js';
+import { describeIssues } from '../../src/rules/zod-issues.js';
 import { useHarness } from '../support/harness.js';
 import { FAULT_CONFIG, TREE_SCOPES } from './support.js';
 

@@ -5,8 +5,8 @@
  * error that says why); none hangs; none is lost.
  */
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
-import { RunState } from '../../src/run-schema.js';
+import { parseConfig } from '../../src/config/load.js';
+import { RunState } from '../../src/contract/run.js';
 import { forTask, userSays, type ScriptReply, type ScriptRule } from '../../src/testing/scripted-model.js';
 import { useHarness } from '../support/harness.js';
 import { FAULT_CONFIG, seededRandom, TREE_SCOPES, treeOutput, treeRules, treeTask } from './support.js';

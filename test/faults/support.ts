@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { expect } from 'vitest';
-import type { RunResult, RunState } from '../../src/run-schema.js';
+import type { RunResult, RunState } from '../../src/contract/run.js';
 import {
   lastMessage,
   toolResultCount,

@@ -3,7 +3,7 @@
  * restart it each time, and check that every run ends as an undisturbed run does.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { RunState } from '../../src/run-schema.js';
+import { RunState } from '../../src/contract/run.js';
 import { createHarness, TEST_API_KEY, type Harness } from '../support/harness.js';
 import { spawnWorker, waitUntilReady, type WorkerProcess } from '../support/worker-process.js';
 import {

@@ -2,8 +2,8 @@
 import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { builtinTools } from '../../activities/builtin-tools.js';
-import type { DeputyConfig } from '../../src/config.js';
-import { defineTool, type ToolDefinition } from '../../src/tools.js';
+import type { DeputyConfig } from '../../src/config/load.js';
+import { defineTool, type ToolDefinition } from '../../src/contract/tools.js';
 import { testConfig } from './harness.js';
 
 /** A tool in `neverInherit` that parents may hold but children never get. */

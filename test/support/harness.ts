@@ -6,12 +6,12 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type WorkerOptions } from '@temporalio/worker';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { DeputyClient } from '../../src/client.js';
-import { parseConfig, type DeputyConfig } from '../../src/config.js';
-import type { ConfigStore } from '../../src/config-store.js';
+import { DeputyClient } from '../../src/client/client.js';
+import { parseConfig, type DeputyConfig } from '../../src/config/load.js';
+import type { ConfigStore } from '../../src/config/store.js';
 import { ScriptedModelServer, type ScriptRule } from '../../src/testing/scripted-model.js';
-import type { HookFunction } from '../../src/hooks.js';
-import type { ToolDefinition } from '../../src/tools.js';
+import type { HookFunction } from '../../src/contract/hooks.js';
+import type { ToolDefinition } from '../../src/contract/tools.js';
 import { createDeputyWorker, type DeputyWorker } from '../../src/worker/factory.js';
 
 try {

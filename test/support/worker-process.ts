@@ -2,7 +2,7 @@
  * Runs `src/worker/main.ts` (what `npm run worker` runs) as a real child process, so tests can SIGKILL it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { PROJECT_ROOT } from '../../src/temporal-cli.js';
+import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 
 /** A worker process started by a test. */
 export interface WorkerProcess {

@@ -1,6 +1,6 @@
 /** A delegation tree as text: one line per run, children indented under their parent. Pure. */
-import type { Usage } from './run-schema.js';
-import { microToUsd } from './usage.js';
+import type { Usage } from '../contract/run.js';
+import { microToUsd } from '../rules/usage.js';
 
 /** One run in a delegation tree. */
 export interface TreeNode {

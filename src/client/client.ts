@@ -12,8 +12,8 @@ import {
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
 import type { z } from 'zod';
-import { DeputyError, InputError } from './errors.js';
-import { failureMessage } from './failure-message.js';
+import { DeputyError, InputError } from '../contract/errors.js';
+import { failureMessage } from '../rules/failure-message.js';
 import {
   DEPUTY_DEPTH,
   DEPUTY_PARENT_ID,
@@ -21,14 +21,20 @@ import {
   DEPUTY_ROOT_ID,
   DEPUTY_STATUS,
   DEPUTY_TASK_NAME,
-} from './search-attributes.js';
-import { SESSION_VERSION } from './session.js';
-import { decideRestoration, forkEvents, parseSessionExport, SESSION_FORMAT, type SessionExport } from './sessions.js';
-import { InterjectArgs } from './delegation.js';
-import { endConversationUpdate, interjectUpdate, sendMessageUpdate, stateQuery } from './messages.js';
-import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from './run-schema.js';
-import { ZERO_USAGE } from './usage.js';
-import { describeIssues } from './zod-issues.js';
+} from '../contract/search-attributes.js';
+import { SESSION_VERSION } from '../contract/session.js';
+import {
+  decideRestoration,
+  forkEvents,
+  parseSessionExport,
+  SESSION_FORMAT,
+  type SessionExport,
+} from '../rules/sessions.js';
+import { InterjectArgs } from '../rules/delegation.js';
+import { endConversationUpdate, interjectUpdate, sendMessageUpdate, stateQuery } from '../contract/messages.js';
+import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from '../contract/run.js';
+import { ZERO_USAGE } from '../rules/usage.js';
+import { describeIssues } from '../rules/zod-issues.js';
 
 /** Options of `DeputyClient`. */
 export interface DeputyClientOptions {

@@ -3,8 +3,14 @@
  * `nextStep` what to do and does it. Pure: no Temporal, no I/O.
  */
 import { exhaustedLimit, remaining, synthesisTrigger } from './limits.js';
-import type { LimitName, ResolvedLimits, Usage } from './run-schema.js';
-import { bestOutput, endsWithFinalAnswer, pendingToolCalls, type SessionEvent, type ToolCall } from './session.js';
+import type { LimitName, ResolvedLimits, Usage } from '../contract/run.js';
+import {
+  bestOutput,
+  endsWithFinalAnswer,
+  pendingToolCalls,
+  type SessionEvent,
+  type ToolCall,
+} from '../contract/session.js';
 
 /** What the workflow does next. */
 export type NextStep =

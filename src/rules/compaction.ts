@@ -4,7 +4,7 @@
  */
 import { DIALOGUE_TYPES, renderParentContext, splitTurns } from './context.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
-import type { ChatMessage, SessionEvent } from './session.js';
+import type { ChatMessage, SessionEvent } from '../contract/session.js';
 
 /** The system prompt of `compactSession`. */
 export const COMPACTION_SYSTEM_PROMPT =

@@ -3,8 +3,8 @@
  * `state` query or from a finished run's memo.
  */
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
-import { stateQuery } from './messages.js';
-import { Usage } from './run-schema.js';
+import { stateQuery } from '../contract/messages.js';
+import { Usage } from '../contract/run.js';
 import {
   DEPUTY_CONTEXT_MODE,
   DEPUTY_COST_USD,
@@ -13,7 +13,7 @@ import {
   DEPUTY_ROOT_ID,
   DEPUTY_STATUS,
   DEPUTY_TASK_NAME,
-} from './search-attributes.js';
+} from '../contract/search-attributes.js';
 import type { TreeNode } from './tree.js';
 
 const STATE_QUERY_TIMEOUT_MS = 3000;

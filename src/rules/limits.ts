@@ -2,7 +2,7 @@
  * Limits arithmetic for one run (R1.4): resolving what a caller asked for against the config's defaults, what is
  * left, which limit is exhausted, and when the synthesis reserve starts. Pure functions over plain data.
  */
-import type { LimitName, Limits, Remaining, ResolvedLimits, Usage } from './run-schema.js';
+import type { LimitName, Limits, Remaining, ResolvedLimits, Usage } from '../contract/run.js';
 import { usdToMicro } from './usage.js';
 
 /** Default limits from the config, used where a run's input leaves a limit out. */

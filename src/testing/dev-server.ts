@@ -3,7 +3,7 @@
  * registered, for the demo and the tests.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DEPUTY_SEARCH_ATTRIBUTES } from './search-attributes.js';
+import { DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
 import { devServerExecutable } from './temporal-cli.js';
 
 /** Options of `startDevServer`. */

@@ -3,7 +3,7 @@
  * against the caps, and how a child's tools and scopes are narrowed. Pure: no Temporal, no I/O.
  */
 import { z } from 'zod';
-import { parametersSchema, type ToolSpec } from './tools.js';
+import { parametersSchema, type ToolSpec } from '../contract/tools.js';
 import { describeIssues } from './zod-issues.js';
 
 /** Name of the tool the model calls to delegate. */

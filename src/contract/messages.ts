@@ -1,7 +1,7 @@
 /** Queries and updates of `agentRun`, beside the schemas of their payloads. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { InterjectArgs } from './delegation.js';
-import type { EndConversationInput, RunState, SendMessageInput } from './run-schema.js';
+import type { InterjectArgs } from '../rules/delegation.js';
+import type { EndConversationInput, RunState, SendMessageInput } from './run.js';
 
 /** Reads the run's status, usage, remaining limits and effective dialogue. */
 export const stateQuery = defineQuery<RunState>('state');

@@ -1,17 +1,15 @@
 /**
- * Deputy's configuration: the config file named by `DEPUTY_CONFIG` (JSON or YAML) plus the environment (SPEC §6),
- * validated by zod once at start-up. Every problem becomes one readable line.
+ * The config file's schema (R4.1, SPEC §6): prices, presets, limits, delegation, compaction, payloads and hooks.
+ * Workflow-safe (zod only); the Node loader that reads the file and the environment is `load.ts`.
  */
-import { readFileSync } from 'node:fs';
-import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import { ConfigError } from './errors.js';
-import { BriefLimits } from './delegation.js';
-import { HookConfig } from './hooks.js';
-import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
-import { Preset } from './preset.js';
-import { SynthesisReserve } from './run-schema.js';
-import { describeIssues } from './zod-issues.js';
+import { ConfigError } from '../contract/errors.js';
+import { HookConfig } from '../contract/hooks.js';
+import { Preset } from '../contract/preset.js';
+import { SynthesisReserve } from '../contract/run.js';
+import { BriefLimits } from '../rules/delegation.js';
+import { DEFAULT_PAYLOAD_LIMITS } from '../rules/payloads.js';
+import { describeIssues } from '../rules/zod-issues.js';
 
 /** A model's price in USD per million tokens. */
 export const Price = z.strictObject({
@@ -19,7 +17,7 @@ export const Price = z.strictObject({
   outputPerMTokUsd: z.number().nonnegative(),
 });
 
-export { Preset } from './preset.js';
+export { Preset };
 
 /** Default limits; a run's own `limits` override each. */
 export const DefaultLimitsConfig = z.strictObject({
@@ -132,90 +130,9 @@ export const DeputyConfig = z
   });
 export type DeputyConfig = z.infer<typeof DeputyConfig>;
 
-/** Settings read from the environment (SPEC §6). */
-export interface DeputyEnv {
-  temporalAddress: string;
-  temporalNamespace: string;
-  taskQueue: string;
-  backgroundTaskQueue: string;
-  /** Never logged, never sent to a workflow. */
-  openaiApiKey: string | undefined;
-  openaiBaseUrl: string | undefined;
-  model: string | undefined;
-  configPath: string | undefined;
-  delegationEnabled: boolean | undefined;
-}
-
-/** Reads and checks Deputy's environment variables. */
-export function readEnv(env: NodeJS.ProcessEnv = process.env): DeputyEnv {
-  const problems: string[] = [];
-  const flag = env.AGENT_DELEGATION_ENABLED;
-  if (flag !== undefined && flag !== '' && flag !== 'true' && flag !== 'false') {
-    problems.push(`AGENT_DELEGATION_ENABLED: must be "true" or "false", got "${flag}"`);
-  }
-  const baseUrl = env.OPENAI_BASE_URL || undefined;
-  if (baseUrl !== undefined && !URL.canParse(baseUrl)) {
-    problems.push(`OPENAI_BASE_URL: "${baseUrl}" is not a URL (example: https://api.openai.com/v1)`);
-  }
-  if (problems.length > 0) throw new ConfigError(problems, 'environment');
-  return {
-    temporalAddress: env.TEMPORAL_ADDRESS || 'localhost:7233',
-    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
-    taskQueue: env.DEPUTY_TASK_QUEUE || 'deputy',
-    backgroundTaskQueue: env.DEPUTY_BACKGROUND_TASK_QUEUE || 'deputy-background',
-    openaiApiKey: env.OPENAI_API_KEY || undefined,
-    openaiBaseUrl: baseUrl,
-    model: env.DEPUTY_MODEL || undefined,
-    configPath: env.DEPUTY_CONFIG || undefined,
-    delegationEnabled: flag === 'true' ? true : flag === 'false' ? false : undefined,
-  };
-}
-
 /** Validates a parsed config object; throws `ConfigError` with one line per problem. */
 export function parseConfig(raw: unknown, source = 'config'): DeputyConfig {
   const parsed = DeputyConfig.safeParse(raw ?? {});
   if (!parsed.success) throw new ConfigError(describeIssues(parsed.error), source);
   return parsed.data;
-}
-
-/** Loads the config file (JSON or YAML) and applies the environment's overrides (`DEPUTY_MODEL`, `AGENT_DELEGATION_ENABLED`). */
-export function loadConfig(env: DeputyEnv): DeputyConfig {
-  let raw: unknown = {};
-  if (env.configPath) {
-    let text: string;
-    try {
-      text = readFileSync(env.configPath, 'utf8');
-    } catch (err) {
-      throw new ConfigError(
-        [`DEPUTY_CONFIG: cannot read "${env.configPath}": ${(err as Error).message}`],
-        'environment',
-      );
-    }
-    // YAML is a superset of JSON, so this reads both. Warnings (an unknown tag …) are problems too: the file does not
-    // say what its author meant.
-    const document = parseDocument(text);
-    const problems = [...document.errors, ...document.warnings].map(
-      (problem) => `cannot parse: ${problem.message.split('\n')[0]}`,
-    );
-    if (problems.length > 0) throw new ConfigError(problems, env.configPath);
-    raw = document.toJS();
-  }
-  const config = parseConfig(raw, env.configPath ?? 'built-in defaults');
-  return applyEnv(config, env);
-}
-
-/** Applies environment overrides to a validated config and re-checks what they touch. */
-export function applyEnv(config: DeputyConfig, env: Pick<DeputyEnv, 'model' | 'delegationEnabled'>): DeputyConfig {
-  const merged: DeputyConfig = {
-    ...config,
-    model: env.model ?? config.model,
-    delegation: { ...config.delegation, enabled: env.delegationEnabled ?? config.delegation.enabled },
-  };
-  if (!(merged.model in merged.prices)) {
-    throw new ConfigError(
-      [`model: no price for "${merged.model}"; add it under prices (USD per million tokens)`],
-      'config',
-    );
-  }
-  return merged;
 }

@@ -5,7 +5,7 @@
  */
 import type { BriefLimits } from './delegation.js';
 import { remaining } from './limits.js';
-import type { Limits, ResolvedLimits, Usage } from './run-schema.js';
+import type { Limits, ResolvedLimits, Usage } from '../contract/run.js';
 import { callCostMicroUsd, microToUsd, usdToMicro, type ModelPrice } from './usage.js';
 
 /** Tokens and integer micro-USD. */

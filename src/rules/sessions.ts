@@ -3,8 +3,8 @@
  * the rule that decides how a restored session gets its composition. Pure; shared by the client and the workflow.
  */
 import { z } from 'zod';
-import { Preset } from './preset.js';
-import { SESSION_VERSION, SessionEvent } from './session.js';
+import { Preset } from '../contract/preset.js';
+import { SESSION_VERSION, SessionEvent } from '../contract/session.js';
 import { describeIssues } from './zod-issues.js';
 
 /** Marks an exported session file. */

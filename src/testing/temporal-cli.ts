@@ -7,10 +7,10 @@ import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EphemeralServerExecutable } from '@temporalio/testing';
-import { TemporalCliNotFoundError } from './errors.js';
+import { TemporalCliNotFoundError } from '../contract/errors.js';
 
 /** Root of this project (the folder holding `package.json`). */
-export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 function isExecutable(path: string): boolean {
   try {

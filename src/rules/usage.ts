@@ -2,7 +2,7 @@
  * Usage and cost arithmetic (R1.3). Cost is integer micro-USD: prices are stored as micro-USD per million
  * tokens, each call's cost is rounded up once, and sums are exact.
  */
-import type { Usage } from './run-schema.js';
+import type { Usage } from '../contract/run.js';
 
 /** A model's price in integer micro-USD per million tokens. */
 export interface ModelPrice {

@@ -5,7 +5,7 @@
  */
 import type { ContextMode } from './delegation.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
-import type { SessionEvent } from './session.js';
+import type { SessionEvent } from '../contract/session.js';
 
 /** Tools that steer other runs; their calls and results never reach a child (R3.3). */
 export const STEERING_TOOLS: readonly string[] = ['delegate', 'interject', 'followup'];

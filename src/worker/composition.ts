@@ -2,7 +2,12 @@
  * Resolving a run's composition from the config: preset, persona with skills, model, price, tools and scopes.
  * Pure: the caller passes the config and the worker's tools.
  */
-import type { ResolvePresetsInput, ResolvePresetsResult, ResolveRunInput, ResolveRunResult } from './activity-types.js';
+import type {
+  ResolvePresetsInput,
+  ResolvePresetsResult,
+  ResolveRunInput,
+  ResolveRunResult,
+} from '../contract/activities.js';
 import {
   DELEGATE_TOOL,
   delegateAvailable,
@@ -10,12 +15,12 @@ import {
   followupToolSpec,
   interjectToolSpec,
   type DelegationSettings,
-} from './delegation.js';
-import type { DeputyConfig, Preset } from './config.js';
-import { presetRevision } from './config-store.js';
-import { DeputyError } from './errors.js';
-import { holdsScopes, toToolSpec, type ToolDefinition } from './tools.js';
-import { priceFromUsdPerMTok } from './usage.js';
+} from '../rules/delegation.js';
+import type { DeputyConfig, Preset } from '../config/load.js';
+import { presetRevision } from '../config/store.js';
+import { DeputyError } from '../contract/errors.js';
+import { holdsScopes, toToolSpec, type ToolDefinition } from '../contract/tools.js';
+import { priceFromUsdPerMTok } from '../rules/usage.js';
 
 /** Thrown when a run names a preset or model the config does not know. */
 export class CompositionError extends DeputyError {

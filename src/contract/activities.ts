@@ -1,16 +1,16 @@
 /**
  * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
  */
-import type { CallBudget } from './budget.js';
+import type { CallBudget } from '../rules/budget.js';
 import type { Preset } from './preset.js';
-import type { DelegationSettings } from './delegation.js';
+import type { DelegationSettings } from '../rules/delegation.js';
 import type { HookInput, HookSpec } from './hooks.js';
-import type { DefaultLimits } from './limits.js';
-import type { PayloadLimits } from './payloads.js';
-import type { RunResult, Usage } from './run-schema.js';
+import type { DefaultLimits } from '../rules/limits.js';
+import type { PayloadLimits } from '../rules/payloads.js';
+import type { RunResult, Usage } from './run.js';
 import type { ChatMessage, SessionEvent, ToolCall } from './session.js';
 import type { ToolSpec } from './tools.js';
-import type { ModelPrice } from './usage.js';
+import type { ModelPrice } from '../rules/usage.js';
 
 /** Input of `resolveRun`: what the run asked for. */
 export interface ResolveRunInput {

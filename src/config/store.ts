@@ -4,7 +4,7 @@
  * composition it resolved at its start.
  */
 import { createHash } from 'node:crypto';
-import type { DeputyConfig, Preset } from './config.js';
+import type { DeputyConfig, Preset } from './load.js';
 
 /** A preset's revision: a short content hash of its definition (R4.1). */
 export function presetRevision(preset: Preset): string {

@@ -12,10 +12,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
-import { DeputyClient } from './client.js';
-import { readEnv } from './config.js';
-import { loadTree } from './inspect.js';
-import { renderTree } from './tree.js';
+import { DeputyClient } from '../client/client.js';
+import { readEnv } from '../config/load.js';
+import { loadTree } from '../client/inspect.js';
+import { renderTree } from '../client/tree.js';
 
 const USAGE = `usage: deputy tree <workflowId> | state <workflowId> | sessions [query] | export <workflowId>
              | import <file> <task> | fork <workflowId> <task> | followup <workflowId> <task>`;

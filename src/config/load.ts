@@ -1,0 +1,91 @@
+/**
+ * Deputy's configuration: the config file named by `DEPUTY_CONFIG` (JSON or YAML) plus the environment (SPEC §6),
+ * validated by zod once at start-up (schema in `schema.ts`). Every problem becomes one readable line.
+ */
+import { readFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import { ConfigError } from '../contract/errors.js';
+import { parseConfig, type DeputyConfig } from './schema.js';
+
+export { DefaultLimitsConfig, DeputyConfig, parseConfig, Preset, Price } from './schema.js';
+
+/** Settings read from the environment (SPEC §6). */
+export interface DeputyEnv {
+  temporalAddress: string;
+  temporalNamespace: string;
+  taskQueue: string;
+  backgroundTaskQueue: string;
+  /** Never logged, never sent to a workflow. */
+  openaiApiKey: string | undefined;
+  openaiBaseUrl: string | undefined;
+  model: string | undefined;
+  configPath: string | undefined;
+  delegationEnabled: boolean | undefined;
+}
+
+/** Reads and checks Deputy's environment variables. */
+export function readEnv(env: NodeJS.ProcessEnv = process.env): DeputyEnv {
+  const problems: string[] = [];
+  const flag = env.AGENT_DELEGATION_ENABLED;
+  if (flag !== undefined && flag !== '' && flag !== 'true' && flag !== 'false') {
+    problems.push(`AGENT_DELEGATION_ENABLED: must be "true" or "false", got "${flag}"`);
+  }
+  const baseUrl = env.OPENAI_BASE_URL || undefined;
+  if (baseUrl !== undefined && !URL.canParse(baseUrl)) {
+    problems.push(`OPENAI_BASE_URL: "${baseUrl}" is not a URL (example: https://api.openai.com/v1)`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems, 'environment');
+  return {
+    temporalAddress: env.TEMPORAL_ADDRESS || 'localhost:7233',
+    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    taskQueue: env.DEPUTY_TASK_QUEUE || 'deputy',
+    backgroundTaskQueue: env.DEPUTY_BACKGROUND_TASK_QUEUE || 'deputy-background',
+    openaiApiKey: env.OPENAI_API_KEY || undefined,
+    openaiBaseUrl: baseUrl,
+    model: env.DEPUTY_MODEL || undefined,
+    configPath: env.DEPUTY_CONFIG || undefined,
+    delegationEnabled: flag === 'true' ? true : flag === 'false' ? false : undefined,
+  };
+}
+
+/** Loads the config file (JSON or YAML) and applies the environment's overrides (`DEPUTY_MODEL`, `AGENT_DELEGATION_ENABLED`). */
+export function loadConfig(env: DeputyEnv): DeputyConfig {
+  let raw: unknown = {};
+  if (env.configPath) {
+    let text: string;
+    try {
+      text = readFileSync(env.configPath, 'utf8');
+    } catch (err) {
+      throw new ConfigError(
+        [`DEPUTY_CONFIG: cannot read "${env.configPath}": ${(err as Error).message}`],
+        'environment',
+      );
+    }
+    // YAML is a superset of JSON, so this reads both. Warnings (an unknown tag …) are problems too: the file does not
+    // say what its author meant.
+    const document = parseDocument(text);
+    const problems = [...document.errors, ...document.warnings].map(
+      (problem) => `cannot parse: ${problem.message.split('\n')[0]}`,
+    );
+    if (problems.length > 0) throw new ConfigError(problems, env.configPath);
+    raw = document.toJS();
+  }
+  const config = parseConfig(raw, env.configPath ?? 'built-in defaults');
+  return applyEnv(config, env);
+}
+
+/** Applies environment overrides to a validated config and re-checks what they touch. */
+export function applyEnv(config: DeputyConfig, env: Pick<DeputyEnv, 'model' | 'delegationEnabled'>): DeputyConfig {
+  const merged: DeputyConfig = {
+    ...config,
+    model: env.model ?? config.model,
+    delegation: { ...config.delegation, enabled: env.delegationEnabled ?? config.delegation.enabled },
+  };
+  if (!(merged.model in merged.prices)) {
+    throw new ConfigError(
+      [`model: no price for "${merged.model}"; add it under prices (USD per million tokens)`],
+      'config',
+    );
+  }
+  return merged;
+}
