@@ -1,4 +1,5 @@
 import type OpenAI from 'openai';
+import { FAILURE } from '../src/contract/failures.js';
 import type {
   CallModelInput,
   CallModelResult,
@@ -16,7 +17,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 export const MAX_TOOL_CALLS_PER_ANSWER = 64;
 
 /** Failure type of a call that was not made because its worst case does not fit the run's budget (R2.13). */
-export const BUDGET_EXCEEDED_TYPE = 'ModelCall.BudgetExceeded';
+export const BUDGET_EXCEEDED_TYPE = FAILURE.BudgetExceeded;
 
 /** Dependencies of the `callModel` activity. */
 export interface CallModelDeps {
@@ -112,7 +113,7 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
     });
     if (!reply.content?.trim()) {
       throw ApplicationFailure.create({
-        type: 'ModelCall.EmptyAnswer',
+        type: FAILURE.ModelEmptyAnswer,
         message: `${input.model} returned an empty background summary`,
         nonRetryable: false,
       });

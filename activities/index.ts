@@ -1,6 +1,7 @@
 /**
  * All of Deputy's activities, built from their dependencies so tests pass real objects pointed at local fakes.
  */
+import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
 import type OpenAI from 'openai';
@@ -57,7 +58,7 @@ export function createActivities({
   const temporal = (): Client => {
     if (client) return client;
     throw ApplicationFailure.create({
-      type: 'Config.NoClient',
+      type: FAILURE.NoClient,
       message: 'follow-ups and attaching to children need a Temporal client: pass `client` to createDeputyWorker',
       nonRetryable: true,
     });

@@ -2,6 +2,7 @@
  * Translates errors from the `openai` client into Temporal `ApplicationFailure`s (R1.2): transient ones retry with
  * backoff (honouring `retry-after`), caller errors fail the turn at once with a message that says what to fix.
  */
+import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import { cutText } from '../src/rules/payloads.js';
@@ -10,17 +11,17 @@ import { cutText } from '../src/rules/payloads.js';
 const MAX_ERROR_BYTES = 2000;
 
 const RETRYABLE_TYPES: Record<number, string> = {
-  408: 'ModelCall.Timeout',
-  409: 'ModelCall.Conflict',
-  429: 'ModelCall.RateLimited',
+  408: FAILURE.ModelTimeout,
+  409: FAILURE.ModelConflict,
+  429: FAILURE.ModelRateLimited,
 };
 
 const FIXES: Record<number, [type: string, fix: string]> = {
-  400: ['ModelCall.BadRequest', 'check the model name, the tool schemas and the request parameters'],
-  401: ['ModelCall.Unauthorized', 'check OPENAI_API_KEY: the endpoint did not accept it'],
-  403: ['ModelCall.Forbidden', 'the API key is not allowed to use this model; choose another model or key'],
-  404: ['ModelCall.NotFound', 'check the model name (DEPUTY_MODEL, the preset or the run input) and OPENAI_BASE_URL'],
-  422: ['ModelCall.Unprocessable', 'the endpoint could not process the request; check the model and parameters'],
+  400: [FAILURE.ModelBadRequest, 'check the model name, the tool schemas and the request parameters'],
+  401: [FAILURE.ModelUnauthorized, 'check OPENAI_API_KEY: the endpoint did not accept it'],
+  403: [FAILURE.ModelForbidden, 'the API key is not allowed to use this model; choose another model or key'],
+  404: [FAILURE.ModelNotFound, 'check the model name (DEPUTY_MODEL, the preset or the run input) and OPENAI_BASE_URL'],
+  422: [FAILURE.ModelUnprocessable, 'the endpoint could not process the request; check the model and parameters'],
 };
 
 /** Reads `retry-after-ms` or `retry-after` (seconds or an HTTP date) into milliseconds. */
@@ -50,14 +51,14 @@ export function toModelFailure(err: unknown, model: string, apiKey: string | und
     if (status in RETRYABLE_TYPES || status >= 500) {
       const delay = retryAfterMs(err.headers as Headers | undefined);
       return ApplicationFailure.create({
-        type: RETRYABLE_TYPES[status] ?? 'ModelCall.ServerError',
+        type: RETRYABLE_TYPES[status] ?? FAILURE.ModelServerError,
         message: `model endpoint answered ${status} for ${model}; retrying: ${message}`,
         nonRetryable: false,
         cause,
         ...(delay !== undefined && { nextRetryDelay: Math.max(delay, 1) }),
       });
     }
-    const [type, fix] = FIXES[status] ?? ['ModelCall.Rejected', 'check the request; the endpoint refused it'];
+    const [type, fix] = FIXES[status] ?? [FAILURE.ModelRejected, 'check the request; the endpoint refused it'];
     return ApplicationFailure.create({
       type,
       message: `model endpoint answered ${status} for ${model}: ${fix} (${message})`,
@@ -67,7 +68,7 @@ export function toModelFailure(err: unknown, model: string, apiKey: string | und
   }
   if (err instanceof OpenAI.APIConnectionTimeoutError) {
     return ApplicationFailure.create({
-      type: 'ModelCall.Timeout',
+      type: FAILURE.ModelTimeout,
       message: `the model endpoint did not answer for ${model} within modelTimeoutSeconds; retrying: ${message}`,
       nonRetryable: false,
       cause,
@@ -75,14 +76,14 @@ export function toModelFailure(err: unknown, model: string, apiKey: string | und
   }
   if (err instanceof OpenAI.APIConnectionError) {
     return ApplicationFailure.create({
-      type: 'ModelCall.Network',
+      type: FAILURE.ModelNetwork,
       message: `cannot reach the model endpoint for ${model}; retrying: ${message}`,
       nonRetryable: false,
       cause,
     });
   }
   return ApplicationFailure.create({
-    type: 'ModelCall.MalformedResponse',
+    type: FAILURE.ModelMalformedResponse,
     message: `the model endpoint's answer for ${model} could not be read; retrying: ${message}`,
     nonRetryable: false,
     cause,

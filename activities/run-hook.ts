@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/common';
 import type { RunHookInput } from '../src/contract/activities.js';
 import type { ConfigStore } from '../src/config/store.js';
@@ -16,7 +17,7 @@ export function createRunHook(config: ConfigStore, functions: ReadonlyMap<string
     const hook = config.current.hooks.find((h) => h.name === name);
     if (!hook) {
       throw ApplicationFailure.create({
-        type: 'Hook.Unknown',
+        type: FAILURE.HookUnknown,
         message: `hook "${name}" is not configured`,
         nonRetryable: true,
       });
@@ -28,7 +29,7 @@ export function createRunHook(config: ConfigStore, functions: ReadonlyMap<string
       const fn = functions.get(hook.function);
       if (!fn) {
         throw ApplicationFailure.create({
-          type: 'Hook.Unknown',
+          type: FAILURE.HookUnknown,
           message: `hook function "${hook.function}" is not registered with this worker`,
           nonRetryable: true,
         });
@@ -44,7 +45,7 @@ export function createRunHook(config: ConfigStore, functions: ReadonlyMap<string
       const text = await response.text();
       if (!response.ok) {
         throw ApplicationFailure.create({
-          type: 'Hook.HttpError',
+          type: FAILURE.HookHttpError,
           message: `hook "${name}" answered ${response.status}: ${text.slice(0, 200)}`,
           nonRetryable:
             response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429,
@@ -54,7 +55,7 @@ export function createRunHook(config: ConfigStore, functions: ReadonlyMap<string
         raw = text.trim() === '' ? {} : JSON.parse(text);
       } catch {
         throw ApplicationFailure.create({
-          type: 'Hook.BadAnswer',
+          type: FAILURE.HookBadAnswer,
           message: `hook "${name}" answered text that is not JSON`,
           nonRetryable: true,
         });
@@ -63,14 +64,14 @@ export function createRunHook(config: ConfigStore, functions: ReadonlyMap<string
     const decision = HookDecision.safeParse(raw);
     if (!decision.success) {
       throw ApplicationFailure.create({
-        type: 'Hook.BadAnswer',
+        type: FAILURE.HookBadAnswer,
         message: `hook "${name}" answered an invalid decision: ${describeIssues(decision.error).join('; ')}`,
         nonRetryable: true,
       });
     }
     if (decision.data.decision === 'rewrite' && !decision.data.task) {
       throw ApplicationFailure.create({
-        type: 'Hook.BadAnswer',
+        type: FAILURE.HookBadAnswer,
         message: `hook "${name}" rewrote the task without giving one`,
         nonRetryable: true,
       });

@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { cutText, DEFAULT_PAYLOAD_LIMITS, formatBytes, truncationMarker, utf8Bytes } from '../src/rules/payloads.js';
 import type { RunToolInput, RunToolResult } from '../src/contract/activities.js';
@@ -66,6 +67,10 @@ function boundedFailure(err: unknown, tool: string): unknown {
   if (!(err instanceof Error) || utf8Bytes(err.message) <= MAX_ERROR_BYTES) return err;
   const message = `${cutText(err.message, MAX_ERROR_BYTES)} (tool "${tool}" threw an error of ${formatBytes(utf8Bytes(err.message))})`;
   return err instanceof ApplicationFailure
-    ? ApplicationFailure.create({ type: err.type ?? 'Tool.Failed', message, nonRetryable: err.nonRetryable ?? false })
+    ? ApplicationFailure.create({
+        type: err.type ?? FAILURE.ToolFailed,
+        message,
+        nonRetryable: err.nonRetryable ?? false,
+      })
     : ApplicationFailure.create({ type: err.name, message, nonRetryable: false });
 }

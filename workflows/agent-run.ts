@@ -2,6 +2,7 @@
  * The `agentRun` workflow: one agent run, durable on Temporal. Deterministic code only: every effect (model calls,
  * tools, config lookups) is an activity, so retries, timeouts and cancellation come from history (R1.1).
  */
+import { FAILURE } from '../src/contract/failures.js';
 import {
   allHandlersFinished,
   ContinueAsNew,
@@ -98,7 +99,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const parsed = RunInput.safeParse(rawInput);
   if (!parsed.success) {
     throw ApplicationFailure.create({
-      type: 'RunInput.Invalid',
+      type: FAILURE.RunInputInvalid,
       message: `invalid RunInput: ${describeIssues(parsed.error).join('; ')}`,
       nonRetryable: true,
     });
@@ -109,7 +110,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   if (input.origin && info.parent?.workflowId !== input.origin.parentId) {
     // R1.9: origin grants a parent's tools and composition; only a real Temporal child of that parent may carry it.
     throw ApplicationFailure.create({
-      type: 'RunInput.Invalid',
+      type: FAILURE.RunInputInvalid,
       message: `invalid RunInput: origin: this run claims to be a child of "${input.origin.parentId}", but Temporal records ${info.parent ? `"${info.parent.workflowId}" as its parent` : 'no parent'}; origin is set only by a parent run on the children it starts`,
       nonRetryable: true,
     });
@@ -189,7 +190,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       );
       if (!delivered.ok)
         throw ApplicationFailure.create({
-          type: 'Interject.NotDelivered',
+          type: FAILURE.InterjectNotDelivered,
           message: delivered.error,
           nonRetryable: true,
         });
@@ -236,7 +237,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     const resume = input.resume;
     if (resume) {
       // A new segment of a run that continued as new (R1.6): its composition, limits and session go on as they were.
-      composition = resume.composition as unknown as ResolveRunResult;
+      composition = resume.composition;
       limits = resume.limits;
       usage = resume.usage;
       events.push(...resume.session);
@@ -401,7 +402,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         session: events,
         usage,
         limits: runLimits,
-        composition: run as unknown as Record<string, unknown>,
+        composition: run,
         delegations: ledger,
         inbox: inbox.map((item) => ({ ...item, interjection: 'interjection' in item })),
         appended,

@@ -3,6 +3,7 @@
  * limits, reserve cost all or nothing, start one child `agentRun` per brief on the background queue, and join them
  * into one tool result. Deterministic code only.
  */
+import type { ContextRendering } from '../src/contract/preset.js';
 import {
   ActivityCancellationType,
   ApplicationFailure,
@@ -90,7 +91,7 @@ import {
   summaryPrompt,
   takeSnapshot,
 } from '../src/rules/context.js';
-import { callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
+import { callCostMicroUsd, microToUsd, type Spend } from '../src/rules/usage.js';
 import { budgetExceeded, upperBoundTokens } from './model-budget.js';
 
 // Cancelling the parent aborts the generation's HTTP request before the run ends (R3.4).
@@ -132,7 +133,7 @@ export interface DelegationHost {
   reserved(): Amount;
   setReserved(amount: Amount): void;
   /** Debits a child's spend to the run's usage. */
-  debit(spend: { inputTokens: number; outputTokens: number; costMicroUsd: number }): void;
+  debit(spend: Spend): void;
   setStatus(status: LiveStatus): void;
   /** Size budgets of what the run writes to history (R1.8). */
   payloads: PayloadLimits;
@@ -151,7 +152,7 @@ interface ChildPlan {
   composition: { definition: Preset; revision: string; selected: boolean };
   /** A follow-up: the finished child whose session this one goes on from. */
   restore?: { from: string; events: SessionEvent[] };
-  contextRendering: 'block' | 'dialogue';
+  contextRendering: ContextRendering;
   /** What the child sees of the parent (R3.1); a follow-up keeps its source's (the choice made at dispatch sticks). */
   contextMode: ContextMode;
   /** A follow-up: its source's snapshot mark, so an interjection continues from what the source saw (R3.7). */
@@ -321,7 +322,7 @@ async function bookAndRun(
 /** R3.1/R3.3: the background a child gets for its context mode, rendered as its preset asks; none for `none`. */
 function prepareBackground(
   mode: ContextMode,
-  rendering: 'block' | 'dialogue',
+  rendering: ContextRendering,
   snapshot: readonly SessionEvent[],
   payloads: PayloadLimits,
 ): ChildBackground | undefined {
@@ -362,7 +363,7 @@ async function runChild(
 
   // Nothing spent until the child starts; a child that ends without reporting its spend is charged its whole
   // reservation: never under-count.
-  let spent: { inputTokens: number; outputTokens: number; costMicroUsd: number } | null = ZERO_SPEND;
+  let spent: Spend | null = ZERO_SPEND;
   let settled = false;
   const settle = (status: LedgerEntry['status'], summary: string) => {
     if (settled) return;

@@ -1,4 +1,5 @@
 /** Budget helpers of model calls on the workflow side (R2.13). Deterministic code only. */
+import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { LimitName } from '../src/contract/run.js';
 import type { ChatMessage } from '../src/contract/session.js';
@@ -6,7 +7,7 @@ import type { ToolSpec } from '../src/contract/tools.js';
 import { utf8Bytes } from '../src/rules/payloads.js';
 
 /** Failure type of a call the `callModel` activity did not make because its worst case does not fit. */
-const BUDGET_EXCEEDED_TYPE = 'ModelCall.BudgetExceeded';
+const BUDGET_EXCEEDED_TYPE = FAILURE.BudgetExceeded;
 
 /** The limit a call did not fit (`maxTokens` or `maxCostUsd`), when `err` says it was not made for that reason. */
 export function budgetExceeded(err: unknown): Extract<LimitName, 'maxTokens' | 'maxCostUsd'> | null {

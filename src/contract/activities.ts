@@ -1,16 +1,14 @@
 /**
  * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
  */
+import type { ContextRendering } from './preset.js';
 import type { CallBudget } from '../rules/budget.js';
 import type { Preset } from './preset.js';
-import type { DelegationSettings } from '../rules/delegation.js';
-import type { HookInput, HookSpec } from './hooks.js';
-import type { DefaultLimits } from '../rules/limits.js';
-import type { PayloadLimits } from '../rules/payloads.js';
 import type { RunResult, Usage } from './run.js';
 import type { ChatMessage, SessionEvent, ToolCall } from './session.js';
+import type { HookInput } from './hooks.js';
+import { ResolveRunResult } from './composition.js';
 import type { ToolSpec } from './tools.js';
-import type { ModelPrice } from '../rules/usage.js';
 
 /** Input of `resolveRun`: what the run asked for. */
 export interface ResolveRunInput {
@@ -26,31 +24,7 @@ export interface ResolveRunInput {
   presetDefinition?: Preset | undefined;
 }
 
-/** Result of `resolveRun`: the run's composition, frozen for its whole life. */
-export interface ResolveRunResult {
-  preset: string;
-  /** Content hash of the preset definition in force (R4.1); absent in older histories. */
-  presetRevision?: string;
-  /** The resolved definition, carried to implicit children (R4.3); absent in older histories. */
-  presetDefinition?: Preset;
-  /** System prompt: the preset's persona and its skills. */
-  persona: string;
-  model: string;
-  effort: string | null;
-  scopes: string[];
-  /** Tools the run may use: the preset's tools whose scopes the run holds. */
-  tools: ToolSpec[];
-  price: ModelPrice;
-  defaultLimits: DefaultLimits;
-  /** Absent in histories recorded before delegation existed: treat as disabled. */
-  delegation?: DelegationSettings;
-  /** Hooks configured for child lifecycle events; absent in older histories. */
-  hooks?: HookSpec[];
-  /** Compaction and continue-as-new settings; absent in older histories (no compaction). */
-  compaction?: { thresholdTokens: number; keepRecentTurns: number; continueAsNewAfterEvents: number };
-  /** Size budgets of what the run writes to history (R1.8); absent in older histories (the defaults). */
-  payloads?: PayloadLimits;
-}
+export { ResolveRunResult };
 
 /** Input of `summarizeContext`: the accepted task and the parent's dialogue, summarised by the parent's model. */
 export interface SummarizeContextInput {
@@ -95,7 +69,7 @@ export interface ResolvePresetsResult {
         id: string;
         ok: true;
         tools: string[];
-        contextRendering: 'block' | 'dialogue';
+        contextRendering: ContextRendering;
         definition: Preset;
         revision: string;
       }

@@ -61,12 +61,13 @@ export type HookDecision = z.infer<typeof HookDecision>;
 export type HookFunction = (input: HookInput, context: { signal: AbortSignal }) => Promise<HookDecision | void>;
 
 /** A hook as the workflow sees it: JSON only. */
-export interface HookSpec {
-  name: string;
-  events: HookEvent[];
-  timeoutSeconds: number;
-  onError: 'fail_closed' | 'fail_open';
-}
+export const HookSpec = z.object({
+  name: z.string(),
+  events: z.array(HookEvent),
+  timeoutSeconds: z.number(),
+  onError: z.enum(['fail_closed', 'fail_open']),
+});
+export type HookSpec = z.infer<typeof HookSpec>;
 
 /** The outcome of running every hook of one event, in order. */
 export interface HookOutcome {

@@ -4,6 +4,14 @@
  */
 import { z } from 'zod';
 
+/** Reasoning effort passed to models that take it. */
+export const Effort = z.enum(['minimal', 'low', 'medium', 'high']);
+export type Effort = z.infer<typeof Effort>;
+
+/** How a child is shown its parent's context (R3.3): a text block, or dialogue with roles kept. */
+export const ContextRendering = z.enum(['block', 'dialogue']);
+export type ContextRendering = z.infer<typeof ContextRendering>;
+
 /** A preset: persona, tools, skills and defaults a run starts from. */
 export const Preset = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'use lowercase letters, digits, - and _'),
@@ -11,8 +19,8 @@ export const Preset = z.strictObject({
   tools: z.array(z.string()).default([]),
   skills: z.record(z.string(), z.string()).default({}),
   model: z.string().min(1).optional(),
-  effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
+  effort: Effort.optional(),
   /** How a child with this preset is shown its parent's context: a text block (default) or dialogue with roles kept. */
-  contextRendering: z.enum(['block', 'dialogue']).default('block'),
+  contextRendering: ContextRendering.default('block'),
 });
 export type Preset = z.infer<typeof Preset>;

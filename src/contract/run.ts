@@ -2,9 +2,11 @@
  * The `agentRun` contract: what a caller sends, what it gets back, and what the `state` query shows.
  * Must stay importable from workflow code: no Node built-ins, no I/O.
  */
+import { FAILURE } from './failures.js';
 import { z } from 'zod';
 import { BriefLimits, ContextMode } from '../rules/delegation.js';
-import { Preset } from './preset.js';
+import { Effort, Preset } from './preset.js';
+import { ResolveRunResult, SynthesisReserve } from './composition.js';
 import { LimitName, SessionEvent } from './session.js';
 
 export { LimitName };
@@ -20,17 +22,7 @@ export const Usage = z.object({
 });
 export type Usage = z.infer<typeof Usage>;
 
-/** Budget held back so the run can still write its final answer (R1.4); `false` turns synthesis off. */
-export const SynthesisReserve = z.union([
-  z.literal(false),
-  z.strictObject({
-    /** Enter synthesis once remaining tokens are at or below this. @default 0 */
-    tokens: z.number().int().nonnegative().optional(),
-    /** Enter synthesis once remaining cost (USD) is at or below this. @default 0 */
-    costUsd: z.number().nonnegative().optional(),
-  }),
-]);
-export type SynthesisReserve = z.infer<typeof SynthesisReserve>;
+export { SynthesisReserve };
 
 /** Per-run limits as a caller asks for them; anything omitted comes from the config's defaults. */
 export const Limits = BriefLimits.extend({
@@ -89,7 +81,7 @@ export const RunInput = z
     /** Model name; overrides the preset's and the config's. */
     model: z.string().min(1).optional(),
     /** Reasoning effort passed to models that support it. */
-    effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
+    effort: Effort.optional(),
     /** Limits for this run. */
     limits: Limits.optional(),
     /** Scopes this run holds; a tool is offered only when the run holds all of its scopes. @default the config's `defaultScopes` */
@@ -139,7 +131,7 @@ export const RunInput = z
 export type RunInput = z.input<typeof RunInput>;
 
 /** Failure type a failed child throws so its parent can still read its usage from the failure's details. */
-export const CHILD_FAILED_TYPE = 'AgentRun.Failed';
+export const CHILD_FAILED_TYPE = FAILURE.ChildFailed;
 
 /** How a run ends. */
 export const RunStatus = z.enum(['completed', 'failed', 'cancelled', 'limit_reached']);
@@ -227,8 +219,8 @@ export const RunResume = z.object({
   session: z.array(SessionEvent),
   usage: Usage,
   limits: ResolvedLimits,
-  /** The composition resolved at the run's start (`ResolveRunResult`), kept as it was. */
-  composition: z.record(z.string(), z.unknown()),
+  /** The composition resolved at the run's start, kept as it was. */
+  composition: ResolveRunResult,
   delegations: z.array(LedgerEntry),
   inbox: z.array(z.object({ from: z.string(), content: z.string(), interjection: z.boolean().optional() })),
   appended: z.number().int().nonnegative(),

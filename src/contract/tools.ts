@@ -32,12 +32,13 @@ export function defineTool<S extends z.ZodType>(tool: ToolDefinition<S>): ToolDe
 }
 
 /** A tool as the workflow and the model see it: JSON only. */
-export interface ToolSpec {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-  scopes: string[];
-}
+export const ToolSpec = z.object({
+  name: z.string(),
+  description: z.string(),
+  parameters: z.record(z.string(), z.unknown()),
+  scopes: z.array(z.string()),
+});
+export type ToolSpec = z.infer<typeof ToolSpec>;
 
 /** A tool's parameters as the JSON schema the model sees, generated from zod (no `$schema` key). */
 export function parametersSchema(schema: z.ZodType, io: 'input' | 'output' = 'output'): Record<string, unknown> {

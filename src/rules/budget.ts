@@ -6,7 +6,7 @@
 import type { BriefLimits } from './delegation.js';
 import { remaining } from './limits.js';
 import type { Limits, ResolvedLimits, Usage } from '../contract/run.js';
-import { callCostMicroUsd, microToUsd, usdToMicro, type ModelPrice } from './usage.js';
+import { callCostMicroUsd, microToUsd, usdToMicro, type ModelPrice, type Spend } from './usage.js';
 
 /** Tokens and integer micro-USD. */
 export interface Amount {
@@ -201,10 +201,7 @@ export function worstCase(inputTokens: number, maxCompletionTokens: number, pric
 }
 
 /** What a finished child is charged (R2.6, R2.13): its reported spend, never more than its reservation. */
-export function chargeFor(
-  spent: { inputTokens: number; outputTokens: number; costMicroUsd: number },
-  reservation: Amount,
-): { inputTokens: number; outputTokens: number; costMicroUsd: number } {
+export function chargeFor(spent: Spend, reservation: Amount): Spend {
   const tokens = Math.min(spent.inputTokens + spent.outputTokens, reservation.tokens || Infinity);
   const inputTokens = Math.min(spent.inputTokens, tokens);
   return {

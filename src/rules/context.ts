@@ -3,12 +3,9 @@
  * it a mode selects, and how it is shown to the child so that the parent's request is never mistaken for the child's
  * own assignment. Pure functions over session events.
  */
-import type { ContextMode } from './delegation.js';
+import { STEERING_TOOLS, type ContextMode } from './delegation.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
-
-/** Tools that steer other runs; their calls and results never reach a child (R3.3). */
-export const STEERING_TOOLS: readonly string[] = ['delegate', 'interject', 'followup'];
 
 /** Heading of the copied dialogue. */
 export const PARENT_CONTEXT_HEADING = '## Parent Chat Context';

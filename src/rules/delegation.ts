@@ -2,6 +2,7 @@
  * The `delegate` tool (R2.1–R2.3, R2.7): its arguments, when a run is offered it, how an invocation is checked
  * against the caps, and how a child's tools and scopes are narrowed. Pure: no Temporal, no I/O.
  */
+import { Effort } from '../contract/preset.js';
 import { z } from 'zod';
 import { parametersSchema, type ToolSpec } from '../contract/tools.js';
 import { describeIssues } from './zod-issues.js';
@@ -43,7 +44,7 @@ export const Brief = z.strictObject({
   role: z.string().optional().describe("preset id for the child; omit to inherit this run's preset"),
   context: ContextMode.optional().describe('"none" (default), "all", a number of recent turns, or "summary"'),
   model: z.string().optional(),
-  effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
+  effort: Effort.optional(),
   allowed_tools: z.array(z.string()).optional().describe('a subset of your own tools; default: all of them'),
   limits: BriefLimits.optional(),
   artifacts: z.array(z.string()).optional().describe('ids of artifacts the child may read'),
@@ -96,17 +97,21 @@ export function followupToolSpec(): ToolSpec {
   };
 }
 
+/** Tools that steer other runs: never copied into a child's context (R3.3), granted only below max depth (R2.7). */
+export const STEERING_TOOLS: readonly string[] = [DELEGATE_TOOL, INTERJECT_TOOL, FOLLOWUP_TOOL];
+
 /** The delegation settings a run resolves at its start and keeps. */
-export interface DelegationSettings {
-  enabled: boolean;
-  maxDepth: number;
-  maxBriefsPerInvocation: number;
-  maxChildrenPerRun: number;
-  neverInherit: string[];
+export const DelegationSettings = z.object({
+  enabled: z.boolean(),
+  maxDepth: z.number().int(),
+  maxBriefsPerInvocation: z.number().int(),
+  maxChildrenPerRun: z.number().int(),
+  neverInherit: z.array(z.string()),
   /** Limits a child gets when its brief asks for none (still capped by the parent's remaining). */
-  childDefaults: BriefLimits;
-  backgroundTaskQueue: string;
-}
+  childDefaults: BriefLimits,
+  backgroundTaskQueue: z.string(),
+});
+export type DelegationSettings = z.infer<typeof DelegationSettings>;
 
 /** The `delegate` tool as the model sees it; its schema is generated from `DelegateArgs`. */
 export function delegateToolSpec(): ToolSpec {
@@ -209,14 +214,13 @@ export function narrowGrant(input: {
   if (lacking.length > 0) {
     return { ok: false, error: `you cannot grant tools you do not have: ${lacking.join(', ')}` };
   }
-  const STEERING = [DELEGATE_TOOL, INTERJECT_TOOL, FOLLOWUP_TOOL];
   const childMayDelegate =
     input.childDepth < input.settings.maxDepth && !input.settings.neverInherit.includes(DELEGATE_TOOL);
   const tools = input.parentTools.filter(
     (tool) =>
       (input.allowedTools ?? parentNames).includes(tool.name) &&
       !input.settings.neverInherit.includes(tool.name) &&
-      (STEERING.includes(tool.name) ? childMayDelegate : input.presetTools.includes(tool.name)),
+      (STEERING_TOOLS.includes(tool.name) ? childMayDelegate : input.presetTools.includes(tool.name)),
   );
   const needed = new Set(tools.flatMap((tool) => tool.scopes));
   return {

@@ -2,19 +2,11 @@
  * Limits arithmetic for one run (R1.4): resolving what a caller asked for against the config's defaults, what is
  * left, which limit is exhausted, and when the synthesis reserve starts. Pure functions over plain data.
  */
+import type { DefaultLimits } from '../contract/composition.js';
 import type { LimitName, Limits, Remaining, ResolvedLimits, Usage } from '../contract/run.js';
 import { usdToMicro } from './usage.js';
 
-/** Default limits from the config, used where a run's input leaves a limit out. */
-export interface DefaultLimits {
-  maxTurns?: number | undefined;
-  maxTokens?: number | undefined;
-  maxCostUsd?: number | undefined;
-  maxToolCalls?: number | undefined;
-  /** Seconds from the run's start to its default deadline. */
-  maxDurationSeconds?: number | undefined;
-  synthesisReserve?: Limits['synthesisReserve'];
-}
+export type { DefaultLimits };
 
 /** Merges a run's requested limits with the defaults; the deadline is the earlier of the two. */
 export function resolveLimits(requested: Limits | undefined, defaults: DefaultLimits, startMs: number): ResolvedLimits {

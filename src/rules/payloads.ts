@@ -3,14 +3,10 @@
  * payload limit (2 MB by default). Texts past it are cut with a marker the model can read; inputs past it are
  * refused before they are sent. Pure functions: importable from workflow code.
  */
+import type { PayloadLimits } from '../contract/composition.js';
+import { FAILURE } from '../contract/failures.js';
 
-/** Size budgets of what Deputy writes to history, in UTF-8 bytes. */
-export interface PayloadLimits {
-  /** One model answer, tool result, child output, background, interjection or hook answer. */
-  maxTextBytes: number;
-  /** One model-call input (messages and tool schemas). Past it the run compacts, or fails if that cannot help. */
-  maxInputBytes: number;
-}
+export type { PayloadLimits };
 
 /** The defaults: an eighth and a half of Temporal's default 2 MB payload limit. */
 export const DEFAULT_PAYLOAD_LIMITS: PayloadLimits = Object.freeze({
@@ -19,7 +15,7 @@ export const DEFAULT_PAYLOAD_LIMITS: PayloadLimits = Object.freeze({
 });
 
 /** Failure type of a run whose next model-call input is too large even after compaction. */
-export const PAYLOAD_TOO_LARGE_TYPE = 'Payload.TooLarge';
+export const PAYLOAD_TOO_LARGE_TYPE = FAILURE.PayloadTooLarge;
 
 /** The UTF-8 size of `text` in bytes, without allocating an encoded copy (no `Buffer` in workflow code). */
 export function utf8Bytes(text: string): number {

@@ -2,12 +2,16 @@
  * Usage and cost arithmetic (R1.3). Cost is integer micro-USD: prices are stored as micro-USD per million
  * tokens, each call's cost is rounded up once, and sums are exact.
  */
+import type { ModelPrice } from '../contract/composition.js';
 import type { Usage } from '../contract/run.js';
 
-/** A model's price in integer micro-USD per million tokens. */
-export interface ModelPrice {
-  inputMicroUsdPerMTok: number;
-  outputMicroUsdPerMTok: number;
+export type { ModelPrice };
+
+/** What a run spent (or a child is charged): tokens by kind and integer micro-USD. */
+export interface Spend {
+  inputTokens: number;
+  outputTokens: number;
+  costMicroUsd: number;
 }
 
 /** Tokens reported by one model call. */
@@ -70,10 +74,7 @@ export function addToolCalls(usage: Usage, count: number): Usage {
  * Adds what a child spent to its parent's usage (R2.6): tokens and cost are shared down the tree, model and tool
  * calls stay per run. Spend known only as a total (a child that ended without a result) counts as input tokens.
  */
-export function addSpend(
-  usage: Usage,
-  spend: { inputTokens: number; outputTokens: number; costMicroUsd: number },
-): Usage {
+export function addSpend(usage: Usage, spend: Spend): Usage {
   return {
     ...usage,
     inputTokens: usage.inputTokens + spend.inputTokens,

@@ -2,6 +2,7 @@
  * Resolving a run's composition from the config: preset, persona with skills, model, price, tools and scopes.
  * Pure: the caller passes the config and the worker's tools.
  */
+import { FAILURE } from '../contract/failures.js';
 import type {
   ResolvePresetsInput,
   ResolvePresetsResult,
@@ -52,14 +53,14 @@ export function resolveComposition(
   const preset = input.presetDefinition ?? config.presets.find((p) => p.id === presetId);
   if (!preset) {
     const known = config.presets.map((p) => p.id).join(', ');
-    throw new CompositionError(`unknown preset "${presetId}"; the config defines: ${known}`, 'Config.UnknownPreset');
+    throw new CompositionError(`unknown preset "${presetId}"; the config defines: ${known}`, FAILURE.UnknownPreset);
   }
   const model = input.model ?? preset.model ?? config.model;
   const price = config.prices[model];
   if (!price) {
     throw new CompositionError(
       `no price for model "${model}"; add it under prices in DEPUTY_CONFIG so cost limits can hold`,
-      'Config.UnknownModelPrice',
+      FAILURE.UnknownModelPrice,
     );
   }
   const scopes = input.scopes ?? config.defaultScopes;

@@ -1,0 +1,84 @@
+/**
+ * A run's composition (R4.1): what `resolveRun` answers once at the run's start and the run keeps for its whole life,
+ * across continue-as-new. One zod schema for the activity result and the resume input. Workflow-safe.
+ */
+import { z } from 'zod';
+import { DelegationSettings } from '../rules/delegation.js';
+import { HookSpec } from './hooks.js';
+import { Preset } from './preset.js';
+import { ToolSpec } from './tools.js';
+
+/** Budget held back so the run can still write its final answer (R1.4); `false` turns synthesis off. */
+export const SynthesisReserve = z.union([
+  z.literal(false),
+  z.strictObject({
+    /** Enter synthesis once remaining tokens are at or below this. @default 0 */
+    tokens: z.number().int().nonnegative().optional(),
+    /** Enter synthesis once remaining cost (USD) is at or below this. @default 0 */
+    costUsd: z.number().nonnegative().optional(),
+  }),
+]);
+export type SynthesisReserve = z.infer<typeof SynthesisReserve>;
+
+/** A model's price in integer micro-USD per million tokens. */
+export const ModelPrice = z.object({
+  inputMicroUsdPerMTok: z.number().int().nonnegative(),
+  outputMicroUsdPerMTok: z.number().int().nonnegative(),
+});
+export type ModelPrice = z.infer<typeof ModelPrice>;
+
+/** Default limits from the config, used where a run's input leaves a limit out. */
+export const DefaultLimits = z.object({
+  maxTurns: z.number().optional(),
+  maxTokens: z.number().optional(),
+  maxCostUsd: z.number().optional(),
+  maxToolCalls: z.number().optional(),
+  /** Seconds from the run's start to its default deadline. */
+  maxDurationSeconds: z.number().optional(),
+  synthesisReserve: SynthesisReserve.optional(),
+});
+export type DefaultLimits = z.infer<typeof DefaultLimits>;
+
+/** When the effective dialogue is summarised, and when a run continues as new (R1.6). */
+export const CompactionSettings = z.object({
+  thresholdTokens: z.number().int().positive(),
+  keepRecentTurns: z.number().int().positive(),
+  continueAsNewAfterEvents: z.number().int().positive(),
+});
+export type CompactionSettings = z.infer<typeof CompactionSettings>;
+
+/** Size budgets of what a run writes to history, in UTF-8 bytes (R1.8). */
+export const PayloadLimits = z.object({
+  /** One model answer, tool result, child output, background, interjection or hook answer. */
+  maxTextBytes: z.number().int().positive(),
+  /** One model-call input (messages and tool schemas). Past it the run compacts, or fails if that cannot help. */
+  maxInputBytes: z.number().int().positive(),
+});
+export type PayloadLimits = z.infer<typeof PayloadLimits>;
+
+/** Result of `resolveRun`: the run's composition, frozen for its whole life. */
+export const ResolveRunResult = z.object({
+  preset: z.string(),
+  /** Content hash of the preset definition in force (R4.1); absent in older histories. */
+  presetRevision: z.string().optional(),
+  /** The resolved definition, carried to implicit children (R4.3); absent in older histories. */
+  presetDefinition: Preset.optional(),
+  /** System prompt: the preset's persona and its skills. */
+  persona: z.string(),
+  model: z.string(),
+  effort: z.string().nullable(),
+  scopes: z.array(z.string()),
+  /** Tools the run may use: the preset's tools whose scopes the run holds. */
+  tools: z.array(ToolSpec),
+  price: ModelPrice,
+  defaultLimits: DefaultLimits,
+  /** Absent in histories recorded before delegation existed: treat as disabled. */
+  delegation: DelegationSettings.optional(),
+  /** Hooks configured for child lifecycle events; absent in older histories. */
+  hooks: z.array(HookSpec).optional(),
+  /** Compaction and continue-as-new settings; absent in older histories (no compaction). */
+  compaction: CompactionSettings.optional(),
+  /** Size budgets of what the run writes to history (R1.8); absent in older histories (the defaults). */
+  payloads: PayloadLimits.optional(),
+});
+export type ResolveRunResult = z.infer<typeof ResolveRunResult>;

@@ -1,0 +1,43 @@
+/**
+ * Every failure type Deputy throws on purpose, in one catalogue (the `type` of an `ApplicationFailure`, dotted:
+ * `Area.Problem`). Callers match on these strings; they are part of the contract.
+ */
+export const FAILURE = {
+  /** A run's input failed its schema, or claims an origin Temporal does not record (R1.7, R1.9). Non-retryable. */
+  RunInputInvalid: 'RunInput.Invalid',
+  /** A child run failed; its details carry its `RunResult` so the parent can read its spend (R2.6). */
+  ChildFailed: 'AgentRun.Failed',
+  /** The next model-call input is past `payloads.maxInputBytes` even after compaction (R1.8). Non-retryable. */
+  PayloadTooLarge: 'Payload.TooLarge',
+  /** An interjection could not be delivered to the child (R3.7). */
+  InterjectNotDelivered: 'Interject.NotDelivered',
+  /** A model call was not made: its worst case does not fit the run's budget (R2.13). Non-retryable. */
+  BudgetExceeded: 'ModelCall.BudgetExceeded',
+  ModelTimeout: 'ModelCall.Timeout',
+  ModelConflict: 'ModelCall.Conflict',
+  ModelRateLimited: 'ModelCall.RateLimited',
+  ModelServerError: 'ModelCall.ServerError',
+  ModelBadRequest: 'ModelCall.BadRequest',
+  ModelUnauthorized: 'ModelCall.Unauthorized',
+  ModelForbidden: 'ModelCall.Forbidden',
+  ModelNotFound: 'ModelCall.NotFound',
+  ModelUnprocessable: 'ModelCall.Unprocessable',
+  ModelRejected: 'ModelCall.Rejected',
+  ModelNetwork: 'ModelCall.Network',
+  ModelMalformedResponse: 'ModelCall.MalformedResponse',
+  ModelEmptyAnswer: 'ModelCall.EmptyAnswer',
+  /** A tool threw an error without a type of its own. */
+  ToolFailed: 'Tool.Failed',
+  HookUnknown: 'Hook.Unknown',
+  HookHttpError: 'Hook.HttpError',
+  HookBadAnswer: 'Hook.BadAnswer',
+  /** A run names a preset the config does not define. Non-retryable. */
+  UnknownPreset: 'Config.UnknownPreset',
+  /** A run's model has no price, so its cost limits could not hold. Non-retryable. */
+  UnknownModelPrice: 'Config.UnknownModelPrice',
+  /** A look-up needs a Temporal client the worker was not given. Non-retryable. */
+  NoClient: 'Config.NoClient',
+} as const;
+
+/** One of Deputy's failure types. */
+export type FailureType = (typeof FAILURE)[keyof typeof FAILURE];
