@@ -1,0 +1,81 @@
+/**
+ * A generated background (R3.4): written by the parent's model for the hook-accepted task, its worst case held as a
+ * reservation while it runs (R2.13). Deterministic code only.
+ */
+import { MODEL_CALL_OPTIONS } from '../activity-options.js';
+import type { DeputyActivities } from '../../activities/index.js';
+import { isCancellation, proxyActivities } from '@temporalio/workflow';
+import { available, budgetOf, release, sum, type Amount, type CallBudget } from '../../src/rules/budget.js';
+import { cutText } from '../../src/rules/payloads.js';
+import type { SessionEvent } from '../../src/contract/session.js';
+import { failureMessage } from '../../src/rules/failure-message.js';
+import { BACKGROUND_HEADING, summaryPrompt } from '../../src/rules/context.js';
+import { callCostMicroUsd } from '../../src/rules/usage.js';
+import { budgetExceeded, upperBoundTokens } from '../model-budget.js';
+import type { AgentRunState } from '../run-state.js';
+import type { ChildBackground } from './plan.js';
+
+// Cancelling the parent aborts the generation's HTTP request before the run ends (R3.4).
+const { summarizeContext } = proxyActivities<DeputyActivities>({
+  ...MODEL_CALL_OPTIONS,
+  retry: { ...MODEL_CALL_OPTIONS.retry, maximumAttempts: 5 },
+});
+
+/** The most a background summary may write (the prompt asks for 250 words). */
+export const SUMMARY_MAX_COMPLETION_TOKENS = 1024;
+
+/**
+ * R3.4: asks the parent's model for a task-focused background; a failure means the child never starts. R2.13: the
+ * call's worst case is held as a reservation while it runs (other invocations of the turn reserve meanwhile), capped
+ * by what is free; the activity counts the input exactly and asks for no more answer than the hold pays for.
+ */
+export async function generateBackground(
+  task: string,
+  taskName: string,
+  run: AgentRunState,
+  snapshot: readonly SessionEvent[],
+): Promise<{ ok: true; background: ChildBackground } | { ok: false; error: string }> {
+  const { composition } = run;
+  const messages = summaryPrompt(task, snapshot, run.payloads.maxInputBytes);
+  const bound = upperBoundTokens(messages);
+  const free = available(budgetOf(run.limits, run.usage, run.reserved));
+  const hold: Amount = {
+    tokens: free.tokens === null ? 0 : Math.min(free.tokens, bound + SUMMARY_MAX_COMPLETION_TOKENS),
+    costMicroUsd:
+      free.costMicroUsd === null
+        ? 0
+        : Math.min(
+            free.costMicroUsd,
+            callCostMicroUsd({ inputTokens: bound, outputTokens: SUMMARY_MAX_COMPLETION_TOKENS }, composition.price),
+          ),
+  };
+  const budget: CallBudget = {
+    tokens: free.tokens === null ? null : hold.tokens,
+    costMicroUsd: free.costMicroUsd === null ? null : hold.costMicroUsd,
+    price: composition.price,
+    maxCompletionTokens: SUMMARY_MAX_COMPLETION_TOKENS,
+  };
+  run.reserved = sum(run.reserved, hold);
+  try {
+    const generated = await summarizeContext.executeWithOptions(
+      { summary: `summarizeContext ${composition.model} for ${taskName}` },
+      [{ model: composition.model, messages, budget }],
+    );
+    run.reserved = release(budgetOf(run.limits, run.usage, run.reserved), hold).reserved;
+    run.debit({
+      inputTokens: generated.inputTokens,
+      outputTokens: generated.outputTokens,
+      costMicroUsd: callCostMicroUsd(generated, composition.price),
+    });
+    const content = cutText(`${BACKGROUND_HEADING}\n${generated.summary}`, run.payloads.maxTextBytes);
+    return { ok: true, background: { source: 'summary', content } };
+  } catch (err) {
+    run.reserved = release(budgetOf(run.limits, run.usage, run.reserved), hold).reserved;
+    if (isCancellation(err)) throw err;
+    const limit = budgetExceeded(err);
+    const why = limit
+      ? `not enough of this run's budget is left to write its background (${limit}): ${failureMessage(err)}`
+      : `could not prepare the background: ${failureMessage(err)}`;
+    return { ok: false, error: `${why}; the child was not started` };
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * One child's life as its parent sees it (R2.6, R2.9, R3.1–R3.4): hooks, the background, the start, the join, and the
+ * settlement of its reservation. Deterministic code only.
+ */
+import type { ContextRendering } from '../../src/contract/preset.js';
+import { ChildWorkflowCancellationType, isCancellation, ParentClosePolicy } from '@temporalio/workflow';
+import { budgetOf, chargeFor, release } from '../../src/rules/budget.js';
+import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
+import { bounded, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome, type ContextMode } from '../../src/rules/delegation.js';
+import type { LedgerEntry } from '../../src/contract/run.js';
+import {
+  DEPUTY_CONTEXT_MODE,
+  DEPUTY_DEPTH,
+  DEPUTY_PARENT_ID,
+  DEPUTY_PRESET,
+  DEPUTY_ROOT_ID,
+  DEPUTY_STATUS,
+  DEPUTY_TASK_NAME,
+} from '../../src/contract/search-attributes.js';
+import type { SessionEvent } from '../../src/contract/session.js';
+import { runHooks } from '../hooks.js';
+import { failureMessage } from '../../src/rules/failure-message.js';
+import { renderParentContext, renderParentDialogue, selectContext } from '../../src/rules/context.js';
+import { microToUsd, type Spend } from '../../src/rules/usage.js';
+import type { AgentRunState } from '../run-state.js';
+import type { ChildBackground, ChildPlan, Snapshot } from './plan.js';
+import { generateBackground } from './background.js';
+import { childInput, joinAttached, joinChild, startChildOrExplain } from './spawn.js';
+
+/** R3.1/R3.3: the background a child gets for its context mode, rendered as its preset asks; none for `none`. */
+function prepareBackground(
+  mode: ContextMode,
+  rendering: ContextRendering,
+  snapshot: readonly SessionEvent[],
+  payloads: PayloadLimits,
+): ChildBackground | undefined {
+  const selected = selectContext(snapshot, mode);
+  if (selected.length === 0) return undefined;
+  // R1.8: the copy goes into the child's input; past the budget it is cut (the block) or its oldest turns dropped.
+  const content = cutText(renderParentContext(selected), payloads.maxTextBytes);
+  if (rendering !== 'dialogue') return { source: 'parent-chat', content };
+  const dialogue = renderParentDialogue(selected).map((m) => ({
+    ...m,
+    content: cutText(m.content, payloads.maxTextBytes),
+  }));
+  while (dialogue.length > 1 && jsonBytes(dialogue) > payloads.maxTextBytes) dialogue.shift();
+  return { source: 'parent-chat', content, dialogue };
+}
+
+/** Starts one child, waits for it, and settles its reservation; the child's end never cancels the parent (R2.9). */
+export async function runChild(
+  plan: ChildPlan,
+  entry: LedgerEntry,
+  invocation: number,
+  returnShape: Record<string, unknown> | undefined,
+  run: AgentRunState,
+  snapshot: Snapshot,
+): Promise<ChildOutcome> {
+  const { brief } = plan;
+  const mode = plan.contextMode;
+  const hooks = run.composition.hooks ?? [];
+  const hookInput = {
+    parentId: run.sessionId,
+    rootId: run.rootId,
+    taskName: brief.task_name,
+    task: brief.message,
+    role: plan.preset,
+    contextMode: String(mode),
+    childWorkflowId: entry.childWorkflowId,
+  };
+
+  // Nothing spent until the child starts; a child that ends without reporting its spend is charged its whole
+  // reservation: never under-count.
+  let spent: Spend | null = ZERO_SPEND;
+  let settled = false;
+  const settle = (status: LedgerEntry['status'], summary: string) => {
+    if (settled) return;
+    settled = true;
+    // R2.13: a child's reservation is its hard cap: its debit never exceeds it.
+    const charge = chargeFor(
+      spent ?? { inputTokens: plan.reservation.tokens, outputTokens: 0, costMicroUsd: plan.reservation.costMicroUsd },
+      plan.reservation,
+    );
+    run.reserved = release(budgetOf(run.limits, run.usage, run.reserved), plan.reservation).reserved;
+    run.debit(charge);
+    entry.status = status;
+    entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
+    entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
+  };
+  const outcome = (status: ChildOutcome['status'], output: unknown, summary: string, error?: string): ChildOutcome => {
+    settle(status, summary);
+    return {
+      task_name: brief.task_name,
+      workflow_id: entry.childWorkflowId,
+      status,
+      output,
+      summary: bounded(summary, MAX_CHILD_SUMMARY_CHARS),
+      ...(error !== undefined && { error }),
+      usage: entry.actual && { tokens: entry.actual.tokens, cost_usd: microToUsd(entry.actual.costMicroUsd) },
+      artifacts: entry.artifacts,
+    };
+  };
+
+  let task = brief.message;
+  try {
+    // Preparation: the child's slot, id and cost are reserved, but it is not started and has no identity yet.
+    const trail: string[] = [];
+    for (const event of ['task.submitted', 'subagent.start'] as const) {
+      const decided = await runHooks(event, { ...hookInput, task }, hooks);
+      trail.push(...decided.trail);
+      entry.preparation.hookOutcome = trail.join('; ') || null;
+      if (decided.decision === 'reject') {
+        const reason = `${decided.reason ?? 'rejected'}; the child was not started`;
+        return outcome('rejected', null, reason, reason);
+      }
+      task = decided.task;
+    }
+    // R3.2: the snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's
+    // restored session already holds its background, and its interjections continue from its source's mark.
+    run.snapshotMarks.set(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
+    let background = plan.restore
+      ? undefined
+      : prepareBackground(mode, plan.contextRendering, snapshot.events, run.payloads);
+    if (mode === 'summary' && !plan.restore) {
+      // R3.4: the background is written for the hook-accepted task; its cost is the parent's.
+      const generated = await generateBackground(task, brief.task_name, run, snapshot.events);
+      if (!generated.ok) return outcome('rejected', null, generated.error, generated.error);
+      background = generated.background;
+    }
+    entry.preparation.backgroundChars = background ? background.content.length : null;
+
+    const input = childInput(plan, { ...brief, message: task }, invocation, returnShape, run, background);
+    const started = await startChildOrExplain(entry, {
+      workflowId: entry.childWorkflowId,
+      taskQueue: run.delegationSettings.backgroundTaskQueue,
+      args: [input],
+      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+      staticSummary: `${brief.task_name} (child of ${run.sessionId}): ${bounded(task.replace(/\s+/g, ' '), 100)}`,
+      typedSearchAttributes: [
+        { key: DEPUTY_ROOT_ID, value: run.rootId },
+        { key: DEPUTY_PARENT_ID, value: run.sessionId },
+        { key: DEPUTY_DEPTH, value: run.depth + 1 },
+        { key: DEPUTY_TASK_NAME, value: brief.task_name },
+        { key: DEPUTY_PRESET, value: plan.preset },
+        { key: DEPUTY_STATUS, value: 'starting' },
+        { key: DEPUTY_CONTEXT_MODE, value: String(mode) },
+      ],
+      // R2.4: who started it and for which invocation, so a later attempt of this invocation can recognise it.
+      memo: { deputyParentId: run.sessionId, deputyInvocationId: entry.invocationId, deputyTaskName: brief.task_name },
+    });
+    if (started.kind === 'refused') return outcome('failed', null, started.reason, started.reason);
+    entry.status = 'running';
+    spent = null;
+    const ended =
+      started.kind === 'started'
+        ? await joinChild(started.handle.result(), returnShape)
+        : await joinAttached(entry.childWorkflowId, returnShape);
+    spent = ended.spent;
+    const result = outcome(ended.status, ended.output, ended.summary, ended.error);
+    await runHooks(
+      'subagent.end',
+      { ...hookInput, task, status: result.status, output: typeof ended.output === 'string' ? ended.output : null },
+      hooks,
+    ).catch((err: unknown) => {
+      if (isCancellation(err)) throw err; // a failing end hook changes nothing; a cancelled parent still stops
+    });
+    return result;
+  } catch (err) {
+    if (isCancellation(err)) {
+      // The parent itself is being cancelled (or hit its deadline): settle, then let the cancellation through.
+      settle('cancelled', 'cancelled with its parent');
+      throw err;
+    }
+    // R2.4: an infrastructure error on this brief's path is an error for this brief only; a started child that can no
+    // longer be followed is charged its whole reservation (never under-count).
+    const reason = `this brief's delegation failed: ${failureMessage(err)}`;
+    return outcome('failed', null, reason, reason);
+  }
+}
+
+const ZERO_SPEND = { inputTokens: 0, outputTokens: 0, costMicroUsd: 0 };

@@ -1,0 +1,136 @@
+/**
+ * The `delegate` tool inside the workflow (R2.2–R2.11): check the invocation, resolve roles, plan the children,
+ * reserve cost all or nothing, book them in the ledger, run them and join them into one tool result. Deterministic
+ * code only.
+ */
+import type { DeputyActivities } from '../../activities/index.js';
+import { proxyActivities } from '@temporalio/workflow';
+import type { RunToolResult } from '../../src/contract/activities.js';
+import { budgetOf, reserve } from '../../src/rules/budget.js';
+import {
+  checkCaps,
+  childWorkflowId,
+  parseInvocation,
+  renderChildResults,
+  type Brief,
+  type ChildOutcome,
+} from '../../src/rules/delegation.js';
+import type { LedgerEntry } from '../../src/contract/run.js';
+import type { ToolCall } from '../../src/contract/session.js';
+import { joinAll, LOOKUP_OPTIONS } from '../activity-options.js';
+import { takeSnapshot } from '../../src/rules/context.js';
+import type { AgentRunState } from '../run-state.js';
+import { planChild, toolError, type ChildPlan, type Snapshot } from './plan.js';
+import { runChild } from './child.js';
+
+const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+
+/** Executes one `delegate` tool call; every refusal is a tool error the model sees, with nothing spawned. */
+export async function runDelegation(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+  const { delegationSettings: settings, composition } = run;
+  // R3.2: the evidence is frozen at the call, before any await: a sibling result that lands later never gets in.
+  const snapshot: Snapshot = { events: takeSnapshot(run.events), mark: run.appended };
+  const check = parseInvocation(call.arguments);
+  if (!check.ok) return toolError(check.error);
+  const { briefs, return_shape: returnShape } = check.args;
+
+  // R4.2: an explicit role resolves the preset registered now. R4.3: no role joins the parent's exact composition
+  // (histories from before revisions existed look the parent's preset up instead).
+  const inherited = composition.presetDefinition;
+  const lookUp = briefs.filter((brief) => brief.role !== undefined || !inherited);
+  const { presets } = lookUp.length
+    ? await resolvePresets({ ids: [...new Set(lookUp.map((brief) => brief.role ?? composition.preset))] })
+    : { presets: [] };
+  const unknown = presets.filter((preset) => !preset.ok);
+  if (unknown.length > 0) {
+    return toolError(`${unknown.map((p) => (p.ok ? '' : p.error)).join('; ')}; nothing was spawned`);
+  }
+  const compositionOf = (brief: Brief): ChildPlan['composition'] => {
+    if (brief.role === undefined && inherited) {
+      return { definition: inherited, revision: composition.presetRevision ?? '', selected: false };
+    }
+    const found = presets.find((p) => p.id === (brief.role ?? composition.preset));
+    if (!found?.ok) throw new Error(`preset of brief "${brief.task_name}" was not resolved`); // cannot happen: checked above
+    // Histories recorded before presets carried definitions answered only tools and rendering.
+    const definition = found.definition ?? {
+      id: found.id,
+      persona: '',
+      tools: found.tools,
+      skills: {},
+      contextRendering: found.contextRendering,
+    };
+    return { definition, revision: found.revision ?? '', selected: brief.role !== undefined };
+  };
+
+  // From here to the reservation there is no await: the caps and names checked hold when the children are booked.
+  const capError = checkCaps(
+    check.args,
+    settings,
+    run.ledger.map((entry) => entry.taskName),
+    run.ledger.length,
+  );
+  if (capError) return toolError(capError);
+  const plans: ChildPlan[] = [];
+  for (const brief of briefs) {
+    const plan = planChild(brief, compositionOf(brief), run);
+    if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
+    plans.push(plan.plan);
+  }
+  return bookAndRun(call, plans, returnShape, run, snapshot);
+}
+
+/** R2.6/R2.8: reserves for every plan all or nothing, books them in the ledger, runs them and joins them. */
+export async function bookAndRun(
+  call: ToolCall,
+  plans: ChildPlan[],
+  returnShape: Record<string, unknown> | undefined,
+  run: AgentRunState,
+  snapshot: Snapshot,
+): Promise<RunToolResult> {
+  // R2.3: checked again here, with no await before the booking: a follow-up and a delegate of one turn both awaited
+  // look-ups since their first check.
+  if (run.ledger.length + plans.length > run.delegationSettings.maxChildrenPerRun) {
+    return toolError(
+      `this run has started ${run.ledger.length} of its ${run.delegationSettings.maxChildrenPerRun} children; ${plans.length} more do not fit; nothing was spawned`,
+    );
+  }
+  const reservation = reserve(
+    budgetOf(run.limits, run.usage, run.reserved),
+    plans.map((plan) => plan.reservation),
+  );
+  if (!reservation.ok) return toolError(`${reservation.error}; nothing was spawned`);
+  run.reserved = reservation.budget.reserved;
+
+  const invocation = new Set(run.ledger.map((entry) => entry.invocation)).size + 1;
+  const entries = plans.map((plan) => {
+    const entry: LedgerEntry = {
+      invocation,
+      invocationId: call.id,
+      childWorkflowId: childWorkflowId(run.sessionId, plan.brief.task_name, invocation),
+      taskName: plan.brief.task_name,
+      preset: plan.preset,
+      status: 'reserved',
+      reserved: plan.reservation,
+      actual: null,
+      summary: null,
+      artifacts: plan.brief.artifacts ?? [],
+      preparation: { contextMode: plan.contextMode, backgroundChars: null, hookOutcome: null },
+      ...(plan.restore && { followupOf: plan.restore.from }),
+    };
+    run.ledger.push(entry);
+    return entry;
+  });
+
+  run.setStatus('waiting_for_children');
+  let outcomes: ChildOutcome[];
+  try {
+    outcomes = await joinAll(
+      plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, run, snapshot)),
+    );
+  } finally {
+    // Another invocation of the same turn may still have live children.
+    const live = run.ledger.some((entry) => entry.status === 'reserved' || entry.status === 'running');
+    run.setStatus(live ? 'waiting_for_children' : 'running');
+  }
+  return { content: renderChildResults(outcomes), isError: outcomes.every((o) => o.status !== 'completed') };
+}

@@ -1,0 +1,199 @@
+/**
+ * Starting a child and reading how it ended (R2.4, R2.8, R2.9): a taken id refuses one brief, this invocation's own
+ * child from an earlier attempt is attached to. Deterministic code only.
+ */
+import { LOOKUP_OPTIONS } from '../activity-options.js';
+import type { DeputyActivities } from '../../activities/index.js';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  ChildWorkflowFailure,
+  getExternalWorkflowHandle,
+  isCancellation,
+  startChild,
+  type ChildWorkflowHandle,
+  type ChildWorkflowOptions,
+  proxyActivities,
+  ActivityCancellationType,
+} from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import {
+  bounded,
+  checkReturnShape,
+  MAX_CHILD_OUTPUT_CHARS,
+  renderChildTask,
+  type Brief,
+  type ChildOutcome,
+} from '../../src/rules/delegation.js';
+import { CHILD_FAILED_TYPE, type LedgerEntry, type RunInput, type RunResult } from '../../src/contract/run.js';
+import { failureMessage } from '../../src/rules/failure-message.js';
+import type { AgentRunState } from '../run-state.js';
+import type { ChildBackground, ChildPlan } from './plan.js';
+
+const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+// Waits on a run this parent did not start in this execution (R2.4 attach): as long as the run lives.
+const { awaitRun } = proxyActivities<DeputyActivities>({
+  startToCloseTimeout: '7 days',
+  heartbeatTimeout: '30 seconds',
+  cancellationType: ActivityCancellationType.TRY_CANCEL,
+  retry: { maximumAttempts: 5 },
+});
+
+/**
+ * R2.4: starts a child, or says why not. An id already held by this invocation's own child from an earlier attempt
+ * (a reset parent) is attached to; an id held by anything else refuses this brief only; no error of the start ever
+ * fails the parent.
+ */
+export async function startChildOrExplain(
+  entry: LedgerEntry,
+  options: ChildWorkflowOptions & { args: [RunInput]; memo: { deputyParentId: string } },
+): Promise<
+  | { kind: 'started'; handle: ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>> }
+  | { kind: 'attached' }
+  | { kind: 'refused'; reason: string }
+> {
+  try {
+    return { kind: 'started', handle: await startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options) };
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+      return { kind: 'refused', reason: `the child could not be started: ${failureMessage(err)}` };
+    }
+  }
+  const existing = await describeRun({ workflowId: entry.childWorkflowId }).catch((err: unknown) => {
+    if (isCancellation(err)) throw err;
+    return null;
+  });
+  // Temporal itself records the parent; the memo names the invocation and the task.
+  if (
+    existing?.parentId === options.memo?.deputyParentId &&
+    existing?.invocationId === entry.invocationId &&
+    existing?.taskName === entry.taskName &&
+    existing.running
+  ) {
+    return { kind: 'attached' };
+  }
+  const holder = existing
+    ? `a ${existing.running ? 'running' : 'closed'} ${existing.workflowType} run${existing.parentId ? ` started by ${existing.parentId}` : ''}`
+    : 'another run';
+  return {
+    kind: 'refused',
+    reason: `workflow id "${entry.childWorkflowId}" is already taken by ${holder}, not by this invocation's child; this brief was not started (its siblings go on)`,
+  };
+}
+
+/** Waits for an attached child (R2.4); cancelling the parent cancels it, as it would a child it started. */
+export async function joinAttached(
+  workflowId: string,
+  returnShape: Record<string, unknown> | undefined,
+): ReturnType<typeof joinChild> {
+  try {
+    const ended = await awaitRun({ workflowId });
+    if (ended.kind === 'result') return joinChild(Promise.resolve(ended.result), returnShape);
+    if (ended.kind === 'cancelled') {
+      const error = 'the child was cancelled before it finished';
+      return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
+    }
+    return { status: 'failed', output: null, summary: ended.error, error: ended.error, spent: ended.usage };
+  } catch (err) {
+    if (isCancellation(err)) {
+      await CancellationScope.nonCancellable(() => getExternalWorkflowHandle(workflowId).cancel()).catch(
+        () => undefined,
+      );
+    }
+    throw err;
+  }
+}
+
+/** The child's `RunInput`: its task, preset, model, derived limits, narrowed scopes and origin. */
+export function childInput(
+  plan: ChildPlan,
+  brief: Brief,
+  invocation: number,
+  returnShape: Record<string, unknown> | undefined,
+  run: AgentRunState,
+  background: ChildBackground | undefined,
+): RunInput {
+  // No role: the child runs with the parent's exact model; a role brings its preset's model unless the brief names one.
+  const model = brief.model ?? (brief.role ? undefined : run.composition.model);
+  return {
+    task: renderChildTask(brief, returnShape),
+    preset: plan.preset,
+    ...(model && { model }),
+    ...(brief.effort && { effort: brief.effort }),
+    limits: plan.limits,
+    scopes: plan.grant.scopes,
+    ...(run.tenant && { tenant: run.tenant }),
+    origin: {
+      parentId: run.sessionId,
+      rootId: run.rootId,
+      depth: run.depth + 1,
+      taskName: brief.task_name,
+      invocation,
+      allowedTools: plan.grant.tools,
+      contextMode: plan.contextMode,
+      preset: plan.composition,
+      ...(background && { background }),
+    },
+    ...(plan.restore && { restore: { kind: 'followup' as const, events: plan.restore.events } }),
+  };
+}
+
+/** How a started child ended, read from its result or its failure; a child's end never cancels its parent (R2.9). */
+export async function joinChild(
+  result: Promise<RunResult>,
+  returnShape: Record<string, unknown> | undefined,
+): Promise<{
+  status: ChildOutcome['status'];
+  output: unknown;
+  summary: string;
+  error?: string;
+  spent: RunResult['usage'] | null;
+}> {
+  try {
+    const ended = await result;
+    const text = ended.output ?? '';
+    if (ended.status === 'completed' && returnShape) {
+      const checked = checkReturnShape(ended.output, returnShape);
+      return checked.ok
+        ? { status: 'completed', output: checked.value, summary: text, spent: ended.usage }
+        : {
+            status: 'failed',
+            output: bounded(text, MAX_CHILD_OUTPUT_CHARS),
+            summary: text,
+            error: checked.error,
+            spent: ended.usage,
+          };
+    }
+    if (ended.status === 'completed') {
+      return { status: 'completed', output: bounded(text, MAX_CHILD_OUTPUT_CHARS), summary: text, spent: ended.usage };
+    }
+    return {
+      status: ended.status,
+      output: ended.output && bounded(ended.output, MAX_CHILD_OUTPUT_CHARS),
+      summary: text || ended.status,
+      error: `the child ended ${ended.status}${ended.limit ? ` (${ended.limit})` : ''}; its output is its best so far`,
+      spent: ended.usage,
+    };
+  } catch (err) {
+    if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
+    const cause = err.cause;
+    if (cause instanceof ApplicationFailure && cause.type === CHILD_FAILED_TYPE) {
+      const details = cause.details?.[0] as RunResult | undefined;
+      return {
+        status: 'failed',
+        output: null,
+        summary: cause.message,
+        error: cause.message,
+        spent: details?.usage ?? null,
+      };
+    }
+    if (cause instanceof CancelledFailure || isCancellation(err)) {
+      const error = 'the child was cancelled before it finished';
+      return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
+    }
+    const message = cause?.message ?? err.message;
+    return { status: 'failed', output: null, summary: message, error: message, spent: null };
+  }
+}

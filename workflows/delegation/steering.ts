@@ -1,0 +1,129 @@
+/**
+ * Steering live and finished children: interjections (R3.7) and follow-ups (R4.5). Deterministic code only.
+ */
+import { LOOKUP_OPTIONS } from '../activity-options.js';
+import type { DeputyActivities } from '../../activities/index.js';
+import { getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
+import type { RunToolResult } from '../../src/contract/activities.js';
+import { cutText, jsonBytes, formatBytes } from '../../src/rules/payloads.js';
+import { InterjectArgs } from '../../src/rules/delegation.js';
+import type { ToolCall } from '../../src/contract/session.js';
+import { decideRestoration } from '../../src/rules/sessions.js';
+import { interjectionSignal } from '../../src/contract/messages.js';
+import { describeIssues } from '../../src/rules/zod-issues.js';
+import { renderParentContext, takeSnapshot } from '../../src/rules/context.js';
+import type { AgentRunState } from '../run-state.js';
+import { planChild, toolError, type ChildPlan } from './plan.js';
+import { bookAndRun } from './invocation.js';
+
+const { resolvePresets, loadSession } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+
+/**
+ * R3.7: sends a message to a live child. A child dispatched with context also gets the parent's dialogue since its
+ * snapshot, as a continued block; a `none` child gets only the message. The choice made at dispatch sticks.
+ */
+export async function deliverInterjection(
+  args: InterjectArgs,
+  run: AgentRunState,
+): Promise<{ ok: true; childWorkflowId: string } | { ok: false; error: string }> {
+  const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
+  if (!entry)
+    return {
+      ok: false,
+      error: `no child named "${args.task_name}"; the children are: ${run.ledger.map((e) => e.taskName).join(', ') || 'none'}`,
+    };
+  if (entry.status !== 'running') {
+    return { ok: false, error: `child "${args.task_name}" is not running (status ${entry.status}); nothing was sent` };
+  }
+  let content = args.message;
+  const mark = run.snapshotMarks.get(entry.childWorkflowId);
+  if (entry.preparation.contextMode !== 'none' && mark !== undefined) {
+    const events = run.events;
+    const fresh = takeSnapshot(events.slice(Math.max(0, events.length - (run.appended - mark))));
+    if (fresh.length > 0)
+      content = `${renderParentContext(fresh, true)}\n\n## Message from your parent\n${args.message}`;
+    run.snapshotMarks.set(entry.childWorkflowId, run.appended);
+  }
+  content = cutText(content, run.payloads.maxTextBytes);
+  await getExternalWorkflowHandle(entry.childWorkflowId).signal(interjectionSignal, { from: run.sessionId, content });
+  return { ok: true, childWorkflowId: entry.childWorkflowId };
+}
+
+/** Reads the `{ task_name, message }` arguments of `interject` and `followup`; a problem is a tool error (R1.7). */
+function parseChildMessage(call: ToolCall): { ok: true; args: InterjectArgs } | { ok: false; error: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(call.arguments);
+  } catch {
+    return { ok: false, error: `arguments for "${call.name}" are not valid JSON; send {"task_name": …, "message": …}` };
+  }
+  const parsed = InterjectArgs.safeParse(raw);
+  return parsed.success
+    ? { ok: true, args: parsed.data }
+    : { ok: false, error: `invalid ${call.name} arguments: ${describeIssues(parsed.error).join('; ')}` };
+}
+
+/** The `interject` tool: delivers, or explains as a tool error why it could not. */
+export async function runInterjection(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+  const parsed = parseChildMessage(call);
+  if (!parsed.ok) return toolError(parsed.error);
+  const delivered = await deliverInterjection(parsed.args, run);
+  return delivered.ok
+    ? { content: `delivered to ${delivered.childWorkflowId}`, isError: false }
+    : toolError(delivered.error);
+}
+
+/**
+ * The `followup` tool (R4.5): a finished child goes on with a new message in a new child run that restores its
+ * session (its background included) and its composition: the preset it selected, resolved now (or refused if gone),
+ * else this run's own. The ledger links the new run to the old one.
+ */
+export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+  const parsed = parseChildMessage(call);
+  if (!parsed.ok) return toolError(parsed.error);
+  const { task_name: taskName, message } = parsed.args;
+  const source = run.ledger.findLast((e) => e.taskName === taskName);
+  if (!source) return toolError(`no child named "${taskName}"; nothing was spawned`);
+  if (source.status === 'reserved' || source.status === 'running' || source.status === 'rejected') {
+    return toolError(
+      `child "${taskName}" is ${source.status}; follow up once it has finished (or interject while it runs)`,
+    );
+  }
+  if (run.ledger.length + 1 > run.delegationSettings.maxChildrenPerRun) {
+    return toolError(
+      `this run has started ${run.ledger.length} of its ${run.delegationSettings.maxChildrenPerRun} children; nothing was spawned`,
+    );
+  }
+  const { events } = await loadSession({ workflowId: source.childWorkflowId });
+  const decision = decideRestoration(events);
+  let childComposition: ChildPlan['composition'];
+  if (decision.kind === 'independent') {
+    const { presets } = await resolvePresets({ ids: [decision.presetId] });
+    const found = presets[0];
+    if (!found?.ok) {
+      return toolError(
+        `cannot restore "${taskName}": it selected preset "${decision.presetId}" (revision ${decision.revision}), which is no longer registered; nothing was spawned`,
+      );
+    }
+    childComposition = { definition: found.definition, revision: found.revision, selected: true };
+  } else {
+    const definition = run.composition.presetDefinition;
+    if (!definition) return toolError('this run has no preset definition to share (an older run); nothing was spawned');
+    childComposition = { definition, revision: run.composition.presetRevision ?? '', selected: false };
+  }
+  const plan = planChild({ task_name: taskName, message }, childComposition, run);
+  if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
+  if (jsonBytes(events) > run.payloads.maxInputBytes) {
+    return toolError(
+      `cannot follow up "${taskName}": its session is ${formatBytes(jsonBytes(events))}, past this run's payload budget (${formatBytes(run.payloads.maxInputBytes)}); nothing was spawned`,
+    );
+  }
+  const followup: ChildPlan = {
+    ...plan.plan,
+    // The choice made at dispatch sticks (R3.7): the follow-up keeps its source's context mode and snapshot.
+    contextMode: source.preparation.contextMode,
+    snapshotMark: run.snapshotMarks.get(source.childWorkflowId),
+    restore: { from: source.childWorkflowId, events },
+  };
+  return bookAndRun(call, [followup], undefined, run, { events: [], mark: run.appended });
+}

@@ -1,0 +1,85 @@
+/**
+ * The `state` query, the `sendMessage` / `endConversation` / `interject` updates and the parent-to-child interjection
+ * signal, registered from a run's state. Update validators reject bad payloads naming the field (R1.7), and any update
+ * once the run has ended. Deterministic code only.
+ */
+import { ApplicationFailure, setHandler } from '@temporalio/workflow';
+import type { z } from 'zod';
+import { FAILURE } from '../src/contract/failures.js';
+import {
+  endConversationUpdate,
+  interjectionSignal,
+  interjectUpdate,
+  sendMessageUpdate,
+  stateQuery,
+} from '../src/contract/messages.js';
+import { EndConversationInput, SendMessageInput } from '../src/contract/run.js';
+import { InterjectArgs } from '../src/rules/delegation.js';
+import { failureMessage } from '../src/rules/failure-message.js';
+import { describeIssues } from '../src/rules/zod-issues.js';
+import { deliverInterjection } from './delegation/steering.js';
+import type { AgentRunState } from './run-state.js';
+
+/** Registers every handler of `agentRun` on `run`. */
+export function registerHandlers(run: AgentRunState): void {
+  setHandler(stateQuery, () => run.toQuery());
+  setHandler(
+    sendMessageUpdate,
+    (message) => {
+      run.inbox.push({ from: 'user', content: message.message });
+      return { accepted: true as const };
+    },
+    { validator: (message) => validateUpdate(SendMessageInput, message, 'sendMessage', run.isEnded()) },
+  );
+  setHandler(
+    endConversationUpdate,
+    () => {
+      run.endRequested = true;
+      return { accepted: true as const };
+    },
+    {
+      validator: (payload) => {
+        validateUpdate(EndConversationInput, payload, 'endConversation', run.isEnded());
+        if (run.input.mode !== 'conversation') {
+          throw new Error('endConversation: this run is in task mode; cancel it instead');
+        }
+      },
+    },
+  );
+  setHandler(interjectionSignal, ({ from, content }) => {
+    run.inbox.push({ from, content, interjection: true });
+  });
+  setHandler(
+    interjectUpdate,
+    async (args) => {
+      // An error here must not fail the workflow task: the caller reads it as the update's failure.
+      const delivered = await deliverInterjection(args, run).catch((err: unknown) => ({
+        ok: false as const,
+        error: `could not deliver: ${failureMessage(err)}`,
+      }));
+      if (!delivered.ok) {
+        throw ApplicationFailure.create({
+          type: FAILURE.InterjectNotDelivered,
+          message: delivered.error,
+          nonRetryable: true,
+        });
+      }
+      return { delivered: true as const, childWorkflowId: delivered.childWorkflowId };
+    },
+    {
+      validator: (args: InterjectArgs) => {
+        validateUpdate(InterjectArgs, args, 'interject', run.isEnded());
+        const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
+        if (entry?.status !== 'running') {
+          throw new Error(`interject: no running child named "${args.task_name}" (status ${entry?.status ?? 'none'})`);
+        }
+      },
+    },
+  );
+}
+
+function validateUpdate(schema: z.ZodType, payload: unknown, name: string, ended: boolean): void {
+  if (ended) throw new Error(`${name}: the run has ended`);
+  const parsed = schema.safeParse(payload);
+  if (!parsed.success) throw new Error(`invalid ${name} payload: ${describeIssues(parsed.error).join('; ')}`);
+}

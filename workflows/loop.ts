@@ -1,0 +1,85 @@
+/**
+ * The agent loop: ask `nextStep` what to do (an explicit union, as in the OpenAI Agents SDK's runner) and do it,
+ * with user messages joining between turns and continue-as-new when Temporal suggests it (R1.6). Deterministic code
+ * only.
+ */
+import { allHandlersFinished, condition, continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import type { LimitName, RunInput, RunStatus } from '../src/contract/run.js';
+import { bestOutput } from '../src/contract/session.js';
+import { nextStep } from '../src/rules/agent-loop.js';
+import { maybeCompact, modelTurn } from './model-turn.js';
+import { now, type AgentRunState } from './run-state.js';
+import { toolTurn } from './tool-turn.js';
+
+const DEFAULT_IDLE_TIMEOUT_SECONDS = 3600;
+
+/** How the loop ended, before it becomes a `RunResult`. */
+export interface Outcome {
+  status: Extract<RunStatus, 'completed' | 'limit_reached'>;
+  output: string | null;
+  limit?: LimitName | undefined;
+}
+
+/** User messages and interjections join the dialogue only between turns, never between a call and its result. */
+function drainInbox(run: AgentRunState): void {
+  for (const item of run.inbox.splice(0)) {
+    run.append(
+      'interjection' in item
+        ? { type: 'interjection', at: now(), from: item.from, content: item.content }
+        : { type: 'message/user', at: now(), content: item.content },
+    );
+  }
+}
+
+/** R1.6: continues as new when Temporal suggests it (or history grows long), at a point where nothing is in flight. */
+async function maybeContinueAsNew(run: AgentRunState): Promise<void> {
+  const { compaction } = run.composition;
+  if (!compaction) return;
+  const info = workflowInfo();
+  if (!info.continueAsNewSuggested && info.historyLength <= compaction.continueAsNewAfterEvents) return;
+  if (run.hasLiveChildren()) return;
+  await condition(allHandlersFinished);
+  await continueAsNew<(input: RunInput) => Promise<unknown>>({ ...run.input, resume: run.toResume() });
+}
+
+/** Loops model calls and tool calls until an answer, a limit, or (in a conversation) the end of the talk. */
+export async function agentLoop(run: AgentRunState): Promise<Outcome> {
+  const mode = run.input.mode ?? 'task';
+  for (;;) {
+    const step = nextStep({ events: run.events, limits: run.limits, usage: run.usage, nowMs: Date.now(), mode });
+    if (step.type !== 'run_tools' && run.inbox.length > 0) {
+      drainInbox(run);
+      continue;
+    }
+    switch (step.type) {
+      case 'call_model': {
+        await maybeContinueAsNew(run);
+        await maybeCompact(run);
+        const stopped = await modelTurn(run, step.synthesisFor, step.offerTools);
+        // R2.13: a call whose worst case no longer fits is not made; the run ends with its best output so far.
+        if (stopped) return { status: 'limit_reached', output: bestOutput(run.events), limit: stopped };
+        break;
+      }
+      case 'run_tools':
+        await toolTurn(run, step.calls, step.refused);
+        break;
+      case 'wait_for_user': {
+        run.setStatus('waiting_for_user');
+        setCurrentDetails('waiting for the next message (sendMessage update)');
+        const woke = await condition(
+          () => run.inbox.length > 0 || run.endRequested,
+          `${run.input.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS} seconds`,
+        );
+        if (!woke || run.endRequested) return { status: 'completed', output: bestOutput(run.events) };
+        run.setStatus('running');
+        break;
+      }
+      case 'final': {
+        const last = run.events.findLast((e) => e.type === 'message/assistant');
+        return { status: 'completed', output: step.output, limit: last?.synthesisFor };
+      }
+      case 'limit_reached':
+        return { status: 'limit_reached', output: step.output, limit: step.limit };
+    }
+  }
+}

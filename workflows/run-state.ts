@@ -1,0 +1,229 @@
+/**
+ * One run's state in one object: its session, inbox, usage, limits, reservations, delegations ledger and status,
+ * with what it shows to the `state` query (`toQuery`) and carries across continue-as-new (`toResume` /
+ * `fromResume`). Deterministic code only.
+ */
+import { upsertMemo, upsertSearchAttributes, setCurrentDetails } from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import type { ResolveRunResult } from '../src/contract/activities.js';
+import type {
+  ChildOrigin,
+  LedgerEntry,
+  LiveStatus,
+  ResolvedLimits,
+  RunInput,
+  RunResult,
+  RunResume,
+  RunState,
+  RunStatus,
+} from '../src/contract/run.js';
+import { DEPUTY_COST_USD, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
+import { SESSION_VERSION, type SessionEvent } from '../src/contract/session.js';
+import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/rules/budget.js';
+import type { DelegationSettings } from '../src/rules/delegation.js';
+import { remaining } from '../src/rules/limits.js';
+import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
+import { addSpend, microToUsd, ZERO_USAGE, type Spend } from '../src/rules/usage.js';
+import type { z } from 'zod';
+
+/** A run's input once parsed. */
+export type ParsedRunInput = z.output<typeof RunInput>;
+
+/** A user message or an interjection waiting to join the dialogue between turns. */
+export type InboxItem = { from: 'user'; content: string } | { from: string; content: string; interjection: true };
+
+const FINAL: readonly LiveStatus[] = ['completed', 'failed', 'cancelled', 'limit_reached'];
+
+/** The time now, as session events record it. */
+export const now = () => new Date(Date.now()).toISOString();
+
+/** The state of one `agentRun`. */
+export class AgentRunState {
+  readonly rootId: string;
+  readonly depth: number;
+  readonly origin: ChildOrigin | undefined;
+  readonly tenant: string | undefined;
+  events: SessionEvent[] = [];
+  readonly inbox: InboxItem[] = [];
+  /** Per child: `appended` when its context was last sent (R3.7). */
+  readonly snapshotMarks = new Map<string, number>();
+  /** Events appended over the run's life (compaction does not lower it). */
+  appended = 0;
+  segment = 1;
+  usage = ZERO_USAGE;
+  status: LiveStatus = 'starting';
+  /** Set once at the start (or the resume); read only after it. */
+  composition!: ResolveRunResult;
+  limits!: ResolvedLimits;
+  /** Tokens and cost held for live children and in-flight summaries (R2.6, R2.13). */
+  reserved: Amount = ZERO_AMOUNT;
+  readonly ledger: LedgerEntry[] = [];
+  endRequested = false;
+
+  constructor(
+    readonly input: ParsedRunInput,
+    readonly sessionId: string,
+  ) {
+    this.origin = input.origin;
+    this.rootId = input.origin?.rootId ?? sessionId;
+    this.depth = input.origin?.depth ?? 0;
+    this.tenant = input.tenant;
+  }
+
+  /** A new segment of a run that continued as new (R1.6): everything goes on as it was. */
+  static fromResume(input: ParsedRunInput, sessionId: string, resume: RunResume): AgentRunState {
+    const run = new AgentRunState(input, sessionId);
+    run.composition = resume.composition;
+    run.limits = resume.limits;
+    run.usage = resume.usage;
+    run.events.push(...resume.session);
+    run.ledger.push(...resume.delegations);
+    run.inbox.push(
+      ...resume.inbox.map((item): InboxItem =>
+        item.interjection
+          ? { from: item.from, content: item.content, interjection: true }
+          : { from: 'user', content: item.content },
+      ),
+    );
+    run.appended = resume.appended;
+    for (const [child, mark] of Object.entries(resume.snapshotMarks)) run.snapshotMarks.set(child, mark);
+    run.segment = resume.segment;
+    return run;
+  }
+
+  /** What the next segment starts from. */
+  toResume(): RunResume {
+    return {
+      segment: this.segment + 1,
+      session: this.events,
+      usage: this.usage,
+      limits: this.limits,
+      composition: this.composition,
+      delegations: this.ledger,
+      inbox: this.inbox.map((item) => ({ ...item, interjection: 'interjection' in item })),
+      appended: this.appended,
+      snapshotMarks: Object.fromEntries(this.snapshotMarks),
+    };
+  }
+
+  /** The reply of the `state` query. */
+  toQuery(): RunState {
+    const composition = this.composition as ResolveRunResult | undefined;
+    const limits = this.limits as ResolvedLimits | undefined;
+    return {
+      status: this.status,
+      model: composition?.model ?? null,
+      preset: composition?.preset ?? null,
+      usage: this.usage,
+      limits: limits ?? null,
+      remaining: limits ? remaining(limits, this.usage, Date.now()) : null,
+      composition: composition?.presetDefinition
+        ? { preset: composition.presetDefinition, revision: composition.presetRevision ?? '', model: composition.model }
+        : null,
+      reserved: this.reserved,
+      delegations: this.ledger,
+      session: this.events,
+    };
+  }
+
+  /** Starts the session of a new run: header, selection and descriptor (R4.4), seeds, background, the task. */
+  begin(composition: ResolveRunResult, limits: ResolvedLimits): void {
+    this.composition = composition;
+    this.limits = limits;
+    const { origin, input } = this;
+    this.append({
+      type: 'session/header',
+      at: now(),
+      version: SESSION_VERSION,
+      sessionId: this.sessionId,
+      parentId: origin?.parentId ?? null,
+      depth: this.depth,
+      preset: composition.preset,
+      model: composition.model,
+    });
+    // R4.4: an independently selected child records its selection before its own descriptor; an implicit one does not.
+    if (origin?.preset?.selected) {
+      this.append({
+        type: 'agent-preset/selected',
+        at: now(),
+        presetId: composition.preset,
+        revision: origin.preset.revision,
+      });
+    }
+    if (origin) {
+      this.append({ type: 'subagent/descriptor', at: now(), taskName: origin.taskName, parentId: origin.parentId });
+    }
+    for (const message of input.messages ?? []) {
+      this.append(
+        message.role === 'user'
+          ? { type: 'message/user', at: now(), content: message.content }
+          : { type: 'message/assistant', at: now(), content: message.content, toolCalls: [] },
+      );
+    }
+    if (origin?.background) this.append({ type: 'context/background', at: now(), ...origin.background });
+    // A restored session's dialogue (a fork's is marked inherited) goes on under this run's own header.
+    for (const event of input.restore?.events ?? []) {
+      if (event.type !== 'session/header' && event.type !== 'run/ended') this.append(event);
+    }
+    this.append({ type: 'message/user', at: now(), content: input.task });
+  }
+
+  append(event: SessionEvent): void {
+    this.appended += 1;
+    this.events.push(event);
+  }
+
+  setStatus(next: LiveStatus, extra: SearchAttributeUpdatePair[] = []): void {
+    this.status = next;
+    upsertSearchAttributes([{ key: DEPUTY_STATUS, value: next }, ...extra]);
+  }
+
+  isEnded(): boolean {
+    return FINAL.includes(this.status);
+  }
+
+  /** Adds spend (a compaction, a summary, a child's charge) to the run's usage. */
+  debit(spend: Spend): void {
+    this.usage = addSpend(this.usage, spend);
+    upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(this.usage.costMicroUsd) }]);
+  }
+
+  /** True while a child is reserved or running. */
+  hasLiveChildren(): boolean {
+    return this.ledger.some((entry) => entry.status === 'reserved' || entry.status === 'running');
+  }
+
+  /** The delegation settings resolved at the start (a run offered no steering tool never reads them). */
+  get delegationSettings(): DelegationSettings {
+    const settings = this.composition.delegation;
+    if (!settings) throw new Error('this run has no delegation settings (a history from before delegation)');
+    return settings;
+  }
+
+  /** Size budgets of what the run writes to history (R1.8); histories from before them use the defaults. */
+  get payloads(): PayloadLimits {
+    return this.composition.payloads ?? DEFAULT_PAYLOAD_LIMITS;
+  }
+
+  /** What one model call may spend now (R2.13): what is free after reservations; none when the run has no caps. */
+  callBudget(maxCompletionTokens?: number): CallBudget | undefined {
+    const free = available(budgetOf(this.limits, this.usage, this.reserved));
+    if (free.tokens === null && free.costMicroUsd === null && maxCompletionTokens === undefined) return undefined;
+    return { ...free, price: this.composition.price, maxCompletionTokens };
+  }
+
+  /** The run's result with its usage. */
+  result(outcome: Omit<RunResult, 'usage' | 'sessionId'>): RunResult {
+    return { ...outcome, usage: this.usage, sessionId: this.sessionId };
+  }
+
+  /** Records the end: `run/ended`, status, cost, the usage memo (readable without a worker) and the details line. */
+  end(final: RunStatus, output: string | null): void {
+    this.append({ type: 'run/ended', at: now(), status: final, output });
+    this.setStatus(final, [{ key: DEPUTY_COST_USD, value: microToUsd(this.usage.costMicroUsd) }]);
+    upsertMemo({ deputyUsage: this.usage });
+    setCurrentDetails(
+      `${final}; ${this.usage.modelCalls} model calls, $${microToUsd(this.usage.costMicroUsd).toFixed(6)}`,
+    );
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * One tool turn: the calls of the last model answer run in parallel, each result joining the session as soon as it
+ * is in (so a child dispatched meanwhile sees it, R3.2). Steering tools run in the workflow through a name → handler
+ * table; every other tool is the `runTool` activity. Deterministic code only.
+ */
+import { isCancellation, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import type { DeputyActivities } from '../activities/index.js';
+import type { RunToolResult } from '../src/contract/activities.js';
+import type { ToolCall } from '../src/contract/session.js';
+import { DELEGATE_TOOL, FOLLOWUP_TOOL, INTERJECT_TOOL } from '../src/rules/delegation.js';
+import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
+import { addToolCalls } from '../src/rules/usage.js';
+import { joinAll, MODEL_CALL_OPTIONS } from './activity-options.js';
+import { runDelegation } from './delegation/invocation.js';
+import { runFollowup, runInterjection } from './delegation/steering.js';
+import { now, type AgentRunState } from './run-state.js';
+
+const { runTool } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
+
+/** Tools that steer other runs, handled in the workflow. */
+const STEERING: Record<string, (call: ToolCall, run: AgentRunState) => Promise<RunToolResult>> = {
+  [DELEGATE_TOOL]: runDelegation,
+  [INTERJECT_TOOL]: runInterjection,
+  [FOLLOWUP_TOOL]: runFollowup,
+};
+
+async function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
+  const steer = Object.hasOwn(STEERING, call.name) ? STEERING[call.name] : undefined;
+  if (steer && allowedTools.includes(call.name) && run.composition.delegation) {
+    // R2.4: no infrastructure error on a delegation path fails the parent: the model reads it as a tool error.
+    try {
+      return await steer(call, run);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { content: `"${call.name}" failed: ${failureMessage(err)}; nothing more was done`, isError: true };
+    }
+  }
+  try {
+    return await runTool.executeWithOptions({ summary: `runTool ${call.name}` }, [
+      { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes },
+    ]);
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    return { content: `tool "${call.name}" failed: ${rootMessage(err)}`, isError: true };
+  }
+}
+
+/** Runs `calls`; answers `refused` with a tool error because `maxToolCalls` leaves no room for them (R1.4). */
+export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
+  setCurrentDetails(`turn ${run.usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
+  const allowedTools = run.composition.tools.map((tool) => tool.name);
+  await joinAll(
+    calls.map(async (call) => {
+      const { content, isError } = await executeTool(run, call, allowedTools);
+      run.append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
+    }),
+  );
+  run.usage = addToolCalls(run.usage, calls.length);
+  for (const call of refused) {
+    run.append({
+      type: 'tool/result',
+      at: now(),
+      toolCallId: call.id,
+      name: call.name,
+      content: 'not run: this run has used all of its tool calls (maxToolCalls)',
+      isError: true,
+    });
+  }
+}
