@@ -4,7 +4,7 @@
  */
 import type { ContextRendering } from '../../src/contract/preset.js';
 import { ChildWorkflowCancellationType, isCancellation, ParentClosePolicy } from '@temporalio/workflow';
-import { budgetOf, chargeFor, release } from '../../src/rules/budget.js';
+import { budgetOf } from '../../src/rules/budget.js';
 import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
 import { bounded, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome, type ContextMode } from '../../src/rules/delegation.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
@@ -25,7 +25,8 @@ import { microToUsd, type Spend } from '../../src/rules/usage.js';
 import type { AgentRunState } from '../run-state.js';
 import type { ChildBackground, ChildPlan, Snapshot } from './plan.js';
 import { generateBackground } from './background.js';
-import { childInput, joinAttached, joinChild, startChildOrExplain } from './spawn.js';
+import { joinAttached, joinChild, startChildOrExplain } from './spawn.js';
+import { childInput, settleReservation } from '../../src/rules/child-run.js';
 
 /** R3.1/R3.3: the background a child gets for its context mode, rendered as its preset asks; none for `none`. */
 function prepareBackground(
@@ -76,12 +77,12 @@ export async function runChild(
   const settle = (status: LedgerEntry['status'], summary: string) => {
     if (settled) return;
     settled = true;
-    // R2.13: a child's reservation is its hard cap: its debit never exceeds it.
-    const charge = chargeFor(
-      spent ?? { inputTokens: plan.reservation.tokens, outputTokens: 0, costMicroUsd: plan.reservation.costMicroUsd },
+    const { reserved, charge } = settleReservation(
+      budgetOf(run.limits, run.usage, run.reserved),
       plan.reservation,
+      spent,
     );
-    run.reserved = release(budgetOf(run.limits, run.usage, run.reserved), plan.reservation).reserved;
+    run.reserved = reserved;
     run.debit(charge);
     entry.status = status;
     entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
@@ -129,7 +130,20 @@ export async function runChild(
     }
     entry.preparation.backgroundChars = background ? background.content.length : null;
 
-    const input = childInput(plan, { ...brief, message: task }, invocation, returnShape, run, background);
+    const input = childInput(
+      plan,
+      { ...brief, message: task },
+      invocation,
+      returnShape,
+      {
+        sessionId: run.sessionId,
+        rootId: run.rootId,
+        depth: run.depth,
+        tenant: run.tenant,
+        model: run.composition.model,
+      },
+      background,
+    );
     const started = await startChildOrExplain(entry, {
       workflowId: entry.childWorkflowId,
       taskQueue: run.delegationSettings.backgroundTaskQueue,

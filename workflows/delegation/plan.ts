@@ -2,37 +2,21 @@
  * Planning one child (R2.5, R2.7): its tools, scopes and limits from its brief and composition, and the shapes the
  * delegation code passes around. Deterministic code only.
  */
-import type { ContextRendering, Preset } from '../../src/contract/preset.js';
+
 import type { RunToolResult } from '../../src/contract/activities.js';
-import { deriveChildLimits, reservationFor, type Amount } from '../../src/rules/budget.js';
-import { narrowGrant, type Brief, type ChildGrant, type ContextMode } from '../../src/rules/delegation.js';
-import type { ChildOrigin, Limits } from '../../src/contract/run.js';
+import { deriveChildLimits, reservationFor } from '../../src/rules/budget.js';
+import { narrowGrant, type Brief } from '../../src/rules/delegation.js';
+
 import type { SessionEvent } from '../../src/contract/session.js';
 import type { AgentRunState } from '../run-state.js';
+import type { ChildPlan } from '../../src/rules/child-run.js';
 
-export type ChildBackground = NonNullable<ChildOrigin['background']>;
+export type { ChildBackground, ChildPlan } from '../../src/rules/child-run.js';
 
 /** The parent's context frozen at the `delegate` call (R3.2): its effective dialogue and its append count. */
 export interface Snapshot {
   events: SessionEvent[];
   mark: number;
-}
-
-export interface ChildPlan {
-  brief: Brief;
-  preset: string;
-  /** What the child runs with, carried in its input; `selected` when its brief named a role (R4.4). */
-  composition: { definition: Preset; revision: string; selected: boolean };
-  /** A follow-up: the finished child whose session this one goes on from. */
-  restore?: { from: string; events: SessionEvent[] };
-  contextRendering: ContextRendering;
-  /** What the child sees of the parent (R3.1); a follow-up keeps its source's (the choice made at dispatch sticks). */
-  contextMode: ContextMode;
-  /** A follow-up: its source's snapshot mark, so an interjection continues from what the source saw (R3.7). */
-  snapshotMark?: number | undefined;
-  grant: ChildGrant;
-  limits: Limits;
-  reservation: Amount;
 }
 
 export const toolError = (content: string): RunToolResult => ({ content, isError: true });

@@ -18,18 +18,10 @@ import {
   ActivityCancellationType,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import {
-  bounded,
-  checkReturnShape,
-  MAX_CHILD_OUTPUT_CHARS,
-  renderChildTask,
-  type Brief,
-  type ChildOutcome,
-} from '../../src/rules/delegation.js';
+
 import { CHILD_FAILED_TYPE, type LedgerEntry, type RunInput, type RunResult } from '../../src/contract/run.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
-import type { AgentRunState } from '../run-state.js';
-import type { ChildBackground, ChildPlan } from './plan.js';
+import { endOfResult, type ChildEnd } from '../../src/rules/child-run.js';
 
 const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 // Waits on a run this parent did not start in this execution (R2.4 attach): as long as the run lives.
@@ -106,76 +98,13 @@ export async function joinAttached(
   }
 }
 
-/** The child's `RunInput`: its task, preset, model, derived limits, narrowed scopes and origin. */
-export function childInput(
-  plan: ChildPlan,
-  brief: Brief,
-  invocation: number,
-  returnShape: Record<string, unknown> | undefined,
-  run: AgentRunState,
-  background: ChildBackground | undefined,
-): RunInput {
-  // No role: the child runs with the parent's exact model; a role brings its preset's model unless the brief names one.
-  const model = brief.model ?? (brief.role ? undefined : run.composition.model);
-  return {
-    task: renderChildTask(brief, returnShape),
-    preset: plan.preset,
-    ...(model && { model }),
-    ...(brief.effort && { effort: brief.effort }),
-    limits: plan.limits,
-    scopes: plan.grant.scopes,
-    ...(run.tenant && { tenant: run.tenant }),
-    origin: {
-      parentId: run.sessionId,
-      rootId: run.rootId,
-      depth: run.depth + 1,
-      taskName: brief.task_name,
-      invocation,
-      allowedTools: plan.grant.tools,
-      contextMode: plan.contextMode,
-      preset: plan.composition,
-      ...(background && { background }),
-    },
-    ...(plan.restore && { restore: { kind: 'followup' as const, events: plan.restore.events } }),
-  };
-}
-
 /** How a started child ended, read from its result or its failure; a child's end never cancels its parent (R2.9). */
 export async function joinChild(
   result: Promise<RunResult>,
   returnShape: Record<string, unknown> | undefined,
-): Promise<{
-  status: ChildOutcome['status'];
-  output: unknown;
-  summary: string;
-  error?: string;
-  spent: RunResult['usage'] | null;
-}> {
+): Promise<ChildEnd> {
   try {
-    const ended = await result;
-    const text = ended.output ?? '';
-    if (ended.status === 'completed' && returnShape) {
-      const checked = checkReturnShape(ended.output, returnShape);
-      return checked.ok
-        ? { status: 'completed', output: checked.value, summary: text, spent: ended.usage }
-        : {
-            status: 'failed',
-            output: bounded(text, MAX_CHILD_OUTPUT_CHARS),
-            summary: text,
-            error: checked.error,
-            spent: ended.usage,
-          };
-    }
-    if (ended.status === 'completed') {
-      return { status: 'completed', output: bounded(text, MAX_CHILD_OUTPUT_CHARS), summary: text, spent: ended.usage };
-    }
-    return {
-      status: ended.status,
-      output: ended.output && bounded(ended.output, MAX_CHILD_OUTPUT_CHARS),
-      summary: text || ended.status,
-      error: `the child ended ${ended.status}${ended.limit ? ` (${ended.limit})` : ''}; its output is its best so far`,
-      spent: ended.usage,
-    };
+    return endOfResult(await result, returnShape);
   } catch (err) {
     if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
     const cause = err.cause;

@@ -1,0 +1,140 @@
+/**
+ * The pure parts of one child's life (R2.4–R2.9): what it is given (its `RunInput`), how its end reads to the parent
+ * (the outcome), and how its reservation is settled (R2.6, R2.13). No Temporal, no I/O: the workflow does the effects.
+ */
+import type { ContextRendering, Preset } from '../contract/preset.js';
+import type { ChildOrigin, Limits, RunInput, RunResult } from '../contract/run.js';
+import type { SessionEvent } from '../contract/session.js';
+import { chargeFor, release, type Amount, type Budget } from './budget.js';
+import {
+  bounded,
+  checkReturnShape,
+  MAX_CHILD_OUTPUT_CHARS,
+  renderChildTask,
+  type Brief,
+  type ChildGrant,
+  type ChildOutcome,
+  type ContextMode,
+} from './delegation.js';
+import type { Spend } from './usage.js';
+
+/** The parent's context as prepared for a child (R3.5). */
+export type ChildBackground = NonNullable<ChildOrigin['background']>;
+
+/** One child as planned before anything is reserved or started. */
+export interface ChildPlan {
+  brief: Brief;
+  preset: string;
+  /** What the child runs with, carried in its input; `selected` when its brief named a role (R4.4). */
+  composition: { definition: Preset; revision: string; selected: boolean };
+  /** A follow-up: the finished child whose session this one goes on from. */
+  restore?: { from: string; events: SessionEvent[] };
+  contextRendering: ContextRendering;
+  /** What the child sees of the parent (R3.1); a follow-up keeps its source's (the choice made at dispatch sticks). */
+  contextMode: ContextMode;
+  /** A follow-up: its source's snapshot mark, so an interjection continues from what the source saw (R3.7). */
+  snapshotMark?: number | undefined;
+  grant: ChildGrant;
+  limits: Limits;
+  reservation: Amount;
+}
+
+/** What a child's input needs of its parent. */
+export interface ParentOfChild {
+  sessionId: string;
+  rootId: string;
+  depth: number;
+  tenant: string | undefined;
+  /** The parent's model: a child without a role runs with it exactly. */
+  model: string;
+}
+
+/** The child's `RunInput`: its task, preset, model, derived limits, narrowed scopes and origin. */
+export function childInput(
+  plan: ChildPlan,
+  brief: Brief,
+  invocation: number,
+  returnShape: Record<string, unknown> | undefined,
+  parent: ParentOfChild,
+  background: ChildBackground | undefined,
+): RunInput {
+  // No role: the child runs with the parent's exact model; a role brings its preset's model unless the brief names one.
+  const model = brief.model ?? (brief.role ? undefined : parent.model);
+  return {
+    task: renderChildTask(brief, returnShape),
+    preset: plan.preset,
+    ...(model && { model }),
+    ...(brief.effort && { effort: brief.effort }),
+    limits: plan.limits,
+    scopes: plan.grant.scopes,
+    ...(parent.tenant && { tenant: parent.tenant }),
+    origin: {
+      parentId: parent.sessionId,
+      rootId: parent.rootId,
+      depth: parent.depth + 1,
+      taskName: brief.task_name,
+      invocation,
+      allowedTools: plan.grant.tools,
+      contextMode: plan.contextMode,
+      preset: plan.composition,
+      ...(background && { background }),
+    },
+    ...(plan.restore && { restore: { kind: 'followup' as const, events: plan.restore.events } }),
+  };
+}
+
+/** How a child ended, as its parent books it: status, output, summary, error, and the spend it reported. */
+export interface ChildEnd {
+  status: ChildOutcome['status'];
+  output: unknown;
+  summary: string;
+  error?: string;
+  /** What the child reported it spent; `null` when it ended without saying (charged its whole reservation). */
+  spent: RunResult['usage'] | null;
+}
+
+/**
+ * R2.8/R2.9: a child's result as its parent reads it: a completed child's output checked against `return_shape`
+ * when given (a mismatch fails the brief), any other status an error for its brief only.
+ */
+export function endOfResult(ended: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd {
+  const text = ended.output ?? '';
+  if (ended.status === 'completed' && returnShape) {
+    const checked = checkReturnShape(ended.output, returnShape);
+    return checked.ok
+      ? { status: 'completed', output: checked.value, summary: text, spent: ended.usage }
+      : {
+          status: 'failed',
+          output: bounded(text, MAX_CHILD_OUTPUT_CHARS),
+          summary: text,
+          error: checked.error,
+          spent: ended.usage,
+        };
+  }
+  if (ended.status === 'completed') {
+    return { status: 'completed', output: bounded(text, MAX_CHILD_OUTPUT_CHARS), summary: text, spent: ended.usage };
+  }
+  return {
+    status: ended.status,
+    output: ended.output && bounded(ended.output, MAX_CHILD_OUTPUT_CHARS),
+    summary: text || ended.status,
+    error: `the child ended ${ended.status}${ended.limit ? ` (${ended.limit})` : ''}; its output is its best so far`,
+    spent: ended.usage,
+  };
+}
+
+/**
+ * R2.6/R2.13: settles a child's reservation: released, and its spend charged — what it reported, never more than
+ * its reservation, or the whole reservation when it ended without reporting (never under-count).
+ */
+export function settleReservation(
+  budget: Budget,
+  reservation: Amount,
+  spent: Spend | null,
+): { reserved: Amount; charge: Spend } {
+  const charge = chargeFor(
+    spent ?? { inputTokens: reservation.tokens, outputTokens: 0, costMicroUsd: reservation.costMicroUsd },
+    reservation,
+  );
+  return { reserved: release(budget, reservation).reserved, charge };
+}
