@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { countCallTokens, countText, encodingFor } from '../activities/tokens.js';
 import { chargeFor, fitCall, MIN_COMPLETION_TOKENS, worstCase } from '../src/rules/budget.js';
-import { cutText, formatBytes, utf8Bytes, wasCut } from '../src/rules/payloads.js';
+import { cutText, formatBytes, jsonFits, utf8Bytes, wasCut } from '../src/rules/payloads.js';
 import { callCostMicroUsd, priceFromUsdPerMTok } from '../src/rules/usage.js';
 import { upperBoundTokens } from '../workflows/model-budget.js';
 
@@ -127,5 +127,19 @@ describe('R2.13 hard budgets: counting and fitting a call', () => {
       { numRuns: 200 },
     );
     expect(callCostMicroUsd({ inputTokens: 1, outputTokens: 0 }, price)).toBe(1);
+  });
+});
+
+describe('R1.8 the per-turn input check', () => {
+  it('R1.8 jsonFits agrees with the exact size on either side of the budget', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ unit: 'binary', maxLength: 200 }), { maxLength: 20 }),
+        fc.integer({ min: 16, max: 6000 }),
+        (texts, max) => {
+          expect(jsonFits(texts, max)).toBe(Buffer.byteLength(JSON.stringify(texts)) <= max);
+        },
+      ),
+    );
   });
 });

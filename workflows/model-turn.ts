@@ -9,7 +9,7 @@ import type { LimitName } from '../src/contract/run.js';
 import { DEPUTY_COST_USD } from '../src/contract/search-attributes.js';
 import { toChatMessages } from '../src/contract/session.js';
 import { applyCompaction, compactionPrompt, planCompaction } from '../src/rules/compaction.js';
-import { formatBytes, jsonBytes } from '../src/rules/payloads.js';
+import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { addModelCall, addSpend, callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
 import { MODEL_CALL_OPTIONS } from './activity-options.js';
 import { budgetExceeded } from './model-budget.js';
@@ -80,7 +80,7 @@ export async function modelTurn(
   const turn = run.usage.modelCalls + 1;
   let input = turnInput(run, synthesisFor, offerTools);
   const { maxInputBytes } = run.payloads;
-  if (jsonBytes(input) > maxInputBytes) {
+  if (!jsonFits(input, maxInputBytes)) {
     const stopped = await maybeCompact(run, true);
     if (stopped) return stopped;
     input = turnInput(run, synthesisFor, offerTools);

@@ -78,6 +78,15 @@ export function wasCut(text: string): boolean {
   return /\[truncated: [\d.]+ [KM]?B → [\d.]+ [KM]?B\]$/.test(text);
 }
 
+/**
+ * Whether a value as JSON fits `maxBytes`, counting bytes only when the characters alone cannot tell (each UTF-16
+ * unit is at most 3 bytes): the per-turn check stays as cheap as the serialisation itself.
+ */
+export function jsonFits(value: unknown, maxBytes: number): boolean {
+  const json = JSON.stringify(value) ?? '';
+  return json.length * 3 <= maxBytes || (json.length <= maxBytes && utf8Bytes(json) <= maxBytes);
+}
+
 /** The UTF-8 size of a value as JSON, as it will be written to history. */
 export function jsonBytes(value: unknown): number {
   return utf8Bytes(JSON.stringify(value) ?? '');
