@@ -16,9 +16,6 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 /** Tool calls one answer may make; more would not fit in one history payload (R1.8). */
 export const MAX_TOOL_CALLS_PER_ANSWER = 64;
 
-/** Failure type of a call that was not made because its worst case does not fit the run's budget (R2.13). */
-export const BUDGET_EXCEEDED_TYPE = FAILURE.BudgetExceeded;
-
 /** Dependencies of the `callModel` activity. */
 export interface CallModelDeps {
   openai: OpenAI;
@@ -41,7 +38,7 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes }: Cal
       const fit = fitCall(estimate, input.budget);
       if (!fit.ok) {
         throw ApplicationFailure.create({
-          type: BUDGET_EXCEEDED_TYPE,
+          type: FAILURE.BudgetExceeded,
           message: `not calling ${input.model}: ${fit.message} (${fit.limit})`,
           nonRetryable: true,
           details: [{ limit: fit.limit, inputTokens: estimate }],

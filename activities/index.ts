@@ -21,8 +21,9 @@ import type { ConfigStore } from '../src/config/store.js';
 import type { Client } from '@temporalio/client';
 import type { HookFunction } from '../src/contract/hooks.js';
 import { stateQuery } from '../src/contract/messages.js';
-import { failureMessage } from '../src/rules/failure-message.js';
-import { CHILD_FAILED_TYPE, RunResult } from '../src/contract/run.js';
+import { failureMessage, findFailure } from '../src/rules/failure-message.js';
+import { reportedUsage } from '../src/rules/child-run.js';
+import { RunResult } from '../src/contract/run.js';
 import { withHeartbeat } from './heartbeat.js';
 import type { ToolDefinition } from '../src/contract/tools.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
@@ -113,12 +114,8 @@ export function createActivities({
           (err: unknown): AwaitRunResult => {
             if (!(err instanceof WorkflowFailedError)) throw err;
             if (err.cause instanceof CancelledFailure) return { kind: 'cancelled' };
-            const cause = err.cause;
-            const details =
-              cause instanceof ApplicationFailure && cause.type === CHILD_FAILED_TYPE
-                ? RunResult.safeParse(cause.details?.[0])
-                : null;
-            return { kind: 'failed', error: failureMessage(err), usage: details?.success ? details.data.usage : null };
+            const failure = findFailure(err.cause, FAILURE.ChildFailed);
+            return { kind: 'failed', error: failureMessage(err), usage: reportedUsage(failure?.details?.[0]) };
           },
         );
         const aborted = new Promise<never>((_, reject) =>

@@ -5,10 +5,7 @@
 import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
-import { cutText } from '../src/rules/payloads.js';
-
-/** Longest error text carried into history: an endpoint's error body can be megabytes (R1.8). */
-const MAX_ERROR_BYTES = 2000;
+import { cutText, MAX_ERROR_BYTES } from '../src/rules/payloads.js';
 
 const RETRYABLE_TYPES: Record<number, string> = {
   408: FAILURE.ModelTimeout,

@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { RunHookInput } from '../src/contract/activities.js';
 import type { ConfigStore } from '../src/config/store.js';
 import { HookDecision, type HookFunction } from '../src/contract/hooks.js';
-import { cutText } from '../src/rules/payloads.js';
+import { cutText, MAX_ERROR_BYTES } from '../src/rules/payloads.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
 
 /**
@@ -81,7 +81,7 @@ export function createRunHook(config: ConfigStore, functions: ReadonlyMap<string
     return {
       ...decision.data,
       ...(decision.data.task !== undefined && { task: cutText(decision.data.task, maxBytes) }),
-      ...(decision.data.reason !== undefined && { reason: cutText(decision.data.reason, 2000) }),
+      ...(decision.data.reason !== undefined && { reason: cutText(decision.data.reason, MAX_ERROR_BYTES) }),
     };
   };
 }

@@ -1,15 +1,20 @@
 import { Context } from '@temporalio/activity';
 import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/common';
-import { cutText, DEFAULT_PAYLOAD_LIMITS, formatBytes, truncationMarker, utf8Bytes } from '../src/rules/payloads.js';
+import {
+  cutText,
+  DEFAULT_PAYLOAD_LIMITS,
+  formatBytes,
+  MAX_ERROR_BYTES,
+  truncationMarker,
+  utf8Bytes,
+} from '../src/rules/payloads.js';
 import type { RunToolInput, RunToolResult } from '../src/contract/activities.js';
 import { holdsScopes, type ToolDefinition } from '../src/contract/tools.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
 
 /** Longest tool result the model is shown; the rest is cut with a note. */
 export const MAX_TOOL_RESULT_CHARS = 20_000;
-/** Longest error text of a failing tool carried into history (R1.8). */
-const MAX_ERROR_BYTES = 2000;
 
 const toolError = (content: string): RunToolResult => ({ content, isError: true });
 

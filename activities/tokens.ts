@@ -5,6 +5,7 @@
 import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from '../src/contract/session.js';
+import { INPUT_COUNT } from '../src/rules/budget.js';
 import type { ToolSpec } from '../src/contract/tools.js';
 
 /** How a model's input is counted, and the margin added for what the count cannot see. */
@@ -17,17 +18,11 @@ interface Encoding {
 const O200K_MODELS = /^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|chatgpt-4o|o\d)/;
 const CL100K_MODELS = /^(gpt-4|gpt-3\.5)/;
 
-/** Tokens Chat Completions adds per message (role and separators) and once per request (reply priming). */
-const PER_MESSAGE_TOKENS = 4;
-const PER_REQUEST_TOKENS = 3;
-/** Added after the factor: special tokens and formatting a count of the text cannot see. */
-const FIXED_MARGIN_TOKENS = 16;
-
 /** The encoding of `model` and the margin its count gets. */
 export function encodingFor(model: string): Encoding & { known: boolean } {
-  if (O200K_MODELS.test(model)) return { count: countO200k, factor: 1.05, known: true };
-  if (CL100K_MODELS.test(model)) return { count: countCl100k, factor: 1.05, known: true };
-  return { count: countO200k, factor: 1.25, known: false };
+  if (O200K_MODELS.test(model)) return { count: countO200k, factor: INPUT_COUNT.knownFactor, known: true };
+  if (CL100K_MODELS.test(model)) return { count: countCl100k, factor: INPUT_COUNT.knownFactor, known: true };
+  return { count: countO200k, factor: INPUT_COUNT.unknownFactor, known: false };
 }
 
 /** Longest run of non-space the BPE sees whole: BPE is quadratic in the length of one word. */
@@ -56,9 +51,9 @@ export function countCallTokens(
   tools: readonly Pick<ToolSpec, 'name' | 'description' | 'parameters'>[],
 ): { counted: number; estimate: number } {
   const { count, factor } = encodingFor(model);
-  let counted = PER_REQUEST_TOKENS;
+  let counted = INPUT_COUNT.perRequest;
   for (const message of messages) {
-    counted += PER_MESSAGE_TOKENS + countText(message.role, count);
+    counted += INPUT_COUNT.perMessage + countText(message.role, count);
     if (message.content) counted += countText(message.content, count);
     if (message.role === 'assistant' && message.tool_calls) {
       counted += countText(JSON.stringify(message.tool_calls), count);
@@ -69,5 +64,5 @@ export function countCallTokens(
     const schemas = tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
     counted += countText(JSON.stringify(schemas), count);
   }
-  return { counted, estimate: Math.ceil(counted * factor) + FIXED_MARGIN_TOKENS };
+  return { counted, estimate: Math.ceil(counted * factor) + INPUT_COUNT.fixedMargin };
 }

@@ -14,7 +14,6 @@ export {
   LedgerEntry,
   SendMessageInput,
   EndConversationInput,
-  CHILD_FAILED_TYPE,
 } from './contract/run.js';
 export { SessionEvent, SESSION_VERSION } from './contract/session.js';
 export { SessionExport, SESSION_FORMAT } from './rules/sessions.js';
@@ -29,5 +28,5 @@ export {
   type StartRunOptions,
 } from './client/client.js';
 export { DEPUTY_SEARCH_ATTRIBUTES } from './contract/search-attributes.js';
-export { PAYLOAD_TOO_LARGE_TYPE } from './rules/payloads.js';
+export { FAILURE, type FailureType } from './contract/failures.js';
 export * from './contract/errors.js';

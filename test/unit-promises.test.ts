@@ -1,10 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { countCallTokens, countText, encodingFor } from '../activities/tokens.js';
-import { chargeFor, fitCall, MIN_COMPLETION_TOKENS, worstCase } from '../src/rules/budget.js';
+import { chargeFor, fitCall, MIN_COMPLETION_TOKENS, upperBoundTokens, worstCase } from '../src/rules/budget.js';
 import { cutText, formatBytes, jsonFits, utf8Bytes, wasCut } from '../src/rules/payloads.js';
 import { callCostMicroUsd, priceFromUsdPerMTok } from '../src/rules/usage.js';
-import { upperBoundTokens } from '../workflows/model-budget.js';
 
 const price = priceFromUsdPerMTok(1, 2);
 

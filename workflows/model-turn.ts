@@ -10,9 +10,9 @@ import { DEPUTY_COST_USD } from '../src/contract/search-attributes.js';
 import { toChatMessages } from '../src/contract/session.js';
 import { applyCompaction, compactionPrompt, planCompaction } from '../src/rules/compaction.js';
 import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
+import { budgetExceeded } from '../src/rules/failure-message.js';
 import { addModelCall, addSpend, callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
 import { MODEL_CALL_OPTIONS } from './activity-options.js';
-import { budgetExceeded } from './model-budget.js';
 import { now, type AgentRunState } from './run-state.js';
 
 /** Appended to a synthesis call, which offers no tools (R1.4). */

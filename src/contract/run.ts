@@ -2,7 +2,6 @@
  * The `agentRun` contract: what a caller sends, what it gets back, and what the `state` query shows.
  * Must stay importable from workflow code: no Node built-ins, no I/O.
  */
-import { FAILURE } from './failures.js';
 import { z } from 'zod';
 import { BriefLimits, ContextMode } from '../rules/delegation.js';
 import { Effort, Preset } from './preset.js';
@@ -129,9 +128,6 @@ export const RunInput = z
     }
   });
 export type RunInput = z.input<typeof RunInput>;
-
-/** Failure type a failed child throws so its parent can still read its usage from the failure's details. */
-export const CHILD_FAILED_TYPE = FAILURE.ChildFailed;
 
 /** How a run ends. */
 export const RunStatus = z.enum(['completed', 'failed', 'cancelled', 'limit_reached']);

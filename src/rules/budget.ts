@@ -6,6 +6,7 @@
 import type { BriefLimits } from './delegation.js';
 import { remaining } from './limits.js';
 import type { Limits, ResolvedLimits, Usage } from '../contract/run.js';
+import { utf8Bytes } from './payloads.js';
 import { callCostMicroUsd, microToUsd, usdToMicro, type ModelPrice, type Spend } from './usage.js';
 
 /** Tokens and integer micro-USD. */
@@ -209,4 +210,28 @@ export function chargeFor(spent: Spend, reservation: Amount): Spend {
     outputTokens: tokens - inputTokens,
     costMicroUsd: Math.min(spent.costMicroUsd, reservation.costMicroUsd || Infinity),
   };
+}
+
+/**
+ * How a call's input is counted (activities/tokens.ts) and bounded without a tokenizer (workflow code): Chat
+ * Completions adds tokens per message and per request; the count gets a margin — a factor (1.05 for models whose
+ * encoding is known, 1.25 for any other) and a fixed number of tokens for what the text cannot show.
+ */
+export const INPUT_COUNT = Object.freeze({
+  perMessage: 4,
+  perRequest: 3,
+  knownFactor: 1.05,
+  unknownFactor: 1.25,
+  fixedMargin: 16,
+});
+
+/**
+ * An upper bound of the tokens `callModel` will count for these messages, margin included, without a tokenizer: a
+ * byte-level BPE token is at least one byte, and the widest margin is the unknown model's.
+ */
+export function upperBoundTokens(messages: readonly unknown[], tools: readonly unknown[] = []): number {
+  let bytes = INPUT_COUNT.perRequest;
+  for (const message of messages) bytes += INPUT_COUNT.perMessage + utf8Bytes(JSON.stringify(message));
+  if (tools.length > 0) bytes += utf8Bytes(JSON.stringify(tools));
+  return Math.ceil(bytes * INPUT_COUNT.unknownFactor) + INPUT_COUNT.fixedMargin;
 }

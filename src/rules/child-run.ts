@@ -3,7 +3,7 @@
  * (the outcome), and how its reservation is settled (R2.6, R2.13). No Temporal, no I/O: the workflow does the effects.
  */
 import type { ContextRendering, Preset } from '../contract/preset.js';
-import type { ChildOrigin, Limits, RunInput, RunResult } from '../contract/run.js';
+import { RunResult, type ChildOrigin, type Limits, type RunInput, type Usage } from '../contract/run.js';
 import type { SessionEvent } from '../contract/session.js';
 import { chargeFor, release, type Amount, type Budget } from './budget.js';
 import {
@@ -121,6 +121,23 @@ export function endOfResult(ended: RunResult, returnShape: Record<string, unknow
     error: `the child ended ${ended.status}${ended.limit ? ` (${ended.limit})` : ''}; its output is its best so far`,
     spent: ended.usage,
   };
+}
+
+/** What a failed child reported it spent: the usage of the `RunResult` its failure carries (R2.6), else `null`. */
+export function reportedUsage(details: unknown): Usage | null {
+  const parsed = RunResult.safeParse(details);
+  return parsed.success ? parsed.data.usage : null;
+}
+
+/** R2.9: a child that failed is an error for its brief only; what it reported spending, if anything, is charged. */
+export function failedEnd(message: string, spent: Usage | null): ChildEnd {
+  return { status: 'failed', output: null, summary: message, error: message, spent };
+}
+
+/** R2.9: a child cancelled before it finished (not by its parent) is an error for its brief only. */
+export function cancelledEnd(): ChildEnd {
+  const error = 'the child was cancelled before it finished';
+  return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
 }
 
 /**

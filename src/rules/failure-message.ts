@@ -1,5 +1,7 @@
 /** Reading Temporal failure chains for people. Shared by workflow and client code: no Node built-ins. */
 import { ApplicationFailure } from '@temporalio/common';
+import { FAILURE, type FailureType } from '../contract/failures.js';
+import type { LimitName } from '../contract/session.js';
 
 /** The message at the root of a failure chain (the original error). */
 export function rootMessage(err: unknown): string {
@@ -8,10 +10,23 @@ export function rootMessage(err: unknown): string {
   return current instanceof Error ? current.message : String(current);
 }
 
+/** The first `ApplicationFailure` in a chain, of `type` when given. */
+export function findFailure(err: unknown, type?: FailureType): ApplicationFailure | undefined {
+  for (let current: unknown = err; current instanceof Error; current = current.cause) {
+    if (current instanceof ApplicationFailure && (type === undefined || current.type === type)) return current;
+  }
+  return undefined;
+}
+
 /** The message of the first `ApplicationFailure` in a chain (the one that says what to fix), else the root's. */
 export function failureMessage(err: unknown): string {
-  for (let current: unknown = err; current instanceof Error; current = current.cause) {
-    if (current instanceof ApplicationFailure) return current.message;
-  }
-  return rootMessage(err);
+  return findFailure(err)?.message ?? rootMessage(err);
+}
+
+/** R2.13: the limit a model call did not fit (`maxTokens` or `maxCostUsd`) when `err` says it was not made for that. */
+export function budgetExceeded(err: unknown): Extract<LimitName, 'maxTokens' | 'maxCostUsd'> | null {
+  const failure = findFailure(err, FAILURE.BudgetExceeded);
+  if (!failure) return null;
+  const limit = (failure.details?.[0] as { limit?: unknown } | undefined)?.limit;
+  return limit === 'maxCostUsd' ? 'maxCostUsd' : 'maxTokens';
 }

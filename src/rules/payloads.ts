@@ -4,7 +4,6 @@
  * refused before they are sent. Pure functions: importable from workflow code.
  */
 import type { PayloadLimits } from '../contract/composition.js';
-import { FAILURE } from '../contract/failures.js';
 
 export type { PayloadLimits };
 
@@ -14,8 +13,8 @@ export const DEFAULT_PAYLOAD_LIMITS: PayloadLimits = Object.freeze({
   maxInputBytes: 1024 * 1024,
 });
 
-/** Failure type of a run whose next model-call input is too large even after compaction. */
-export const PAYLOAD_TOO_LARGE_TYPE = FAILURE.PayloadTooLarge;
+/** Longest error text carried into history: an endpoint's or a tool's error can be megabytes (R1.8). */
+export const MAX_ERROR_BYTES = 2000;
 
 /** The UTF-8 size of `text` in bytes, without allocating an encoded copy (no `Buffer` in workflow code). */
 export function utf8Bytes(text: string): number {

@@ -5,13 +5,21 @@
 import { MODEL_CALL_OPTIONS } from '../activity-options.js';
 import type { DeputyActivities } from '../../activities/index.js';
 import { isCancellation, proxyActivities } from '@temporalio/workflow';
-import { available, budgetOf, release, sum, type Amount, type CallBudget } from '../../src/rules/budget.js';
+import {
+  available,
+  budgetOf,
+  release,
+  sum,
+  upperBoundTokens,
+  worstCase,
+  type Amount,
+  type CallBudget,
+} from '../../src/rules/budget.js';
 import { cutText } from '../../src/rules/payloads.js';
 import type { SessionEvent } from '../../src/contract/session.js';
-import { failureMessage } from '../../src/rules/failure-message.js';
+import { budgetExceeded, failureMessage } from '../../src/rules/failure-message.js';
 import { BACKGROUND_HEADING, summaryPrompt } from '../../src/rules/context.js';
 import { callCostMicroUsd } from '../../src/rules/usage.js';
-import { budgetExceeded, upperBoundTokens } from '../model-budget.js';
 import type { AgentRunState } from '../run-state.js';
 import type { ChildBackground } from './plan.js';
 
@@ -37,24 +45,16 @@ export async function generateBackground(
 ): Promise<{ ok: true; background: ChildBackground } | { ok: false; error: string }> {
   const { composition } = run;
   const messages = summaryPrompt(task, snapshot, run.payloads.maxInputBytes);
-  const bound = upperBoundTokens(messages);
+  const worst = worstCase(upperBoundTokens(messages), SUMMARY_MAX_COMPLETION_TOKENS, composition.price);
   const free = available(budgetOf(run.limits, run.usage, run.reserved));
-  const hold: Amount = {
-    tokens: free.tokens === null ? 0 : Math.min(free.tokens, bound + SUMMARY_MAX_COMPLETION_TOKENS),
-    costMicroUsd:
-      free.costMicroUsd === null
-        ? 0
-        : Math.min(
-            free.costMicroUsd,
-            callCostMicroUsd({ inputTokens: bound, outputTokens: SUMMARY_MAX_COMPLETION_TOKENS }, composition.price),
-          ),
-  };
+  const capped = (left: number | null, need: number) => (left === null ? null : Math.min(left, need));
   const budget: CallBudget = {
-    tokens: free.tokens === null ? null : hold.tokens,
-    costMicroUsd: free.costMicroUsd === null ? null : hold.costMicroUsd,
+    tokens: capped(free.tokens, worst.tokens),
+    costMicroUsd: capped(free.costMicroUsd, worst.costMicroUsd),
     price: composition.price,
     maxCompletionTokens: SUMMARY_MAX_COMPLETION_TOKENS,
   };
+  const hold: Amount = { tokens: budget.tokens ?? 0, costMicroUsd: budget.costMicroUsd ?? 0 };
   run.reserved = sum(run.reserved, hold);
   try {
     const generated = await summarizeContext.executeWithOptions(

@@ -129,8 +129,7 @@ export async function bookAndRun(
     );
   } finally {
     // Another invocation of the same turn may still have live children.
-    const live = run.ledger.some((entry) => entry.status === 'reserved' || entry.status === 'running');
-    run.setStatus(live ? 'waiting_for_children' : 'running');
+    run.setStatus(run.hasLiveChildren() ? 'waiting_for_children' : 'running');
   }
   return { content: renderChildResults(outcomes), isError: outcomes.every((o) => o.status !== 'completed') };
 }

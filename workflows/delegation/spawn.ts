@@ -19,9 +19,10 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
-import { CHILD_FAILED_TYPE, type LedgerEntry, type RunInput, type RunResult } from '../../src/contract/run.js';
+import { type LedgerEntry, type RunInput, type RunResult } from '../../src/contract/run.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
-import { endOfResult, type ChildEnd } from '../../src/rules/child-run.js';
+import { cancelledEnd, endOfResult, failedEnd, reportedUsage, type ChildEnd } from '../../src/rules/child-run.js';
+import { FAILURE } from '../../src/contract/failures.js';
 
 const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 // Waits on a run this parent did not start in this execution (R2.4 attach): as long as the run lives.
@@ -79,15 +80,11 @@ export async function startChildOrExplain(
 export async function joinAttached(
   workflowId: string,
   returnShape: Record<string, unknown> | undefined,
-): ReturnType<typeof joinChild> {
+): Promise<ChildEnd> {
   try {
     const ended = await awaitRun({ workflowId });
-    if (ended.kind === 'result') return joinChild(Promise.resolve(ended.result), returnShape);
-    if (ended.kind === 'cancelled') {
-      const error = 'the child was cancelled before it finished';
-      return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
-    }
-    return { status: 'failed', output: null, summary: ended.error, error: ended.error, spent: ended.usage };
+    if (ended.kind === 'result') return endOfResult(ended.result, returnShape);
+    return ended.kind === 'cancelled' ? cancelledEnd() : failedEnd(ended.error, ended.usage);
   } catch (err) {
     if (isCancellation(err)) {
       await CancellationScope.nonCancellable(() => getExternalWorkflowHandle(workflowId).cancel()).catch(
@@ -108,21 +105,10 @@ export async function joinChild(
   } catch (err) {
     if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
     const cause = err.cause;
-    if (cause instanceof ApplicationFailure && cause.type === CHILD_FAILED_TYPE) {
-      const details = cause.details?.[0] as RunResult | undefined;
-      return {
-        status: 'failed',
-        output: null,
-        summary: cause.message,
-        error: cause.message,
-        spent: details?.usage ?? null,
-      };
+    if (cause instanceof ApplicationFailure && cause.type === FAILURE.ChildFailed) {
+      return failedEnd(cause.message, reportedUsage(cause.details?.[0]));
     }
-    if (cause instanceof CancelledFailure || isCancellation(err)) {
-      const error = 'the child was cancelled before it finished';
-      return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
-    }
-    const message = cause?.message ?? err.message;
-    return { status: 'failed', output: null, summary: message, error: message, spent: null };
+    if (cause instanceof CancelledFailure || isCancellation(err)) return cancelledEnd();
+    return failedEnd(cause?.message ?? err.message, null);
   }
 }
