@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RunResult } from '../src/contract/run.js';
 import { childInput, endOfResult, settleReservation, type ChildPlan } from '../src/rules/child-run.js';
+import { checkReturnShape } from '../src/rules/delegation.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 
 const usage = { ...ZERO_USAGE, inputTokens: 100, outputTokens: 20, totalTokens: 120, costMicroUsd: 140, modelCalls: 1 };
@@ -75,11 +76,12 @@ describe('R2.8 R2.9 how a child’s end reads to its parent', () => {
       spent: usage,
     });
     const shape = { type: 'object', properties: { rate: { type: 'number' } }, required: ['rate'] };
-    expect(endOfResult(ended({ output: '{"rate": 8}' }), shape)).toMatchObject({
+    const read = (output: string) => endOfResult(ended({ output }), checkReturnShape(output, shape));
+    expect(read('{"rate": 8}')).toMatchObject({
       status: 'completed',
       output: { rate: 8 },
     });
-    const mismatch = endOfResult(ended({ output: '{"rate": "eight"}' }), shape);
+    const mismatch = read('{"rate": "eight"}');
     expect(mismatch.status).toBe('failed');
     expect(mismatch.error).toMatch(/^the output does not match return_shape: rate: /);
   });

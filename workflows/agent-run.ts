@@ -14,15 +14,16 @@ import {
 } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
-import { RunInput, type RunResult } from '../src/contract/run.js';
+import type { RunInput, RunResult } from '../src/contract/run.js';
+import { RUN_INPUT_SCHEMA } from '../src/contract/json-schemas.js';
 import * as SA from '../src/contract/search-attributes.js';
-import { bestOutput } from '../src/contract/session.js';
+import { bestOutput } from '../src/contract/dialogue.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import { resolveLimits } from '../src/rules/limits.js';
-import { describeIssues } from '../src/rules/zod-issues.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
 import { agentLoop } from './loop.js';
+import { fitsSchema, loadZodContract } from './validation.js';
 import { AgentRunState, type ParsedRunInput } from './run-state.js';
 
 export { SYNTHESIS_INSTRUCTION } from './model-turn.js';
@@ -31,7 +32,7 @@ const { resolveRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /** Runs one agent: parse, start or resume, register handlers, loop until an answer or a limit, finish. */
 export async function agentRun(rawInput: RunInput): Promise<RunResult> {
-  const input = parseInput(rawInput);
+  const input = fastParse(rawInput) ?? (await parseInput(rawInput));
   const info = workflowInfo();
   const run = input.resume
     ? AgentRunState.fromResume(input, info.workflowId, input.resume)
@@ -98,8 +99,20 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   }
 }
 
-/** R1.7: input that fails its schema is rejected naming each field; R1.9: `origin` only on a real Temporal child. */
-function parseInput(rawInput: RunInput): ParsedRunInput {
+/**
+ * The common input (no `restore`, no `resume`) checked against the JSON Schema generated from `RunInput`, without
+ * evaluating zod; `undefined` when that check does not vouch for it.
+ */
+function fastParse(rawInput: RunInput): ParsedRunInput | undefined {
+  const raw = rawInput as Record<string, unknown> | null;
+  if (typeof raw !== 'object' || raw === null || raw.restore !== undefined || raw.resume !== undefined)
+    return undefined;
+  return fitsSchema(RUN_INPUT_SCHEMA, raw) ? checkOrigin(raw as ParsedRunInput) : undefined;
+}
+
+/** R1.7: input that fails its schema is rejected naming each field. */
+async function parseInput(rawInput: RunInput): Promise<ParsedRunInput> {
+  const { RunInput, describeIssues } = await loadZodContract();
   const parsed = RunInput.safeParse(rawInput);
   if (!parsed.success) {
     throw ApplicationFailure.create({
@@ -108,8 +121,13 @@ function parseInput(rawInput: RunInput): ParsedRunInput {
       nonRetryable: true,
     });
   }
+  return checkOrigin(parsed.data);
+}
+
+/** R1.9: `origin` only on a real Temporal child of the parent it names. */
+function checkOrigin(input: ParsedRunInput): ParsedRunInput {
   const { parent } = workflowInfo();
-  const { origin } = parsed.data;
+  const { origin } = input;
   if (origin && parent?.workflowId !== origin.parentId) {
     throw ApplicationFailure.create({
       type: FAILURE.RunInputInvalid,
@@ -117,7 +135,7 @@ function parseInput(rawInput: RunInput): ParsedRunInput {
       nonRetryable: true,
     });
   }
-  return parsed.data;
+  return input;
 }
 
 /** What `resolveRun` is asked: the run's own choices, a parent's grant and composition, or a restored session's. */

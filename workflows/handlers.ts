@@ -4,7 +4,6 @@
  * once the run has ended. Deterministic code only.
  */
 import { ApplicationFailure, setHandler } from '@temporalio/workflow';
-import type { z } from 'zod';
 import { FAILURE } from '../src/contract/failures.js';
 import {
   endConversationUpdate,
@@ -13,12 +12,17 @@ import {
   sendMessageUpdate,
   stateQuery,
 } from '../src/contract/messages.js';
-import { EndConversationInput, SendMessageInput } from '../src/contract/run.js';
-import { InterjectArgs } from '../src/rules/delegation.js';
+import {
+  END_CONVERSATION_INPUT_SCHEMA,
+  INTERJECT_ARGS_SCHEMA,
+  SEND_MESSAGE_INPUT_SCHEMA,
+} from '../src/contract/json-schemas.js';
+import type { InterjectArgs } from '../src/rules/delegation.js';
 import { failureMessage } from '../src/rules/failure-message.js';
-import { describeIssues } from '../src/rules/zod-issues.js';
+import type { JsonSchema } from '../src/rules/schema-check.js';
 import { deliverInterjection } from './delegation/steering.js';
 import type { AgentRunState } from './run-state.js';
+import { assertFits } from './validation.js';
 
 /** Registers every handler of `agentRun` on `run`. */
 export function registerHandlers(run: AgentRunState): void {
@@ -29,7 +33,7 @@ export function registerHandlers(run: AgentRunState): void {
       run.inbox.push({ from: 'user', content: message.message });
       return { accepted: true as const };
     },
-    { validator: (message) => validateUpdate(SendMessageInput, message, 'sendMessage', run.isEnded()) },
+    { validator: (message) => validateUpdate(SEND_MESSAGE_INPUT_SCHEMA, message, 'sendMessage', run.isEnded()) },
   );
   setHandler(
     endConversationUpdate,
@@ -39,7 +43,7 @@ export function registerHandlers(run: AgentRunState): void {
     },
     {
       validator: (payload) => {
-        validateUpdate(EndConversationInput, payload, 'endConversation', run.isEnded());
+        validateUpdate(END_CONVERSATION_INPUT_SCHEMA, payload, 'endConversation', run.isEnded());
         if (run.input.mode !== 'conversation') {
           throw new Error('endConversation: this run is in task mode; cancel it instead');
         }
@@ -68,7 +72,7 @@ export function registerHandlers(run: AgentRunState): void {
     },
     {
       validator: (args: InterjectArgs) => {
-        validateUpdate(InterjectArgs, args, 'interject', run.isEnded());
+        validateUpdate(INTERJECT_ARGS_SCHEMA, args, 'interject', run.isEnded());
         const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
         if (entry?.status !== 'running') {
           throw new Error(`interject: no running child named "${args.task_name}" (status ${entry?.status ?? 'none'})`);
@@ -78,8 +82,8 @@ export function registerHandlers(run: AgentRunState): void {
   );
 }
 
-function validateUpdate(schema: z.ZodType, payload: unknown, name: string, ended: boolean): void {
+/** Checked against the JSON Schemas generated from the zod contract: validators run on every update, zod-free. */
+function validateUpdate(schema: JsonSchema, payload: unknown, name: string, ended: boolean): void {
   if (ended) throw new Error(`${name}: the run has ended`);
-  const parsed = schema.safeParse(payload);
-  if (!parsed.success) throw new Error(`invalid ${name} payload: ${describeIssues(parsed.error).join('; ')}`);
+  assertFits(schema, payload, `${name} payload`);
 }

@@ -5,7 +5,7 @@
  */
 import { allHandlersFinished, condition, continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import type { LimitName, RunInput, RunStatus } from '../src/contract/run.js';
-import { bestOutput } from '../src/contract/session.js';
+import { bestOutput } from '../src/contract/dialogue.js';
 import { nextStep } from '../src/rules/agent-loop.js';
 import { maybeCompact, modelTurn } from './model-turn.js';
 import { now, type AgentRunState } from './run-state.js';

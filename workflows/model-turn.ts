@@ -7,7 +7,7 @@ import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { LimitName } from '../src/contract/run.js';
 import { DEPUTY_COST_USD } from '../src/contract/search-attributes.js';
-import { toChatMessages } from '../src/contract/session.js';
+import { toChatMessages } from '../src/contract/dialogue.js';
 import { applyCompaction, compactionPrompt, planCompaction } from '../src/rules/compaction.js';
 import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { budgetExceeded } from '../src/rules/failure-message.js';

@@ -18,7 +18,8 @@ import type {
   RunStatus,
 } from '../src/contract/run.js';
 import { DEPUTY_COST_USD, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
-import { SESSION_VERSION, type SessionEvent } from '../src/contract/session.js';
+import { SESSION_VERSION } from '../src/contract/dialogue.js';
+import type { SessionEvent } from '../src/contract/session.js';
 import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/rules/budget.js';
 import type { DelegationSettings } from '../src/rules/delegation.js';
 import { remaining } from '../src/rules/limits.js';

@@ -7,7 +7,7 @@ import { isCancellation, proxyActivities, setCurrentDetails } from '@temporalio/
 import type { DeputyActivities } from '../activities/index.js';
 import type { RunToolResult } from '../src/contract/activities.js';
 import type { ToolCall } from '../src/contract/session.js';
-import { DELEGATE_TOOL, FOLLOWUP_TOOL, INTERJECT_TOOL } from '../src/rules/delegation.js';
+import { DELEGATE_TOOL, FOLLOWUP_TOOL, INTERJECT_TOOL } from '../src/rules/children.js';
 import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
 import { addToolCalls } from '../src/rules/usage.js';
 import { joinAll, MODEL_CALL_OPTIONS } from './activity-options.js';

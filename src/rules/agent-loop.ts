@@ -4,13 +4,8 @@
  */
 import { exhaustedLimit, remaining, synthesisTrigger } from './limits.js';
 import type { LimitName, ResolvedLimits, Usage } from '../contract/run.js';
-import {
-  bestOutput,
-  endsWithFinalAnswer,
-  pendingToolCalls,
-  type SessionEvent,
-  type ToolCall,
-} from '../contract/session.js';
+import { bestOutput, endsWithFinalAnswer, pendingToolCalls } from '../contract/dialogue.js';
+import type { SessionEvent, ToolCall } from '../contract/session.js';
 
 /** What the workflow does next. */
 export type NextStep =

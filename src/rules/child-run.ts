@@ -3,19 +3,13 @@
  * (the outcome), and how its reservation is settled (R2.6, R2.13). No Temporal, no I/O: the workflow does the effects.
  */
 import type { ContextRendering, Preset } from '../contract/preset.js';
-import { RunResult, type ChildOrigin, type Limits, type RunInput, type Usage } from '../contract/run.js';
+import type { ChildOrigin, Limits, RunInput, RunResult, Usage } from '../contract/run.js';
+import { RUN_RESULT_SCHEMA } from '../contract/json-schemas.js';
+import { checkSchema } from './schema-check.js';
 import type { SessionEvent } from '../contract/session.js';
 import { chargeFor, release, type Amount, type Budget } from './budget.js';
-import {
-  bounded,
-  checkReturnShape,
-  MAX_CHILD_OUTPUT_CHARS,
-  renderChildTask,
-  type Brief,
-  type ChildGrant,
-  type ChildOutcome,
-  type ContextMode,
-} from './delegation.js';
+import { bounded, MAX_CHILD_OUTPUT_CHARS, renderChildTask, type ChildGrant, type ChildOutcome } from './children.js';
+import type { Brief, ContextMode, ReturnShapeCheck } from './delegation.js';
 import type { Spend } from './usage.js';
 
 /** The parent's context as prepared for a child (R3.5). */
@@ -95,12 +89,11 @@ export interface ChildEnd {
 
 /**
  * R2.8/R2.9: a child's result as its parent reads it: a completed child's output checked against `return_shape`
- * when given (a mismatch fails the brief), any other status an error for its brief only.
+ * when given (`checked`: a mismatch fails the brief), any other status an error for its brief only.
  */
-export function endOfResult(ended: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd {
+export function endOfResult(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
   const text = ended.output ?? '';
-  if (ended.status === 'completed' && returnShape) {
-    const checked = checkReturnShape(ended.output, returnShape);
+  if (ended.status === 'completed' && checked) {
     return checked.ok
       ? { status: 'completed', output: checked.value, summary: text, spent: ended.usage }
       : {
@@ -125,8 +118,8 @@ export function endOfResult(ended: RunResult, returnShape: Record<string, unknow
 
 /** What a failed child reported it spent: the usage of the `RunResult` its failure carries (R2.6), else `null`. */
 export function reportedUsage(details: unknown): Usage | null {
-  const parsed = RunResult.safeParse(details);
-  return parsed.success ? parsed.data.usage : null;
+  // The JSON Schema generated from RunResult: no zod in workflow code. A result it cannot vouch for reports nothing.
+  return checkSchema(RUN_RESULT_SCHEMA, details).kind === 'valid' ? (details as RunResult).usage : null;
 }
 
 /** R2.9: a child that failed is an error for its brief only; what it reported spending, if anything, is charged. */

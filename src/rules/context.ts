@@ -3,7 +3,8 @@
  * it a mode selects, and how it is shown to the child so that the parent's request is never mistaken for the child's
  * own assignment. Pure functions over session events.
  */
-import { STEERING_TOOLS, type ContextMode } from './delegation.js';
+import { STEERING_TOOLS } from './children.js';
+import type { ContextMode } from './delegation.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
 

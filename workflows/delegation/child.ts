@@ -6,7 +6,8 @@ import type { ContextRendering } from '../../src/contract/preset.js';
 import { ChildWorkflowCancellationType, isCancellation, ParentClosePolicy } from '@temporalio/workflow';
 import { budgetOf } from '../../src/rules/budget.js';
 import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
-import { bounded, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome, type ContextMode } from '../../src/rules/delegation.js';
+import { bounded, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
+import type { ContextMode } from '../../src/rules/delegation.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import {
   DEPUTY_CONTEXT_MODE,

@@ -7,14 +7,9 @@ import type { DeputyActivities } from '../../activities/index.js';
 import { proxyActivities } from '@temporalio/workflow';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { budgetOf, reserve } from '../../src/rules/budget.js';
-import {
-  checkCaps,
-  childWorkflowId,
-  parseInvocation,
-  renderChildResults,
-  type Brief,
-  type ChildOutcome,
-} from '../../src/rules/delegation.js';
+import { checkCaps, childWorkflowId, renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
+import type { Brief, DelegateArgs, InvocationCheck } from '../../src/rules/delegation.js';
+import { DELEGATE_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { joinAll, LOOKUP_OPTIONS } from '../activity-options.js';
@@ -22,15 +17,32 @@ import { takeSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
 import { planChild, toolError, type ChildPlan, type Snapshot } from './plan.js';
 import { runChild } from './child.js';
+import { fitsSchema, loadZodContract } from '../validation.js';
 
 const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+
+/** R2.2: a `delegate` call's arguments; zod is asked only for what the generated JSON Schema does not vouch for. */
+async function checkInvocation(rawArguments: string): Promise<InvocationCheck> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(rawArguments);
+  } catch {
+    raw = undefined;
+  }
+  const plain = raw as Partial<DelegateArgs> | undefined;
+  if (plain?.return_shape === undefined && fitsSchema(DELEGATE_ARGS_SCHEMA, raw)) {
+    return { ok: true, args: raw as DelegateArgs };
+  }
+  const { parseInvocation } = await loadZodContract();
+  return parseInvocation(rawArguments);
+}
 
 /** Executes one `delegate` tool call; every refusal is a tool error the model sees, with nothing spawned. */
 export async function runDelegation(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
   const { delegationSettings: settings, composition } = run;
   // R3.2: the evidence is frozen at the call, before any await: a sibling result that lands later never gets in.
   const snapshot: Snapshot = { events: takeSnapshot(run.events), mark: run.appended };
-  const check = parseInvocation(call.arguments);
+  const check = await checkInvocation(call.arguments);
   if (!check.ok) return toolError(check.error);
   const { briefs, return_shape: returnShape } = check.args;
 

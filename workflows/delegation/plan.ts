@@ -5,7 +5,8 @@
 
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { deriveChildLimits, reservationFor } from '../../src/rules/budget.js';
-import { narrowGrant, type Brief } from '../../src/rules/delegation.js';
+import { narrowGrant } from '../../src/rules/children.js';
+import type { Brief } from '../../src/rules/delegation.js';
 
 import type { SessionEvent } from '../../src/contract/session.js';
 import type { AgentRunState } from '../run-state.js';

@@ -19,10 +19,11 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
-import { type LedgerEntry, type RunInput, type RunResult } from '../../src/contract/run.js';
+import type { LedgerEntry, RunInput, RunResult } from '../../src/contract/run.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
 import { cancelledEnd, endOfResult, failedEnd, reportedUsage, type ChildEnd } from '../../src/rules/child-run.js';
 import { FAILURE } from '../../src/contract/failures.js';
+import { loadZodContract } from '../validation.js';
 
 const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 // Waits on a run this parent did not start in this execution (R2.4 attach): as long as the run lives.
@@ -76,6 +77,13 @@ export async function startChildOrExplain(
   };
 }
 
+/** A child's result as its parent books it; zod checks a completed child's output when a return shape asks. */
+async function readResult(result: RunResult, returnShape: Record<string, unknown> | undefined): Promise<ChildEnd> {
+  if (!returnShape || result.status !== 'completed') return endOfResult(result, undefined);
+  const { checkReturnShape } = await loadZodContract();
+  return endOfResult(result, checkReturnShape(result.output, returnShape));
+}
+
 /** Waits for an attached child (R2.4); cancelling the parent cancels it, as it would a child it started. */
 export async function joinAttached(
   workflowId: string,
@@ -83,7 +91,7 @@ export async function joinAttached(
 ): Promise<ChildEnd> {
   try {
     const ended = await awaitRun({ workflowId });
-    if (ended.kind === 'result') return endOfResult(ended.result, returnShape);
+    if (ended.kind === 'result') return await readResult(ended.result, returnShape);
     return ended.kind === 'cancelled' ? cancelledEnd() : failedEnd(ended.error, ended.usage);
   } catch (err) {
     if (isCancellation(err)) {
@@ -101,7 +109,7 @@ export async function joinChild(
   returnShape: Record<string, unknown> | undefined,
 ): Promise<ChildEnd> {
   try {
-    return endOfResult(await result, returnShape);
+    return await readResult(await result, returnShape);
   } catch (err) {
     if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
     const cause = err.cause;

@@ -6,11 +6,11 @@ import type { DeputyActivities } from '../../activities/index.js';
 import { getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { cutText, jsonBytes, formatBytes } from '../../src/rules/payloads.js';
-import { InterjectArgs } from '../../src/rules/delegation.js';
+import type { InterjectArgs } from '../../src/rules/delegation.js';
+import { INTERJECT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import type { ToolCall } from '../../src/contract/session.js';
-import { decideRestoration } from '../../src/rules/sessions.js';
 import { interjectionSignal } from '../../src/contract/messages.js';
-import { describeIssues } from '../../src/rules/zod-issues.js';
+import { fitsSchema, loadZodContract } from '../validation.js';
 import { renderParentContext, takeSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
 import { planChild, toolError, type ChildPlan } from './plan.js';
@@ -50,13 +50,17 @@ export async function deliverInterjection(
 }
 
 /** Reads the `{ task_name, message }` arguments of `interject` and `followup`; a problem is a tool error (R1.7). */
-function parseChildMessage(call: ToolCall): { ok: true; args: InterjectArgs } | { ok: false; error: string } {
+async function parseChildMessage(
+  call: ToolCall,
+): Promise<{ ok: true; args: InterjectArgs } | { ok: false; error: string }> {
   let raw: unknown;
   try {
     raw = JSON.parse(call.arguments);
   } catch {
     return { ok: false, error: `arguments for "${call.name}" are not valid JSON; send {"task_name": …, "message": …}` };
   }
+  if (fitsSchema(INTERJECT_ARGS_SCHEMA, raw)) return { ok: true, args: raw as InterjectArgs };
+  const { InterjectArgs, describeIssues } = await loadZodContract();
   const parsed = InterjectArgs.safeParse(raw);
   return parsed.success
     ? { ok: true, args: parsed.data }
@@ -65,7 +69,7 @@ function parseChildMessage(call: ToolCall): { ok: true; args: InterjectArgs } | 
 
 /** The `interject` tool: delivers, or explains as a tool error why it could not. */
 export async function runInterjection(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = parseChildMessage(call);
+  const parsed = await parseChildMessage(call);
   if (!parsed.ok) return toolError(parsed.error);
   const delivered = await deliverInterjection(parsed.args, run);
   return delivered.ok
@@ -79,7 +83,7 @@ export async function runInterjection(call: ToolCall, run: AgentRunState): Promi
  * else this run's own. The ledger links the new run to the old one.
  */
 export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = parseChildMessage(call);
+  const parsed = await parseChildMessage(call);
   if (!parsed.ok) return toolError(parsed.error);
   const { task_name: taskName, message } = parsed.args;
   const source = run.ledger.findLast((e) => e.taskName === taskName);
@@ -95,6 +99,7 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     );
   }
   const { events } = await loadSession({ workflowId: source.childWorkflowId });
+  const { decideRestoration } = await loadZodContract();
   const decision = decideRestoration(events);
   let childComposition: ChildPlan['composition'];
   if (decision.kind === 'independent') {

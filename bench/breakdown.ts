@@ -1,0 +1,88 @@
+/**
+ * `node --import tsx bench/breakdown.ts`: runs one benchmark tree (parent + 3 children) and one growth run, and prints
+ * where their history bytes go, by event type and by activity, so changes to history size can be measured.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import proto from '@temporalio/proto';
+const { temporal } = proto;
+import { builtinTools } from '../activities/builtin-tools.js';
+import { DeputyClient } from '../src/client/client.js';
+import { parseConfig } from '../src/config/load.js';
+import { ConfigStore } from '../src/config/store.js';
+import { startDevServer } from '../src/testing/dev-server.js';
+import { fetchPageTool } from '../src/testing/pages.js';
+import { ScriptedModelServer } from '../src/testing/scripted-model.js';
+import { createDeputyWorker } from '../src/worker/factory.js';
+import { benchConfig, benchRules, growthScript } from './script.js';
+
+Runtime.install({ logger: new DefaultLogger('WARN') });
+const TURNS = Number(process.env.TURNS ?? 20);
+
+async function main(): Promise<void> {
+  const server = await startDevServer();
+  const model = await ScriptedModelServer.start(benchRules(), { quiet: true });
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+  const queue = `breakdown-${randomUUID().slice(0, 8)}`;
+  const store = new ConfigStore(parseConfig(benchConfig(true, TURNS)));
+  const worker = await createDeputyWorker({
+    connection: await NativeConnection.connect({ address: server.address }),
+    taskQueue: queue,
+    backgroundTaskQueue: `${queue}-bg`,
+    config: store,
+    model: { apiKey: 'k', baseURL: model.url },
+    tools: [...builtinTools(), fetchPageTool],
+  });
+  const deputy = new DeputyClient(client, { taskQueue: queue });
+  await worker.runUntil(async () => {
+    const scopes = ['tools.calc', 'tools.notes', 'run.delegate'];
+    await deputy.startRun({ task: 'tree-run 1', scopes }, { workflowId: `tree-${queue}` });
+    await deputy.result(`tree-${queue}`);
+    growthScript.start(TURNS);
+    await deputy.startRun({ task: `growth-run on ${TURNS}`, scopes }, { workflowId: `growth-${queue}` });
+    await deputy.result(`growth-${queue}`);
+  });
+  for (const root of [`tree-${queue}`, `growth-${queue}`]) {
+    const ids = [root];
+    const byKind = new Map<string, { n: number; bytes: number }>();
+    let total = 0;
+    for (let i = 0; i < ids.length; i++) {
+      const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
+      const scheduled = new Map<string, string>();
+      for (const event of history.events ?? []) {
+        const id = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
+        if (id) ids.push(id);
+        const bytes = temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+        total += bytes;
+        let kind = String(temporal.api.enums.v1.EventType[event.eventType ?? 0]).replace('EVENT_TYPE_', '');
+        const sched = event.activityTaskScheduledEventAttributes;
+        if (sched) scheduled.set(String(event.eventId), sched.activityType?.name ?? '?');
+        const done = event.activityTaskCompletedEventAttributes ?? event.activityTaskStartedEventAttributes;
+        if (sched) kind += ` ${sched.activityType?.name}`;
+        if (done) kind += ` ${scheduled.get(String(done.scheduledEventId)) ?? '?'}`;
+        if (
+          process.env.DUMP &&
+          i === 1 &&
+          (kind.includes('STARTED') || kind.includes('SCHEDULED callModel') || kind.includes('COMPLETED resolveRun'))
+        )
+          console.log(kind, JSON.stringify(event).slice(0, 6000));
+        const entry = byKind.get(kind) ?? { n: 0, bytes: 0 };
+        entry.n += 1;
+        entry.bytes += bytes;
+        byKind.set(kind, entry);
+      }
+    }
+    console.log(`\n${root}: ${ids.length} workflows, ${total} bytes`);
+    for (const [kind, { n, bytes }] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes))
+      console.log(`${String(bytes).padStart(9)}  ${String(n).padStart(4)}  ${kind}`);
+  }
+  await model.close();
+  await server.env.teardown();
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

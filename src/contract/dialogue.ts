@@ -1,0 +1,86 @@
+/**
+ * Reading a session (R1.5): its effective dialogue as Chat Completions messages, its pending tool calls, its best
+ * output. Zod-free, so workflow code imports it without evaluating the contract's schemas.
+ */
+import type { SessionEvent, ToolCall } from './session.js';
+
+/** Version written into every `session/header`; readers reject newer versions. */
+export const SESSION_VERSION = 1;
+
+/** A message in OpenAI Chat Completions form, as `callModel` sends it. */
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | {
+      role: 'assistant';
+      content: string | null;
+      tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+    }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+/** Renders a session's effective dialogue as Chat Completions messages, after the persona as system prompt. */
+export function toChatMessages(events: readonly SessionEvent[], persona: string): ChatMessage[] {
+  const messages: ChatMessage[] = persona ? [{ role: 'system', content: persona }] : [];
+  for (const event of events) {
+    switch (event.type) {
+      case 'message/user':
+        messages.push({ role: 'user', content: event.content });
+        break;
+      case 'interjection':
+        messages.push({ role: 'user', content: `[interjection from ${event.from}]\n${event.content}` });
+        break;
+      case 'context/background':
+        if (event.dialogue) messages.push(...event.dialogue);
+        else messages.push({ role: 'user', content: event.content });
+        break;
+      case 'compaction/summary':
+        messages.push({ role: 'user', content: `## Summary of earlier turns\n${event.summary}` });
+        break;
+      case 'message/assistant':
+        messages.push({
+          role: 'assistant',
+          content: event.content,
+          ...(event.toolCalls.length > 0 && {
+            tool_calls: event.toolCalls.map((call) => ({
+              id: call.id,
+              type: 'function' as const,
+              function: { name: call.name, arguments: call.arguments },
+            })),
+          }),
+        });
+        break;
+      case 'tool/result':
+        messages.push({ role: 'tool', tool_call_id: event.toolCallId, content: event.content });
+        break;
+      default:
+        break;
+    }
+  }
+  return messages;
+}
+
+/** Tool calls of the last assistant message that have no result yet. */
+export function pendingToolCalls(events: readonly SessionEvent[]): ToolCall[] {
+  const answered = new Set<string>();
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!;
+    if (event.type === 'tool/result') answered.add(event.toolCallId);
+    if (event.type === 'message/assistant') return event.toolCalls.filter((call) => !answered.has(call.id));
+  }
+  return [];
+}
+
+/** The last non-empty assistant text: a run's best output so far. */
+export function bestOutput(events: readonly SessionEvent[]): string | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!;
+    if (event.type === 'message/assistant' && event.content && event.content.trim() !== '') return event.content;
+  }
+  return null;
+}
+
+/** True when the session's last event is an assistant answer with no tool calls. */
+export function endsWithFinalAnswer(events: readonly SessionEvent[]): boolean {
+  const last = events.at(-1);
+  return last?.type === 'message/assistant' && last.toolCalls.length === 0;
+}
