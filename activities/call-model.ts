@@ -12,6 +12,11 @@ import { withHeartbeat } from './heartbeat.js';
 import { toModelFailure } from './model-errors.js';
 import { countCallTokens } from './tokens.js';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import type { RunTool, ToolSpec } from '../src/contract/tools.js';
+import type { ChatMessage } from '../src/contract/dialogue.js';
+import { activityInfo } from '@temporalio/activity';
+import type { ContextCache } from './context-cache.js';
+import { compactionPromptFromMessages, messagesAfterCompaction } from '../src/rules/compaction.js';
 
 /** Tool calls one answer may make; more would not fit in one history payload (R1.8). */
 export const MAX_TOOL_CALLS_PER_ANSWER = 64;
@@ -25,16 +30,61 @@ export interface CallModelDeps {
   timeoutMs?: () => number;
   /** Longest answer text written to history, in UTF-8 bytes (R1.8), read at each call. */
   maxTextBytes?: () => number;
+  /** The spec of a tool a call names without one (the worker's registered tools and the steering tools). */
+  toolSpec?: (name: string) => ToolSpec | undefined;
+  /** The dialogues this worker last sent, per run, so a call's input carries only what is new (issue 12). */
+  contexts?: ContextCache;
+}
+
+/** The whole dialogue of a call that sent only what is new since the run's last call (issue 12). */
+export function assemble(
+  input: Pick<CallModelInput, 'messages' | 'context'>,
+  contexts: ContextCache | undefined,
+): ChatMessage[] {
+  const { context } = input;
+  if (!context) return input.messages;
+  const execution = activityInfo().workflowExecution;
+  const run = execution ? `${execution.workflowId}/${execution.runId}` : undefined;
+  let messages = input.messages;
+  if (context.baseSeq !== undefined && context.base !== undefined) {
+    const base = run === undefined ? undefined : contexts?.get(run, context.baseSeq, context.base);
+    if (!base) {
+      throw ApplicationFailure.create({
+        type: FAILURE.ContextUnknown,
+        message: `this worker does not hold the first ${context.base} messages of call ${context.baseSeq}; send the whole dialogue`,
+        nonRetryable: true,
+      });
+    }
+    messages = [...base, ...input.messages];
+  }
+  if (run !== undefined) contexts?.set(run, context.seq, messages, input.messages, context.baseSeq);
+  return messages;
 }
 
 /** Builds the `callModel` activity: one Chat Completions request with tools, heartbeating, abortable (R1.1, R1.2). */
-export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes }: CallModelDeps) {
+export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolSpec, contexts }: CallModelDeps) {
+  /** Newer compositions name their tools; the worker supplies what the model sees of each. */
+  const specOf = (tool: string | RunTool): ToolSpec => {
+    if (typeof tool !== 'string' && tool.description !== undefined && tool.parameters !== undefined) {
+      return tool as ToolSpec;
+    }
+    const name = typeof tool === 'string' ? tool : tool.name;
+    const spec = toolSpec?.(name);
+    if (spec) return spec;
+    throw ApplicationFailure.create({
+      type: FAILURE.ToolUnknown,
+      message: `tool "${name}" is not registered on this worker; register it (createDeputyWorker({ tools }))`,
+      nonRetryable: true,
+    });
+  };
   return async function callModel(input: CallModelInput): Promise<CallModelResult> {
+    const tools = input.tools.map(specOf);
+    const messages = assemble(input, contexts);
     // R2.13: count the input and ask for no more answer than the budget can pay for; a call that cannot fit is not
     // made (non-retryable: nothing about it will change on a retry).
     let maxCompletionTokens: number | null = null;
     if (input.budget) {
-      const { estimate } = countCallTokens(input.model, input.messages, input.tools);
+      const { estimate } = countCallTokens(input.model, messages, tools);
       const fit = fitCall(estimate, input.budget);
       if (!fit.ok) {
         throw ApplicationFailure.create({
@@ -52,9 +102,9 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes }: Cal
         completion = await openai.chat.completions.create(
           {
             model: input.model,
-            messages: input.messages,
-            ...(input.tools.length > 0 && {
-              tools: input.tools.map((tool) => ({
+            messages,
+            ...(tools.length > 0 && {
+              tools: tools.map((tool) => ({
                 type: 'function' as const,
                 function: { name: tool.name, description: tool.description, parameters: tool.parameters },
               })),
@@ -90,7 +140,7 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes }: Cal
           arguments: cutText(call.function.arguments, Math.max(1024, Math.floor(limit / kept.length))),
         })),
         // An endpoint that reports no usage is charged an estimate, so limits still hold.
-        inputTokens: completion.usage?.prompt_tokens ?? estimateTokens(JSON.stringify(input.messages)),
+        inputTokens: completion.usage?.prompt_tokens ?? estimateTokens(JSON.stringify(messages)),
         outputTokens: completion.usage?.completion_tokens ?? estimateTokens(JSON.stringify(choice.message)),
         finishReason: choice.finish_reason ?? null,
       };
@@ -98,13 +148,18 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes }: Cal
   };
 }
 
-/** Builds `summarizeContext` (R3.4): one model call without tools that writes a child's background. */
-export function createSummarizeContext(callModel: ReturnType<typeof createCallModel>) {
+/**
+ * Builds `summarizeContext` (R3.4): one model call without tools that writes a child's background. As
+ * `compactSession` (R1.6) with `compact`, it writes the prompt from the run's dialogue this worker holds, and keeps
+ * the dialogue as it reads after the compaction, so the run's next call sends only what is new (issue 12).
+ */
+export function createSummarizeContext(callModel: ReturnType<typeof createCallModel>, contexts?: ContextCache) {
   return async function summarizeContext(input: SummarizeContextInput): Promise<SummarizeContextResult> {
+    const dialogue = input.compact ? assemble(input, contexts) : undefined;
     const reply = await callModel({
       model: input.model,
       effort: null,
-      messages: input.messages,
+      messages: dialogue && input.compact ? compactionPromptFromMessages(dialogue, input.compact) : input.messages,
       tools: [],
       ...(input.budget && { budget: input.budget }),
     });
@@ -115,7 +170,14 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
         nonRetryable: false,
       });
     }
-    return { summary: reply.content.trim(), inputTokens: reply.inputTokens, outputTokens: reply.outputTokens };
+    const summary = reply.content.trim();
+    const execution = activityInfo().workflowExecution;
+    if (dialogue && input.compact && input.context && execution) {
+      const run = `${execution.workflowId}/${execution.runId}`;
+      const after = messagesAfterCompaction(dialogue, input.compact, summary);
+      contexts?.set(run, input.context.seq, after, after);
+    }
+    return { summary, inputTokens: reply.inputTokens, outputTokens: reply.outputTokens };
   };
 }
 

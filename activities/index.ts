@@ -25,8 +25,17 @@ import { failureMessage, findFailure } from '../src/rules/failure-message.js';
 import { reportedUsage } from '../src/rules/child-run.js';
 import { RunResult } from '../src/contract/run.js';
 import { withHeartbeat } from './heartbeat.js';
-import type { ToolDefinition } from '../src/contract/tools.js';
+import { toToolSpec, type ToolDefinition, type ToolSpec } from '../src/contract/tools.js';
+import {
+  DELEGATE_TOOL,
+  delegateToolSpec,
+  FOLLOWUP_TOOL,
+  followupToolSpec,
+  INTERJECT_TOOL,
+  interjectToolSpec,
+} from '../src/rules/delegation.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
+import { ContextCache } from './context-cache.js';
 import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
 
@@ -64,18 +73,21 @@ export function createActivities({
       nonRetryable: true,
     });
   };
+  const contexts = new ContextCache();
   const callModel = createCallModel({
     openai,
     apiKey,
     timeoutMs: () => config.current.modelTimeoutSeconds * 1000,
     maxTextBytes: () => config.current.payloads.maxTextBytes,
+    toolSpec: toolSpecs(tools),
+    contexts,
   });
   return {
     callModel,
     runTool: createRunTool(tools, () => config.current.payloads.maxTextBytes),
     summarizeContext: createSummarizeContext(callModel),
     // Same call, its own name, so Temporal UI tells compaction from context summaries.
-    compactSession: createSummarizeContext(callModel),
+    compactSession: createSummarizeContext(callModel, contexts),
     runHook: createRunHook(config, hookFunctions ?? new Map()),
     async resolveRun(input: ResolveRunInput): Promise<ResolveRunResult> {
       try {
@@ -129,6 +141,21 @@ export function createActivities({
     async resolvePresets(input: ResolvePresetsInput): Promise<ResolvePresetsResult> {
       return resolvePresetTools(config.current, input);
     },
+  };
+}
+
+/** What the model sees of each tool a run names: the registered tools' specs and the steering tools', built once. */
+function toolSpecs(tools: ReadonlyMap<string, ToolDefinition>): (name: string) => ToolSpec | undefined {
+  const specs = new Map<string, ToolSpec>([
+    [DELEGATE_TOOL, delegateToolSpec()],
+    [INTERJECT_TOOL, interjectToolSpec()],
+    [FOLLOWUP_TOOL, followupToolSpec()],
+  ]);
+  return (name) => {
+    let spec = specs.get(name);
+    const tool = tools.get(name);
+    if (!spec && tool) specs.set(name, (spec = toToolSpec(tool)));
+    return spec;
   };
 }
 

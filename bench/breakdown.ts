@@ -62,11 +62,8 @@ async function main(): Promise<void> {
         const done = event.activityTaskCompletedEventAttributes ?? event.activityTaskStartedEventAttributes;
         if (sched) kind += ` ${sched.activityType?.name}`;
         if (done) kind += ` ${scheduled.get(String(done.scheduledEventId)) ?? '?'}`;
-        if (
-          process.env.DUMP &&
-          i === 1 &&
-          (kind.includes('STARTED') || kind.includes('SCHEDULED callModel') || kind.includes('COMPLETED resolveRun'))
-        )
+        const dump = process.env.DUMP;
+        if (dump && kind.includes(dump) && (process.env.DUMP_ALL || i <= 1))
           console.log(kind, JSON.stringify(event).slice(0, 6000));
         const entry = byKind.get(kind) ?? { n: 0, bytes: 0 };
         entry.n += 1;

@@ -8,7 +8,7 @@ export interface ScenarioResult {
   deputy: Record<string, unknown>;
   baseline: Record<string, unknown> | null;
   ratio: number;
-  target: { ratioAtMost: number } | { ratioAtLeast: number } | null;
+  target: { ratioAtMost: number; bytesPerTurnAtMost?: number } | { ratioAtLeast: number } | null;
   met: boolean | null;
 }
 
@@ -24,7 +24,11 @@ const kib = (bytes: number | undefined) => `${((bytes ?? NaN) / 1024).toFixed(1)
 
 function targetText(result: ScenarioResult): string {
   if (!result.target) return '—';
-  const bound = 'ratioAtMost' in result.target ? `≤ ${result.target.ratioAtMost}` : `≥ ${result.target.ratioAtLeast}`;
+  const { target } = result;
+  const bound =
+    'ratioAtMost' in target
+      ? `≤ ${target.ratioAtMost}${target.bytesPerTurnAtMost ? ` and ≤ ${kib(target.bytesPerTurnAtMost)} a turn` : ''}`
+      : `≥ ${target.ratioAtLeast}`;
   return `${bound} ${result.met ? '✅' : '❌'}`;
 }
 
@@ -44,11 +48,29 @@ export function renderTable(report: BenchReport): string {
           `${s.ratio}`,
           targetText(s),
         ]);
+        break;
+      case 'tree-history':
         rows.push([
-          'Same tree: history of all 4 workflows',
+          s.title,
           `${d.events} events, ${kib(d.bytes)}`,
           `${b.events} events, ${kib(b.bytes)}`,
-          `${(d.bytes! / b.bytes!).toFixed(2)} (bytes)`,
+          `${s.ratio}`,
+          targetText(s),
+        ]);
+        break;
+      case 'wide-tree':
+        rows.push([
+          `${s.title} (wall time, ${s.runs} runs)`,
+          `${d.medianMs} ms`,
+          `${b.medianMs} ms`,
+          `${s.ratio}`,
+          '—',
+        ]);
+        rows.push([
+          `Same wide tree: history of all ${d.workflows} workflows`,
+          `${d.events} events, ${kib(d.bytes)}`,
+          `${b.events} events, ${kib(b.bytes)}`,
+          `${(d.bytes! / b.bytes!).toFixed(2)}`,
           '—',
         ]);
         break;
@@ -76,7 +98,9 @@ export function renderTable(report: BenchReport): string {
           `${s.ratio}`,
           targetText(s),
         ]);
-        rows.push(['Same load: worker peak RSS', `${d.peakRssMiB} MiB`, `${b.peakRssMiB} MiB`, '', '—']);
+        break;
+      case 'throughput-rss':
+        rows.push([s.title, `${d.peakRssMiB} MiB`, `${b.peakRssMiB} MiB`, `${s.ratio}`, targetText(s)]);
         break;
       default:
         rows.push([

@@ -20,13 +20,24 @@ import { ScriptedModelServer } from '../src/testing/scripted-model.js';
 import { bundleDeputyWorkflows } from '../src/worker/factory.js';
 import { bundleBaselineWorkflows } from './baseline/bundle.js';
 import type { ParentMessage, WorkerMessage } from './ipc.js';
-import { benchConfig, benchRules, growthScript, TREE_BRIEFS } from './script.js';
+import { benchConfig, benchRules, growthScript, TREE_BRIEFS, WIDE_ROUNDS, WIDE_WIDTH } from './script.js';
 import { renderTable, type ScenarioResult } from './report.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
+/** Issue 12's targets, each measured against the baseline in the same run. */
+const TARGETS = {
+  overhead: 1.15,
+  throughput: 0.85,
+  rss: 1.5,
+  treeBytes: 2,
+  perTurnBytes: 8 * 1024,
+  growthFlat: 1.25,
+  replayTree: 1.3,
+};
 /** HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT: fetch only a history's last event. */
 const CLOSE_EVENT = 2;
 const OVERHEAD_RUNS = QUICK ? 3 : 15;
+const WIDE_RUNS = QUICK ? 1 : 5;
 const THROUGHPUT_ROUNDS = QUICK ? 1 : 3;
 const THROUGHPUT_RUNS = 40;
 const GROWTH_TURNS = QUICK ? [10, 20] : [50, 100, 200, 400];
@@ -210,10 +221,54 @@ async function main(): Promise<void> {
       deputy: { medianMs: round(median(deputyMs)), ...deputyTree },
       baseline: { medianMs: round(median(baselineMs)), ...baselineTree },
       ratio: round(ratio),
-      target: { ratioAtMost: 1.3 },
-      met: ratio <= 1.3,
+      target: { ratioAtMost: TARGETS.overhead },
+      met: ratio <= TARGETS.overhead,
+    });
+    const bytesRatio = deputyTree.bytes / baselineTree.bytes;
+    results.push({
+      id: 'tree-history',
+      title: 'Same tree: history of all 4 workflows',
+      runs: 1,
+      deputy: { ...deputyTree },
+      baseline: { ...baselineTree },
+      ratio: round(bytesRatio),
+      target: { ratioAtMost: TARGETS.treeBytes },
+      met: bytesRatio <= TARGETS.treeBytes,
     });
     log(`  deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms, ratio ${round(ratio)}`);
+  }
+
+  // 1b. A wide tree: one parent, 8 invocations of 3 children (24), a final call.
+  {
+    log(`wide tree: ${WIDE_ROUNDS} x ${WIDE_WIDTH} children, ${WIDE_RUNS} runs a side, alternating`);
+    const deputyMs: number[] = [];
+    const baselineMs: number[] = [];
+    let lastDeputy = '';
+    let lastBaseline = '';
+    for (let i = 0; i < WIDE_RUNS; i++) {
+      lastDeputy = `bench-wide-${i}-${suffix}`;
+      let t0 = performance.now();
+      await runDeputy(`wide-run ${i}`, lastDeputy, 'wide done');
+      deputyMs.push(performance.now() - t0);
+      lastBaseline = `base-wide-${i}-${suffix}`;
+      t0 = performance.now();
+      await runBaseline('baselineWide', [lastBaseline, WIDE_ROUNDS, WIDE_WIDTH], lastBaseline);
+      baselineMs.push(performance.now() - t0);
+    }
+    const [deputyTree, baselineTree] = await Promise.all([treeSize(lastDeputy), treeSize(lastBaseline)]);
+    results.push({
+      id: 'wide-tree',
+      title: `Wide tree: parent + ${WIDE_ROUNDS * WIDE_WIDTH} children in ${WIDE_ROUNDS} invocations of ${WIDE_WIDTH}`,
+      runs: WIDE_RUNS,
+      deputy: { medianMs: round(median(deputyMs)), ...deputyTree },
+      baseline: { medianMs: round(median(baselineMs)), ...baselineTree },
+      ratio: round(median(deputyMs) / median(baselineMs)),
+      target: null,
+      met: null,
+    });
+    log(
+      `  deputy ${round(median(deputyMs))} ms ${deputyTree.bytes} bytes, baseline ${round(median(baselineMs))} ms ${baselineTree.bytes} bytes`,
+    );
   }
 
   // 2. Throughput: 40 concurrent roots delegating two children each. Before the long runs of history growth, which
@@ -253,11 +308,22 @@ async function main(): Promise<void> {
       id: 'throughput',
       title: `Throughput: ${THROUGHPUT_RUNS} concurrent roots, 2 children each`,
       runs: THROUGHPUT_ROUNDS,
-      deputy: { runsPerMinute: round(median(deputyRate), 1), peakRssMiB: round(median(deputyRss) / 2 ** 20, 1) },
-      baseline: { runsPerMinute: round(median(baselineRate), 1), peakRssMiB: round(median(baselineRss) / 2 ** 20, 1) },
+      deputy: { runsPerMinute: round(median(deputyRate), 1) },
+      baseline: { runsPerMinute: round(median(baselineRate), 1) },
       ratio: round(ratio),
-      target: { ratioAtLeast: 0.75 },
-      met: ratio >= 0.75,
+      target: { ratioAtLeast: TARGETS.throughput },
+      met: ratio >= TARGETS.throughput,
+    });
+    const rssRatio = median(deputyRss) / median(baselineRss);
+    results.push({
+      id: 'throughput-rss',
+      title: 'Same load: worker peak RSS',
+      runs: THROUGHPUT_ROUNDS,
+      deputy: { peakRssMiB: round(median(deputyRss) / 2 ** 20, 1) },
+      baseline: { peakRssMiB: round(median(baselineRss) / 2 ** 20, 1) },
+      ratio: round(rssRatio),
+      target: { ratioAtMost: TARGETS.rss },
+      met: rssRatio <= TARGETS.rss,
     });
   }
 
@@ -292,15 +358,16 @@ async function main(): Promise<void> {
     const first = GROWTH_TURNS[0]!;
     const last = GROWTH_TURNS.at(-1)!;
     const ratio = figures.on![last]!.bytesPerTurn / figures.on![first]!.bytesPerTurn;
+    const worst = Math.max(...GROWTH_TURNS.map((turns) => figures.on![turns]!.bytesPerTurn));
     results.push({
       id: 'history-growth',
       title: `History growth: bytes per turn, 2 KB tool result a turn, ${last} vs ${first} turns`,
       runs: 1,
-      deputy: { compactionOn: figures.on, compactionOff: figures.off },
+      deputy: { compactionOn: figures.on, compactionOff: figures.off, worstBytesPerTurn: worst },
       baseline: null,
       ratio: round(ratio),
-      target: { ratioAtMost: 1.25 },
-      met: ratio <= 1.25,
+      target: { ratioAtMost: TARGETS.growthFlat, bytesPerTurnAtMost: TARGETS.perTurnBytes },
+      met: ratio <= TARGETS.growthFlat && worst <= TARGETS.perTurnBytes,
     });
   }
 
@@ -348,15 +415,16 @@ async function main(): Promise<void> {
       }
       const events = (set: typeof deputySet) => set.reduce((n, h) => n + (h.history.events?.length ?? 0), 0);
       const ratio = median(deputyMs) / median(baselineMs);
+      const tree = label.startsWith('delegating');
       results.push({
-        id: `replay-${label.startsWith('delegating') ? 'tree' : 'long'}`,
+        id: `replay-${tree ? 'tree' : 'long'}`,
         title: `Replay: ${label}`,
         runs: REPLAY_REPS,
         deputy: { medianMs: round(median(deputyMs)), histories: deputySet.length, events: events(deputySet) },
         baseline: { medianMs: round(median(baselineMs)), histories: baselineSet.length, events: events(baselineSet) },
         ratio: round(ratio),
-        target: null,
-        met: null,
+        target: tree ? { ratioAtMost: TARGETS.replayTree } : null,
+        met: tree ? ratio <= TARGETS.replayTree : null,
       });
       log(`  ${label}: deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms`);
     }

@@ -7,11 +7,15 @@ export const TREE_BRIEFS = ['leaf: part 1', 'leaf: part 2', 'leaf: part 3'];
 
 const isCompaction = (request: RecordedRequest) => request.body.messages[0]?.content === COMPACTION_SYSTEM_PROMPT;
 
-/** A delegate call with the first `count` briefs, context `none`. */
-function delegate(count: number) {
-  const briefs = TREE_BRIEFS.slice(0, count).map((message, i) => ({
-    task_name: `part-${i + 1}`,
-    message,
+/** The wide tree: this many invocations of `delegate`, three briefs each. */
+export const WIDE_ROUNDS = 8;
+export const WIDE_WIDTH = 3;
+
+/** A delegate call with `count` briefs (task names from `first`), context `none`. */
+function delegate(count: number, first = 1) {
+  const briefs = Array.from({ length: count }, (_, i) => ({
+    task_name: `part-${first + i}`,
+    message: `leaf: part ${first + i}`,
     context: 'none',
   }));
   return { toolCalls: [{ name: 'delegate', arguments: { briefs } }] };
@@ -45,6 +49,15 @@ export function benchRules(): ScriptRule[] {
       when: userSays('tree-run'),
       times: Infinity,
       reply: (request) => (toolResultCount(request) === 0 ? delegate(3) : { text: 'tree done' }),
+    },
+    {
+      name: 'wide',
+      when: userSays('wide-run'),
+      times: Infinity,
+      reply: (request) => {
+        const round = toolResultCount(request);
+        return round < WIDE_ROUNDS ? delegate(WIDE_WIDTH, round * WIDE_WIDTH + 1) : { text: 'wide done' };
+      },
     },
     {
       name: 'throughput',
@@ -82,7 +95,12 @@ export function benchConfig(compaction: boolean, turns = 0): Record<string, unkn
       maxDurationSeconds: 3600,
       synthesisReserve: false,
     },
-    delegation: { enabled: true, childDefaults: { maxTurns: 5, maxTokens: 100_000, maxCostUsd: 1, maxToolCalls: 5 } },
+    // maxChildrenPerRun raised for the wide tree (8 invocations of 3).
+    delegation: {
+      enabled: true,
+      maxChildrenPerRun: WIDE_ROUNDS * WIDE_WIDTH,
+      childDefaults: { maxTurns: 5, maxTokens: 100_000, maxCostUsd: 1, maxToolCalls: 5 },
+    },
     compaction: compaction
       ? { thresholdTokens: 6000, keepRecentTurns: 3, continueAsNewAfterEvents: 600 }
       : { thresholdTokens: 1_000_000_000, keepRecentTurns: 3, continueAsNewAfterEvents: 1_000_000_000 },

@@ -1,9 +1,25 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RunResult } from '../src/contract/run.js';
-import { childInput, endOfResult, settleReservation, type ChildPlan } from '../src/rules/child-run.js';
+import {
+  childInput,
+  compositionFromInput,
+  endOfResult,
+  settleReservation,
+  type ChildPlan,
+} from '../src/rules/child-run.js';
 import { checkReturnShape } from '../src/rules/delegation.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
+import { builtinTools } from '../activities/builtin-tools.js';
+import { benchConfig } from '../bench/script.js';
+import { parseConfig } from '../src/config/load.js';
+import type { ResolveRunInput } from '../src/contract/activities.js';
+import type { ParsedRunInput } from '../src/contract/run.js';
+import { fetchPageTool } from '../src/testing/pages.js';
+import { resolveLimits } from '../src/rules/limits.js';
+import { DEFAULT_PAYLOAD_LIMITS } from '../src/rules/payloads.js';
+import { toolMap } from '../src/worker/factory.js';
+import { resolveComposition } from '../src/worker/composition.js';
 
 const usage = { ...ZERO_USAGE, inputTokens: 100, outputTokens: 20, totalTokens: 120, costMicroUsd: 140, modelCalls: 1 };
 const ended = (over: Partial<RunResult>): RunResult => ({
@@ -28,7 +44,25 @@ const plan: ChildPlan = {
   limits: { maxTurns: 3, maxTokens: 1000, maxCostUsd: 0.002 },
   reservation: { tokens: 1000, costMicroUsd: 2000 },
 };
-const parent = { sessionId: 'p', rootId: 'root', depth: 0, tenant: 'acme', model: 'gpt-4.1-mini' };
+const tools = toolMap([...builtinTools(), fetchPageTool]);
+const config = parseConfig({
+  ...benchConfig(true),
+  model: 'gpt-4.1-mini',
+  prices: {
+    'gpt-4.1-mini': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 },
+    other: { inputPerMTokUsd: 3, outputPerMTokUsd: 4 },
+  },
+  delegation: { enabled: true, maxDepth: 2 },
+});
+const ROOT_SCOPES = ['tools.calc', 'tools.notes', 'run.delegate'];
+const resolve = (input: ResolveRunInput) => resolveComposition(config, tools, input, { backgroundTaskQueue: 'bg' });
+const parent = {
+  sessionId: 'p',
+  rootId: 'root',
+  depth: 0,
+  tenant: 'acme',
+  composition: resolve({ scopes: ROOT_SCOPES, depth: 0 }),
+};
 
 describe('R2.4 R2.7 a child’s input', () => {
   it('R2.4 R2.7 origin names the parent, the invocation, the grant and the composition; the model follows the role', () => {
@@ -64,6 +98,79 @@ describe('R2.4 R2.7 a child’s input', () => {
       undefined,
     );
     expect(followup.restore).toEqual({ kind: 'followup', events: [] });
+  });
+
+  it('issue 12: an implicit child inherits exactly what resolveRun would answer for it; a role, another model or a follow-up looks up', () => {
+    const definition = parent.composition.presetDefinition!;
+    const implicit: ChildPlan = {
+      ...plan,
+      preset: definition.id,
+      composition: { definition, revision: 'r0', selected: false },
+    };
+    const names = ['calculate', 'search_notes', 'fetch_page', 'delegate', 'interject', 'followup'];
+    fc.assert(
+      fc.property(
+        fc.subarray(names),
+        fc.subarray(ROOT_SCOPES),
+        fc.option(fc.constantFrom('low', 'high' as const), { nil: undefined }),
+        fc.constantFrom(0, 1),
+        fc.subarray(['maxTurns', 'maxTokens', 'maxCostUsd', 'maxToolCalls'] as const),
+        (granted, scopes, effort, depth, limited) => {
+          const from = { ...parent, depth, composition: resolve({ scopes: ROOT_SCOPES, depth }) };
+          const brief = { ...plan.brief, ...(effort && { effort }) };
+          const limits = Object.fromEntries(limited.map((key) => [key, 2]));
+          const child = { ...implicit, grant: { tools: granted, scopes }, limits };
+          const input = childInput(child, brief, 1, undefined, from, undefined);
+          const inherited = compositionFromInput(input as ParsedRunInput)!;
+          const looked = resolve({
+            preset: input.preset,
+            model: input.model,
+            effort: input.effort,
+            scopes: input.scopes,
+            depth: depth + 1,
+            allowedTools: input.origin!.allowedTools,
+            presetDefinition: definition,
+          });
+          const delegates = looked.tools.some((tool) => tool.name === 'delegate');
+          // A child that may not delegate is not given what it would never read: the delegation settings, hooks and
+          // its tools' scopes; nor defaults its own limits override, nor payload budgets that are the defaults.
+          const { delegation, hooks, defaultLimits, payloads, tools, ...rest } = looked;
+          const { defaultLimits: given, payloads: givenPayloads, tools: givenTools, ...inheritedRest } = inherited;
+          expect(inheritedRest).toEqual({ ...rest, ...(delegates && { delegation, hooks }), presetRevision: 'r0' });
+          expect(resolveLimits(input.limits, given, 0)).toEqual(resolveLimits(input.limits, defaultLimits, 0));
+          expect(givenPayloads ?? DEFAULT_PAYLOAD_LIMITS).toEqual(payloads);
+          expect(givenTools.map((tool) => tool.name)).toEqual(tools.map((tool) => tool.name));
+          if (delegates) expect(givenTools).toEqual(tools);
+        },
+      ),
+      { numRuns: 300, seed: 20261130 },
+    );
+    const grant = { tools: ['calculate'], scopes: ['tools.calc'] };
+    const withRole = childInput(
+      { ...implicit, grant },
+      { ...plan.brief, role: 'assistant' },
+      1,
+      undefined,
+      parent,
+      undefined,
+    );
+    const otherModel = childInput(
+      { ...implicit, grant },
+      { ...plan.brief, model: 'other' },
+      1,
+      undefined,
+      parent,
+      undefined,
+    );
+    const followup = childInput(
+      { ...implicit, grant, restore: { from: 'x', events: [] } },
+      plan.brief,
+      1,
+      undefined,
+      parent,
+      undefined,
+    );
+    for (const input of [withRole, otherModel, followup]) expect(input.origin?.composition).toBeUndefined();
   });
 });
 

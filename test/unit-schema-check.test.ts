@@ -81,6 +81,13 @@ const CHILD_INPUT: Json = {
     allowedTools: ['calculate'],
     contextMode: 2,
     preset: { definition: PRESET, revision: 'abc', selected: false },
+    composition: {
+      tools: ['calculate', { name: 'search_notes', scopes: ['tools.notes'] }],
+      price: { inputMicroUsdPerMTok: 1, outputMicroUsdPerMTok: 2 },
+      defaultLimits: { maxTurns: 3, synthesisReserve: false },
+      compaction: { thresholdTokens: 6000, keepRecentTurns: 3, continueAsNewAfterEvents: 600 },
+      payloads: { maxTextBytes: 262144, maxInputBytes: 1048576 },
+    },
     background: { source: 'parent-chat', content: 'ctx', dialogue: [{ role: 'user', content: 'hi' }] },
   },
 };

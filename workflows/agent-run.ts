@@ -7,6 +7,7 @@ import {
   CancellationScope,
   ContinueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   sleep,
   upsertSearchAttributes,
@@ -20,6 +21,7 @@ import * as SA from '../src/contract/search-attributes.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import { resolveLimits } from '../src/rules/limits.js';
+import { compositionFromInput } from '../src/rules/child-run.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
 import { agentLoop } from './loop.js';
@@ -30,6 +32,9 @@ export { SYNTHESIS_INSTRUCTION } from './model-turn.js';
 
 const { resolveRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
+/** Issue 12: fewer search-attribute upserts and no `resolveRun` for inheriting children. */
+export const LEAN_HISTORY_PATCH = 'deputy-lean-history';
+
 /** Runs one agent: parse, start or resume, register handlers, loop until an answer or a limit, finish. */
 export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const input = fastParse(rawInput) ?? (await parseInput(rawInput));
@@ -38,10 +43,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     ? AgentRunState.fromResume(input, info.workflowId, input.resume)
     : new AgentRunState(input, info.workflowId);
   registerHandlers(run);
-  upsertSearchAttributes([
+  const treeAttributes = [
     { key: SA.DEPUTY_ROOT_ID, value: run.rootId },
     { key: SA.DEPUTY_DEPTH, value: run.depth },
-    { key: SA.DEPUTY_STATUS, value: run.status },
     ...(run.origin
       ? [
           { key: SA.DEPUTY_PARENT_ID, value: run.origin.parentId },
@@ -49,15 +53,26 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
           { key: SA.DEPUTY_CONTEXT_MODE, value: String(run.origin.contextMode) },
         ]
       : []),
-  ]);
+  ];
+  // Issue 12: one upsert when the run starts running (its parent set the tree's attributes on a child at its start),
+  // the cost once a turn needs it, not after every step; runs recorded before keep their history's upserts.
+  // A child whose parent passed its composition down is new by construction: no patch marker needed.
+  run.lean = input.origin?.composition !== undefined || patched(LEAN_HISTORY_PATCH);
+  if (!run.lean) upsertSearchAttributes([...treeAttributes, { key: SA.DEPUTY_STATUS, value: run.status }]);
   const loopScope = new CancellationScope();
   let deadlineHit = false;
   try {
     if (!input.resume) {
-      const composition = await resolveRun(resolveRunInput(input, run.depth));
+      // Issue 12: an implicit child got its composition from its parent; anything else looks it up.
+      const composition = compositionFromInput(input) ?? (await resolveRun(resolveRunInput(input, run.depth)));
       run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
     }
-    run.setStatus('running', [{ key: SA.DEPUTY_PRESET, value: run.composition.preset }]);
+    // A lean run sets what its start did not (a parent sets a child's root and parent ids when it starts it).
+    const present = workflowInfo().typedSearchAttributes.getAll();
+    const unset = treeAttributes.filter(
+      ({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value),
+    );
+    run.setStatus('running', [...(run.lean ? unset : []), { key: SA.DEPUTY_PRESET, value: run.composition.preset }]);
     const { deadlineMs } = run.limits;
     if (deadlineMs !== null) {
       // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.

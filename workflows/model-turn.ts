@@ -2,16 +2,17 @@
  * One model turn and the compaction before it (R1.1, R1.6, R1.8, R2.13). Deterministic code only: the model call
  * and the summary are activities.
  */
-import { ApplicationFailure, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { LimitName } from '../src/contract/run.js';
-import { DEPUTY_COST_USD } from '../src/contract/search-attributes.js';
 import { toChatMessages } from '../src/contract/dialogue.js';
-import { applyCompaction, compactionPrompt, planCompaction } from '../src/rules/compaction.js';
+import { applyCompaction, messagesAfterCompaction, planCompaction } from '../src/rules/compaction.js';
 import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
-import { budgetExceeded } from '../src/rules/failure-message.js';
-import { addModelCall, addSpend, callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
+import { budgetExceeded, findFailure } from '../src/rules/failure-message.js';
+import type { CallModelInput, CallModelResult } from '../src/contract/activities.js';
+import type { ChatMessage } from '../src/contract/dialogue.js';
+import { addModelCall, addSpend, callCostMicroUsd } from '../src/rules/usage.js';
 import { MODEL_CALL_OPTIONS } from './activity-options.js';
 import { now, type AgentRunState } from './run-state.js';
 
@@ -24,11 +25,59 @@ const COMPACTION_MAX_COMPLETION_TOKENS = 1024;
 
 const { callModel, compactSession } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
 
-/** The messages of the next model call: the effective dialogue after the persona, and the synthesis instruction. */
+/**
+ * The messages of the next model call: the effective dialogue after the persona, and the synthesis instruction. Tools
+ * go by name where the composition has no spec (the worker knows them).
+ */
 function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTools: boolean) {
-  const messages = toChatMessages(run.events, run.composition.persona);
+  const messages = toChatMessages(run.events, run.persona);
   if (synthesisFor) messages.push({ role: 'system', content: SYNTHESIS_INSTRUCTION });
-  return { messages, tools: offerTools ? run.composition.tools : [] };
+  const tools = offerTools ? run.composition.tools.map((tool) => (tool.parameters ? tool : tool.name)) : [];
+  return { messages, tools };
+}
+
+const sameMessage = (a: ChatMessage, b: ChatMessage) =>
+  a.role === b.role &&
+  a.content === b.content &&
+  (a.role !== 'tool' || a.tool_call_id === (b as typeof a).tool_call_id) &&
+  (a.role !== 'assistant' || JSON.stringify(a.tool_calls) === JSON.stringify((b as typeof a).tool_calls));
+
+/**
+ * Issue 12: a call's messages as what is new since the run's last call, which the worker that made it holds; the
+ * whole dialogue when nothing before is reusable, or `whole` (that worker is gone). History then grows by roughly
+ * what each turn produced, not by the whole dialogue every turn.
+ */
+function sinceLastCall(run: AgentRunState, messages: ChatMessage[], whole: boolean) {
+  const seq = ++run.contextSeq;
+  const last = run.lastCall;
+  const reusable =
+    !whole &&
+    last !== undefined &&
+    last.messages.length <= messages.length &&
+    last.messages.every((message, i) => sameMessage(message, messages[i]!));
+  if (!reusable || last.messages.length === 0) return { messages, context: { seq } };
+  const base = last.messages.length;
+  return { messages: messages.slice(base), context: { seq, baseSeq: last.seq, base } };
+}
+
+/** `callModel` with the dialogue sent as what is new; sent whole again if the worker does not hold the rest. */
+async function callWithContext(
+  run: AgentRunState,
+  summary: string,
+  input: Omit<CallModelInput, 'context'>,
+): Promise<CallModelResult> {
+  const attempt = async (whole: boolean) => {
+    const sent = sinceLastCall(run, input.messages, whole);
+    const reply = await callModel.executeWithOptions({ summary }, [{ ...input, ...sent }]);
+    run.lastCall = { seq: sent.context.seq, messages: input.messages };
+    return reply;
+  };
+  try {
+    return await attempt(false);
+  } catch (err) {
+    if (!findFailure(err, FAILURE.ContextUnknown)) throw err;
+    return attempt(true);
+  }
 }
 
 /**
@@ -44,18 +93,31 @@ export async function maybeCompact(run: AgentRunState, forced = false): Promise<
     : planCompaction(run.events, compaction.thresholdTokens, compaction.keepRecentTurns);
   if (!plan) return null;
   setCurrentDetails(`compacting ${plan.replaced.length} events`);
+  // Issue 12: the worker holds the dialogue; the call names the messages to compact, after the persona and before
+  // the recent turns, and sends only what is new since the last call.
+  const messages = toChatMessages(run.events, run.persona);
+  const from = run.persona ? 1 : 0;
+  const range = {
+    from,
+    to: messages.length - toChatMessages(plan.recent, '').length,
+    maxBytes: run.payloads.maxInputBytes,
+  };
+  const attempt = async (whole: boolean) => {
+    const sent = sinceLastCall(run, messages, whole);
+    const result = await compactSession.executeWithOptions(
+      { summary: `compactSession ${model} (${plan.replacesTurns} turns so far)` },
+      [{ model, ...sent, compact: range, budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS) }],
+    );
+    // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
+    run.lastCall = { seq: sent.context.seq, messages: messagesAfterCompaction(messages, range, result.summary) };
+    return result;
+  };
   let compacted;
   try {
-    compacted = await compactSession.executeWithOptions(
-      { summary: `compactSession ${model} (${plan.replacesTurns} turns so far)` },
-      [
-        {
-          model,
-          messages: compactionPrompt(plan.replaced, run.payloads.maxInputBytes),
-          budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS),
-        },
-      ],
-    );
+    compacted = await attempt(false).catch((err: unknown) => {
+      if (!findFailure(err, FAILURE.ContextUnknown)) throw err;
+      return attempt(true);
+    });
   } catch (err) {
     const limit = budgetExceeded(err);
     if (limit) return limit;
@@ -96,10 +158,12 @@ export async function modelTurn(
   setCurrentDetails(`turn ${turn}: calling ${model}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
   let reply;
   try {
-    reply = await callModel.executeWithOptions(
-      { summary: `callModel ${model} turn ${turn}${synthesisFor ? ' synthesis' : ''}` },
-      [{ model, effort, ...input, budget: run.callBudget() }],
-    );
+    reply = await callWithContext(run, `callModel ${model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`, {
+      model,
+      effort,
+      ...input,
+      budget: run.callBudget(),
+    });
   } catch (err) {
     const limit = budgetExceeded(err);
     if (!limit) throw err;
@@ -115,6 +179,7 @@ export async function modelTurn(
     toolCalls: reply.toolCalls,
     ...(synthesisFor && { synthesisFor }),
   });
-  upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(run.usage.costMicroUsd) }]);
+  // A final answer's cost is shown with the run's end, right after (a lean run's one upsert fewer).
+  if (!run.lean || reply.toolCalls.length > 0 || run.input.mode === 'conversation') run.showCost();
   return null;
 }

@@ -10,25 +10,24 @@ import type {
   ChildOrigin,
   LedgerEntry,
   LiveStatus,
+  ParsedRunInput,
   ResolvedLimits,
-  RunInput,
   RunResult,
   RunResume,
   RunState,
   RunStatus,
 } from '../src/contract/run.js';
 import { DEPUTY_COST_USD, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
-import { SESSION_VERSION } from '../src/contract/dialogue.js';
+import { SESSION_VERSION, type ChatMessage } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
 import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/rules/budget.js';
 import type { DelegationSettings } from '../src/rules/delegation.js';
 import { remaining } from '../src/rules/limits.js';
+import { renderPersona } from '../src/rules/persona.js';
 import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
 import { addSpend, microToUsd, ZERO_USAGE, type Spend } from '../src/rules/usage.js';
-import type { z } from 'zod';
 
-/** A run's input once parsed. */
-export type ParsedRunInput = z.output<typeof RunInput>;
+export type { ParsedRunInput };
 
 /** A user message or an interjection waiting to join the dialogue between turns. */
 export type InboxItem = { from: 'user'; content: string } | { from: string; content: string; interjection: true };
@@ -60,6 +59,11 @@ export class AgentRunState {
   reserved: Amount = ZERO_AMOUNT;
   readonly ledger: LedgerEntry[] = [];
   endRequested = false;
+  /** Issue 12's leaner history (fewer upserts); false when replaying a history recorded before it. */
+  lean = false;
+  /** Model calls made with a context sequence number (issue 12), and the messages of the last one that succeeded. */
+  contextSeq = 0;
+  lastCall: { seq: number; messages: ChatMessage[] } | undefined;
 
   constructor(
     readonly input: ParsedRunInput,
@@ -186,6 +190,12 @@ export class AgentRunState {
   /** Adds spend (a compaction, a summary, a child's charge) to the run's usage. */
   debit(spend: Spend): void {
     this.usage = addSpend(this.usage, spend);
+    // A lean run shows the cost once its tool turn is over (`showCost`), not after every child.
+    if (!this.lean) this.showCost();
+  }
+
+  /** Shows the run's cost so far in its search attributes. */
+  showCost(): void {
     upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(this.usage.costMicroUsd) }]);
   }
 
@@ -199,6 +209,14 @@ export class AgentRunState {
     const settings = this.composition.delegation;
     if (!settings) throw new Error('this run has no delegation settings (a history from before delegation)');
     return settings;
+  }
+
+  /** The system prompt: recorded in older compositions, rendered from the preset definition in newer ones. */
+  get persona(): string {
+    const { persona, presetDefinition } = this.composition;
+    if (persona !== undefined) return persona;
+    if (!presetDefinition) throw new Error('this run has neither a persona nor a preset definition');
+    return renderPersona(presetDefinition);
   }
 
   /** Size budgets of what the run writes to history (R1.8); histories from before them use the defaults. */

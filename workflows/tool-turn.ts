@@ -49,6 +49,7 @@ async function executeTool(run: AgentRunState, call: ToolCall, allowedTools: str
 export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
   setCurrentDetails(`turn ${run.usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
   const allowedTools = run.composition.tools.map((tool) => tool.name);
+  const costBefore = run.usage.costMicroUsd;
   await joinAll(
     calls.map(async (call) => {
       const { content, isError } = await executeTool(run, call, allowedTools);
@@ -56,6 +57,8 @@ export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: T
     }),
   );
   run.usage = addToolCalls(run.usage, calls.length);
+  // Children and summaries charged during the turn: a lean run shows the cost once for all of them.
+  if (run.lean && run.usage.costMicroUsd !== costBefore) run.showCost();
   for (const call of refused) {
     run.append({
       type: 'tool/result',

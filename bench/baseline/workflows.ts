@@ -29,6 +29,29 @@ export async function baselineTree(task: string, briefs: string[]): Promise<stri
   return final.content ?? '';
 }
 
+/** `rounds` rounds of a model call and `width` children of one model call each (in parallel), then a final call. */
+export async function baselineWide(task: string, rounds: number, width: number): Promise<string> {
+  const results: string[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    await chat([
+      { role: 'user', content: `${task} round ${round}` },
+      ...results.map((content) => ({ role: 'user' as const, content })),
+    ]);
+    const leaves = Array.from({ length: width }, (_, i) =>
+      executeChild(baselineLeaf, {
+        args: [`leaf: part ${(round - 1) * width + i + 1}`],
+        workflowId: `${task}/leaf-${round}-${i + 1}`,
+      }),
+    );
+    results.push((await Promise.all(leaves)).join('\n'));
+  }
+  const final = await chat([
+    { role: 'user', content: task },
+    { role: 'user', content: results.join('\n') },
+  ]);
+  return final.content ?? '';
+}
+
 /** `turns` turns of a model call and a 2 KB page, then a final model call; the transcript is not carried. */
 export async function baselineLoop(task: string, turns: number): Promise<string> {
   for (let turn = 1; turn <= turns; turn++) {

@@ -7,8 +7,9 @@ import type { Preset } from './preset.js';
 import type { RunResult, Usage } from './run.js';
 import type { ChatMessage, SessionEvent, ToolCall } from './session.js';
 import type { HookInput } from './hooks.js';
+import type { CompactionRange } from '../rules/compaction.js';
 import { ResolveRunResult } from './composition.js';
-import type { ToolSpec } from './tools.js';
+import type { RunTool } from './tools.js';
 
 /** Input of `resolveRun`: what the run asked for. */
 export interface ResolveRunInput {
@@ -29,7 +30,12 @@ export { ResolveRunResult };
 /** Input of `summarizeContext`: the accepted task and the parent's dialogue, summarised by the parent's model. */
 export interface SummarizeContextInput {
   model: string;
+  /** The prompt; for `compactSession` with `compact`, the run's dialogue (what is new since `context`'s base). */
   messages: ChatMessage[];
+  /** `compactSession` only (issue 12): where `messages` start from, as for `callModel`. */
+  context?: CallContext;
+  /** `compactSession` only (issue 12): the messages of the dialogue to compact; the worker writes the prompt. */
+  compact?: CompactionRange;
   /** What the call may spend (R2.13); absent in older histories. */
   budget?: CallBudget;
 }
@@ -82,10 +88,23 @@ export interface CallModelInput {
   model: string;
   effort: string | null;
   messages: ChatMessage[];
-  /** Tools offered on this call; empty for a synthesis call. */
-  tools: ToolSpec[];
+  /** Tools offered on this call (a name: the worker fills in the registered spec); empty for a synthesis call. */
+  tools: (string | RunTool)[];
+  /**
+   * Issue 12: this is call `seq` of the run; with `baseSeq`, `messages` are only what follows the first `base` messages
+   * of call `baseSeq`, which the worker holds (else it fails with `ModelCall.ContextUnknown`). Absent: `messages` are
+   * the whole dialogue (older histories, summaries).
+   */
+  context?: CallContext;
   /** What the call may spend (R2.13): it sets `max_completion_tokens` to fit, or is not made. Absent: no cap. */
   budget?: CallBudget;
+}
+
+/** Where a model call's messages start from (issue 12). */
+export interface CallContext {
+  seq: number;
+  baseSeq?: number;
+  base?: number;
 }
 
 /** Result of `callModel`. */

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { DelegationSettings } from '../rules/delegation.js';
 import { HookSpec } from './hooks.js';
 import { Preset } from './preset.js';
-import { ToolSpec } from './tools.js';
+import { RunTool } from './tools.js';
 
 /** Budget held back so the run can still write its final answer (R1.4); `false` turns synthesis off. */
 export const SynthesisReserve = z.union([
@@ -63,13 +63,13 @@ export const ResolveRunResult = z.object({
   presetRevision: z.string().optional(),
   /** The resolved definition, carried to implicit children (R4.3); absent in older histories. */
   presetDefinition: Preset.optional(),
-  /** System prompt: the preset's persona and its skills. */
-  persona: z.string(),
+  /** System prompt: the preset's persona and its skills; newer runs render it from `presetDefinition`. */
+  persona: z.string().optional(),
   model: z.string(),
   effort: z.string().nullable(),
   scopes: z.array(z.string()),
-  /** Tools the run may use: the preset's tools whose scopes the run holds. */
-  tools: z.array(ToolSpec),
+  /** Tools the run may use: the preset's tools whose scopes the run holds (names and scopes; see `RunTool`). */
+  tools: z.array(RunTool),
   price: ModelPrice,
   defaultLimits: DefaultLimits,
   /** Absent in histories recorded before delegation existed: treat as disabled. */
@@ -82,3 +82,22 @@ export const ResolveRunResult = z.object({
   payloads: PayloadLimits.optional(),
 });
 export type ResolveRunResult = z.infer<typeof ResolveRunResult>;
+
+/**
+ * What a child without a role of its own takes from its parent's composition (issue 12), carried in its input so it
+ * starts without a look-up; the rest (preset, model, scopes) is in the input already. `delegation` and `hooks` only
+ * for a child that may delegate.
+ */
+export const InheritedComposition = z.strictObject({
+  /** Absent: none. */
+  effort: z.string().optional(),
+  /** Names only for a child that may not delegate (it never narrows a grant with their scopes). */
+  tools: z.array(z.union([z.string(), RunTool])),
+  price: ModelPrice,
+  defaultLimits: DefaultLimits,
+  delegation: DelegationSettings.optional(),
+  hooks: z.array(HookSpec).optional(),
+  compaction: CompactionSettings.optional(),
+  payloads: PayloadLimits.optional(),
+});
+export type InheritedComposition = z.infer<typeof InheritedComposition>;

@@ -7,6 +7,9 @@ import type { SessionEvent, ToolCall } from './session.js';
 /** Version written into every `session/header`; readers reject newer versions. */
 export const SESSION_VERSION = 1;
 
+/** What starts the message that stands for a `compaction/summary` in the dialogue. */
+export const SUMMARY_HEADING = '## Summary of earlier turns\n';
+
 /** A message in OpenAI Chat Completions form, as `callModel` sends it. */
 export type ChatMessage =
   | { role: 'system'; content: string }
@@ -34,7 +37,7 @@ export function toChatMessages(events: readonly SessionEvent[], persona: string)
         else messages.push({ role: 'user', content: event.content });
         break;
       case 'compaction/summary':
-        messages.push({ role: 'user', content: `## Summary of earlier turns\n${event.summary}` });
+        messages.push({ role: 'user', content: `${SUMMARY_HEADING}${event.summary}` });
         break;
       case 'message/assistant':
         messages.push({

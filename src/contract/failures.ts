@@ -26,6 +26,13 @@ export const FAILURE = {
   ModelNetwork: 'ModelCall.Network',
   ModelMalformedResponse: 'ModelCall.MalformedResponse',
   ModelEmptyAnswer: 'ModelCall.EmptyAnswer',
+  /**
+   * A model call sent only what is new since the run's last call, and this worker does not hold the rest (issue 12).
+   * Non-retryable: the workflow sends the whole dialogue instead.
+   */
+  ContextUnknown: 'ModelCall.ContextUnknown',
+  /** A model call names a tool the worker has not registered. Non-retryable. */
+  ToolUnknown: 'Tool.Unknown',
   /** A tool threw an error without a type of its own. */
   ToolFailed: 'Tool.Failed',
   HookUnknown: 'Hook.Unknown',

@@ -97,6 +97,132 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
           required: ['definition', 'revision', 'selected'],
           additionalProperties: false,
         },
+        composition: {
+          type: 'object',
+          properties: {
+            effort: { type: 'string' },
+            tools: {
+              type: 'array',
+              items: {
+                anyOf: [
+                  { type: 'string' },
+                  {
+                    type: 'object',
+                    properties: {
+                      name: { type: 'string' },
+                      description: { type: 'string' },
+                      parameters: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
+                      scopes: { type: 'array', items: { type: 'string' } },
+                    },
+                    required: ['name', 'scopes'],
+                  },
+                ],
+              },
+            },
+            price: {
+              type: 'object',
+              properties: {
+                inputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                outputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+              },
+              required: ['inputMicroUsdPerMTok', 'outputMicroUsdPerMTok'],
+            },
+            defaultLimits: {
+              type: 'object',
+              properties: {
+                maxTurns: { type: 'number' },
+                maxTokens: { type: 'number' },
+                maxCostUsd: { type: 'number' },
+                maxToolCalls: { type: 'number' },
+                maxDurationSeconds: { type: 'number' },
+                synthesisReserve: {
+                  anyOf: [
+                    { type: 'boolean', const: false },
+                    {
+                      type: 'object',
+                      properties: {
+                        tokens: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                        costUsd: { type: 'number', minimum: 0 },
+                      },
+                      additionalProperties: false,
+                    },
+                  ],
+                },
+              },
+            },
+            delegation: {
+              type: 'object',
+              properties: {
+                enabled: { type: 'boolean' },
+                maxDepth: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+                maxBriefsPerInvocation: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+                maxChildrenPerRun: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+                neverInherit: { type: 'array', items: { type: 'string' } },
+                childDefaults: {
+                  type: 'object',
+                  properties: {
+                    maxTurns: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+                    maxTokens: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+                    maxCostUsd: { type: 'number', exclusiveMinimum: 0 },
+                    maxToolCalls: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                    deadline: {
+                      type: 'string',
+                      format: 'date-time',
+                      pattern:
+                        '^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|([+-](?:[01]\\d|2[0-3]):[0-5]\\d)))$',
+                    },
+                  },
+                  additionalProperties: false,
+                },
+                backgroundTaskQueue: { type: 'string' },
+              },
+              required: [
+                'enabled',
+                'maxDepth',
+                'maxBriefsPerInvocation',
+                'maxChildrenPerRun',
+                'neverInherit',
+                'childDefaults',
+                'backgroundTaskQueue',
+              ],
+            },
+            hooks: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  name: { type: 'string' },
+                  events: {
+                    type: 'array',
+                    items: { type: 'string', enum: ['task.submitted', 'subagent.start', 'subagent.end'] },
+                  },
+                  timeoutSeconds: { type: 'number' },
+                  onError: { type: 'string', enum: ['fail_closed', 'fail_open'] },
+                },
+                required: ['name', 'events', 'timeoutSeconds', 'onError'],
+              },
+            },
+            compaction: {
+              type: 'object',
+              properties: {
+                thresholdTokens: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+                keepRecentTurns: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+                continueAsNewAfterEvents: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+              },
+              required: ['thresholdTokens', 'keepRecentTurns', 'continueAsNewAfterEvents'],
+            },
+            payloads: {
+              type: 'object',
+              properties: {
+                maxTextBytes: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+                maxInputBytes: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+              },
+              required: ['maxTextBytes', 'maxInputBytes'],
+            },
+          },
+          required: ['tools', 'price', 'defaultLimits'],
+          additionalProperties: false,
+        },
         background: {
           type: 'object',
           properties: {

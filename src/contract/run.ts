@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { BriefLimits, ContextMode } from '../rules/delegation.js';
 import { Effort, Preset } from './preset.js';
-import { ResolveRunResult, SynthesisReserve } from './composition.js';
+import { InheritedComposition, ResolveRunResult, SynthesisReserve } from './composition.js';
 import { LimitName, SessionEvent } from './session.js';
 
 export { LimitName };
@@ -53,6 +53,8 @@ export const ChildOrigin = z.strictObject({
    * else the parent's exact definition.
    */
   preset: z.strictObject({ definition: Preset, revision: z.string(), selected: z.boolean() }).optional(),
+  /** The rest of an implicit child's composition, from its parent's: it starts without a look-up (issue 12). */
+  composition: InheritedComposition.optional(),
   /** The parent's context as prepared for this child (R3.5): a `context/background` event before its task. */
   background: z
     .strictObject({
@@ -128,6 +130,8 @@ export const RunInput = z
     }
   });
 export type RunInput = z.input<typeof RunInput>;
+/** A run's input once parsed (defaults filled in). */
+export type ParsedRunInput = z.output<typeof RunInput>;
 
 /** How a run ends. */
 export const RunStatus = z.enum(['completed', 'failed', 'cancelled', 'limit_reached']);

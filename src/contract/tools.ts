@@ -40,6 +40,13 @@ export const ToolSpec = z.object({
 });
 export type ToolSpec = z.infer<typeof ToolSpec>;
 
+/**
+ * A tool in a run's composition: its name and scopes, and its description and parameters only in histories from
+ * before issue 12 (newer runs leave them to the worker, which knows them from the registered tool).
+ */
+export const RunTool = ToolSpec.partial({ description: true, parameters: true });
+export type RunTool = z.infer<typeof RunTool>;
+
 /** A tool's parameters as the JSON schema the model sees, generated from zod (no `$schema` key). */
 export function parametersSchema(schema: z.ZodType, io: 'input' | 'output' = 'output'): Record<string, unknown> {
   const { $schema: _ignored, ...parameters } = z.toJSONSchema(schema, { target: 'draft-7', io }) as Record<

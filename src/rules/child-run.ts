@@ -3,12 +3,24 @@
  * (the outcome), and how its reservation is settled (R2.6, R2.13). No Temporal, no I/O: the workflow does the effects.
  */
 import type { ContextRendering, Preset } from '../contract/preset.js';
-import type { ChildOrigin, Limits, RunInput, RunResult, Usage } from '../contract/run.js';
+import type { ChildOrigin, Limits, ParsedRunInput, RunInput, RunResult, Usage } from '../contract/run.js';
+import type { InheritedComposition, ResolveRunResult } from '../contract/composition.js';
+import type { RunTool } from '../contract/tools.js';
 import { RUN_RESULT_SCHEMA } from '../contract/json-schemas.js';
 import { checkSchema } from './schema-check.js';
+import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
 import { chargeFor, release, type Amount, type Budget } from './budget.js';
-import { bounded, MAX_CHILD_OUTPUT_CHARS, renderChildTask, type ChildGrant, type ChildOutcome } from './children.js';
+import {
+  bounded,
+  DELEGATE_SCOPE,
+  DELEGATE_TOOL,
+  MAX_CHILD_OUTPUT_CHARS,
+  renderChildTask,
+  STEERING_TOOLS,
+  type ChildGrant,
+  type ChildOutcome,
+} from './children.js';
 import type { Brief, ContextMode, ReturnShapeCheck } from './delegation.js';
 import type { Spend } from './usage.js';
 
@@ -39,8 +51,79 @@ export interface ParentOfChild {
   rootId: string;
   depth: number;
   tenant: string | undefined;
-  /** The parent's model: a child without a role runs with it exactly. */
-  model: string;
+  /** The parent's composition: a child without a role runs with its model exactly and inherits the rest. */
+  composition: ResolveRunResult;
+}
+
+/**
+ * Issue 12: what an implicit child (no role, the parent's model, not a follow-up) takes from its parent's
+ * composition, so it starts without a `resolveRun` look-up: what `resolveComposition` would answer for its input,
+ * with the config the parent started under. Its tools are the parent's, in its preset's order, granted and with their
+ * scopes held; the steering tools when it may delegate (and only then the delegation settings and hooks).
+ */
+export function inheritComposition(
+  parent: ResolveRunResult,
+  plan: Pick<ChildPlan, 'composition' | 'grant' | 'restore' | 'limits'>,
+  brief: Pick<Brief, 'role' | 'model' | 'effort'>,
+  childDepth: number,
+): InheritedComposition | undefined {
+  const { definition, selected } = plan.composition;
+  const sameModel = brief.model === undefined || brief.model === parent.model;
+  if (selected || brief.role !== undefined || !sameModel || plan.restore || !parent.presetDefinition) return undefined;
+  const { tools: granted, scopes } = plan.grant;
+  const byName = new Map(parent.tools.map((tool) => [tool.name, tool]));
+  const tools = definition.tools
+    .map((name) => byName.get(name))
+    .filter((tool): tool is RunTool => tool !== undefined && granted.includes(tool.name))
+    .filter((tool) => tool.scopes.every((scope) => scopes.includes(scope)))
+    .map((tool): RunTool => ({ name: tool.name, scopes: tool.scopes }));
+  const delegation = parent.delegation;
+  const mayDelegate =
+    delegation !== undefined &&
+    delegation.enabled &&
+    scopes.includes(DELEGATE_SCOPE) &&
+    childDepth < delegation.maxDepth &&
+    granted.includes(DELEGATE_TOOL);
+  if (mayDelegate) tools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
+  // Only what the child reads: the defaults its own limits leave open, tool scopes when it may delegate (it narrows
+  // its children's grants with them), the payload budgets when they are not the defaults.
+  const defaults = Object.entries(parent.defaultLimits).filter(
+    ([key]) => key === 'maxDurationSeconds' || plan.limits[key as keyof Limits] === undefined,
+  );
+  const effort = brief.effort ?? definition.effort;
+  const { payloads } = parent;
+  const customPayloads =
+    payloads &&
+    (payloads.maxTextBytes !== DEFAULT_PAYLOAD_LIMITS.maxTextBytes ||
+      payloads.maxInputBytes !== DEFAULT_PAYLOAD_LIMITS.maxInputBytes);
+  return {
+    ...(effort !== undefined && { effort }),
+    tools: mayDelegate ? tools : tools.map((tool) => tool.name),
+    price: parent.price,
+    defaultLimits: Object.fromEntries(defaults),
+    ...(mayDelegate && { delegation, hooks: parent.hooks ?? [] }),
+    ...(parent.compaction && { compaction: parent.compaction }),
+    ...(customPayloads && { payloads }),
+  };
+}
+
+/** The child's composition from its input, when its parent passed it down (no look-up needed). */
+export function compositionFromInput(input: ParsedRunInput): ResolveRunResult | undefined {
+  const { origin } = input;
+  if (!origin?.composition || !origin.preset || input.model === undefined) return undefined;
+  const { definition, revision } = origin.preset;
+  const { effort, tools, ...rest } = origin.composition;
+  return {
+    ...rest,
+    effort: effort ?? null,
+    // A child that may not delegate was given names only: it never narrows a grant with their scopes.
+    tools: tools.map((tool) => (typeof tool === 'string' ? { name: tool, scopes: [] } : tool)),
+    preset: definition.id,
+    presetRevision: revision,
+    presetDefinition: definition,
+    model: input.model,
+    scopes: input.scopes ?? [],
+  };
 }
 
 /** The child's `RunInput`: its task, preset, model, derived limits, narrowed scopes and origin. */
@@ -53,7 +136,8 @@ export function childInput(
   background: ChildBackground | undefined,
 ): RunInput {
   // No role: the child runs with the parent's exact model; a role brings its preset's model unless the brief names one.
-  const model = brief.model ?? (brief.role ? undefined : parent.model);
+  const model = brief.model ?? (brief.role ? undefined : parent.composition.model);
+  const composition = inheritComposition(parent.composition, plan, brief, parent.depth + 1);
   return {
     task: renderChildTask(brief, returnShape),
     preset: plan.preset,
@@ -71,6 +155,7 @@ export function childInput(
       allowedTools: plan.grant.tools,
       contextMode: plan.contextMode,
       preset: plan.composition,
+      ...(composition && { composition }),
       ...(background && { background }),
     },
     ...(plan.restore && { restore: { kind: 'followup' as const, events: plan.restore.events } }),

@@ -3,7 +3,7 @@
  * scopes are narrowed, its id and task message, and how children's results read to the parent. Workflow code imports
  * it without evaluating any schema; the argument schemas live in `delegation.ts`.
  */
-import type { ToolSpec } from '../contract/tools.js';
+import type { RunTool } from '../contract/tools.js';
 import type { Brief, DelegateArgs, DelegationSettings } from './delegation.js';
 
 /** Name of the tool the model calls to delegate. */
@@ -67,7 +67,7 @@ export interface ChildGrant {
  * its tools need. Returns an error when the brief asks for a tool the parent lacks.
  */
 export function narrowGrant(input: {
-  parentTools: readonly ToolSpec[];
+  parentTools: readonly RunTool[];
   parentScopes: readonly string[];
   allowedTools: readonly string[] | undefined;
   presetTools: readonly string[];

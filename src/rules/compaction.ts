@@ -3,6 +3,8 @@
  * anchored `compaction/summary` that replaces them for good. Pure functions; the summary itself is an activity.
  */
 import { DIALOGUE_TYPES, renderParentContext, splitTurns } from './context.js';
+import { STEERING_TOOLS } from './children.js';
+import { SUMMARY_HEADING } from '../contract/dialogue.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { ChatMessage, SessionEvent } from '../contract/session.js';
 
@@ -63,9 +65,62 @@ export function compactionPrompt(
     .join('\n')
     .replace(/outer_user/g, 'user')
     .replace(/outer_assistant/g, 'assistant');
+  return promptFor(text);
+}
+
+const promptFor = (text: string): ChatMessage[] => [
+  { role: 'system', content: COMPACTION_SYSTEM_PROMPT },
+  { role: 'user', content: `## Conversation to compact\n${text}\n\nWrite the compacted summary.` },
+];
+
+/** Which messages of a run's dialogue a compaction replaces: `[from, to)`, after the persona, before the recent turns. */
+export interface CompactionRange {
+  from: number;
+  to: number;
+  /** The prompt's size budget (R1.8). */
+  maxBytes: number;
+}
+
+/**
+ * Issue 12: the compaction prompt written by the worker from the dialogue it holds (the workflow sends only the
+ * range): the same transcript `compactionPrompt` writes from the events, read from the messages instead.
+ */
+export function compactionPromptFromMessages(messages: readonly ChatMessage[], range: CompactionRange): ChatMessage[] {
+  const names = new Map<string, string>();
+  const lines: string[] = [];
+  const line = (label: string, text: string) => lines.push(`${label}: ${text.trim()}`);
+  for (const message of messages.slice(range.from, range.to)) {
+    if (message.role === 'user') {
+      if (message.content.startsWith(SUMMARY_HEADING)) {
+        line('summary of earlier turns', message.content.slice(SUMMARY_HEADING.length));
+      } else line('user', message.content);
+    } else if (message.role === 'assistant') {
+      if (message.content?.trim()) line('assistant', message.content);
+      for (const call of message.tool_calls ?? []) {
+        names.set(call.id, call.function.name);
+        if (!STEERING_TOOLS.includes(call.function.name))
+          lines.push(`assistant called ${call.function.name}(${call.function.arguments})`);
+      }
+    } else if (message.role === 'tool') {
+      const name = names.get(message.tool_call_id) ?? 'a tool';
+      if (!STEERING_TOOLS.includes(name)) line(`${name} returned`, message.content);
+    } else {
+      line('system', message.content);
+    }
+  }
+  return promptFor(cutText(lines.join('\n'), range.maxBytes - 2048));
+}
+
+/** The dialogue after a compaction, as messages: what the workflow's session renders to once the summary is in. */
+export function messagesAfterCompaction(
+  messages: readonly ChatMessage[],
+  range: Pick<CompactionRange, 'from' | 'to'>,
+  summary: string,
+): ChatMessage[] {
   return [
-    { role: 'system', content: COMPACTION_SYSTEM_PROMPT },
-    { role: 'user', content: `## Conversation to compact\n${text}\n\nWrite the compacted summary.` },
+    ...messages.slice(0, range.from),
+    { role: 'user', content: `${SUMMARY_HEADING}${summary}` },
+    ...messages.slice(range.to),
   ];
 }
 

@@ -10,17 +10,16 @@ import type {
   ResolveRunResult,
 } from '../contract/activities.js';
 import {
+  DELEGATE_SCOPE,
   DELEGATE_TOOL,
   delegateAvailable,
-  delegateToolSpec,
-  followupToolSpec,
-  interjectToolSpec,
+  STEERING_TOOLS,
   type DelegationSettings,
 } from '../rules/delegation.js';
-import type { DeputyConfig, Preset } from '../config/load.js';
+import type { DeputyConfig } from '../config/load.js';
 import { presetRevision } from '../config/store.js';
 import { DeputyError } from '../contract/errors.js';
-import { holdsScopes, toToolSpec, type ToolDefinition } from '../contract/tools.js';
+import { holdsScopes, type RunTool, type ToolDefinition } from '../contract/tools.js';
 import { priceFromUsdPerMTok } from '../rules/usage.js';
 
 /** Thrown when a run names a preset or model the config does not know. */
@@ -34,11 +33,7 @@ export class CompositionError extends DeputyError {
   }
 }
 
-/** A preset's system prompt: its persona followed by its skills as named instruction blocks. */
-export function renderPersona(preset: Preset): string {
-  const skills = Object.entries(preset.skills).map(([name, text]) => `### ${name}\n${text}`);
-  return skills.length > 0 ? `${preset.persona}\n\n## Skills\n\n${skills.join('\n\n')}` : preset.persona;
-}
+export { renderPersona } from '../rules/persona.js';
 
 /** Resolves what a run runs with; the result is recorded in history and never changes for that run. */
 export function resolveComposition(
@@ -72,16 +67,15 @@ export function resolveComposition(
     .filter(
       (tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes),
     )
-    .map(toToolSpec);
+    .map((tool): RunTool => ({ name: tool.name, scopes: [...tool.scopes] }));
   // R2.1: `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
   if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) {
-    runTools.push(delegateToolSpec(), interjectToolSpec(), followupToolSpec());
+    runTools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
   }
   return {
     preset: preset.id,
     presetRevision: presetRevision(preset),
     presetDefinition: preset,
-    persona: renderPersona(preset),
     model,
     effort: input.effort ?? preset.effort ?? null,
     scopes,

@@ -9,15 +9,7 @@ import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads
 import { bounded, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
 import type { ContextMode } from '../../src/rules/delegation.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
-import {
-  DEPUTY_CONTEXT_MODE,
-  DEPUTY_DEPTH,
-  DEPUTY_PARENT_ID,
-  DEPUTY_PRESET,
-  DEPUTY_ROOT_ID,
-  DEPUTY_STATUS,
-  DEPUTY_TASK_NAME,
-} from '../../src/contract/search-attributes.js';
+import { DEPUTY_PARENT_ID, DEPUTY_ROOT_ID } from '../../src/contract/search-attributes.js';
 import type { SessionEvent } from '../../src/contract/session.js';
 import { runHooks } from '../hooks.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
@@ -141,7 +133,7 @@ export async function runChild(
         rootId: run.rootId,
         depth: run.depth,
         tenant: run.tenant,
-        model: run.composition.model,
+        composition: run.composition,
       },
       background,
     );
@@ -152,17 +144,15 @@ export async function runChild(
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
       staticSummary: `${brief.task_name} (child of ${run.sessionId}): ${bounded(task.replace(/\s+/g, ' '), 100)}`,
+      // The tree the child belongs to, searchable from its start; the child sets the rest when it starts running
+      // (issue 12: each attribute written once, not at the start and again by the child).
       typedSearchAttributes: [
         { key: DEPUTY_ROOT_ID, value: run.rootId },
         { key: DEPUTY_PARENT_ID, value: run.sessionId },
-        { key: DEPUTY_DEPTH, value: run.depth + 1 },
-        { key: DEPUTY_TASK_NAME, value: brief.task_name },
-        { key: DEPUTY_PRESET, value: plan.preset },
-        { key: DEPUTY_STATUS, value: 'starting' },
-        { key: DEPUTY_CONTEXT_MODE, value: String(mode) },
       ],
-      // R2.4: who started it and for which invocation, so a later attempt of this invocation can recognise it.
-      memo: { deputyParentId: run.sessionId, deputyInvocationId: entry.invocationId, deputyTaskName: brief.task_name },
+      // R2.4: for which invocation it was started (its parent is what Temporal records), so a later attempt of this
+      // invocation can recognise it.
+      memo: { deputyInvocationId: entry.invocationId, deputyTaskName: brief.task_name },
     });
     if (started.kind === 'refused') return outcome('failed', null, started.reason, started.reason);
     entry.status = 'running';

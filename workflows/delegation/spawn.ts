@@ -16,6 +16,7 @@ import {
   type ChildWorkflowOptions,
   proxyActivities,
   ActivityCancellationType,
+  workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
@@ -41,7 +42,7 @@ const { awaitRun } = proxyActivities<DeputyActivities>({
  */
 export async function startChildOrExplain(
   entry: LedgerEntry,
-  options: ChildWorkflowOptions & { args: [RunInput]; memo: { deputyParentId: string } },
+  options: ChildWorkflowOptions & { args: [RunInput] },
 ): Promise<
   | { kind: 'started'; handle: ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>> }
   | { kind: 'attached' }
@@ -61,7 +62,7 @@ export async function startChildOrExplain(
   });
   // Temporal itself records the parent; the memo names the invocation and the task.
   if (
-    existing?.parentId === options.memo?.deputyParentId &&
+    existing?.parentId === workflowInfo().workflowId &&
     existing?.invocationId === entry.invocationId &&
     existing?.taskName === entry.taskName &&
     existing.running
