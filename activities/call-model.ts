@@ -10,7 +10,7 @@ import { fitCall } from '../src/rules/budget.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from '../src/rules/payloads.js';
 import { withHeartbeat } from './heartbeat.js';
 import { toModelFailure } from './model-errors.js';
-import { countCallTokens } from './tokens.js';
+import { countCallTokens, loadEncoding } from './tokens.js';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { RunTool, ToolSpec } from '../src/contract/tools.js';
 import type { ChatMessage } from '../src/contract/dialogue.js';
@@ -84,6 +84,7 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolS
     // made (non-retryable: nothing about it will change on a retry).
     let maxCompletionTokens: number | null = null;
     if (input.budget) {
+      await loadEncoding(input.model);
       const { estimate } = countCallTokens(input.model, messages, tools);
       const fit = fitCall(estimate, input.budget);
       if (!fit.ok) {

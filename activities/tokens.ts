@@ -2,7 +2,6 @@
  * Counting a model call's input with a real tokenizer (R2.13), so a call's worst case is known before it is made.
  * `gpt-tokenizer` holds OpenAI's own encodings; models it does not know are counted with o200k and a wider margin.
  */
-import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from '../src/contract/session.js';
 import { INPUT_COUNT } from '../src/rules/budget.js';
@@ -18,11 +17,45 @@ interface Encoding {
 const O200K_MODELS = /^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|chatgpt-4o|o\d)/;
 const CL100K_MODELS = /^(gpt-4|gpt-3\.5)/;
 
-/** The encoding of `model` and the margin its count gets. */
+/**
+ * Issue 12: a run's calls send the same persona, tool schemas and earlier turns again and again; each text is counted
+ * once. Two generations of at most `MEMO_ENTRIES` texts each: a full generation becomes the old one, the older dropped.
+ */
+const MEMO_ENTRIES = 20_000;
+function memoized(count: (text: string) => number): (text: string) => number {
+  let current = new Map<string, number>();
+  let old = new Map<string, number>();
+  return (text) => {
+    let tokens = current.get(text);
+    if (tokens !== undefined) return tokens;
+    tokens = old.get(text) ?? countText(text, count);
+    if (current.size >= MEMO_ENTRIES) {
+      old = current;
+      current = new Map();
+    }
+    current.set(text, tokens);
+    return tokens;
+  };
+}
+const o200k = memoized(countO200k);
+/** cl100k (gpt-4, gpt-3.5) is loaded the first time such a model is called: its tables are tens of MiB. */
+let cl100k: ((text: string) => number) | undefined;
+
+/** Loads what `encodingFor(model)` needs; call it before counting a model's input. */
+export async function loadEncoding(model: string): Promise<void> {
+  if (!cl100k && !O200K_MODELS.test(model) && CL100K_MODELS.test(model)) {
+    cl100k = memoized((await import('gpt-tokenizer/encoding/cl100k_base')).countTokens);
+  }
+}
+
+/** The encoding of `model` and the margin its count gets; its `count` remembers the texts it has counted. */
 export function encodingFor(model: string): Encoding & { known: boolean } {
-  if (O200K_MODELS.test(model)) return { count: countO200k, factor: INPUT_COUNT.knownFactor, known: true };
-  if (CL100K_MODELS.test(model)) return { count: countCl100k, factor: INPUT_COUNT.knownFactor, known: true };
-  return { count: countO200k, factor: INPUT_COUNT.unknownFactor, known: false };
+  if (O200K_MODELS.test(model)) return { count: o200k, factor: INPUT_COUNT.knownFactor, known: true };
+  if (CL100K_MODELS.test(model)) {
+    if (!cl100k) throw new Error(`the cl100k encoding of ${model} is not loaded: await loadEncoding(model) first`);
+    return { count: cl100k, factor: INPUT_COUNT.knownFactor, known: true };
+  }
+  return { count: o200k, factor: INPUT_COUNT.unknownFactor, known: false };
 }
 
 /** Longest run of non-space the BPE sees whole: BPE is quadratic in the length of one word. */
@@ -53,16 +86,14 @@ export function countCallTokens(
   const { count, factor } = encodingFor(model);
   let counted = INPUT_COUNT.perRequest;
   for (const message of messages) {
-    counted += INPUT_COUNT.perMessage + countText(message.role, count);
-    if (message.content) counted += countText(message.content, count);
-    if (message.role === 'assistant' && message.tool_calls) {
-      counted += countText(JSON.stringify(message.tool_calls), count);
-    }
-    if (message.role === 'tool') counted += countText(message.tool_call_id, count);
+    counted += INPUT_COUNT.perMessage + count(message.role);
+    if (message.content) counted += count(message.content);
+    if (message.role === 'assistant' && message.tool_calls) counted += count(JSON.stringify(message.tool_calls));
+    if (message.role === 'tool') counted += count(message.tool_call_id);
   }
   if (tools.length > 0) {
     const schemas = tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
-    counted += countText(JSON.stringify(schemas), count);
+    counted += count(JSON.stringify(schemas));
   }
   return { counted, estimate: Math.ceil(counted * factor) + INPUT_COUNT.fixedMargin };
 }

@@ -24,6 +24,9 @@ import { benchConfig, benchRules, growthScript, TREE_BRIEFS, WIDE_ROUNDS, WIDE_W
 import { renderTable, type ScenarioResult } from './report.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
+/** BENCH_ONLY=throughput,replay runs only those scenarios (for profiling; results are not written). */
+const ONLY = process.env.BENCH_ONLY?.split(',');
+const wanted = (scenario: string) => !ONLY || ONLY.includes(scenario);
 /** Issue 12's targets, each measured against the baseline in the same run. */
 const TARGETS = {
   overhead: 1.15,
@@ -43,6 +46,11 @@ const THROUGHPUT_RUNS = 40;
 const GROWTH_TURNS = QUICK ? [10, 20] : [50, 100, 200, 400];
 const REPLAY_TURNS = QUICK ? 20 : 200;
 const REPLAY_REPS = QUICK ? 2 : 7;
+/**
+ * The tree's histories are replayed this many times in one replayer, and the time divided: what a worker pays per
+ * replayed tree, with the replayer's own start (loading the workflow bundle) spread over the passes.
+ */
+const REPLAY_TREE_PASSES = QUICK ? 3 : 10;
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
@@ -193,7 +201,7 @@ async function main(): Promise<void> {
   const results: ScenarioResult[] = [];
 
   // 1. Delegation overhead: one parent, three children of one model call each, a final call.
-  {
+  if (wanted('overhead')) {
     log(`delegation overhead: ${OVERHEAD_RUNS} runs a side, alternating`);
     const deputyMs: number[] = [];
     const baselineMs: number[] = [];
@@ -239,7 +247,7 @@ async function main(): Promise<void> {
   }
 
   // 1b. A wide tree: one parent, 8 invocations of 3 children (24), a final call.
-  {
+  if (wanted('wide')) {
     log(`wide tree: ${WIDE_ROUNDS} x ${WIDE_WIDTH} children, ${WIDE_RUNS} runs a side, alternating`);
     const deputyMs: number[] = [];
     const baselineMs: number[] = [];
@@ -273,7 +281,7 @@ async function main(): Promise<void> {
 
   // 2. Throughput: 40 concurrent roots delegating two children each. Before the long runs of history growth, which
   // leave the Deputy worker's heap large, so both workers start this scenario in the same state.
-  {
+  if (wanted('throughput')) {
     log(`throughput: ${THROUGHPUT_RUNS} concurrent runs, ${THROUGHPUT_ROUNDS} rounds a side, alternating`);
     const deputyRate: number[] = [];
     const baselineRate: number[] = [];
@@ -329,7 +337,7 @@ async function main(): Promise<void> {
 
   // 3. History growth: N turns of a 2 KB page, compaction on and off.
   const growthIds: Record<string, { workflowId: string; firstRunId: string }> = {};
-  {
+  if (wanted('growth')) {
     const figures: Record<
       string,
       Record<number, { bytes: number; events: number; segments: number; bytesPerTurn: number }>
@@ -372,7 +380,7 @@ async function main(): Promise<void> {
   }
 
   // 4. Replay: a long run's histories and a delegating tree's, against the baseline's.
-  {
+  if (wanted('replay')) {
     log(`replay: ${REPLAY_REPS} replays a side, alternating`);
     const loopId = `base-loop-${REPLAY_TURNS}-${suffix}`;
     await runBaseline('baselineLoop', [loopId, REPLAY_TURNS], loopId);
@@ -409,16 +417,18 @@ async function main(): Promise<void> {
     ] as const) {
       const deputyMs: number[] = [];
       const baselineMs: number[] = [];
+      const passes = label.startsWith('delegating') ? REPLAY_TREE_PASSES : 1;
+      const repeated = (set: typeof deputySet) => Array.from({ length: passes }, () => set).flat();
       for (let i = 0; i < REPLAY_REPS; i++) {
-        deputyMs.push(await replay(deputyBundle, deputySet));
-        baselineMs.push(await replay(baselineBundle, baselineSet));
+        deputyMs.push((await replay(deputyBundle, repeated(deputySet))) / passes);
+        baselineMs.push((await replay(baselineBundle, repeated(baselineSet))) / passes);
       }
       const events = (set: typeof deputySet) => set.reduce((n, h) => n + (h.history.events?.length ?? 0), 0);
       const ratio = median(deputyMs) / median(baselineMs);
       const tree = label.startsWith('delegating');
       results.push({
         id: `replay-${tree ? 'tree' : 'long'}`,
-        title: `Replay: ${label}`,
+        title: `Replay: ${label}${passes > 1 ? ` (a pass of ${passes} in one replayer)` : ''}`,
         runs: REPLAY_REPS,
         deputy: { medianMs: round(median(deputyMs)), histories: deputySet.length, events: events(deputySet) },
         baseline: { medianMs: round(median(baselineMs)), histories: baselineSet.length, events: events(baselineSet) },
@@ -448,8 +458,8 @@ async function main(): Promise<void> {
   };
   const table = renderTable(report);
   console.log(`\n${table}`);
-  if (QUICK) {
-    console.log('BENCH_QUICK=1: results not written');
+  if (QUICK || ONLY) {
+    console.log('BENCH_QUICK=1 or BENCH_ONLY: results not written');
     return;
   }
   await writeFormatted(join(PROJECT_ROOT, 'bench', 'results.json'), JSON.stringify(report, null, 2));

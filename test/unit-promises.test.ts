@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { countCallTokens, countText, encodingFor } from '../activities/tokens.js';
+import { countCallTokens, countText, encodingFor, loadEncoding } from '../activities/tokens.js';
 import { chargeFor, fitCall, MIN_COMPLETION_TOKENS, upperBoundTokens, worstCase } from '../src/rules/budget.js';
 import { cutText, formatBytes, jsonFits, utf8Bytes, wasCut } from '../src/rules/payloads.js';
 import { callCostMicroUsd, priceFromUsdPerMTok } from '../src/rules/usage.js';
@@ -90,8 +90,9 @@ describe('R2.13 hard budgets: counting and fitting a call', () => {
     });
   });
 
-  it('R2.13 input is counted with the model’s encoding; unknown models get the wider margin', () => {
+  it('R2.13 input is counted with the model’s encoding; unknown models get the wider margin', async () => {
     expect(encodingFor('gpt-4.1-mini')).toMatchObject({ known: true, factor: 1.05 });
+    await loadEncoding('gpt-4');
     expect(encodingFor('gpt-4')).toMatchObject({ known: true });
     expect(encodingFor('llama-3-70b')).toMatchObject({ known: false, factor: 1.25 });
     const messages = [

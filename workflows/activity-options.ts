@@ -11,9 +11,9 @@ export const MODEL_CALL_OPTIONS: ActivityOptions = {
 };
 
 /**
- * Look-ups in the worker's configuration and in Temporal (resolveRun, resolvePresets, loadSession). Regular
- * activities, not local ones: with maxCachedWorkflows 0, a local activity in a run's first task made Core evict
- * mid-task and the task time out (10 s stalls, see temporalio/sdk-rust#1482).
+ * Look-ups in the worker's configuration and in Temporal (resolveRun, resolvePresets, loadSession). A run recorded
+ * since issue 12 resolves its composition as a local activity (no server round trip; the replay suite runs it with
+ * maxCachedWorkflows 0, where Core once stalled on this, temporalio/sdk-rust#1482); the others are regular activities.
  */
 export const LOOKUP_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '30 seconds',

@@ -8,6 +8,7 @@ import {
   ContinueAsNew,
   isCancellation,
   patched,
+  proxyLocalActivities,
   proxyActivities,
   sleep,
   upsertSearchAttributes,
@@ -31,6 +32,8 @@ import { AgentRunState, type ParsedRunInput } from './run-state.js';
 export { SYNTHESIS_INSTRUCTION } from './model-turn.js';
 
 const { resolveRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+/** Issue 12: a lean run looks its composition up in the worker's config without a server round trip. */
+const local = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /** Issue 12: fewer search-attribute upserts and no `resolveRun` for inheriting children. */
 export const LEAN_HISTORY_PATCH = 'deputy-lean-history';
@@ -64,7 +67,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   try {
     if (!input.resume) {
       // Issue 12: an implicit child got its composition from its parent; anything else looks it up.
-      const composition = compositionFromInput(input) ?? (await resolveRun(resolveRunInput(input, run.depth)));
+      const composition =
+        compositionFromInput(input) ??
+        (await (run.lean ? local.resolveRun : resolveRun)(resolveRunInput(input, run.depth)));
       run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
     }
     // A lean run sets what its start did not (a parent sets a child's root and parent ids when it starts it).

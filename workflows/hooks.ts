@@ -7,6 +7,11 @@ import type { DeputyActivities } from '../activities/index.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import type { HookEvent, HookInput, HookOutcome, HookSpec } from '../src/contract/hooks.js';
 
+/** True when a hook listens to `event`. */
+export function hasHooks(event: HookEvent, hooks: readonly HookSpec[]): boolean {
+  return hooks.some((hook) => hook.events.includes(event));
+}
+
 /** Runs every hook of `event`; an erroring hook counts as a reject (`fail_closed`) or is skipped (`fail_open`). */
 export async function runHooks(
   event: HookEvent,

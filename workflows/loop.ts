@@ -7,7 +7,7 @@ import { allHandlersFinished, condition, continueAsNew, setCurrentDetails, workf
 import type { LimitName, RunInput, RunStatus } from '../src/contract/run.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { nextStep } from '../src/rules/agent-loop.js';
-import { maybeCompact, modelTurn } from './model-turn.js';
+import { compact, compactionPlan, modelTurn } from './model-turn.js';
 import { now, type AgentRunState } from './run-state.js';
 import { toolTurn } from './tool-turn.js';
 
@@ -31,13 +31,17 @@ function drainInbox(run: AgentRunState): void {
   }
 }
 
-/** R1.6: continues as new when Temporal suggests it (or history grows long), at a point where nothing is in flight. */
-async function maybeContinueAsNew(run: AgentRunState): Promise<void> {
+/** R1.6: Temporal suggests continuing as new (or history grows long), and nothing is in flight. */
+function continueAsNewDue(run: AgentRunState): boolean {
   const { compaction } = run.composition;
-  if (!compaction) return;
+  if (!compaction) return false;
   const info = workflowInfo();
-  if (!info.continueAsNewSuggested && info.historyLength <= compaction.continueAsNewAfterEvents) return;
-  if (run.hasLiveChildren()) return;
+  if (!info.continueAsNewSuggested && info.historyLength <= compaction.continueAsNewAfterEvents) return false;
+  return !run.hasLiveChildren();
+}
+
+/** R1.6: continues as new once every handler has finished. */
+async function continueAsNewNow(run: AgentRunState): Promise<void> {
   await condition(allHandlersFinished);
   await continueAsNew<(input: RunInput) => Promise<unknown>>({ ...run.input, resume: run.toResume() });
 }
@@ -53,8 +57,10 @@ export async function agentLoop(run: AgentRunState): Promise<Outcome> {
     }
     switch (step.type) {
       case 'call_model': {
-        await maybeContinueAsNew(run);
-        await maybeCompact(run);
+        // Awaited only when there is something to do: every promise in workflow code costs the SDK a stack capture.
+        if (continueAsNewDue(run)) await continueAsNewNow(run);
+        const plan = compactionPlan(run);
+        if (plan) await compact(run, plan);
         const stopped = await modelTurn(run, step.synthesisFor, step.offerTools);
         // R2.13: a call whose worst case no longer fits is not made; the run ends with its best output so far.
         if (stopped) return { status: 'limit_reached', output: bestOutput(run.events), limit: stopped };

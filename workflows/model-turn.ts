@@ -7,7 +7,12 @@ import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { LimitName } from '../src/contract/run.js';
 import { toChatMessages } from '../src/contract/dialogue.js';
-import { applyCompaction, messagesAfterCompaction, planCompaction } from '../src/rules/compaction.js';
+import {
+  applyCompaction,
+  messagesAfterCompaction,
+  planCompaction,
+  type CompactionPlan,
+} from '../src/rules/compaction.js';
 import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { budgetExceeded, findFailure } from '../src/rules/failure-message.js';
 import type { CallModelInput, CallModelResult } from '../src/contract/activities.js';
@@ -66,17 +71,15 @@ async function callWithContext(
   summary: string,
   input: Omit<CallModelInput, 'context'>,
 ): Promise<CallModelResult> {
-  const attempt = async (whole: boolean) => {
+  for (let whole = false; ; whole = true) {
     const sent = sinceLastCall(run, input.messages, whole);
-    const reply = await callModel.executeWithOptions({ summary }, [{ ...input, ...sent }]);
-    run.lastCall = { seq: sent.context.seq, messages: input.messages };
-    return reply;
-  };
-  try {
-    return await attempt(false);
-  } catch (err) {
-    if (!findFailure(err, FAILURE.ContextUnknown)) throw err;
-    return attempt(true);
+    try {
+      const reply = await callModel.executeWithOptions({ summary }, [{ ...input, ...sent }]);
+      run.lastCall = { seq: sent.context.seq, messages: input.messages };
+      return reply;
+    } catch (err) {
+      if (whole || !findFailure(err, FAILURE.ContextUnknown)) throw err;
+    }
   }
 }
 
@@ -86,12 +89,22 @@ async function callWithContext(
  * a compaction that does not fit the budget, else `null`.
  */
 export async function maybeCompact(run: AgentRunState, forced = false): Promise<LimitName | null> {
-  const { compaction, model, price } = run.composition;
+  const plan = compactionPlan(run, forced);
+  return plan ? compact(run, plan) : null;
+}
+
+/** What a compaction would replace now (`forced`: whatever can be), or `null` when none is due. */
+export function compactionPlan(run: AgentRunState, forced = false): CompactionPlan | null {
+  const { compaction } = run.composition;
   if (!compaction) return null;
-  const plan = forced
+  return forced
     ? planCompaction(run.events, 0, 1)
     : planCompaction(run.events, compaction.thresholdTokens, compaction.keepRecentTurns);
-  if (!plan) return null;
+}
+
+/** Summarises what `plan` replaces; returns the limit that stopped it when it does not fit the budget, else `null`. */
+export async function compact(run: AgentRunState, plan: CompactionPlan): Promise<LimitName | null> {
+  const { model, price } = run.composition;
   setCurrentDetails(`compacting ${plan.replaced.length} events`);
   // Issue 12: the worker holds the dialogue; the call names the messages to compact, after the persona and before
   // the recent turns, and sends only what is new since the last call.

@@ -11,7 +11,7 @@ import type { ContextMode } from '../../src/rules/delegation.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import { DEPUTY_PARENT_ID, DEPUTY_ROOT_ID } from '../../src/contract/search-attributes.js';
 import type { SessionEvent } from '../../src/contract/session.js';
-import { runHooks } from '../hooks.js';
+import { hasHooks, runHooks } from '../hooks.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
 import { renderParentContext, renderParentDialogue, selectContext } from '../../src/rules/context.js';
 import { microToUsd, type Spend } from '../../src/rules/usage.js';
@@ -100,6 +100,8 @@ export async function runChild(
     // Preparation: the child's slot, id and cost are reserved, but it is not started and has no identity yet.
     const trail: string[] = [];
     for (const event of ['task.submitted', 'subagent.start'] as const) {
+      // No await where no hook listens: every promise in workflow code costs the SDK a stack capture.
+      if (!hasHooks(event, hooks)) continue;
       const decided = await runHooks(event, { ...hookInput, task }, hooks);
       trail.push(...decided.trail);
       entry.preparation.hookOutcome = trail.join('; ') || null;
@@ -163,6 +165,7 @@ export async function runChild(
         : await joinAttached(entry.childWorkflowId, returnShape);
     spent = ended.spent;
     const result = outcome(ended.status, ended.output, ended.summary, ended.error);
+    if (!hasHooks('subagent.end', hooks)) return result;
     await runHooks(
       'subagent.end',
       { ...hookInput, task, status: result.status, output: typeof ended.output === 'string' ? ended.output : null },
