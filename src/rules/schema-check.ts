@@ -148,28 +148,32 @@ export function checkSchema(schema: JsonSchema, value: unknown): SchemaVerdict {
     path: (string | number)[],
   ) => {
     const properties = (node.properties ?? {}) as Record<string, JsonSchema>;
-    for (const key of (node.required ?? []) as string[]) {
-      if (v[key] === undefined) issues.push(`${pathText([...path, key])}: required`);
-    }
+    const required = (node.required ?? []) as string[];
+    // As zod reports them: the schema's fields in order, then the keys it does not know, named at the object.
     for (const [key, property] of Object.entries(properties)) {
-      // zod would fill a default in: the value it returns is not this one.
-      if (v[key] === undefined && typeof property === 'object' && 'default' in property) throw new Unsure();
-    }
-    for (const key of Object.keys(v)) {
-      if (v[key] === undefined) throw new Unsure();
-      if (Object.hasOwn(properties, key)) {
-        visit(properties[key]!, v[key], [...path, key]);
+      if (v[key] === undefined) {
+        if (Object.hasOwn(v, key)) throw new Unsure();
+        if (required.includes(key)) issues.push(`${pathText([...path, key])}: required`);
+        // zod would fill a default in: the value it returns is not this one.
+        else if (typeof property === 'object' && 'default' in property) throw new Unsure();
         continue;
       }
+      visit(property, v[key], [...path, key]);
+    }
+    const unknown: string[] = [];
+    for (const key of Object.keys(v)) {
+      if (Object.hasOwn(properties, key)) continue;
       const extra = node.additionalProperties;
       // zod strips unknown keys of a non-strict object: the value it returns is not this one.
-      if (extra === undefined) throw new Unsure();
-      if (extra === false) issues.push(`${pathText([...path, key])}: unknown key`);
+      if (extra === undefined || v[key] === undefined) throw new Unsure();
+      if (extra === false) unknown.push(JSON.stringify(key));
       else {
         if (node.propertyNames !== undefined) visit(node.propertyNames as JsonSchema, key, [...path, key]);
         visit(extra as JsonSchema, v[key], [...path, key]);
       }
     }
+    if (unknown.length > 0)
+      issues.push(`${pathText(path)}: unrecognized key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`);
   };
   const attempt = (node: JsonSchema, v: unknown, path: (string | number)[]): 'valid' | 'invalid' | 'unsure' => {
     const before = issues.length;
