@@ -1,6 +1,7 @@
 import type OpenAI from 'openai';
 import { FAILURE } from '../src/contract/failures.js';
 import type {
+  CallContext,
   CallModelInput,
   CallModelResult,
   SummarizeContextInput,
@@ -36,6 +37,12 @@ export interface CallModelDeps {
   contexts?: ContextCache;
 }
 
+/** Where a run's dialogue is kept: its workflow id as Temporal records it, and its chain of segments. */
+function contextKey(context: CallContext): string | undefined {
+  const execution = activityInfo().workflowExecution;
+  return execution && `${execution.workflowId}/${context.chain ?? execution.runId}`;
+}
+
 /** The whole dialogue of a call that sent only what is new since the run's last call (issue 12). */
 export function assemble(
   input: Pick<CallModelInput, 'messages' | 'context'>,
@@ -43,8 +50,7 @@ export function assemble(
 ): ChatMessage[] {
   const { context } = input;
   if (!context) return input.messages;
-  const execution = activityInfo().workflowExecution;
-  const run = execution ? `${execution.workflowId}/${execution.runId}` : undefined;
+  const run = contextKey(context);
   let messages = input.messages;
   if (context.baseSeq !== undefined && context.base !== undefined) {
     const base = run === undefined ? undefined : contexts?.get(run, context.baseSeq, context.base);
@@ -172,9 +178,8 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
       });
     }
     const summary = reply.content.trim();
-    const execution = activityInfo().workflowExecution;
-    if (dialogue && input.compact && input.context && execution) {
-      const run = `${execution.workflowId}/${execution.runId}`;
+    const run = input.context && contextKey(input.context);
+    if (dialogue && input.compact && input.context && run !== undefined) {
       const after = messagesAfterCompaction(dialogue, input.compact, summary);
       contexts?.set(run, input.context.seq, after, after);
     }

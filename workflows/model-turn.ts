@@ -16,7 +16,7 @@ import {
 import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { budgetExceeded, findFailure } from '../src/rules/failure-message.js';
 import type { CallModelInput, CallModelResult } from '../src/contract/activities.js';
-import type { ChatMessage } from '../src/contract/dialogue.js';
+import { startsWith, type ChatMessage } from '../src/contract/dialogue.js';
 import { addModelCall, addSpend, callCostMicroUsd } from '../src/rules/usage.js';
 import { MODEL_CALL_OPTIONS } from './activity-options.js';
 import { now, type AgentRunState } from './run-state.js';
@@ -24,6 +24,9 @@ import { now, type AgentRunState } from './run-state.js';
 /** Appended to a synthesis call, which offers no tools (R1.4). */
 export const SYNTHESIS_INSTRUCTION =
   'Your budget for this run is nearly used up. Do not call any tools. Give your final answer now, using what you already know.';
+
+/** A lean run's cost search attribute is updated every this many model turns (issue 12: one event fewer a turn). */
+const COST_SHOWN_EVERY = 5;
 
 /** The most a compaction summary may write (the prompt asks for 300 words). */
 const COMPACTION_MAX_COMPLETION_TOKENS = 1024;
@@ -41,12 +44,6 @@ function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTool
   return { messages, tools };
 }
 
-const sameMessage = (a: ChatMessage, b: ChatMessage) =>
-  a.role === b.role &&
-  a.content === b.content &&
-  (a.role !== 'tool' || a.tool_call_id === (b as typeof a).tool_call_id) &&
-  (a.role !== 'assistant' || JSON.stringify(a.tool_calls) === JSON.stringify((b as typeof a).tool_calls));
-
 /**
  * Issue 12: a call's messages as what is new since the run's last call, which the worker that made it holds; the
  * whole dialogue when nothing before is reusable, or `whole` (that worker is gone). History then grows by roughly
@@ -55,14 +52,11 @@ const sameMessage = (a: ChatMessage, b: ChatMessage) =>
 function sinceLastCall(run: AgentRunState, messages: ChatMessage[], whole: boolean) {
   const seq = ++run.contextSeq;
   const last = run.lastCall;
-  const reusable =
-    !whole &&
-    last !== undefined &&
-    last.messages.length <= messages.length &&
-    last.messages.every((message, i) => sameMessage(message, messages[i]!));
-  if (!reusable || last.messages.length === 0) return { messages, context: { seq } };
+  const chain = run.contextChain;
+  const reusable = !whole && last !== undefined && startsWith(messages, last.messages);
+  if (!reusable || last.messages.length === 0) return { messages, context: { seq, chain } };
   const base = last.messages.length;
-  return { messages: messages.slice(base), context: { seq, baseSeq: last.seq, base } };
+  return { messages: messages.slice(base), context: { seq, chain, baseSeq: last.seq, base } };
 }
 
 /** `callModel` with the dialogue sent as what is new; sent whole again if the worker does not hold the rest. */
@@ -192,7 +186,9 @@ export async function modelTurn(
     toolCalls: reply.toolCalls,
     ...(synthesisFor && { synthesisFor }),
   });
-  // A final answer's cost is shown with the run's end, right after (a lean run's one upsert fewer).
-  if (!run.lean || reply.toolCalls.length > 0 || run.input.mode === 'conversation') run.showCost();
+  // A lean run shows its cost every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its end
+  // (the `state` query has it exact at any time); a conversation after every answer, as it then waits.
+  const shown = reply.toolCalls.length > 0 ? turn % COST_SHOWN_EVERY === 0 : run.input.mode === 'conversation';
+  if (!run.lean || shown) run.showCost();
   return null;
 }

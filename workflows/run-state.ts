@@ -18,7 +18,7 @@ import type {
   RunStatus,
 } from '../src/contract/run.js';
 import { DEPUTY_COST_USD, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
-import { SESSION_VERSION, type ChatMessage } from '../src/contract/dialogue.js';
+import { SESSION_VERSION, startsWith, toChatMessages, type ChatMessage } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
 import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/rules/budget.js';
 import type { DelegationSettings } from '../src/rules/delegation.js';
@@ -64,6 +64,8 @@ export class AgentRunState {
   /** Model calls made with a context sequence number (issue 12), and the messages of the last one that succeeded. */
   contextSeq = 0;
   lastCall: { seq: number; messages: ChatMessage[] } | undefined;
+  /** The run's first execution: its segments share the dialogue a worker holds (issue 12). */
+  contextChain: string | undefined;
 
   constructor(
     readonly input: ParsedRunInput,
@@ -93,6 +95,12 @@ export class AgentRunState {
     run.appended = resume.appended;
     for (const [child, mark] of Object.entries(resume.snapshotMarks)) run.snapshotMarks.set(child, mark);
     run.segment = resume.segment;
+    if (resume.context) {
+      // What the previous segment's last call sent is the start of this session's dialogue (checked when carried).
+      run.contextSeq = resume.context.seq;
+      const messages = toChatMessages(run.events, run.persona).slice(0, resume.context.length);
+      run.lastCall = { seq: resume.context.lastSeq, messages };
+    }
     return run;
   }
 
@@ -108,6 +116,10 @@ export class AgentRunState {
       inbox: this.inbox.map((item) => ({ ...item, interjection: 'interjection' in item })),
       appended: this.appended,
       snapshotMarks: Object.fromEntries(this.snapshotMarks),
+      ...(this.lastCall &&
+        startsWith(toChatMessages(this.events, this.persona), this.lastCall.messages) && {
+          context: { seq: this.contextSeq, lastSeq: this.lastCall.seq, length: this.lastCall.messages.length },
+        }),
     };
   }
 

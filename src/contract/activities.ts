@@ -103,6 +103,8 @@ export interface CallModelInput {
 /** Where a model call's messages start from (issue 12). */
 export interface CallContext {
   seq: number;
+  /** The run's first execution: a run that continued as new goes on from the dialogue of its previous segment. */
+  chain?: string;
   baseSeq?: number;
   base?: number;
 }

@@ -62,6 +62,21 @@ export function toChatMessages(events: readonly SessionEvent[], persona: string)
   return messages;
 }
 
+/** True when two messages say the same. */
+export function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
+  return (
+    a.role === b.role &&
+    a.content === b.content &&
+    (a.role !== 'tool' || a.tool_call_id === (b as typeof a).tool_call_id) &&
+    (a.role !== 'assistant' || JSON.stringify(a.tool_calls) === JSON.stringify((b as typeof a).tool_calls))
+  );
+}
+
+/** True when `messages` begin with every message of `prefix`. */
+export function startsWith(messages: readonly ChatMessage[], prefix: readonly ChatMessage[]): boolean {
+  return prefix.length <= messages.length && prefix.every((message, i) => sameMessage(message, messages[i]!));
+}
+
 /** Tool calls of the last assistant message that have no result yet. */
 export function pendingToolCalls(events: readonly SessionEvent[]): ToolCall[] {
   const answered = new Set<string>();

@@ -225,6 +225,13 @@ export const RunResume = z.object({
   inbox: z.array(z.object({ from: z.string(), content: z.string(), interjection: z.boolean().optional() })),
   appended: z.number().int().nonnegative(),
   snapshotMarks: z.record(z.string(), z.number().int()),
+  /**
+   * Issue 12: the model-call counter, and the last call a worker may still hold (its number and how many of the
+   * session's messages it sent), so the next segment sends only what is new; absent in older histories.
+   */
+  context: z
+    .object({ seq: z.number().int(), lastSeq: z.number().int(), length: z.number().int().nonnegative() })
+    .optional(),
 });
 export type RunResume = z.infer<typeof RunResume>;
 
