@@ -16,37 +16,10 @@ import { EndConversationInput, RunInput, RunResult, SendMessageInput } from '../
 import { DelegateArgs, InterjectArgs } from '../src/rules/delegation.js';
 import { checkSchema, type JsonSchema } from '../src/rules/schema-check.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
+import { mutated, SAMPLE_RUN_INPUT, type Json } from './support/fuzzing.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SEED = 20261130;
-
-type Json = Record<string, unknown>;
-
-/** Every path to a value inside `value`, shortest first. */
-function pathsOf(value: unknown, prefix: string[] = []): string[][] {
-  if (value === null || typeof value !== 'object') return [];
-  return Object.entries(value).flatMap(([key, inner]) => [[...prefix, key], ...pathsOf(inner, [...prefix, key])]);
-}
-
-/** `base` with one of its values replaced by anything at all (or removed), or with a key added. */
-function mutated(base: Json) {
-  return fc
-    .tuple(
-      fc.constantFrom(...pathsOf(base)),
-      fc.oneof(fc.anything(), fc.constant(undefined), fc.string(), fc.integer(), fc.constant('')),
-      fc.boolean(),
-    )
-    .map(([path, replacement, addKey]) => {
-      const copy = structuredClone(base);
-      let parent: Json = copy;
-      for (const key of path.slice(0, -1)) parent = parent[key] as Json;
-      const last = path.at(-1)!;
-      if (addKey && parent[last] && typeof parent[last] === 'object') (parent[last] as Json).extra = replacement;
-      else if (replacement === undefined) delete parent[last];
-      else parent[last] = replacement;
-      return copy;
-    });
-}
 
 const PRESET = {
   id: 'assistant',
@@ -56,16 +29,8 @@ const PRESET = {
   contextRendering: 'block',
 };
 const ROOT_INPUT: Json = {
-  task: 'price an order',
-  messages: [{ role: 'user', content: 'hello' }],
-  mode: 'conversation',
-  idleTimeoutSeconds: 60,
-  preset: 'assistant',
-  model: 'test-model',
-  effort: 'low',
+  ...SAMPLE_RUN_INPUT,
   limits: { maxTurns: 3, maxCostUsd: 0.5, maxTokens: 1000, maxToolCalls: 2, synthesisReserve: { tokens: 10 } },
-  scopes: ['tools.calc'],
-  tenant: 'acme',
 };
 const CHILD_INPUT: Json = {
   task: '## Your task\nfind the rate',
@@ -117,28 +82,31 @@ describe('issue 12: JSON Schema fast path, held to zod', () => {
       for (const base of bases) expect(checkSchema(json, base), JSON.stringify(base)).toEqual({ kind: 'valid' });
       let valid = 0;
       fc.assert(
-        fc.property(fc.oneof(...bases.map(mutated), fc.anything()), (raw) => {
-          // What a workflow receives went through the JSON payload converter.
-          const text = JSON.stringify(raw);
-          if (text === undefined) return;
-          const value: unknown = JSON.parse(text);
-          const verdict = checkSchema(json, value);
-          const parsed = schema.safeParse(value);
-          if (verdict.kind === 'valid') {
-            valid += 1;
-            expect(parsed.success, JSON.stringify(value)).toBe(true);
-            expect(parsed.data).toEqual(value);
-          }
-          if (EXACT.has(name)) {
-            expect(verdict.kind, JSON.stringify(value)).not.toBe('unsure');
-            expect(verdict.kind === 'valid', JSON.stringify(value)).toBe(parsed.success);
-            // The first problem names the field zod's first problem names (what callers read).
-            if (verdict.kind === 'invalid' && !parsed.success) {
-              const field = (line: string) => line.split(':')[0];
-              expect(field(verdict.issues[0]!), JSON.stringify(value)).toBe(field(describeIssues(parsed.error)[0]!));
+        fc.property(
+          fc.oneof(...bases.map((base) => mutated(base, { addKeys: true }).map((m) => m.value)), fc.anything()),
+          (raw) => {
+            // What a workflow receives went through the JSON payload converter.
+            const text = JSON.stringify(raw);
+            if (text === undefined) return;
+            const value: unknown = JSON.parse(text);
+            const verdict = checkSchema(json, value);
+            const parsed = schema.safeParse(value);
+            if (verdict.kind === 'valid') {
+              valid += 1;
+              expect(parsed.success, JSON.stringify(value)).toBe(true);
+              expect(parsed.data).toEqual(value);
             }
-          }
-        }),
+            if (EXACT.has(name)) {
+              expect(verdict.kind, JSON.stringify(value)).not.toBe('unsure');
+              expect(verdict.kind === 'valid', JSON.stringify(value)).toBe(parsed.success);
+              // The first problem names the field zod's first problem names (what callers read).
+              if (verdict.kind === 'invalid' && !parsed.success) {
+                const field = (line: string) => line.split(':')[0];
+                expect(field(verdict.issues[0]!), JSON.stringify(value)).toBe(field(describeIssues(parsed.error)[0]!));
+              }
+            }
+          },
+        ),
         { numRuns: 3000, seed: SEED },
       );
       // A fuzzer that never produced a valid value would prove nothing.

@@ -88,16 +88,19 @@ export type ResolveRunResult = z.infer<typeof ResolveRunResult>;
  * starts without a look-up; the rest (preset, model, scopes) is in the input already. `delegation` and `hooks` only
  * for a child that may delegate.
  */
-export const InheritedComposition = z.strictObject({
-  /** Absent: none. */
-  effort: z.string().optional(),
-  /** Names only for a child that may not delegate (it never narrows a grant with their scopes). */
-  tools: z.array(z.union([z.string(), RunTool])),
-  price: ModelPrice,
-  defaultLimits: DefaultLimits,
-  delegation: DelegationSettings.optional(),
-  hooks: z.array(HookSpec).optional(),
-  compaction: CompactionSettings.optional(),
-  payloads: PayloadLimits.optional(),
-});
+export const InheritedComposition = ResolveRunResult.pick({
+  price: true,
+  defaultLimits: true,
+  delegation: true,
+  hooks: true,
+  compaction: true,
+  payloads: true,
+})
+  .extend({
+    /** Absent: none. */
+    effort: z.string().optional(),
+    /** Names only for a child that may not delegate (it never narrows a grant with their scopes). */
+    tools: z.array(z.union([z.string(), RunTool])),
+  })
+  .strict();
 export type InheritedComposition = z.infer<typeof InheritedComposition>;

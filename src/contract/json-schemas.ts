@@ -100,25 +100,6 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
         composition: {
           type: 'object',
           properties: {
-            effort: { type: 'string' },
-            tools: {
-              type: 'array',
-              items: {
-                anyOf: [
-                  { type: 'string' },
-                  {
-                    type: 'object',
-                    properties: {
-                      name: { type: 'string' },
-                      description: { type: 'string' },
-                      parameters: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
-                      scopes: { type: 'array', items: { type: 'string' } },
-                    },
-                    required: ['name', 'scopes'],
-                  },
-                ],
-              },
-            },
             price: {
               type: 'object',
               properties: {
@@ -219,8 +200,27 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               },
               required: ['maxTextBytes', 'maxInputBytes'],
             },
+            effort: { type: 'string' },
+            tools: {
+              type: 'array',
+              items: {
+                anyOf: [
+                  { type: 'string' },
+                  {
+                    type: 'object',
+                    properties: {
+                      name: { type: 'string' },
+                      description: { type: 'string' },
+                      parameters: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
+                      scopes: { type: 'array', items: { type: 'string' } },
+                    },
+                    required: ['name', 'scopes'],
+                  },
+                ],
+              },
+            },
           },
-          required: ['tools', 'price', 'defaultLimits'],
+          required: ['price', 'defaultLimits', 'tools'],
           additionalProperties: false,
         },
         background: {

@@ -5,12 +5,12 @@
  * (compaction included), so the run ends with the same output.
  */
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMPACTION_SYSTEM_PROMPT } from '../../src/rules/compaction.js';
 import { type RecordedRequest } from '../../src/testing/scripted-model.js';
-import { createHarness, TEST_API_KEY, type Harness } from '../support/harness.js';
-import { spawnWorker, waitUntilReady, type WorkerProcess } from '../support/worker-process.js';
-import { FAULT_CONFIG, writeConfig } from './support.js';
+import { createHarness, type Harness } from '../support/harness.js';
+import type { WorkerProcess } from '../support/worker-process.js';
+import { FAULT_CONFIG, startFaultWorker, writeConfig } from './support.js';
 
 const TASK = 'cold worker: add up six numbers';
 const TURNS = 6;
@@ -77,18 +77,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function startWorker(): Promise<WorkerProcess> {
-  const started = spawnWorker({
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    DEPUTY_TASK_QUEUE: h.taskQueue,
-    DEPUTY_BACKGROUND_TASK_QUEUE: `${h.taskQueue}-bg`,
-    DEPUTY_CONFIG: configPath,
-    OPENAI_BASE_URL: h.model.url,
-    OPENAI_API_KEY: TEST_API_KEY,
-  });
-  await waitUntilReady(started);
-  return started;
-}
+const startWorker = () => startFaultWorker(h, configPath);
 
 /** What the model was asked, in order: turn and compaction prompts, each as its digest. */
 const asked = (requests: RecordedRequest[]) =>

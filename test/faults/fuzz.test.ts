@@ -20,32 +20,11 @@ import { forTask, userSays } from '../../src/testing/scripted-model.js';
 import { describeIssues } from '../../src/rules/zod-issues.js';
 import { useHarness } from '../support/harness.js';
 import { FAULT_CONFIG, TREE_SCOPES } from './support.js';
+import { mutated, SAMPLE_RUN_INPUT, type Json } from '../support/fuzzing.js';
 
 const SEED = Number(process.env.FAULTS_SEED ?? 20261130);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 2000);
 const h = useHarness({ config: parseConfig(FAULT_CONFIG) });
-
-type Json = Record<string, unknown>;
-
-/** Every path to a value inside `value` (objects and arrays), shortest first. */
-function pathsOf(value: unknown, prefix: string[] = []): string[][] {
-  if (value === null || typeof value !== 'object') return [];
-  return Object.entries(value).flatMap(([key, inner]) => [[...prefix, key], ...pathsOf(inner, [...prefix, key])]);
-}
-
-/** `base` with the value at one of its paths replaced by anything at all (or removed). */
-function mutated(base: Json) {
-  return fc
-    .tuple(fc.constantFrom(...pathsOf(base)), fc.oneof(fc.anything(), fc.constant(undefined)))
-    .map(([path, replacement]) => {
-      const copy = structuredClone(base);
-      let parent: Json = copy;
-      for (const key of path.slice(0, -1)) parent = parent[key] as Json;
-      if (replacement === undefined) delete parent[path.at(-1)!];
-      else parent[path.at(-1)!] = replacement;
-      return { path: path.join('.'), value: copy };
-    });
-}
 
 /** A problem line names a field path (or the root) and says what is wrong; odd keys are quoted: `a["b c"].d`. */
 const PROBLEM_LINE = /^(\(root\)|(?:[\w-]+|\[".*?"\])(?:\.[\w-]+|\[".*?"\])*): \S/;
@@ -72,18 +51,7 @@ function zodProblems(schema: z.ZodType, value: unknown): string[] | null {
   return parsed.success ? null : describeIssues(parsed.error);
 }
 
-const RUN_INPUT: Json = {
-  task: 'price an order',
-  messages: [{ role: 'user', content: 'hello' }],
-  mode: 'conversation',
-  idleTimeoutSeconds: 60,
-  preset: 'assistant',
-  model: 'test-model',
-  effort: 'low',
-  limits: { maxTurns: 3, maxCostUsd: 0.5, maxTokens: 1000, maxToolCalls: 2 },
-  scopes: ['tools.calc'],
-  tenant: 'acme',
-};
+const RUN_INPUT = SAMPLE_RUN_INPUT;
 const BRIEF = { task_name: 'look-up', message: 'find the rate', context: 'summary', limits: { maxTurns: 2 } };
 const DELEGATE_ARGS: Json = { briefs: [BRIEF, { ...BRIEF, task_name: 'other', context: 2 }] };
 const CONFIG: Json = {

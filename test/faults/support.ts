@@ -6,7 +6,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { expect } from 'vitest';
+import { expect, inject } from 'vitest';
+import { TEST_API_KEY, type Harness } from '../support/harness.js';
+import { spawnWorker, waitUntilReady, type WorkerProcess } from '../support/worker-process.js';
 import type { RunResult, RunState } from '../../src/contract/run.js';
 import {
   lastMessage,
@@ -34,6 +36,20 @@ export const FAULT_CONFIG = {
     childDefaults: { maxTurns: 5, maxTokens: 5_000, maxCostUsd: 0.05, maxToolCalls: 5 },
   },
 };
+
+/** Starts the worker process (`npm run worker`) on the harness's queues with `configPath`, and waits until it is ready. */
+export async function startFaultWorker(h: Harness, configPath: string): Promise<WorkerProcess> {
+  const started = spawnWorker({
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    DEPUTY_TASK_QUEUE: h.taskQueue,
+    DEPUTY_BACKGROUND_TASK_QUEUE: `${h.taskQueue}-bg`,
+    DEPUTY_CONFIG: configPath,
+    OPENAI_BASE_URL: h.model.url,
+    OPENAI_API_KEY: TEST_API_KEY,
+  });
+  await waitUntilReady(started);
+  return started;
+}
 
 /** Scopes of a delegating run. */
 export const TREE_SCOPES = ['tools.calc', 'run.delegate'];

@@ -2,10 +2,10 @@
  * Worker killed: SIGKILL the worker process (what `npm run worker` runs) at random points of delegating runs,
  * restart it each time, and check that every run ends as an undisturbed run does.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunState } from '../../src/contract/run.js';
-import { createHarness, TEST_API_KEY, type Harness } from '../support/harness.js';
-import { spawnWorker, waitUntilReady, type WorkerProcess } from '../support/worker-process.js';
+import { createHarness, type Harness } from '../support/harness.js';
+import type { WorkerProcess } from '../support/worker-process.js';
 import {
   callKey,
   expectLedgerAddsUp,
@@ -13,6 +13,7 @@ import {
   modelCallAttempts,
   seededRandom,
   sleep,
+  startFaultWorker,
   TREE_SCOPES,
   treeOutput,
   treeRules,
@@ -38,18 +39,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function startWorker(): Promise<WorkerProcess> {
-  const started = spawnWorker({
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    DEPUTY_TASK_QUEUE: h.taskQueue,
-    DEPUTY_BACKGROUND_TASK_QUEUE: `${h.taskQueue}-bg`,
-    DEPUTY_CONFIG: configPath,
-    OPENAI_BASE_URL: h.model.url,
-    OPENAI_API_KEY: TEST_API_KEY,
-  });
-  await waitUntilReady(started);
-  return started;
-}
+const startWorker = () => startFaultWorker(h, configPath);
 
 describe(`worker killed (seed ${SEED})`, () => {
   it(`R1.1 ${KILLS} SIGKILLs across delegating runs: same outputs, no completed model call repeated, ledgers add up`, async () => {
