@@ -13,9 +13,9 @@ interface Entry {
 
 /** Bounds of a `ContextCache`. */
 export interface ContextCacheOptions {
-  /** Runs kept (least recently used first out). @default 2000 */
+  /** Runs kept (least recently used first out). @default 1000 */
   maxRuns?: number;
-  /** Characters of message text kept over all runs. @default 128 Mi */
+  /** Characters of message text kept over all runs (about twice as many bytes). @default 32 Mi */
   maxChars?: number;
 }
 
@@ -33,8 +33,8 @@ export class ContextCache {
   private readonly maxChars: number;
 
   constructor(options: ContextCacheOptions = {}) {
-    this.maxRuns = options.maxRuns ?? 2000;
-    this.maxChars = options.maxChars ?? 128 * 2 ** 20;
+    this.maxRuns = options.maxRuns ?? 1000;
+    this.maxChars = options.maxChars ?? 32 * 2 ** 20;
   }
 
   /** The messages of call `seq` of `run`, if this worker still has them and they are `length` long. */

@@ -19,21 +19,28 @@ const CL100K_MODELS = /^(gpt-4|gpt-3\.5)/;
 
 /**
  * Issue 12: a run's calls send the same persona, tool schemas and earlier turns again and again; each text is counted
- * once. Two generations of at most `MEMO_ENTRIES` texts each: a full generation becomes the old one, the older dropped.
+ * once. Two generations of at most `MEMO_ENTRIES` texts and `MEMO_CHARS` characters each (a full generation becomes
+ * the old one, the older is dropped), so the memory it holds stays bounded.
  */
 const MEMO_ENTRIES = 20_000;
+const MEMO_CHARS = 8 * 2 ** 20;
 function memoized(count: (text: string) => number): (text: string) => number {
   let current = new Map<string, number>();
   let old = new Map<string, number>();
+  let chars = 0;
   return (text) => {
     let tokens = current.get(text);
     if (tokens !== undefined) return tokens;
     tokens = old.get(text) ?? countText(text, count);
-    if (current.size >= MEMO_ENTRIES) {
+    if (current.size >= MEMO_ENTRIES || chars + text.length > MEMO_CHARS) {
       old = current;
       current = new Map();
+      chars = 0;
     }
-    current.set(text, tokens);
+    if (text.length <= MEMO_CHARS / 4) {
+      current.set(text, tokens);
+      chars += text.length;
+    }
     return tokens;
   };
 }

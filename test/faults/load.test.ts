@@ -85,8 +85,11 @@ describe('load', () => {
     const start = await memoryReport(worker);
 
     let peak = start.rss;
+    let samples = 0;
     const sampler = setInterval(() => {
-      if (worker?.child.exitCode === null) peak = Math.max(peak, rssMiB(pid));
+      if (worker?.child.exitCode !== null) return;
+      peak = Math.max(peak, rssMiB(pid));
+      samples += 1;
     }, 100);
     void worker.exited.then((code) => {
       if (code !== null) console.error(`worker exited with ${code}:\n${worker?.output().slice(-3000)}`);
@@ -106,6 +109,8 @@ describe('load', () => {
       `load: ${RUNS} runs in ${seconds.toFixed(1)} s; worker heap used ${start.heapUsed} MiB before, ${after.heapUsed} MiB after; RSS ${start.rss} MiB before, ${peak.toFixed(0)} MiB peak, ${after.rss} MiB after`,
     );
     expect(after.heapUsed).toBeLessThanOrEqual(start.heapUsed * SETTLED_FACTOR);
-    expect(peak).toBeGreaterThan(start.rss);
+    // The sampler watched the load (the worker's RSS may well not grow past where the warm-up left it).
+    expect(samples).toBeGreaterThan(0);
+    expect(peak).toBeGreaterThanOrEqual(start.rss);
   });
 });
