@@ -103,7 +103,13 @@ describe('model endpoint misbehaving', () => {
     const { workflowId, result } = await run(task, ['tools.calc']);
     expect(result).toMatchObject({ status: 'completed', output: 'recovered' });
     const state = RunState.parse(await h.deputy.getState(workflowId));
-    const errors = state.session.filter((e) => e.type === 'tool/result').map((e) => JSON.stringify(e));
+    // Results join the session as they come in (R3.2): read them in the order of the calls.
+    const asked = state.session.find((e) => e.type === 'message/assistant' && e.toolCalls.length === 3);
+    const calls = asked?.type === 'message/assistant' ? asked.toolCalls.map((call) => call.id) : [];
+    const errors = calls.map((id) =>
+      JSON.stringify(state.session.find((e) => e.type === 'tool/result' && e.toolCallId === id)),
+    );
+    expect(errors).toHaveLength(3);
     expect(errors[0]).toContain('not valid JSON');
     expect(errors[1]).toMatch(/invalid arguments for \\"calculate\\": operation: .*; b: /);
     expect(errors[2]).toContain('not available to this run');
