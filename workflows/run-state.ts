@@ -61,6 +61,8 @@ export class AgentRunState {
   endRequested = false;
   /** Issue 12's leaner history (fewer upserts); false when replaying a history recorded before it. */
   lean = false;
+  /** The cost the search attribute shows (kept by `showCost` and `setStatusWithCost`). */
+  private shownCostMicroUsd = 0;
   /** Model calls made with a context sequence number (issue 12), and the messages of the last one that succeeded. */
   contextSeq = 0;
   lastCall: { seq: number; messages: ChatMessage[] } | undefined;
@@ -195,6 +197,13 @@ export class AgentRunState {
     upsertSearchAttributes([{ key: DEPUTY_STATUS, value: next }, ...extra]);
   }
 
+  /** A lean run's status change carries its cost when that moved since it was last shown (one upsert, not two). */
+  setStatusWithCost(next: LiveStatus): void {
+    const moved = this.lean && this.usage.costMicroUsd !== this.shownCostMicroUsd;
+    this.setStatus(next, moved ? [this.costAttribute()] : []);
+    if (moved) this.shownCostMicroUsd = this.usage.costMicroUsd;
+  }
+
   isEnded(): boolean {
     return FINAL.includes(this.status);
   }
@@ -208,7 +217,17 @@ export class AgentRunState {
 
   /** Shows the run's cost so far in its search attributes. */
   showCost(): void {
-    upsertSearchAttributes([{ key: DEPUTY_COST_USD, value: microToUsd(this.usage.costMicroUsd) }]);
+    upsertSearchAttributes([this.costAttribute()]);
+    this.shownCostMicroUsd = this.usage.costMicroUsd;
+  }
+
+  /** True when the cost moved since it was last shown. */
+  costMoved(): boolean {
+    return this.usage.costMicroUsd !== this.shownCostMicroUsd;
+  }
+
+  private costAttribute(): SearchAttributeUpdatePair {
+    return { key: DEPUTY_COST_USD, value: microToUsd(this.usage.costMicroUsd) };
   }
 
   /** True while a child is reserved or running. */

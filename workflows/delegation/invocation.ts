@@ -141,7 +141,7 @@ export async function bookAndRun(
     );
   } finally {
     // Another invocation of the same turn may still have live children.
-    run.setStatus(run.hasLiveChildren() ? 'waiting_for_children' : 'running');
+    run.setStatusWithCost(run.hasLiveChildren() ? 'waiting_for_children' : 'running');
   }
   return { content: renderChildResults(outcomes), isError: outcomes.every((o) => o.status !== 'completed') };
 }
