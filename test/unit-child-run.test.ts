@@ -100,7 +100,7 @@ describe('R2.4 R2.7 a child’s input', () => {
     expect(followup.restore).toEqual({ kind: 'followup', events: [] });
   });
 
-  it('issue 12: an implicit child inherits exactly what resolveRun would answer for it; a role, another model or a follow-up looks up', () => {
+  it('R4.3 issue 12: an implicit child inherits exactly what resolveRun would answer for it; a role, another model or a follow-up looks up', () => {
     const definition = parent.composition.presetDefinition!;
     const implicit: ChildPlan = {
       ...plan,

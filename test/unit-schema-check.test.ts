@@ -72,7 +72,7 @@ const CASES: [string, z.ZodType, JsonSchema, Json[]][] = [
 /** Used by synchronous update validators: their verdict must be zod's, both ways. */
 const EXACT = new Set(['SendMessageInput', 'EndConversationInput', 'InterjectArgs']);
 
-describe('issue 12: JSON Schema fast path, held to zod', () => {
+describe('R1.7 issue 12: JSON Schema fast path, held to zod', () => {
   it('the committed src/contract/json-schemas.ts is what `npm run schemas` generates', async () => {
     expect(readFileSync(GENERATED_PATH, 'utf8'), 'run `npm run schemas`').toBe(await generatedModule());
   });

@@ -6,7 +6,7 @@ import { ApplicationFailure, proxyActivities, setCurrentDetails } from '@tempora
 import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { LimitName } from '../src/contract/run.js';
-import { toChatMessages } from '../src/contract/dialogue.js';
+import { startsWith, toChatMessages, type ChatMessage } from '../src/contract/dialogue.js';
 import {
   applyCompaction,
   messagesAfterCompaction,
@@ -16,7 +16,6 @@ import {
 import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { budgetExceeded, findFailure } from '../src/rules/failure-message.js';
 import type { CallModelInput, CallModelResult } from '../src/contract/activities.js';
-import { startsWith, type ChatMessage } from '../src/contract/dialogue.js';
 import { addModelCall, addSpend, callCostMicroUsd } from '../src/rules/usage.js';
 import { MODEL_CALL_OPTIONS } from './activity-options.js';
 import { now, type AgentRunState } from './run-state.js';
@@ -59,22 +58,40 @@ function sinceLastCall(run: AgentRunState, messages: ChatMessage[], whole: boole
   return { messages: messages.slice(base), context: { seq, chain, baseSeq: last.seq, base } };
 }
 
-/** `callModel` with the dialogue sent as what is new; sent whole again if the worker does not hold the rest. */
-async function callWithContext(
+/**
+ * Makes `call` with `messages` sent as what is new since the run's last call, and again with them whole if the worker
+ * does not hold the rest (`ModelCall.ContextUnknown`); then records what that worker now holds (`held`).
+ */
+async function sendingWhatIsNew<T>(
   run: AgentRunState,
-  summary: string,
-  input: Omit<CallModelInput, 'context'>,
-): Promise<CallModelResult> {
+  messages: ChatMessage[],
+  call: (sent: ReturnType<typeof sinceLastCall>) => Promise<T>,
+  held: (result: T) => ChatMessage[],
+): Promise<T> {
   for (let whole = false; ; whole = true) {
-    const sent = sinceLastCall(run, input.messages, whole);
+    const sent = sinceLastCall(run, messages, whole);
     try {
-      const reply = await callModel.executeWithOptions({ summary }, [{ ...input, ...sent }]);
-      run.lastCall = { seq: sent.context.seq, messages: input.messages };
-      return reply;
+      const result = await call(sent);
+      run.lastCall = { seq: sent.context.seq, messages: held(result) };
+      return result;
     } catch (err) {
       if (whole || !findFailure(err, FAILURE.ContextUnknown)) throw err;
     }
   }
+}
+
+/** `callModel` with the dialogue sent as what is new. */
+function callWithContext(
+  run: AgentRunState,
+  summary: string,
+  input: Omit<CallModelInput, 'context'>,
+): Promise<CallModelResult> {
+  return sendingWhatIsNew(
+    run,
+    input.messages,
+    (sent) => callModel.executeWithOptions({ summary }, [{ ...input, ...sent }]),
+    () => input.messages,
+  );
 }
 
 /**
@@ -109,22 +126,18 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
     to: messages.length - toChatMessages(plan.recent, '').length,
     maxBytes: run.payloads.maxInputBytes,
   };
-  const attempt = async (whole: boolean) => {
-    const sent = sinceLastCall(run, messages, whole);
-    const result = await compactSession.executeWithOptions(
-      { summary: `compactSession ${model} (${plan.replacesTurns} turns so far)` },
-      [{ model, ...sent, compact: range, budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS) }],
-    );
-    // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
-    run.lastCall = { seq: sent.context.seq, messages: messagesAfterCompaction(messages, range, result.summary) };
-    return result;
-  };
   let compacted;
   try {
-    compacted = await attempt(false).catch((err: unknown) => {
-      if (!findFailure(err, FAILURE.ContextUnknown)) throw err;
-      return attempt(true);
-    });
+    compacted = await sendingWhatIsNew(
+      run,
+      messages,
+      (sent) =>
+        compactSession.executeWithOptions({ summary: `compactSession ${model} (${plan.replacesTurns} turns so far)` }, [
+          { model, ...sent, compact: range, budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS) },
+        ]),
+      // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
+      (result) => messagesAfterCompaction(messages, range, result.summary),
+    );
   } catch (err) {
     const limit = budgetExceeded(err);
     if (limit) return limit;

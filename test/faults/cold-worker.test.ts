@@ -83,8 +83,8 @@ const startWorker = () => startFaultWorker(h, configPath);
 const asked = (requests: RecordedRequest[]) =>
   requests.filter((r) => !r.aborted && r.answeredAt !== undefined).map((r) => `${r.rule}:${digest(r)}`);
 
-describe('issue 12: the worker-side dialogue is only a cache', () => {
-  it('a fresh worker that never saw the run finishes it after a SIGKILL mid-call: same prompts, same output', async () => {
+describe('R1.1 issue 12: the worker-side dialogue is only a cache', () => {
+  it('R1.1 a fresh worker that never saw the run finishes it after a SIGKILL mid-call (a crash between sending a turn and its answer): same prompts, same output', async () => {
     worker = await startWorker();
     const scopes = ['tools.calc'];
 
