@@ -4,6 +4,7 @@
 import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
+import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type OpenAI from 'openai';
 import type {
   AwaitRunResult,
@@ -106,15 +107,20 @@ export function createActivities({
     },
     /** R2.4: what Temporal records of the run holding a child's id, to tell this parent's own child from a squatter. */
     async describeRun({ workflowId }: RunRef): Promise<DescribeRunResult> {
-      const described = await temporal().workflow.getHandle(workflowId).describe();
+      const client = temporal();
+      const described = await client.workflow.getHandle(workflowId).describe();
       const memo = described.memo ?? {};
       const text = (value: unknown) => (typeof value === 'string' ? value : null);
+      const origin =
+        memo.deputyInvocationId === undefined && described.type === 'agentRun'
+          ? await startOrigin(client, workflowId, described.runId)
+          : undefined;
       return {
         workflowType: described.type,
         running: described.status.name === 'RUNNING',
         parentId: described.parentExecution?.workflowId ?? null,
-        invocationId: text(memo.deputyInvocationId),
-        taskName: text(memo.deputyTaskName),
+        invocationId: text(origin ? origin.invocationId : memo.deputyInvocationId),
+        taskName: text(origin ? origin.taskName : memo.deputyTaskName),
       };
     },
     /** R2.4: waits for a run this parent attached to (it did not start it in this execution) and reads its end. */
@@ -161,3 +167,20 @@ function toolSpecs(tools: ReadonlyMap<string, ToolDefinition>): (name: string) =
 
 /** The activities' type, for `proxyActivities<DeputyActivities>` in workflow code. */
 export type DeputyActivities = ReturnType<typeof createActivities>;
+
+/** The `origin` a run was started with, read from the first event of its current execution (R2.4). */
+async function startOrigin(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<{ invocationId?: unknown; taskName?: unknown }> {
+  const { history } = await client.workflowService.getWorkflowExecutionHistory({
+    namespace: client.options.namespace,
+    execution: { workflowId, runId },
+    maximumPageSize: 1,
+  });
+  const started = history?.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const [input] = await decodeArrayFromPayloads(client.options.loadedDataConverter, started?.input?.payloads);
+  const origin = (input as { origin?: unknown } | undefined)?.origin;
+  return typeof origin === 'object' && origin !== null ? origin : {};
+}

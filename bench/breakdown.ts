@@ -1,6 +1,7 @@
 /**
  * `node --import tsx bench/breakdown.ts`: runs one benchmark tree (parent + 3 children) and one growth run, and prints
  * where their history bytes go, by event type and by activity, so changes to history size can be measured.
+ * LIST=1 lists each event of the root and its first child with its size; DUMP=<kind> prints matching events.
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
@@ -62,6 +63,7 @@ async function main(): Promise<void> {
         const done = event.activityTaskCompletedEventAttributes ?? event.activityTaskStartedEventAttributes;
         if (sched) kind += ` ${sched.activityType?.name}`;
         if (done) kind += ` ${scheduled.get(String(done.scheduledEventId)) ?? '?'}`;
+        if (process.env.LIST && i <= 1) console.log(`${String(bytes).padStart(6)}  ${i}  ${kind}`);
         const dump = process.env.DUMP;
         if (dump && kind.includes(dump) && (process.env.DUMP_ALL || i <= 1))
           console.log(kind, JSON.stringify(event).slice(0, 6000));

@@ -85,6 +85,25 @@ if (process.env.COUNT) {
   );
 }
 const set = Array.from({ length: PASSES }, () => histories).flat();
+if (process.env.PROMISES) {
+  // How many promises workflow code creates in one replay of the tree (the SDK captures a stack for each).
+  const { promiseHooks } = await import('node:v8');
+  const stacks = new Map<string, number>();
+  let count = 0;
+  const stop: () => void = promiseHooks.onInit((promise: Promise<unknown>) => {
+    if (promise.constructor === Promise) return;
+    count++;
+    if (process.env.PROMISES === 'stacks') {
+      const stack = (new Error().stack ?? '').split('\n').slice(2, 6).join(' | ');
+      stacks.set(stack, (stacks.get(stack) ?? 0) + 1);
+    }
+  });
+  for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'p' }, histories))
+    if (r.error) throw r.error;
+  stop();
+  console.log(`${SIDE}: ${count} workflow promises in one replay of the tree`);
+  for (const [stack, n] of [...stacks].sort((a, b) => b[1] - a[1]).slice(0, 200)) console.log(n, stack);
+}
 for (const label of ['warm', 'measured']) {
   const t0 = performance.now();
   for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'p' }, set))

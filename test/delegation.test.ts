@@ -415,6 +415,37 @@ describe('R2.10 cancellation cascades downward only', () => {
     await h.model.waitFor((rs) => rs.some((r) => r.rule === 'orphan child' && r.aborted));
   });
 
+  it('R1.4 R2.9 a child that cannot delegate ends at its own deadline with its best output, its model call aborted', async () => {
+    const task = 'r1.4 child deadline';
+    let calls = 0;
+    h.model.add({
+      name: 'slow child',
+      when: userSays('deadline child'),
+      times: Infinity,
+      reply: () =>
+        ++calls === 1
+          ? { text: 'child draft 1', toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 1, b: 2 } }] }
+          : { hang: true },
+    });
+    const deadline = new Date(Date.now() + 4000).toISOString();
+    const parentId = await delegatingParent(task, {
+      briefs: [{ task_name: 'slow', message: 'deadline child', limits: { deadline } }],
+    });
+    const result = await h.deputy.result(parentId);
+    expect(result).toMatchObject({ status: 'completed', output: 'parent done' });
+    expect(await h.deputy.result(`${parentId}/slow-1`)).toMatchObject({
+      status: 'limit_reached',
+      limit: 'deadline',
+      output: 'child draft 1',
+    });
+    const content = toolMessage(h.model.requests.find((r) => r.rule === `${task}:join`)!);
+    expect(content).toContain('"status": "limit_reached"');
+    await h.model.waitFor((rs) => rs.filter((r) => r.rule === 'slow child').some((r) => r.aborted), 15_000);
+    // Issue 12: a run that only waits on activities keeps its deadline on them, not with a timer of its own.
+    const history = await h.client.workflow.getHandle(`${parentId}/slow-1`).fetchHistory();
+    expect(history.events!.filter((e) => e.timerStartedEventAttributes)).toEqual([]);
+  });
+
   it('R2.10 cancelling one child leaves the parent and its sibling running', async () => {
     const task = 'r2.10 cancel child';
     h.model.add(

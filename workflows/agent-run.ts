@@ -23,6 +23,7 @@ import { bestOutput } from '../src/contract/dialogue.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import { resolveLimits } from '../src/rules/limits.js';
 import { compositionFromInput } from '../src/rules/child-run.js';
+import { STEERING_TOOLS } from '../src/rules/children.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
 import { agentLoop } from './loop.js';
@@ -37,6 +38,8 @@ const local = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /** Issue 12: fewer search-attribute upserts and no `resolveRun` for inheriting children. */
 export const LEAN_HISTORY_PATCH = 'deputy-lean-history';
+/** Issue 12, second pass: each fact once more (no usage memo beside a result, ...), the deadline on activities. */
+export const LEANER_HISTORY_PATCH = 'deputy-leaner-history';
 
 /** Runs one agent: parse, start or resume, register handlers, loop until an answer or a limit, finish. */
 export async function agentRun(rawInput: RunInput): Promise<RunResult> {
@@ -60,10 +63,11 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   ];
   // Issue 12: one upsert when the run starts running (its parent set the tree's attributes on a child at its start),
   // the cost once a turn needs it, not after every step; runs recorded before keep their history's upserts.
-  // A child whose parent passed its composition down is new by construction: no patch marker needed.
-  run.lean = input.origin?.composition !== undefined || patched(LEAN_HISTORY_PATCH);
+  // A child whose parent passed its invocation id (or, before, its composition) down is new by construction: no patch
+  // marker needed. A root records one marker: the newest shape's (the older one is asked only when replaying).
+  run.historyShape = historyShape(input);
   if (!run.lean) upsertSearchAttributes([...treeAttributes, { key: SA.DEPUTY_STATUS, value: run.status }]);
-  const loopScope = new CancellationScope();
+  let loopScope: CancellationScope | undefined;
   let deadlineHit = false;
   try {
     if (!input.resume) {
@@ -80,17 +84,19 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     );
     run.setStatus('running', [...(run.lean ? unset : []), { key: SA.DEPUTY_PRESET, value: run.composition.preset }]);
     const { deadlineMs } = run.limits;
-    if (deadlineMs !== null) {
+    run.deadlineOnActivities = run.leaner && deadlineMs !== null && waitsOnlyOnActivities(run);
+    if (deadlineMs !== null && !run.deadlineOnActivities) {
       // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.
+      const scope = (loopScope = new CancellationScope());
       sleep(Math.max(1, deadlineMs - Date.now()), { summary: `deadline ${new Date(deadlineMs).toISOString()}` }).then(
         () => {
           deadlineHit = true;
-          loopScope.cancel();
+          scope.cancel();
         },
         () => undefined,
       );
     }
-    const outcome = await loopScope.run(() => agentLoop(run));
+    const outcome = loopScope ? await loopScope.run(() => agentLoop(run)) : await agentLoop(run);
     run.end(outcome.status, outcome.output);
     return run.result({
       status: outcome.status,
@@ -99,7 +105,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     });
   } catch (err) {
     if (err instanceof ContinueAsNew) throw err;
-    if (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) {
+    if (
+      (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) ||
+      (!isCancellation(err) && deadlinePassedOnActivity(run))
+    ) {
       const output = bestOutput(run.events);
       run.end('limit_reached', output);
       return run.result({ status: 'limit_reached', output, limit: 'deadline' });
@@ -118,6 +127,28 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
     throw err;
   }
+}
+
+/** Which of issue 12's history shapes this run records (see `AgentRunState.historyShape`). */
+function historyShape(input: ParsedRunInput): 0 | 1 | 2 {
+  if (input.origin?.invocationId !== undefined || patched(LEANER_HISTORY_PATCH)) return 2;
+  return input.origin?.composition !== undefined || patched(LEAN_HISTORY_PATCH) ? 1 : 0;
+}
+
+/**
+ * A task run offered no steering tool waits only on activities (model calls, tools, compaction; hooks end at their
+ * own timeouts): nothing else (children, messages) can hold it past its deadline.
+ */
+function waitsOnlyOnActivities(run: AgentRunState): boolean {
+  return (
+    (run.input.mode ?? 'task') === 'task' && !run.composition.tools.some(({ name }) => STEERING_TOOLS.includes(name))
+  );
+}
+
+/** R1.4: an activity bounded by the deadline ended the run's loop at (or after) it: the deadline, not a failure. */
+function deadlinePassedOnActivity(run: AgentRunState): boolean {
+  const { deadlineMs } = run.limits ?? { deadlineMs: null };
+  return run.deadlineOnActivities && deadlineMs !== null && Date.now() >= deadlineMs;
 }
 
 /**

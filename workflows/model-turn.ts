@@ -89,7 +89,7 @@ function callWithContext(
   return sendingWhatIsNew(
     run,
     input.messages,
-    (sent) => callModel.executeWithOptions({ summary }, [{ ...input, ...sent }]),
+    (sent) => callModel.executeWithOptions({ summary, ...run.untilDeadline() }, [{ ...input, ...sent }]),
     () => input.messages,
   );
 }
@@ -132,9 +132,10 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
       run,
       messages,
       (sent) =>
-        compactSession.executeWithOptions({ summary: `compactSession ${model} (${plan.replacesTurns} turns so far)` }, [
-          { model, ...sent, compact: range, budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS) },
-        ]),
+        compactSession.executeWithOptions(
+          { summary: `compactSession ${model} (${plan.replacesTurns} turns so far)`, ...run.untilDeadline() },
+          [{ model, ...sent, compact: range, budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS) }],
+        ),
       // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
       (result) => messagesAfterCompaction(messages, range, result.summary),
     );

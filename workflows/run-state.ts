@@ -59,8 +59,17 @@ export class AgentRunState {
   reserved: Amount = ZERO_AMOUNT;
   readonly ledger: LedgerEntry[] = [];
   endRequested = false;
-  /** Issue 12's leaner history (fewer upserts); false when replaying a history recorded before it. */
-  lean = false;
+  /**
+   * Which of issue 12's history shapes the run records (replaying what it was recorded with): 0 before it; 1 lean
+   * (one upsert at the start, the cost when it moved, the composition looked up locally); 2 leaner (no usage memo
+   * beside a result, no memo on a child's start, children's results one line each, the deadline on activities).
+   */
+  historyShape: 0 | 1 | 2 = 0;
+  /**
+   * Issue 12: a leaner task run that cannot delegate only ever waits on activities, so its deadline bounds each of
+   * them (schedule-to-close) instead of a timer racing a cancellation scope.
+   */
+  deadlineOnActivities = false;
   /** The cost the search attribute shows (kept by `showCost` and `setStatusWithCost`). */
   private shownCostMicroUsd = 0;
   /** Model calls made with a context sequence number (issue 12), and the messages of the last one that succeeded. */
@@ -242,6 +251,21 @@ export class AgentRunState {
     return settings;
   }
 
+  get lean(): boolean {
+    return this.historyShape >= 1;
+  }
+
+  get leaner(): boolean {
+    return this.historyShape >= 2;
+  }
+
+  /** Options that end an activity at the run's deadline, when the deadline bounds activities (not a timer). */
+  untilDeadline(): { scheduleToCloseTimeout?: number } {
+    const { deadlineMs } = this.limits;
+    if (!this.deadlineOnActivities || deadlineMs === null) return {};
+    return { scheduleToCloseTimeout: Math.max(1, deadlineMs - Date.now()) };
+  }
+
   /** The system prompt: recorded in older compositions, rendered from the preset definition in newer ones. */
   get persona(): string {
     const { persona, presetDefinition } = this.composition;
@@ -267,11 +291,14 @@ export class AgentRunState {
     return { ...outcome, usage: this.usage, sessionId: this.sessionId };
   }
 
-  /** Records the end: `run/ended`, status, cost, the usage memo (readable without a worker) and the details line. */
+  /**
+   * Records the end: `run/ended`, status, cost, the details line, and the usage memo (readable without a worker) when
+   * the run's result will not carry its usage: a leaner run that returns a `RunResult` leaves it there (issue 12).
+   */
   end(final: RunStatus, output: string | null): void {
     this.append({ type: 'run/ended', at: now(), status: final, output });
     this.setStatus(final, [{ key: DEPUTY_COST_USD, value: microToUsd(this.usage.costMicroUsd) }]);
-    upsertMemo({ deputyUsage: this.usage });
+    if (!this.leaner || final === 'failed' || final === 'cancelled') upsertMemo({ deputyUsage: this.usage });
     setCurrentDetails(
       `${final}; ${this.usage.modelCalls} model calls, $${microToUsd(this.usage.costMicroUsd).toFixed(6)}`,
     );

@@ -36,7 +36,7 @@ async function executeTool(run: AgentRunState, call: ToolCall, allowedTools: str
     }
   }
   try {
-    return await runTool.executeWithOptions({ summary: `runTool ${call.name}` }, [
+    return await runTool.executeWithOptions({ summary: `runTool ${call.name}`, ...run.untilDeadline() }, [
       { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes },
     ]);
   } catch (err) {

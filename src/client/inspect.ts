@@ -1,10 +1,11 @@
 /**
  * Reads a delegation tree from Temporal: the runs sharing a root id (visibility), with usage from each live run's
- * `state` query or from a finished run's memo.
+ * `state` query, a finished run's result, or (a run that failed or was cancelled, or one recorded before issue 12) its
+ * memo.
  */
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { stateQuery } from '../contract/messages.js';
-import { Usage } from '../contract/run.js';
+import { RunResult, Usage } from '../contract/run.js';
 import {
   DEPUTY_CONTEXT_MODE,
   DEPUTY_COST_USD,
@@ -28,6 +29,16 @@ async function liveUsage(client: Client, workflowId: string): Promise<Usage | nu
   return Promise.race([query, timeout]);
 }
 
+/** A finished run's usage from its result (the close event); `null` when it returned none. */
+async function endUsage(client: Client, workflowId: string): Promise<Usage | null> {
+  const result: unknown = await client.workflow
+    .getHandle(workflowId)
+    .result()
+    .catch(() => null);
+  const parsed = RunResult.safeParse(result);
+  return parsed.success ? parsed.data.usage : null;
+}
+
 async function toNode(client: Client, info: Omit<WorkflowExecutionInfo, 'raw'>): Promise<TreeNode> {
   const attrs = info.typedSearchAttributes;
   const memoUsage = Usage.safeParse(info.memo?.deputyUsage);
@@ -41,7 +52,11 @@ async function toNode(client: Client, info: Omit<WorkflowExecutionInfo, 'raw'>):
       : (attrs.get(DEPUTY_STATUS) ?? info.status.name.toLowerCase()),
     preset: attrs.get(DEPUTY_PRESET) ?? null,
     contextMode: attrs.get(DEPUTY_PARENT_ID) ? (attrs.get(DEPUTY_CONTEXT_MODE) ?? null) : null,
-    usage: running ? await liveUsage(client, info.workflowId) : memoUsage.success ? memoUsage.data : null,
+    usage: running
+      ? await liveUsage(client, info.workflowId)
+      : memoUsage.success
+        ? memoUsage.data
+        : await endUsage(client, info.workflowId),
     costUsd: attrs.get(DEPUTY_COST_USD) ?? null,
   };
 }

@@ -138,13 +138,13 @@ export interface RunRef {
   workflowId: string;
 }
 
-/** Result of `describeRun`: what Temporal records of the run holding an id, and what its memo says it is. */
+/** Result of `describeRun`: what Temporal records of the run holding an id, and what its start says it is. */
 export interface DescribeRunResult {
   workflowType: string;
   running: boolean;
   /** The parent Temporal records (never what the run's input claims). */
   parentId: string | null;
-  /** From the memo a delegating parent writes on the children it starts. */
+  /** From the origin a delegating parent gives the children it starts (or the memo it wrote before issue 12). */
   invocationId: string | null;
   taskName: string | null;
 }

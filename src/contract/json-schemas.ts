@@ -62,6 +62,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
         depth: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
         taskName: { type: 'string', minLength: 1 },
         invocation: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+        invocationId: { type: 'string', minLength: 1 },
         allowedTools: { type: 'array', items: { type: 'string' } },
         contextMode: {
           anyOf: [

@@ -45,6 +45,11 @@ export const ChildOrigin = z.strictObject({
   taskName: z.string().min(1),
   /** The parent's invocation number that spawned this child. */
   invocation: z.number().int().positive(),
+  /**
+   * The tool call that spawned it (R2.4: a later attempt of that invocation recognises its own child); older parents
+   * wrote it to the child's memo instead.
+   */
+  invocationId: z.string().min(1).optional(),
   /** Tool names the parent granted (R2.7); the child's preset and scopes narrow them further. */
   allowedTools: z.array(z.string()),
   contextMode: ContextMode,

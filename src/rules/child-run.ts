@@ -53,6 +53,8 @@ export interface ParentOfChild {
   tenant: string | undefined;
   /** The parent's composition: a child without a role runs with its model exactly and inherits the rest. */
   composition: ResolveRunResult;
+  /** The tool call spawning the child, recorded in its origin (issue 12: not in a memo written twice). */
+  invocationId?: string;
 }
 
 /**
@@ -152,6 +154,7 @@ export function childInput(
       depth: parent.depth + 1,
       taskName: brief.task_name,
       invocation,
+      ...(parent.invocationId && { invocationId: parent.invocationId }),
       allowedTools: plan.grant.tools,
       contextMode: plan.contextMode,
       preset: plan.composition,

@@ -136,6 +136,7 @@ export async function runChild(
         depth: run.depth,
         tenant: run.tenant,
         composition: run.composition,
+        ...(run.leaner && { invocationId: entry.invocationId }),
       },
       background,
     );
@@ -145,7 +146,8 @@ export async function runChild(
       args: [input],
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
-      staticSummary: `${brief.task_name} (child of ${run.sessionId}): ${bounded(task.replace(/\s+/g, ' '), 100)}`,
+      // Its parent is Temporal's own link (and in its id): the summary says what it was asked.
+      staticSummary: `${brief.task_name}: ${bounded(task.replace(/\s+/g, ' '), 100)}`,
       // The tree the child belongs to, searchable from its start; the child sets the rest when it starts running
       // (issue 12: each attribute written once, not at the start and again by the child).
       typedSearchAttributes: [
@@ -153,8 +155,8 @@ export async function runChild(
         { key: DEPUTY_PARENT_ID, value: run.sessionId },
       ],
       // R2.4: for which invocation it was started (its parent is what Temporal records), so a later attempt of this
-      // invocation can recognise it.
-      memo: { deputyInvocationId: entry.invocationId, deputyTaskName: brief.task_name },
+      // invocation can recognise it: in its origin (leaner), in a memo before.
+      ...(!run.leaner && { memo: { deputyInvocationId: entry.invocationId, deputyTaskName: brief.task_name } }),
     });
     if (started.kind === 'refused') return outcome('failed', null, started.reason, started.reason);
     entry.status = 'running';

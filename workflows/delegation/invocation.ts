@@ -143,5 +143,8 @@ export async function bookAndRun(
     // Another invocation of the same turn may still have live children.
     run.setStatusWithCost(run.hasLiveChildren() ? 'waiting_for_children' : 'running');
   }
-  return { content: renderChildResults(outcomes), isError: outcomes.every((o) => o.status !== 'completed') };
+  return {
+    content: renderChildResults(outcomes, run.leaner),
+    isError: outcomes.every((o) => o.status !== 'completed'),
+  };
 }
