@@ -90,14 +90,14 @@ if (process.env.PROMISES) {
   const { promiseHooks } = await import('node:v8');
   const stacks = new Map<string, number>();
   let count = 0;
-  const stop: () => void = promiseHooks.onInit((promise: Promise<unknown>) => {
+  const stop = promiseHooks.onInit((promise: Promise<unknown>) => {
     if (promise.constructor === Promise) return;
     count++;
     if (process.env.PROMISES === 'stacks') {
       const stack = (new Error().stack ?? '').split('\n').slice(2, 6).join(' | ');
       stacks.set(stack, (stacks.get(stack) ?? 0) + 1);
     }
-  });
+  }) as () => void;
   for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'p' }, histories))
     if (r.error) throw r.error;
   stop();

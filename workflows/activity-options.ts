@@ -25,6 +25,8 @@ export const LOOKUP_OPTIONS: ActivityOptions = {
  * after all of its work has stopped (children cancelled, HTTP requests aborted), never while some is still live.
  */
 export async function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
+  // One promise is its own settlement (issue 12: `allSettled` would cost the SDK a stack capture per promise it makes).
+  if (promises.length === 1) return [await promises[0]!];
   const settled = await Promise.allSettled(promises);
   const failed = settled.find((result) => result.status === 'rejected');
   if (failed) throw failed.reason;

@@ -62,22 +62,25 @@ function sinceLastCall(run: AgentRunState, messages: ChatMessage[], whole: boole
  * Makes `call` with `messages` sent as what is new since the run's last call, and again with them whole if the worker
  * does not hold the rest (`ModelCall.ContextUnknown`); then records what that worker now holds (`held`).
  */
-async function sendingWhatIsNew<T>(
+function sendingWhatIsNew<T>(
   run: AgentRunState,
   messages: ChatMessage[],
   call: (sent: ReturnType<typeof sinceLastCall>) => Promise<T>,
   held: (result: T) => ChatMessage[],
+  whole = false,
 ): Promise<T> {
-  for (let whole = false; ; whole = true) {
-    const sent = sinceLastCall(run, messages, whole);
-    try {
-      const result = await call(sent);
+  const sent = sinceLastCall(run, messages, whole);
+  // `then`, not `async`/`await`: each promise in workflow code costs the SDK a stack capture (issue 12).
+  return call(sent).then(
+    (result) => {
       run.lastCall = { seq: sent.context.seq, messages: held(result) };
       return result;
-    } catch (err) {
+    },
+    (err: unknown) => {
       if (whole || !findFailure(err, FAILURE.ContextUnknown)) throw err;
-    }
-  }
+      return sendingWhatIsNew(run, messages, call, held, true);
+    },
+  );
 }
 
 /** `callModel` with the dialogue sent as what is new. */
@@ -154,55 +157,72 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
  * non-retryable) if that cannot help. R2.13: a call that does not fit the budget becomes a synthesis call when
  * tools were offered; returns the limit when not even that fits, else `null`.
  */
-export async function modelTurn(
+export function modelTurn(
   run: AgentRunState,
   synthesisFor: LimitName | null,
   offerTools: boolean,
 ): Promise<LimitName | null> {
+  const input = turnInput(run, synthesisFor, offerTools);
+  if (!jsonFits(input, run.payloads.maxInputBytes)) return compactedTurn(run, synthesisFor, offerTools);
+  return callTurn(run, synthesisFor, input);
+}
+
+/** A turn whose input is past the payload budget: compacted first, refused if it still does not fit (R1.8). */
+async function compactedTurn(
+  run: AgentRunState,
+  synthesisFor: LimitName | null,
+  offerTools: boolean,
+): Promise<LimitName | null> {
+  const { maxInputBytes } = run.payloads;
+  const stopped = await maybeCompact(run, true);
+  if (stopped) return stopped;
+  const input = turnInput(run, synthesisFor, offerTools);
+  const size = jsonBytes(input);
+  if (size > maxInputBytes) {
+    throw ApplicationFailure.create({
+      type: FAILURE.PayloadTooLarge,
+      message: `the next model call's input is ${formatBytes(size)} even after compaction, past the payload budget of ${formatBytes(maxInputBytes)} (payloads.maxInputBytes); shorten the task or the messages given to this run`,
+      nonRetryable: true,
+    });
+  }
+  return callTurn(run, synthesisFor, input);
+}
+
+/**
+ * The model call of a turn and its booking. `then`, not `async`/`await`: each promise in workflow code costs the SDK a
+ * stack capture (issue 12).
+ */
+function callTurn(
+  run: AgentRunState,
+  synthesisFor: LimitName | null,
+  input: ReturnType<typeof turnInput>,
+): Promise<LimitName | null> {
   const { model, effort, price } = run.composition;
   const turn = run.usage.modelCalls + 1;
-  let input = turnInput(run, synthesisFor, offerTools);
-  const { maxInputBytes } = run.payloads;
-  if (!jsonFits(input, maxInputBytes)) {
-    const stopped = await maybeCompact(run, true);
-    if (stopped) return stopped;
-    input = turnInput(run, synthesisFor, offerTools);
-    const size = jsonBytes(input);
-    if (size > maxInputBytes) {
-      throw ApplicationFailure.create({
-        type: FAILURE.PayloadTooLarge,
-        message: `the next model call's input is ${formatBytes(size)} even after compaction, past the payload budget of ${formatBytes(maxInputBytes)} (payloads.maxInputBytes); shorten the task or the messages given to this run`,
-        nonRetryable: true,
-      });
-    }
-  }
   setCurrentDetails(`turn ${turn}: calling ${model}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
-  let reply;
-  try {
-    reply = await callWithContext(run, `callModel ${model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`, {
-      model,
-      effort,
-      ...input,
-      budget: run.callBudget(),
-    });
-  } catch (err) {
-    const limit = budgetExceeded(err);
-    if (!limit) throw err;
-    // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose (R1.4).
-    if (synthesisFor === null && run.limits.synthesis) return modelTurn(run, limit, false);
-    return limit;
-  }
-  run.usage = addModelCall(run.usage, reply, price);
-  run.append({
-    type: 'message/assistant',
-    at: now(),
-    content: reply.content,
-    toolCalls: reply.toolCalls,
-    ...(synthesisFor && { synthesisFor }),
-  });
-  // A lean run shows its cost every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its end
-  // (the `state` query has it exact at any time); a conversation after every answer, as it then waits.
-  const shown = reply.toolCalls.length > 0 ? turn % COST_SHOWN_EVERY === 0 : run.input.mode === 'conversation';
-  if (!run.lean || shown) run.showCost();
-  return null;
+  const summary = `callModel ${model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`;
+  return callWithContext(run, summary, { model, effort, ...input, budget: run.callBudget() }).then(
+    (reply) => {
+      run.usage = addModelCall(run.usage, reply, price);
+      run.append({
+        type: 'message/assistant',
+        at: now(),
+        content: reply.content,
+        toolCalls: reply.toolCalls,
+        ...(synthesisFor && { synthesisFor }),
+      });
+      // A lean run shows its cost every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its
+      // end (the `state` query has it exact at any time); a conversation after every answer, as it then waits.
+      const shown = reply.toolCalls.length > 0 ? turn % COST_SHOWN_EVERY === 0 : run.input.mode === 'conversation';
+      if (!run.lean || shown) run.showCost();
+      return null;
+    },
+    (err: unknown) => {
+      const limit = budgetExceeded(err);
+      if (!limit) throw err;
+      // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose (R1.4).
+      if (synthesisFor === null && run.limits.synthesis) return modelTurn(run, limit, false);
+      return limit;
+    },
+  );
 }

@@ -40,22 +40,30 @@ const { awaitRun } = proxyActivities<DeputyActivities>({
  * (a reset parent) is attached to; an id held by anything else refuses this brief only; no error of the start ever
  * fails the parent.
  */
-export async function startChildOrExplain(
+export function startChildOrExplain(
   entry: LedgerEntry,
   options: ChildWorkflowOptions & { args: [RunInput] },
-): Promise<
+): Promise<StartedOrNot> {
+  // Issue 12: `then`, not `async`/`await`: each promise in workflow code costs the SDK a stack capture.
+  return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options).then(
+    (handle): StartedOrNot => ({ kind: 'started', handle }),
+    (err: unknown) => {
+      if (isCancellation(err)) throw err;
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+        return { kind: 'refused', reason: `the child could not be started: ${failureMessage(err)}` };
+      }
+      return explainTakenId(entry);
+    },
+  );
+}
+
+type StartedOrNot =
   | { kind: 'started'; handle: ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>> }
   | { kind: 'attached' }
-  | { kind: 'refused'; reason: string }
-> {
-  try {
-    return { kind: 'started', handle: await startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options) };
-  } catch (err) {
-    if (isCancellation(err)) throw err;
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-      return { kind: 'refused', reason: `the child could not be started: ${failureMessage(err)}` };
-    }
-  }
+  | { kind: 'refused'; reason: string };
+
+/** R2.4: the child's id is taken: this invocation's own child from an earlier attempt (attach), or anything else. */
+async function explainTakenId(entry: LedgerEntry): Promise<StartedOrNot> {
   const existing = await describeRun({ workflowId: entry.childWorkflowId }).catch((err: unknown) => {
     if (isCancellation(err)) throw err;
     return null;
@@ -79,10 +87,11 @@ export async function startChildOrExplain(
 }
 
 /** A child's result as its parent books it; zod checks a completed child's output when a return shape asks. */
-async function readResult(result: RunResult, returnShape: Record<string, unknown> | undefined): Promise<ChildEnd> {
+function readResult(result: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd | Promise<ChildEnd> {
   if (!returnShape || result.status !== 'completed') return endOfResult(result, undefined);
-  const { checkReturnShape } = await loadZodContract();
-  return endOfResult(result, checkReturnShape(result.output, returnShape));
+  return loadZodContract().then(({ checkReturnShape }) =>
+    endOfResult(result, checkReturnShape(result.output, returnShape)),
+  );
 }
 
 /** Waits for an attached child (R2.4); cancelling the parent cancels it, as it would a child it started. */
@@ -105,19 +114,20 @@ export async function joinAttached(
 }
 
 /** How a started child ended, read from its result or its failure; a child's end never cancels its parent (R2.9). */
-export async function joinChild(
+export function joinChild(
   result: Promise<RunResult>,
   returnShape: Record<string, unknown> | undefined,
 ): Promise<ChildEnd> {
-  try {
-    return await readResult(await result, returnShape);
-  } catch (err) {
-    if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
-    const cause = err.cause;
-    if (cause instanceof ApplicationFailure && cause.type === FAILURE.ChildFailed) {
-      return failedEnd(cause.message, reportedUsage(cause.details?.[0]));
-    }
-    if (cause instanceof CancelledFailure || isCancellation(err)) return cancelledEnd();
-    return failedEnd(cause?.message ?? err.message, null);
-  }
+  return result.then(
+    (ended) => readResult(ended, returnShape),
+    (err: unknown) => {
+      if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
+      const cause = err.cause;
+      if (cause instanceof ApplicationFailure && cause.type === FAILURE.ChildFailed) {
+        return failedEnd(cause.message, reportedUsage(cause.details?.[0]));
+      }
+      if (cause instanceof CancelledFailure || isCancellation(err)) return cancelledEnd();
+      return failedEnd(cause?.message ?? err.message, null);
+    },
+  );
 }
