@@ -5,7 +5,8 @@
  *   npm run fixtures
  *
  * Regenerate only on purpose: a workflow change that breaks replay of the committed histories needs `patched()`
- * or a new fixture with its reason in the commit message.
+ * or a new fixture with its reason in the commit message. To add histories of a new shape beside the old ones,
+ * record some scenarios under another prefix, e.g. `FIXTURES=delegating-parent FIXTURE_PREFIX=fixture-leaner-`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -207,8 +208,9 @@ async function main(): Promise<void> {
   const deputy = new DeputyClient(client, { taskQueue });
   try {
     await worker.runUntil(async () => {
-      for (const scenario of SCENARIOS) {
-        const workflowId = `fixture-${scenario.name}`;
+      const only = process.env.FIXTURES?.split(',');
+      for (const scenario of SCENARIOS.filter((s) => !only || only.includes(s.name))) {
+        const workflowId = `${process.env.FIXTURE_PREFIX ?? 'fixture-'}${scenario.name}`;
         await deputy.startRun(scenario.input, { workflowId });
         await scenario.drive?.(deputy, workflowId, model);
         const result = await deputy.result(workflowId);
