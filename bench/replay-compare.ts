@@ -73,6 +73,14 @@ for (let i = 0; i < ids.length; i++) {
   histories.push({ workflowId: ids[i]!, history });
 }
 if (process.env.COUNT) {
+  const { temporal } = (await import('@temporalio/proto')).default;
+  for (const { workflowId, history } of histories) {
+    const bytes = (history.events ?? []).reduce(
+      (n, e) => n + temporal.api.history.v1.HistoryEvent.encode(e).finish().length,
+      0,
+    );
+    console.log(`${SIDE} ${workflowId}: ${history.events?.length ?? 0} events, ${bytes} bytes`);
+  }
   const counts = new Map<string, number>();
   for (const { history } of histories)
     for (const e of history.events ?? []) counts.set(String(e.eventType), (counts.get(String(e.eventType)) ?? 0) + 1);
