@@ -24,24 +24,38 @@ const STEERING: Record<string, (call: ToolCall, run: AgentRunState) => Promise<R
   [FOLLOWUP_TOOL]: runFollowup,
 };
 
-async function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
+/**
+ * One call's result; never rejects but with a cancellation (a failing tool is a tool error the model reads). A `then`
+ * chain, not an `async` frame: each promise in workflow code costs the SDK a stack capture (issue 12).
+ */
+function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
   const steer = Object.hasOwn(STEERING, call.name) ? STEERING[call.name] : undefined;
   if (steer && allowedTools.includes(call.name) && run.composition.delegation) {
     // R2.4: no infrastructure error on a delegation path fails the parent: the model reads it as a tool error.
-    try {
-      return await steer(call, run);
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      return { content: `"${call.name}" failed: ${failureMessage(err)}; nothing more was done`, isError: true };
-    }
+    return settled(
+      () => steer(call, run),
+      (err) => ({ content: `"${call.name}" failed: ${failureMessage(err)}; nothing more was done`, isError: true }),
+    );
   }
-  try {
-    return await runTool.executeWithOptions({ summary: `runTool ${call.name}`, ...run.untilDeadline() }, [
-      { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes },
-    ]);
-  } catch (err) {
+  return settled(
+    () =>
+      runTool.executeWithOptions({ summary: `runTool ${call.name}`, ...run.untilDeadline() }, [
+        { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes },
+      ]),
+    (err) => ({ content: `tool "${call.name}" failed: ${rootMessage(err)}`, isError: true }),
+  );
+}
+
+/** `start()`'s result, or `failed(err)` for what it threw or rejected with; a cancellation goes through. */
+function settled(start: () => Promise<RunToolResult>, failed: (err: unknown) => RunToolResult): Promise<RunToolResult> {
+  const recover = (err: unknown): RunToolResult => {
     if (isCancellation(err)) throw err;
-    return { content: `tool "${call.name}" failed: ${rootMessage(err)}`, isError: true };
+    return failed(err);
+  };
+  try {
+    return start().catch(recover);
+  } catch (err) {
+    return Promise.resolve(recover(err)); // thrown before it started: the same answer (a cancellation throws)
   }
 }
 
@@ -51,10 +65,11 @@ export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: T
   const allowedTools = run.composition.tools.map((tool) => tool.name);
   const costBefore = run.usage.costMicroUsd;
   await joinAll(
-    calls.map(async (call) => {
-      const { content, isError } = await executeTool(run, call, allowedTools);
-      run.append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
-    }),
+    calls.map((call) =>
+      executeTool(run, call, allowedTools).then(({ content, isError }) => {
+        run.append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
+      }),
+    ),
   );
   run.usage = addToolCalls(run.usage, calls.length);
   // Children and summaries charged during the turn: a lean run shows the cost once for all of them.

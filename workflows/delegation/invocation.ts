@@ -21,18 +21,27 @@ import { fitsSchema, loadZodContract } from '../validation.js';
 
 const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
-/** R2.2: a `delegate` call's arguments; zod is asked only for what the generated JSON Schema does not vouch for. */
-async function checkInvocation(rawArguments: string): Promise<InvocationCheck> {
+/**
+ * R2.2: a `delegate` call's arguments when the generated JSON Schema vouches for them (no promise: each costs the SDK
+ * a stack capture); `undefined` when zod must say (`checkInvocation`).
+ */
+function vouchedInvocation(rawArguments: string): InvocationCheck | undefined {
   let raw: unknown;
   try {
     raw = JSON.parse(rawArguments);
   } catch {
-    raw = undefined;
+    return undefined;
   }
   const plain = raw as Partial<DelegateArgs> | undefined;
-  if (plain?.return_shape === undefined && fitsSchema(DELEGATE_ARGS_SCHEMA, raw)) {
-    return { ok: true, args: raw as DelegateArgs };
-  }
+  return plain?.return_shape === undefined && fitsSchema(DELEGATE_ARGS_SCHEMA, raw)
+    ? { ok: true, args: raw as DelegateArgs }
+    : undefined;
+}
+
+/** R2.2: a `delegate` call's arguments, asking zod for what the generated JSON Schema does not vouch for. */
+async function checkInvocation(rawArguments: string): Promise<InvocationCheck> {
+  const vouched = vouchedInvocation(rawArguments);
+  if (vouched) return vouched;
   const { parseInvocation } = await loadZodContract();
   return parseInvocation(rawArguments);
 }
@@ -42,7 +51,9 @@ export async function runDelegation(call: ToolCall, run: AgentRunState): Promise
   const { delegationSettings: settings, composition } = run;
   // R3.2: the evidence is frozen at the call, before any await: a sibling result that lands later never gets in.
   const snapshot: Snapshot = { events: takeSnapshot(run.events), mark: run.appended };
-  const check = await checkInvocation(call.arguments);
+  // A leaner run goes on without a turn of the event loop when the schema vouches for the arguments; runs recorded
+  // before it took one here, and their histories' command order depends on it.
+  const check = (run.leaner && vouchedInvocation(call.arguments)) || (await checkInvocation(call.arguments));
   if (!check.ok) return toolError(check.error);
   const { briefs, return_shape: returnShape } = check.args;
 
