@@ -24,11 +24,13 @@ export const LOOKUP_OPTIONS: ActivityOptions = {
  * Like `Promise.all`, but waits for every promise before rethrowing the first failure, so a cancelled run ends only
  * after all of its work has stopped (children cancelled, HTTP requests aborted), never while some is still live.
  */
-export async function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
-  // One promise is its own settlement (issue 12: `allSettled` would cost the SDK a stack capture per promise it makes).
-  if (promises.length === 1) return [await promises[0]!];
-  const settled = await Promise.allSettled(promises);
-  const failed = settled.find((result) => result.status === 'rejected');
-  if (failed) throw failed.reason;
-  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
+export function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
+  // `then`, not `async`/`await`, and one promise is its own settlement: each promise in workflow code costs the SDK
+  // a stack capture (issue 12).
+  if (promises.length === 1) return promises[0]!.then((value) => [value]);
+  return Promise.allSettled(promises).then((settled) => {
+    const failed = settled.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
+    return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
+  });
 }

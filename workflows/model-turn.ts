@@ -62,38 +62,47 @@ function sinceLastCall(run: AgentRunState, messages: ChatMessage[], whole: boole
  * Makes `call` with `messages` sent as what is new since the run's last call, and again with them whole if the worker
  * does not hold the rest (`ModelCall.ContextUnknown`); then records what that worker now holds (`held`).
  */
-function sendingWhatIsNew<T>(
+function sendingWhatIsNew<T, R>(
   run: AgentRunState,
   messages: ChatMessage[],
   call: (sent: ReturnType<typeof sinceLastCall>) => Promise<T>,
   held: (result: T) => ChatMessage[],
+  settle: Settle<T, R>,
   whole = false,
-): Promise<T> {
+): Promise<R> {
   const sent = sinceLastCall(run, messages, whole);
-  // `then`, not `async`/`await`: each promise in workflow code costs the SDK a stack capture (issue 12).
+  // One `then` for the call and its booking: each promise in workflow code costs the SDK a stack capture (issue 12).
   return call(sent).then(
     (result) => {
       run.lastCall = { seq: sent.context.seq, messages: held(result) };
-      return result;
+      return settle.done(result);
     },
-    (err: unknown) => {
-      if (whole || !findFailure(err, FAILURE.ContextUnknown)) throw err;
-      return sendingWhatIsNew(run, messages, call, held, true);
-    },
+    (err: unknown) =>
+      whole || !findFailure(err, FAILURE.ContextUnknown)
+        ? settle.failed(err)
+        : sendingWhatIsNew(run, messages, call, held, settle, true),
   );
 }
 
+/** What a call's caller makes of its result, and of its failure (rethrown unless it is an answer). */
+interface Settle<T, R> {
+  done: (result: T) => R;
+  failed: (err: unknown) => R | Promise<R>;
+}
+
 /** `callModel` with the dialogue sent as what is new. */
-function callWithContext(
+function callWithContext<R>(
   run: AgentRunState,
   summary: string,
   input: Omit<CallModelInput, 'context'>,
-): Promise<CallModelResult> {
+  settle: Settle<CallModelResult, R>,
+): Promise<R> {
   return sendingWhatIsNew(
     run,
     input.messages,
     (sent) => callModel.executeWithOptions({ summary, ...run.untilDeadline() }, [{ ...input, ...sent }]),
     () => input.messages,
+    settle,
   );
 }
 
@@ -117,7 +126,7 @@ export function compactionPlan(run: AgentRunState, forced = false): CompactionPl
 }
 
 /** Summarises what `plan` replaces; returns the limit that stopped it when it does not fit the budget, else `null`. */
-export async function compact(run: AgentRunState, plan: CompactionPlan): Promise<LimitName | null> {
+export function compact(run: AgentRunState, plan: CompactionPlan): Promise<LimitName | null> {
   const { model, price } = run.composition;
   setCurrentDetails(`compacting ${plan.replaced.length} events`);
   // Issue 12: the worker holds the dialogue; the call names the messages to compact, after the persona and before
@@ -129,27 +138,29 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
     to: messages.length - toChatMessages(plan.recent, '').length,
     maxBytes: run.payloads.maxInputBytes,
   };
-  let compacted;
-  try {
-    compacted = await sendingWhatIsNew(
-      run,
-      messages,
-      (sent) =>
-        compactSession.executeWithOptions(
-          { summary: `compactSession ${model} (${plan.replacesTurns} turns so far)`, ...run.untilDeadline() },
-          [{ model, ...sent, compact: range, budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS) }],
-        ),
-      // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
-      (result) => messagesAfterCompaction(messages, range, result.summary),
-    );
-  } catch (err) {
-    const limit = budgetExceeded(err);
-    if (limit) return limit;
-    throw err;
-  }
-  run.usage = addSpend(run.usage, { ...compacted, costMicroUsd: callCostMicroUsd(compacted, price) });
-  run.events = applyCompaction(plan, compacted.summary, now());
-  return null;
+  return sendingWhatIsNew(
+    run,
+    messages,
+    (sent) =>
+      compactSession.executeWithOptions(
+        { summary: `compactSession ${model} (${plan.replacesTurns} turns so far)`, ...run.untilDeadline() },
+        [{ model, ...sent, compact: range, budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS) }],
+      ),
+    // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
+    (result) => messagesAfterCompaction(messages, range, result.summary),
+    {
+      done: (compacted): LimitName | null => {
+        run.usage = addSpend(run.usage, { ...compacted, costMicroUsd: callCostMicroUsd(compacted, price) });
+        run.events = applyCompaction(plan, compacted.summary, now());
+        return null;
+      },
+      failed: (err) => {
+        const limit = budgetExceeded(err);
+        if (limit) return limit;
+        throw err;
+      },
+    },
+  );
 }
 
 /**
@@ -201,28 +212,33 @@ function callTurn(
   const turn = run.usage.modelCalls + 1;
   setCurrentDetails(`turn ${turn}: calling ${model}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
   const summary = `callModel ${model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`;
-  return callWithContext(run, summary, { model, effort, ...input, budget: run.callBudget() }).then(
-    (reply) => {
-      run.usage = addModelCall(run.usage, reply, price);
-      run.append({
-        type: 'message/assistant',
-        at: now(),
-        content: reply.content,
-        toolCalls: reply.toolCalls,
-        ...(synthesisFor && { synthesisFor }),
-      });
-      // A lean run shows its cost every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its
-      // end (the `state` query has it exact at any time); a conversation after every answer, as it then waits.
-      const shown = reply.toolCalls.length > 0 ? turn % COST_SHOWN_EVERY === 0 : run.input.mode === 'conversation';
-      if (!run.lean || shown) run.showCost();
-      return null;
-    },
-    (err: unknown) => {
-      const limit = budgetExceeded(err);
-      if (!limit) throw err;
-      // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose (R1.4).
-      if (synthesisFor === null && run.limits.synthesis) return modelTurn(run, limit, false);
-      return limit;
+  return callWithContext(
+    run,
+    summary,
+    { model, effort, ...input, budget: run.callBudget() },
+    {
+      done: (reply) => {
+        run.usage = addModelCall(run.usage, reply, price);
+        run.append({
+          type: 'message/assistant',
+          at: now(),
+          content: reply.content,
+          toolCalls: reply.toolCalls,
+          ...(synthesisFor && { synthesisFor }),
+        });
+        // A lean run shows its cost every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its
+        // end (the `state` query has it exact at any time); a conversation after every answer, as it then waits.
+        const shown = reply.toolCalls.length > 0 ? turn % COST_SHOWN_EVERY === 0 : run.input.mode === 'conversation';
+        if (!run.lean || shown) run.showCost();
+        return null;
+      },
+      failed: (err): LimitName | null | Promise<LimitName | null> => {
+        const limit = budgetExceeded(err);
+        if (!limit) throw err;
+        // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose (R1.4).
+        if (synthesisFor === null && run.limits.synthesis) return modelTurn(run, limit, false);
+        return limit;
+      },
     },
   );
 }
