@@ -522,4 +522,37 @@ describe('R2.11 R2.12 ledger and inspection', () => {
       ],
     ]);
   });
+
+  it('R2.12 a child carries its attributes from its start: listed running while its model works, one upsert of its own (its end)', async () => {
+    h.model.add({
+      name: 'slow vis child',
+      when: userSays('slowly visible child'),
+      delayMs: 3000,
+      reply: { text: 'late' },
+    });
+    const parentId = await delegatingParent('r2.12 visible from the start', {
+      briefs: [{ task_name: 'slow', message: 'slowly visible child' }],
+    });
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'slow vis child'));
+    await expect
+      .poll(async () => (await listChildren(h.client, parentId)).map((c) => c.searchAttributes), { timeout: 10_000 })
+      .toEqual([
+        expect.objectContaining({
+          DeputyRootId: [parentId],
+          DeputyParentId: [parentId],
+          DeputyDepth: [1],
+          DeputyTaskName: ['slow'],
+          DeputyContextMode: ['none'],
+          DeputyPreset: ['assistant'],
+          DeputyStatus: ['running'],
+        }),
+      ]);
+    expect(await h.deputy.result(parentId)).toMatchObject({ status: 'completed' });
+    const history = await h.client.workflow.getHandle(`${parentId}/slow-1`).fetchHistory();
+    const upserts = history.events!.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes);
+    expect(upserts).toHaveLength(1); // issue 12: each upsert is a visibility write (and a billed action on a cloud)
+    expect(
+      Object.keys(upserts[0]!.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!).sort(),
+    ).toEqual(['DeputyCostUsd', 'DeputyStatus']);
+  });
 });

@@ -77,12 +77,20 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         (await (run.lean ? local.resolveRun : resolveRun)(resolveRunInput(input, run.depth)));
       run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
     }
-    // A lean run sets what its start did not (a parent sets a child's root and parent ids when it starts it).
-    const present = workflowInfo().typedSearchAttributes.getAll();
-    const unset = treeAttributes.filter(
-      ({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value),
-    );
-    run.setStatus('running', [...(run.lean ? unset : []), { key: SA.DEPUTY_PRESET, value: run.composition.preset }]);
+    // A lean run sets what its start did not: a parent starts a child with its root and parent ids, a leaner parent
+    // with all of its attributes, status `running` included (issue 12: no upsert, no visibility write of its own).
+    const running = [
+      { key: SA.DEPUTY_STATUS, value: 'running' },
+      { key: SA.DEPUTY_PRESET, value: run.composition.preset },
+    ] as const;
+    if (run.lean) {
+      const present = workflowInfo().typedSearchAttributes.getAll();
+      const unset = [...treeAttributes, ...running].filter(
+        ({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value),
+      );
+      run.status = 'running';
+      if (unset.length > 0) upsertSearchAttributes(unset);
+    } else run.setStatus('running', [running[1]]);
     const { deadlineMs } = run.limits;
     run.deadlineOnActivities = run.leaner && deadlineMs !== null && waitsOnlyOnActivities(run);
     if (deadlineMs !== null && !run.deadlineOnActivities) {

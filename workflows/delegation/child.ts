@@ -9,7 +9,15 @@ import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads
 import { bounded, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
 import type { ContextMode } from '../../src/rules/delegation.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
-import { DEPUTY_PARENT_ID, DEPUTY_ROOT_ID } from '../../src/contract/search-attributes.js';
+import {
+  DEPUTY_CONTEXT_MODE,
+  DEPUTY_DEPTH,
+  DEPUTY_PARENT_ID,
+  DEPUTY_PRESET,
+  DEPUTY_ROOT_ID,
+  DEPUTY_STATUS,
+  DEPUTY_TASK_NAME,
+} from '../../src/contract/search-attributes.js';
 import type { SessionEvent } from '../../src/contract/session.js';
 import { hasHooks, runHooks } from '../hooks.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
@@ -148,11 +156,21 @@ export async function runChild(
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
       // Its parent is Temporal's own link (and in its id): the summary says what it was asked.
       staticSummary: `${brief.task_name}: ${bounded(task.replace(/\s+/g, ' '), 100)}`,
-      // The tree the child belongs to, searchable from its start; the child sets the rest when it starts running
-      // (issue 12: each attribute written once, not at the start and again by the child).
+      // The tree the child belongs to, searchable from its start; a leaner parent gives all of its attributes (the
+      // child then writes none when it starts running: no visibility update of its own), an older one the ids only
+      // (issue 12: each attribute written once).
       typedSearchAttributes: [
         { key: DEPUTY_ROOT_ID, value: run.rootId },
         { key: DEPUTY_PARENT_ID, value: run.sessionId },
+        ...(run.leaner
+          ? [
+              { key: DEPUTY_DEPTH, value: run.depth + 1 },
+              { key: DEPUTY_TASK_NAME, value: brief.task_name },
+              { key: DEPUTY_CONTEXT_MODE, value: String(mode) },
+              { key: DEPUTY_PRESET, value: plan.preset },
+              { key: DEPUTY_STATUS, value: 'running' },
+            ]
+          : []),
       ],
       // R2.4: for which invocation it was started (its parent is what Temporal records), so a later attempt of this
       // invocation can recognise it: in its origin (leaner), in a memo before.
