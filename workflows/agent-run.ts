@@ -83,14 +83,17 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       { key: SA.DEPUTY_STATUS, value: 'running' },
       { key: SA.DEPUTY_PRESET, value: run.composition.preset },
     ] as const;
-    if (run.lean) {
-      const present = workflowInfo().typedSearchAttributes.getAll();
-      const unset = [...treeAttributes, ...running].filter(
-        ({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value),
-      );
+    const present = run.lean ? workflowInfo().typedSearchAttributes.getAll() : [];
+    const unset = <P extends { key: { name: string }; value: unknown }>(pairs: readonly P[]) =>
+      pairs.filter(({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value));
+    if (run.leaner) {
       run.status = 'running';
-      if (unset.length > 0) upsertSearchAttributes(unset);
-    } else run.setStatus('running', [running[1]]);
+      const missing = unset([...treeAttributes, ...running]);
+      if (missing.length > 0) upsertSearchAttributes(missing);
+    } else {
+      // Recorded before (a segment that continued as new included): the status and preset always, as then.
+      run.setStatus('running', [...(run.lean ? unset(treeAttributes) : []), running[1]]);
+    }
     const { deadlineMs } = run.limits;
     run.deadlineOnActivities = run.leaner && deadlineMs !== null && waitsOnlyOnActivities(run);
     if (deadlineMs !== null && !run.deadlineOnActivities) {
