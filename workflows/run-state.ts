@@ -208,7 +208,7 @@ export class AgentRunState {
 
   /** A lean run's status change carries its cost when that moved since it was last shown (one upsert, not two). */
   setStatusWithCost(next: LiveStatus): void {
-    const moved = this.lean && this.usage.costMicroUsd !== this.shownCostMicroUsd;
+    const moved = this.lean && this.costMoved();
     this.setStatus(next, moved ? [this.costAttribute()] : []);
     if (moved) this.shownCostMicroUsd = this.usage.costMicroUsd;
   }
@@ -297,7 +297,7 @@ export class AgentRunState {
    */
   end(final: RunStatus, output: string | null): void {
     this.append({ type: 'run/ended', at: now(), status: final, output });
-    this.setStatus(final, [{ key: DEPUTY_COST_USD, value: microToUsd(this.usage.costMicroUsd) }]);
+    this.setStatus(final, [this.costAttribute()]);
     if (!this.leaner || final === 'failed' || final === 'cancelled') upsertMemo({ deputyUsage: this.usage });
     setCurrentDetails(
       `${final}; ${this.usage.modelCalls} model calls, $${microToUsd(this.usage.costMicroUsd).toFixed(6)}`,

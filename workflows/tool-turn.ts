@@ -72,8 +72,8 @@ export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: T
     ),
   );
   run.usage = addToolCalls(run.usage, calls.length);
-  // Children and summaries charged during the turn: a lean run shows the cost once for all of them.
-  // (unless the status change at the delegation's end already showed it).
+  // Children and summaries charged during the turn: a lean run shows the cost once for all of them, unless the status
+  // change at the delegation's end already showed it.
   if (run.lean && run.usage.costMicroUsd !== costBefore && run.costMoved()) run.showCost();
   for (const call of refused) {
     run.append({
