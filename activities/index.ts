@@ -34,6 +34,8 @@ import {
   followupToolSpec,
   INTERJECT_TOOL,
   interjectToolSpec,
+  WAIT_TOOL,
+  waitToolSpec,
 } from '../src/rules/delegation.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
 import { ContextCache } from './context-cache.js';
@@ -156,6 +158,7 @@ function toolSpecs(tools: ReadonlyMap<string, ToolDefinition>): (name: string) =
     [DELEGATE_TOOL, delegateToolSpec()],
     [INTERJECT_TOOL, interjectToolSpec()],
     [FOLLOWUP_TOOL, followupToolSpec()],
+    [WAIT_TOOL, waitToolSpec()],
   ]);
   return (name) => {
     let spec = specs.get(name);

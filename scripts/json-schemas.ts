@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { format, resolveConfig } from 'prettier';
 import { z } from 'zod';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput } from '../src/contract/run.js';
-import { DelegateArgs, InterjectArgs } from '../src/rules/delegation.js';
+import { DelegateArgs, InterjectArgs, WaitArgs } from '../src/rules/delegation.js';
 
 export const GENERATED_PATH = fileURLToPath(new URL('../src/contract/json-schemas.ts', import.meta.url));
 
@@ -20,6 +20,7 @@ const SCHEMAS = {
   END_CONVERSATION_INPUT: [EndConversationInput, 'Payload of the `endConversation` update.'],
   INTERJECT_ARGS: [InterjectArgs, 'Arguments of the `interject` tool and update.'],
   DELEGATE_ARGS: [DelegateArgs, 'Arguments of the `delegate` tool.'],
+  WAIT_ARGS: [WaitArgs, 'Arguments of the `wait` tool.'],
 } as const;
 
 /** The generated module's text, formatted as the project's Prettier config wants it. */

@@ -172,6 +172,77 @@ const SCENARIOS: Scenario[] = [
     rules: [{ when: forTask('fixture: unauthorized'), reply: { status: 401, message: 'Incorrect API key' } }],
   },
   {
+    // R2.14: background children, `wait` on one, an answer while the other is live, its result between turns.
+    name: 'background-task',
+    input: { task: 'fixture: background', scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
+    rules: [
+      {
+        when: forTask('fixture: background', 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [
+                  { task_name: 'early', message: 'fixture bg child: early', wait: false },
+                  { task_name: 'late', message: 'fixture bg child: late', wait: false },
+                ],
+              },
+            },
+          ],
+        },
+      },
+      {
+        when: forTask('fixture: background', 1),
+        reply: { toolCalls: [{ name: 'wait', arguments: { task_names: ['early'] } }] },
+      },
+      { when: forTask('fixture: background', 2), reply: { text: 'early in, late pending' } },
+      { when: userSays('fixture bg child: early'), reply: { text: 'early done' } },
+      { when: userSays('fixture bg child: late'), delayMs: 2000, reply: { text: 'late done' } },
+      { when: userSays('[background child late ended]'), reply: { text: 'all done' } },
+    ],
+  },
+  {
+    // R2.14 R3.7: a conversation talks while a background child with context works, interjects, hears its result.
+    name: 'background-chat',
+    input: { task: 'fixture: background chat', mode: 'conversation', scopes: ['tools.notes', 'run.delegate'] },
+    rules: [
+      {
+        when: forTask('fixture: background chat', 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [{ task_name: 'ctx', message: 'fixture bg child: ctx', context: 'all', wait: false }],
+              },
+            },
+          ],
+        },
+      },
+      { when: forTask('fixture: background chat', 1), reply: { text: 'dispatched' } },
+      { when: (r) => r.body.messages.at(-1)?.content === 'fixture: while it works', reply: { text: 'still busy' } },
+      {
+        when: userSays('fixture bg child: ctx', 0),
+        delayMs: 2500,
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }] },
+      },
+      { when: userSays('fixture bg child: ctx', 1), reply: { text: 'ctx done' } },
+      { name: 'bg reported', when: userSays('[background child ctx ended]'), reply: { text: 'ctx reported' } },
+    ],
+    async drive(deputy, workflowId, model) {
+      await model.waitFor((rs) => rs.some(forTask('fixture: background chat', 1)));
+      await deputy.sendMessage(workflowId, 'fixture: while it works');
+      while ((await deputy.getState(workflowId)).delegations[0]?.status !== 'running')
+        await new Promise((r) => setTimeout(r, 50));
+      await deputy.interject(workflowId, 'ctx', 'fixture: a note for you');
+      await model.waitFor((rs) => rs.some((r) => r.rule === 'bg reported'));
+      while ((await deputy.getState(workflowId)).status !== 'waiting_for_user')
+        await new Promise((r) => setTimeout(r, 50));
+      await deputy.endConversation(workflowId);
+    },
+  },
+  {
     name: 'cancelled',
     input: { task: 'fixture: cancel' },
     rules: [{ name: 'hang', when: forTask('fixture: cancel'), reply: { hang: true } }],

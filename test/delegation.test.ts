@@ -45,6 +45,7 @@ describe('R2.1 the delegate tool exists only when enabled, in scope and below ma
       'delegate',
       'interject',
       'followup',
+      'wait',
     ]);
     expect(offeredTools(withoutScope!)).toEqual(['calculate']);
   });

@@ -26,6 +26,7 @@ import { compositionFromInput } from '../src/rules/child-run.js';
 import { STEERING_TOOLS } from '../src/rules/children.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
+import { stopBackground } from './delegation/in-background.js';
 import { agentLoop } from './loop.js';
 import { fitsSchema, loadZodContract } from './validation.js';
 import { AgentRunState, type ParsedRunInput } from './run-state.js';
@@ -116,6 +117,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     });
   } catch (err) {
     if (err instanceof ContinueAsNew) throw err;
+    // R2.14: background children still live (cancelled with the run or its loop, or not yet: a failure) end first.
+    if (run.background.size > 0 && run.hasLiveBackground()) await stopBackground(run);
     if (
       (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) ||
       (!isCancellation(err) && deadlinePassedOnActivity(run))

@@ -10,6 +10,7 @@ import { nextStep } from '../src/rules/agent-loop.js';
 import { compact, compactionPlan, modelTurn } from './model-turn.js';
 import { now, type AgentRunState } from './run-state.js';
 import { toolTurn } from './tool-turn.js';
+import { awaitBackground, stopBackground } from './delegation/in-background.js';
 
 const DEFAULT_IDLE_TIMEOUT_SECONDS = 3600;
 
@@ -20,9 +21,21 @@ export interface Outcome {
   limit?: LimitName | undefined;
 }
 
-/** User messages and interjections join the dialogue only between turns, never between a call and its result. */
+/**
+ * User messages, interjections and background children's results join the dialogue only between turns, never between
+ * a call and its result.
+ */
 function drainInbox(run: AgentRunState): void {
   for (const item of run.inbox.splice(0)) {
+    if ('subagent' in item) {
+      const { taskName, childWorkflowId } = item.subagent;
+      run.append({ type: 'subagent/result', at: now(), taskName, childWorkflowId, content: item.content });
+      const child = run.background.get(childWorkflowId);
+      if (child) child.reported = true;
+      // R2.12: the child's charge shows in the parent's cost once its result is in.
+      if (run.lean && run.costMoved()) run.showCost();
+      continue;
+    }
     run.append(
       'interjection' in item
         ? { type: 'interjection', at: now(), from: item.from, content: item.content }
@@ -46,8 +59,17 @@ async function continueAsNewNow(run: AgentRunState): Promise<void> {
   await continueAsNew<(input: RunInput) => Promise<unknown>>({ ...run.input, resume: run.toResume() });
 }
 
-/** Loops model calls and tool calls until an answer, a limit, or (in a conversation) the end of the talk. */
+/**
+ * Loops model calls and tool calls until an answer, a limit, or (in a conversation) the end of the talk; background
+ * children still live then are cancelled and settled (R2.14).
+ */
 export async function agentLoop(run: AgentRunState): Promise<Outcome> {
+  const outcome = await loopSteps(run);
+  if (run.background.size > 0 && run.hasLiveBackground()) await stopBackground(run);
+  return outcome;
+}
+
+async function loopSteps(run: AgentRunState): Promise<Outcome> {
   const mode = run.input.mode ?? 'task';
   for (;;) {
     const step = nextStep({ events: run.events, limits: run.limits, usage: run.usage, nowMs: Date.now(), mode });
@@ -81,6 +103,11 @@ export async function agentLoop(run: AgentRunState): Promise<Outcome> {
         break;
       }
       case 'final': {
+        // R2.14: a task run does not end while background children are live: it waits, then reads their results.
+        if (run.background.size > 0 && mode === 'task' && run.hasLiveBackground()) {
+          await awaitBackground(run);
+          break;
+        }
         const last = run.events.findLast((e) => e.type === 'message/assistant');
         return { status: 'completed', output: step.output, limit: last?.synthesisFor };
       }

@@ -3,7 +3,7 @@
  * with what it shows to the `state` query (`toQuery`) and carries across continue-as-new (`toResume` /
  * `fromResume`). Deterministic code only.
  */
-import { upsertMemo, upsertSearchAttributes, setCurrentDetails } from '@temporalio/workflow';
+import { upsertMemo, upsertSearchAttributes, setCurrentDetails, type CancellationScope } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ResolveRunResult } from '../src/contract/activities.js';
 import type {
@@ -21,7 +21,7 @@ import { DEPUTY_COST_USD, DEPUTY_STATUS } from '../src/contract/search-attribute
 import { SESSION_VERSION, startsWith, toChatMessages, type ChatMessage } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
 import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/rules/budget.js';
-import type { DelegationSettings } from '../src/rules/delegation.js';
+import type { ChildOutcome, DelegationSettings } from '../src/rules/delegation.js';
 import { remaining } from '../src/rules/limits.js';
 import { renderPersona } from '../src/rules/persona.js';
 import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
@@ -29,10 +29,28 @@ import { addSpend, microToUsd, ZERO_USAGE, type Spend } from '../src/rules/usage
 
 export type { ParsedRunInput };
 
-/** A user message or an interjection waiting to join the dialogue between turns. */
-export type InboxItem = { from: 'user'; content: string } | { from: string; content: string; interjection: true };
+/** A user message, an interjection or a background child's result waiting to join the dialogue between turns. */
+export type InboxItem =
+  | { from: 'user'; content: string }
+  | { from: string; content: string; interjection: true }
+  | { from: string; content: string; subagent: { taskName: string; childWorkflowId: string } };
+
+/** A child dispatched with `wait: false` (R2.14), as its parent follows it. */
+export interface BackgroundChild {
+  entry: LedgerEntry;
+  /** Cancelled when the parent ends first; cancelling the parent cancels it too. */
+  scope: CancellationScope;
+  /** Resolves once the child has ended and been settled (never rejects). */
+  settled: Promise<void>;
+  /** How it ended, once it has. */
+  outcome?: ChildOutcome;
+  /** Its result has reached the model: as a `subagent/result` event, or through the `wait` tool. */
+  reported: boolean;
+}
 
 const FINAL: readonly LiveStatus[] = ['completed', 'failed', 'cancelled', 'limit_reached'];
+
+const isLive = (entry: LedgerEntry) => entry.status === 'reserved' || entry.status === 'running';
 
 /** The time now, as session events record it. */
 export const now = () => new Date(Date.now()).toISOString();
@@ -58,6 +76,8 @@ export class AgentRunState {
   /** Tokens and cost held for live children and in-flight summaries (R2.6, R2.13). */
   reserved: Amount = ZERO_AMOUNT;
   readonly ledger: LedgerEntry[] = [];
+  /** Children dispatched in the background (R2.14), by workflow id; a segment carries none (no live child at a CAN). */
+  readonly background = new Map<string, BackgroundChild>();
   endRequested = false;
   /**
    * Which of issue 12's history shapes the run records (replaying what it was recorded with): 0 before it; 1 lean
@@ -97,11 +117,12 @@ export class AgentRunState {
     run.events.push(...resume.session);
     run.ledger.push(...resume.delegations);
     run.inbox.push(
-      ...resume.inbox.map((item): InboxItem =>
-        item.interjection
+      ...resume.inbox.map((item): InboxItem => {
+        if (item.subagent) return { from: item.from, content: item.content, subagent: item.subagent };
+        return item.interjection
           ? { from: item.from, content: item.content, interjection: true }
-          : { from: 'user', content: item.content },
-      ),
+          : { from: 'user', content: item.content };
+      }),
     );
     run.appended = resume.appended;
     for (const [child, mark] of Object.entries(resume.snapshotMarks)) run.snapshotMarks.set(child, mark);
@@ -241,7 +262,18 @@ export class AgentRunState {
 
   /** True while a child is reserved or running. */
   hasLiveChildren(): boolean {
-    return this.ledger.some((entry) => entry.status === 'reserved' || entry.status === 'running');
+    return this.ledger.some(isLive);
+  }
+
+  /** True while a child this run waits for (not one in the background) is reserved or running. */
+  hasLiveWaitedChildren(): boolean {
+    return this.ledger.some((entry) => isLive(entry) && !entry.background);
+  }
+
+  /** True while a child dispatched in the background has not ended (R2.14). */
+  hasLiveBackground(): boolean {
+    for (const child of this.background.values()) if (!child.outcome) return true;
+    return false;
   }
 
   /** The delegation settings resolved at the start (a run offered no steering tool never reads them). */

@@ -7,12 +7,13 @@ import { isCancellation, proxyActivities, setCurrentDetails } from '@temporalio/
 import type { DeputyActivities } from '../activities/index.js';
 import type { RunToolResult } from '../src/contract/activities.js';
 import type { ToolCall } from '../src/contract/session.js';
-import { DELEGATE_TOOL, FOLLOWUP_TOOL, INTERJECT_TOOL } from '../src/rules/children.js';
+import { DELEGATE_TOOL, FOLLOWUP_TOOL, INTERJECT_TOOL, WAIT_TOOL } from '../src/rules/children.js';
 import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
 import { addToolCalls } from '../src/rules/usage.js';
 import { joinAll, MODEL_CALL_OPTIONS } from './activity-options.js';
 import { runDelegation } from './delegation/invocation.js';
 import { runFollowup, runInterjection } from './delegation/steering.js';
+import { runWait } from './delegation/in-background.js';
 import { now, type AgentRunState } from './run-state.js';
 
 const { runTool } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
@@ -22,6 +23,7 @@ const STEERING: Record<string, (call: ToolCall, run: AgentRunState) => Promise<R
   [DELEGATE_TOOL]: runDelegation,
   [INTERJECT_TOOL]: runInterjection,
   [FOLLOWUP_TOOL]: runFollowup,
+  [WAIT_TOOL]: runWait,
 };
 
 /**

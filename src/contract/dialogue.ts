@@ -32,6 +32,9 @@ export function toChatMessages(events: readonly SessionEvent[], persona: string)
       case 'interjection':
         messages.push({ role: 'user', content: `[interjection from ${event.from}]\n${event.content}` });
         break;
+      case 'subagent/result':
+        messages.push({ role: 'user', content: `[background child ${event.taskName} ended]\n${event.content}` });
+        break;
       case 'context/background':
         if (event.dialogue) messages.push(...event.dialogue);
         else messages.push({ role: 'user', content: event.content });

@@ -349,6 +349,11 @@ export const DELEGATE_ARGS_SCHEMA: JsonSchema = {
           },
           artifacts: { description: 'ids of artifacts the child may read', type: 'array', items: { type: 'string' } },
           inline_context: { description: 'extra context written for the child', type: 'string' },
+          wait: {
+            description:
+              'false: the child runs in the background; you go on at once and its result arrives as a message when it ends (or call wait). Default true: this call returns with its result',
+            type: 'boolean',
+          },
         },
         required: ['task_name', 'message'],
         additionalProperties: false,
@@ -362,5 +367,25 @@ export const DELEGATE_ARGS_SCHEMA: JsonSchema = {
     },
   },
   required: ['briefs'],
+  additionalProperties: false,
+};
+
+/** Arguments of the `wait` tool. */
+export const WAIT_ARGS_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    task_names: {
+      description: 'the background children to wait for, by task_name; default: all that are still running',
+      minItems: 1,
+      type: 'array',
+      items: { type: 'string', minLength: 1 },
+    },
+    timeout_seconds: {
+      description: 'stop waiting after this long (default 300); children still running keep running',
+      type: 'integer',
+      exclusiveMinimum: 0,
+      maximum: 3600,
+    },
+  },
   additionalProperties: false,
 };

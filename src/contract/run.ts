@@ -209,6 +209,8 @@ export const LedgerEntry = z.object({
   artifacts: z.array(z.string()),
   /** A follow-up's source: the finished child whose session it goes on from (R4.5). */
   followupOf: z.string().optional(),
+  /** R2.14: dispatched with `wait: false`; its end arrives as a `subagent/result` event. */
+  background: z.boolean().optional(),
   preparation: z.object({
     contextMode: ContextMode,
     backgroundChars: z.number().int().nullable(),
@@ -227,7 +229,15 @@ export const RunResume = z.object({
   /** The composition resolved at the run's start, kept as it was. */
   composition: ResolveRunResult,
   delegations: z.array(LedgerEntry),
-  inbox: z.array(z.object({ from: z.string(), content: z.string(), interjection: z.boolean().optional() })),
+  inbox: z.array(
+    z.object({
+      from: z.string(),
+      content: z.string(),
+      interjection: z.boolean().optional(),
+      /** A background child's result waiting to join the dialogue (R2.14). */
+      subagent: z.object({ taskName: z.string(), childWorkflowId: z.string() }).optional(),
+    }),
+  ),
   appended: z.number().int().nonnegative(),
   snapshotMarks: z.record(z.string(), z.number().int()),
   /**

@@ -62,6 +62,14 @@ export const SessionEvent = z.discriminatedUnion('type', [
     dialogue: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })).optional(),
   }),
   z.object({ type: z.literal('interjection'), ...common, content: z.string(), from: z.string() }),
+  /** R2.14: a background child's end, between turns; `content` is the same untrusted envelope as a waited result. */
+  z.object({
+    type: z.literal('subagent/result'),
+    ...common,
+    taskName: z.string(),
+    childWorkflowId: z.string(),
+    content: z.string(),
+  }),
   z.object({
     type: z.literal('run/ended'),
     ...common,

@@ -17,8 +17,11 @@ export const INTERJECT_TOOL = 'interject';
 /** Name of the tool the model calls to continue a finished child with a new message (R4.5). */
 export const FOLLOWUP_TOOL = 'followup';
 
+/** Name of the tool the model calls to join children it dispatched in the background (R2.14). */
+export const WAIT_TOOL = 'wait';
+
 /** Tools that steer other runs: never copied into a child's context (R3.3), granted only below max depth (R2.7). */
-export const STEERING_TOOLS: readonly string[] = [DELEGATE_TOOL, INTERJECT_TOOL, FOLLOWUP_TOOL];
+export const STEERING_TOOLS: readonly string[] = [DELEGATE_TOOL, INTERJECT_TOOL, FOLLOWUP_TOOL, WAIT_TOOL];
 
 /** R2.1: a run is offered `delegate` only with the flag on, the scope held, and depth below `maxDepth`. */
 export function delegateAvailable(settings: DelegationSettings, scopes: readonly string[], depth: number): boolean {

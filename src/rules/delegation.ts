@@ -6,7 +6,7 @@ import { Effort } from '../contract/preset.js';
 import { z } from 'zod';
 import { parametersSchema, type ToolSpec } from '../contract/tools.js';
 import { describeIssues } from './zod-issues.js';
-import { DELEGATE_SCOPE, DELEGATE_TOOL, INTERJECT_TOOL, FOLLOWUP_TOOL } from './children.js';
+import { DELEGATE_SCOPE, DELEGATE_TOOL, INTERJECT_TOOL, FOLLOWUP_TOOL, WAIT_TOOL } from './children.js';
 
 export * from './children.js';
 
@@ -47,6 +47,12 @@ export const Brief = z.strictObject({
   limits: BriefLimits.optional(),
   artifacts: z.array(z.string()).optional().describe('ids of artifacts the child may read'),
   inline_context: z.string().optional().describe('extra context written for the child'),
+  wait: z
+    .boolean()
+    .optional()
+    .describe(
+      'false: the child runs in the background; you go on at once and its result arrives as a message when it ends (or call wait). Default true: this call returns with its result',
+    ),
 });
 export type Brief = z.infer<typeof Brief>;
 
@@ -74,6 +80,34 @@ export function interjectToolSpec(): ToolSpec {
     description:
       'Send a message to one of your children that is still running (by its task_name). A child that was given your context also receives what you said and did since it started.',
     parameters: parametersSchema(InterjectArgs),
+    scopes: [DELEGATE_SCOPE],
+  };
+}
+
+/** Arguments of the `wait` tool (R2.14). */
+export const WaitArgs = z.strictObject({
+  task_names: z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .describe('the background children to wait for, by task_name; default: all that are still running'),
+  timeout_seconds: z
+    .number()
+    .int()
+    .positive()
+    .max(3600)
+    .optional()
+    .describe('stop waiting after this long (default 300); children still running keep running'),
+});
+export type WaitArgs = z.infer<typeof WaitArgs>;
+
+/** The `wait` tool as the model sees it. */
+export function waitToolSpec(): ToolSpec {
+  return {
+    name: WAIT_TOOL,
+    description:
+      'Wait for children you dispatched in the background (delegate with wait: false) and get their results now, labelled EXTERNAL_UNTRUSTED. Without task_names it waits for all of them that are still running.',
+    parameters: parametersSchema(WaitArgs),
     scopes: [DELEGATE_SCOPE],
   };
 }
@@ -107,7 +141,7 @@ export function delegateToolSpec(): ToolSpec {
   return {
     name: DELEGATE_TOOL,
     description:
-      "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: by default it sees nothing of this conversation.",
+      "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: by default it sees nothing of this conversation. A brief with wait: false runs in the background: this call returns at once, you go on (and keep talking), and the child's result arrives later as a message.",
     parameters: parametersSchema(DelegateArgs, 'input'),
     scopes: [DELEGATE_SCOPE],
   };

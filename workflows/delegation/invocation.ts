@@ -17,6 +17,7 @@ import { takeSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
 import { planChild, toolError, type ChildPlan, type Snapshot } from './plan.js';
 import { runChild } from './child.js';
+import { dispatchInBackground, renderDispatched } from './in-background.js';
 import { fitsSchema, loadZodContract } from '../validation.js';
 
 const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
@@ -144,18 +145,30 @@ export async function bookAndRun(
     return entry;
   });
 
+  // R2.14: a brief with `wait: false` runs in the background; the parent goes on and hears of its end later.
+  const dispatched: LedgerEntry[] = [];
+  const waited: number[] = [];
+  plans.forEach((plan, i) => {
+    const entry = entries[i]!;
+    if (plan.brief.wait !== false) return void waited.push(i);
+    dispatchInBackground(run, entry, () => runChild(plan, entry, invocation, returnShape, run, snapshot));
+    dispatched.push(entry);
+  });
+  if (waited.length === 0) return { content: renderDispatched(dispatched), isError: false };
+
   run.setStatus('waiting_for_children');
   let outcomes: ChildOutcome[];
   try {
     outcomes = await joinAll(
-      plans.map((plan, i) => runChild(plan, entries[i]!, invocation, returnShape, run, snapshot)),
+      waited.map((i) => runChild(plans[i]!, entries[i]!, invocation, returnShape, run, snapshot)),
     );
   } finally {
-    // Another invocation of the same turn may still have live children.
-    run.setStatusWithCost(run.hasLiveChildren() ? 'waiting_for_children' : 'running');
+    // Another invocation of the same turn may still have live children (background ones do not hold the parent).
+    run.setStatusWithCost(run.hasLiveWaitedChildren() ? 'waiting_for_children' : 'running');
   }
+  const results = renderChildResults(outcomes, run.leaner);
   return {
-    content: renderChildResults(outcomes, run.leaner),
+    content: dispatched.length > 0 ? `${results}\n\n${renderDispatched(dispatched)}` : results,
     isError: outcomes.every((o) => o.status !== 'completed'),
   };
 }

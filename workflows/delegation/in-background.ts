@@ -1,0 +1,151 @@
+/**
+ * Background delegation (R2.14): a brief with `wait: false` runs its child in a cancellation scope of its own while
+ * the parent goes on. The child's end joins the parent's inbox as a `subagent/result` (the untrusted envelope of a
+ * waited result) and wakes an idle parent, unless the `wait` tool took it first. Deterministic code only.
+ */
+import { CancellationScope, condition, setCurrentDetails } from '@temporalio/workflow';
+import type { RunToolResult } from '../../src/contract/activities.js';
+import type { LedgerEntry } from '../../src/contract/run.js';
+import type { ToolCall } from '../../src/contract/session.js';
+import { WAIT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
+import { renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
+import type { WaitArgs } from '../../src/rules/delegation.js';
+import type { AgentRunState, BackgroundChild } from '../run-state.js';
+import { fitsSchema, loadZodContract } from '../validation.js';
+import { toolError } from './plan.js';
+
+/** How long `wait` waits when the model names no timeout. */
+export const DEFAULT_WAIT_SECONDS = 300;
+
+/** Starts `run` (one child's whole life) in the background; its end reaches the parent's inbox. */
+export function dispatchInBackground(run: AgentRunState, entry: LedgerEntry, start: () => Promise<ChildOutcome>): void {
+  entry.background = true;
+  const scope = new CancellationScope();
+  const child: BackgroundChild = { entry, scope, settled: Promise.resolve(), reported: false };
+  child.settled = scope.run(start).then(
+    (outcome) => {
+      child.outcome = outcome;
+      run.inbox.push({
+        from: entry.childWorkflowId,
+        content: renderChildResults([outcome], run.leaner),
+        subagent: { taskName: entry.taskName, childWorkflowId: entry.childWorkflowId },
+      });
+    },
+    () => {
+      // Cancelled with its parent, or by `stopBackground` at the parent's end: settled as cancelled, nobody to tell.
+      child.outcome = cancelledOutcome(entry);
+      child.reported = true;
+    },
+  );
+  run.background.set(entry.childWorkflowId, child);
+}
+
+/** What the `delegate` call answers for the briefs it dispatched in the background. */
+export function renderDispatched(entries: readonly LedgerEntry[]): string {
+  const list = entries.map((entry) => `${entry.taskName} (child run ${entry.childWorkflowId})`).join(', ');
+  return `Dispatched in the background: ${list}. Each result arrives as a message when its child ends, labelled EXTERNAL_UNTRUSTED; call wait to join them sooner, or interject to tell a child something.`;
+}
+
+/** R2.14: a parent that ends (or a conversation that is over) cancels its live background children, and settles them. */
+export async function stopBackground(run: AgentRunState): Promise<void> {
+  const live = [...run.background.values()].filter((child) => !child.outcome);
+  for (const child of live) child.scope.cancel();
+  await Promise.all(live.map((child) => child.settled));
+}
+
+/**
+ * R2.14: a task run whose model answered while background children are live waits for the first of them to end (or
+ * a message), then gets a turn with what arrived.
+ */
+export async function awaitBackground(run: AgentRunState): Promise<void> {
+  run.setStatus('waiting_for_children');
+  setCurrentDetails('waiting for background children before ending');
+  await condition(() => run.inbox.length > 0 || !run.hasLiveBackground());
+  run.setStatusWithCost('running');
+}
+
+/** The `wait` tool: joins background children (all live ones, or those named) within a timeout. */
+export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+  const parsed = await parseWaitArgs(call.arguments);
+  if (!parsed.ok) return toolError(parsed.error);
+  const { task_names: names, timeout_seconds: timeout = DEFAULT_WAIT_SECONDS } = parsed.args;
+  const children = [...run.background.values()];
+  const notes: string[] = [];
+  let chosen: BackgroundChild[];
+  if (names) {
+    chosen = [];
+    for (const name of names) {
+      const child = children.findLast((c) => c.entry.taskName === name);
+      if (!child) {
+        const known = children.map((c) => c.entry.taskName).join(', ') || 'none';
+        return toolError(`no background child named "${name}"; the background children are: ${known}`);
+      }
+      if (child.reported) notes.push(`${name}: ended earlier; its result was already reported`);
+      else chosen.push(child);
+    }
+  } else {
+    chosen = children.filter((c) => !c.reported);
+  }
+  if (chosen.length === 0) {
+    return notes.length > 0
+      ? { content: notes.join('\n'), isError: false }
+      : toolError('there are no background children to wait for (dispatch some with delegate and wait: false)');
+  }
+  if (chosen.some((c) => !c.outcome)) {
+    run.setStatus('waiting_for_children');
+    await condition(() => chosen.every((c) => c.outcome !== undefined), `${timeout} seconds`);
+    run.setStatusWithCost('running');
+  }
+  const ended = chosen.filter((c) => c.outcome !== undefined && !c.reported);
+  for (const child of ended) take(run, child);
+  const still = chosen.filter((c) => c.outcome === undefined).map((c) => c.entry.taskName);
+  if (still.length > 0) {
+    notes.push(
+      `still running after ${timeout} s: ${still.join(', ')}; each result arrives as a message when its child ends (or call wait again)`,
+    );
+  }
+  const outcomes = ended.map((c) => c.outcome!);
+  const parts = [...(outcomes.length > 0 ? [renderChildResults(outcomes, run.leaner)] : []), ...notes];
+  return {
+    content: parts.join('\n\n'),
+    isError: outcomes.length > 0 && outcomes.every((o) => o.status !== 'completed'),
+  };
+}
+
+/** The `wait` tool reports a result still in the inbox: it will not join the dialogue a second time. */
+function take(run: AgentRunState, child: BackgroundChild): void {
+  child.reported = true;
+  const at = run.inbox.findIndex(
+    (item) => 'subagent' in item && item.subagent.childWorkflowId === child.entry.childWorkflowId,
+  );
+  if (at >= 0) run.inbox.splice(at, 1);
+}
+
+/** R1.7: the `wait` arguments, or a tool error naming what is wrong. */
+async function parseWaitArgs(raw: string): Promise<{ ok: true; args: WaitArgs } | { ok: false; error: string }> {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw || '{}');
+  } catch {
+    return { ok: false, error: 'arguments for "wait" are not valid JSON; send {} or {"task_names": [...]}' };
+  }
+  if (fitsSchema(WAIT_ARGS_SCHEMA, value)) return { ok: true, args: value as WaitArgs };
+  const { WaitArgs, describeIssues } = await loadZodContract();
+  const parsed = WaitArgs.safeParse(value);
+  return parsed.success
+    ? { ok: true, args: parsed.data }
+    : { ok: false, error: `invalid wait arguments: ${describeIssues(parsed.error).join('; ')}` };
+}
+
+/** How a background child cancelled with its parent reads in the parent's records. */
+function cancelledOutcome(entry: LedgerEntry): ChildOutcome {
+  return {
+    task_name: entry.taskName,
+    workflow_id: entry.childWorkflowId,
+    status: 'cancelled',
+    output: null,
+    summary: entry.summary ?? 'cancelled with its parent',
+    usage: null,
+    artifacts: entry.artifacts,
+  };
+}
