@@ -262,8 +262,9 @@ describe('R2.14 background delegation', () => {
     expect((await state(id)).delegations.map((d) => d.status)).toEqual(['completed']);
   });
 
-  it('R2.14 R2.10 a conversation that ends cancels its live background children and releases their reservations', async () => {
-    const task = 'bg end: start and leave';
+  /** A conversation whose model dispatches one background child that never answers, and waits for its person. */
+  async function conversationWithStuckChild(label: string): Promise<{ id: string; childId: string }> {
+    const task = `bg ${label}: start one that never answers`;
     h.model.add(
       {
         when: forTask(task, 0),
@@ -271,15 +272,15 @@ describe('R2.14 background delegation', () => {
           toolCalls: [
             {
               name: 'delegate',
-              arguments: { briefs: [{ task_name: 'forever', message: 'bg forever child', wait: false }] },
+              arguments: { briefs: [{ task_name: 'stuck', message: `bg ${label} child`, wait: false }] },
             },
           ],
         },
       },
       { when: forTask(task, 1), reply: { text: 'It is running.' } },
-      { when: childTask('bg forever child'), reply: { hang: true } },
+      { when: childTask(`bg ${label} child`), reply: { hang: true } },
     );
-    const id = h.id('bg-end');
+    const id = h.id(`bg-${label}`);
     await h.deputy.startRun({ task, mode: 'conversation', scopes: PARENT_SCOPES }, { workflowId: id });
     await expect
       .poll(async () => {
@@ -287,41 +288,25 @@ describe('R2.14 background delegation', () => {
         return [s.status, s.delegations[0]?.status];
       })
       .toEqual(['waiting_for_user', 'running']);
+    return { id, childId: `${id}/stuck-1` };
+  }
+
+  it('R2.14 R2.10 a conversation that ends cancels its live background children and releases their reservations', async () => {
+    const { id, childId } = await conversationWithStuckChild('end');
     await h.deputy.endConversation(id);
     expect((await h.deputy.result(id)).status).toBe('completed');
-    const child = await h.client.workflow.getHandle(`${id}/forever-1`).describe();
-    expect(child.status.name).toBe('CANCELLED');
+    // Settled before the parent's own end: the child is already cancelled when the parent's result is in.
+    expect((await h.client.workflow.getHandle(childId).describe()).status.name).toBe('CANCELLED');
     const final = await state(id);
     expect(final.delegations.map((d) => d.status)).toEqual(['cancelled']);
     expect(final.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
   });
 
   it('R2.14 R2.10 cancelling a parent cancels its background children', async () => {
-    const task = 'bg cancel: start and get cancelled';
-    h.model.add(
-      {
-        when: forTask(task, 0),
-        reply: {
-          toolCalls: [
-            {
-              name: 'delegate',
-              arguments: { briefs: [{ task_name: 'victim', message: 'bg victim child', wait: false }] },
-            },
-          ],
-        },
-      },
-      { when: forTask(task, 1), reply: { text: 'Waiting on it.' } },
-      { when: childTask('bg victim child'), reply: { hang: true } },
-    );
-    const id = h.id('bg-cancel');
-    await h.deputy.startRun({ task, mode: 'conversation', scopes: PARENT_SCOPES }, { workflowId: id });
-    await expect.poll(async () => (await state(id)).delegations[0]?.status).toBe('running');
+    const { id, childId } = await conversationWithStuckChild('cancel');
     await h.deputy.cancel(id);
     expect((await h.deputy.result(id)).status).toBe('cancelled');
-    await expect
-      .poll(async () => (await h.client.workflow.getHandle(`${id}/victim-1`).describe()).status.name)
-      .toBe('CANCELLED');
-    // The parent settled it before its own end.
+    expect((await h.client.workflow.getHandle(childId).describe()).status.name).toBe('CANCELLED');
     expect((await state(id)).delegations.map((d) => d.status)).toEqual(['cancelled']);
   });
 });
