@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
 import { forTask, lastMessage, type RecordedRequest, type ScriptReply } from '../src/testing/scripted-model.js';
-import { DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES } from './support/delegation.js';
+import { delegateReply, DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
@@ -47,17 +47,12 @@ describe('R2.14 background delegation', () => {
         when: forTask(task, 0),
         reply: {
           text: 'Starting two background tasks.',
-          toolCalls: [
-            {
-              name: 'delegate',
-              arguments: {
-                briefs: [
-                  { task_name: 'ctx', message: 'bg ctx child work', context: 'all', wait: false },
-                  { task_name: 'plain', message: 'bg plain child work', wait: false },
-                ],
-              },
-            },
-          ],
+          ...delegateReply({
+            briefs: [
+              { task_name: 'ctx', message: 'bg ctx child work', context: 'all', wait: false },
+              { task_name: 'plain', message: 'bg plain child work', wait: false },
+            ],
+          }),
         },
       },
       {
@@ -184,19 +179,12 @@ describe('R2.14 background delegation', () => {
     h.model.add(
       {
         when: forTask(task, 0),
-        reply: {
-          toolCalls: [
-            {
-              name: 'delegate',
-              arguments: {
-                briefs: [
-                  { task_name: 'one', message: 'bg wait child one', wait: false },
-                  { task_name: 'two', message: 'bg wait child two', wait: false },
-                ],
-              },
-            },
+        reply: delegateReply({
+          briefs: [
+            { task_name: 'one', message: 'bg wait child one', wait: false },
+            { task_name: 'two', message: 'bg wait child two', wait: false },
           ],
-        },
+        }),
       },
       {
         // The children may answer only once the parent is waiting for them.
@@ -226,11 +214,7 @@ describe('R2.14 background delegation', () => {
     h.model.add(
       {
         when: forTask(task, 0),
-        reply: {
-          toolCalls: [
-            { name: 'delegate', arguments: { briefs: [{ task_name: 'slow', message: 'bg slow child', wait: false }] } },
-          ],
-        },
+        reply: delegateReply({ briefs: [{ task_name: 'slow', message: 'bg slow child', wait: false }] }),
       },
       {
         when: forTask(task, 1),
@@ -268,14 +252,7 @@ describe('R2.14 background delegation', () => {
     h.model.add(
       {
         when: forTask(task, 0),
-        reply: {
-          toolCalls: [
-            {
-              name: 'delegate',
-              arguments: { briefs: [{ task_name: 'stuck', message: `bg ${label} child`, wait: false }] },
-            },
-          ],
-        },
+        reply: delegateReply({ briefs: [{ task_name: 'stuck', message: `bg ${label} child`, wait: false }] }),
       },
       { when: forTask(task, 1), reply: { text: 'It is running.' } },
       { when: childTask(`bg ${label} child`), reply: { hang: true } },

@@ -109,6 +109,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       );
     }
     const outcome = loopScope ? await loopScope.run(() => agentLoop(run)) : await agentLoop(run);
+    // R2.14: background children still live when the run ends (a conversation over, a limit) are cancelled first.
+    if (run.hasLiveBackground()) await stopBackground(run);
     run.end(outcome.status, outcome.output);
     return run.result({
       status: outcome.status,
@@ -117,8 +119,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     });
   } catch (err) {
     if (err instanceof ContinueAsNew) throw err;
-    // R2.14: background children still live (cancelled with the run or its loop, or not yet: a failure) end first.
-    if (run.background.size > 0 && run.hasLiveBackground()) await stopBackground(run);
+    // R2.14: so are those of a run that ends otherwise (cancelled with the run or its loop, or not yet: a failure).
+    if (run.hasLiveBackground()) await stopBackground(run);
     if (
       (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) ||
       (!isCancellation(err) && deadlinePassedOnActivity(run))

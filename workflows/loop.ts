@@ -10,7 +10,7 @@ import { nextStep } from '../src/rules/agent-loop.js';
 import { compact, compactionPlan, modelTurn } from './model-turn.js';
 import { now, type AgentRunState } from './run-state.js';
 import { toolTurn } from './tool-turn.js';
-import { awaitBackground, stopBackground } from './delegation/in-background.js';
+import { awaitBackground } from './delegation/in-background.js';
 
 const DEFAULT_IDLE_TIMEOUT_SECONDS = 3600;
 
@@ -59,17 +59,8 @@ async function continueAsNewNow(run: AgentRunState): Promise<void> {
   await continueAsNew<(input: RunInput) => Promise<unknown>>({ ...run.input, resume: run.toResume() });
 }
 
-/**
- * Loops model calls and tool calls until an answer, a limit, or (in a conversation) the end of the talk; background
- * children still live then are cancelled and settled (R2.14).
- */
+/** Loops model calls and tool calls until an answer, a limit, or (in a conversation) the end of the talk. */
 export async function agentLoop(run: AgentRunState): Promise<Outcome> {
-  const outcome = await loopSteps(run);
-  if (run.background.size > 0 && run.hasLiveBackground()) await stopBackground(run);
-  return outcome;
-}
-
-async function loopSteps(run: AgentRunState): Promise<Outcome> {
   const mode = run.input.mode ?? 'task';
   for (;;) {
     const step = nextStep({ events: run.events, limits: run.limits, usage: run.usage, nowMs: Date.now(), mode });
@@ -104,7 +95,7 @@ async function loopSteps(run: AgentRunState): Promise<Outcome> {
       }
       case 'final': {
         // R2.14: a task run does not end while background children are live: it waits, then reads their results.
-        if (run.background.size > 0 && mode === 'task' && run.hasLiveBackground()) {
+        if (mode === 'task' && run.hasLiveBackground()) {
           await awaitBackground(run);
           break;
         }

@@ -42,8 +42,8 @@ export interface BackgroundChild {
   scope: CancellationScope;
   /** Resolves once the child has ended and been settled (never rejects). */
   settled: Promise<void>;
-  /** How it ended, once it has. */
-  outcome?: ChildOutcome;
+  /** How it ended, once it has; `null` when it was cancelled with its parent (nothing to report). */
+  outcome?: ChildOutcome | null;
   /** Its result has reached the model: as a `subagent/result` event, or through the `wait` tool. */
   reported: boolean;
 }
@@ -272,7 +272,7 @@ export class AgentRunState {
 
   /** True while a child dispatched in the background has not ended (R2.14). */
   hasLiveBackground(): boolean {
-    for (const child of this.background.values()) if (!child.outcome) return true;
+    for (const child of this.background.values()) if (child.outcome === undefined) return true;
     return false;
   }
 

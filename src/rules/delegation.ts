@@ -73,15 +73,18 @@ export const InterjectArgs = z.strictObject({
 });
 export type InterjectArgs = z.infer<typeof InterjectArgs>;
 
+/** A steering tool as the model sees it: run in the workflow, offered only with the delegation scope. */
+function steeringToolSpec(name: string, description: string, parameters: ToolSpec['parameters']): ToolSpec {
+  return { name, description, parameters, scopes: [DELEGATE_SCOPE] };
+}
+
 /** The `interject` tool as the model sees it. */
 export function interjectToolSpec(): ToolSpec {
-  return {
-    name: INTERJECT_TOOL,
-    description:
-      'Send a message to one of your children that is still running (by its task_name). A child that was given your context also receives what you said and did since it started.',
-    parameters: parametersSchema(InterjectArgs),
-    scopes: [DELEGATE_SCOPE],
-  };
+  return steeringToolSpec(
+    INTERJECT_TOOL,
+    'Send a message to one of your children that is still running (by its task_name). A child that was given your context also receives what you said and did since it started.',
+    parametersSchema(InterjectArgs),
+  );
 }
 
 /** Arguments of the `wait` tool (R2.14). */
@@ -103,24 +106,20 @@ export type WaitArgs = z.infer<typeof WaitArgs>;
 
 /** The `wait` tool as the model sees it. */
 export function waitToolSpec(): ToolSpec {
-  return {
-    name: WAIT_TOOL,
-    description:
-      'Wait for children you dispatched in the background (delegate with wait: false) and get their results now, labelled EXTERNAL_UNTRUSTED. Without task_names it waits for all of them that are still running.',
-    parameters: parametersSchema(WaitArgs),
-    scopes: [DELEGATE_SCOPE],
-  };
+  return steeringToolSpec(
+    WAIT_TOOL,
+    'Wait for children you dispatched in the background (delegate with wait: false) and get their results now, labelled EXTERNAL_UNTRUSTED. Without task_names it waits for all of them that are still running.',
+    parametersSchema(WaitArgs),
+  );
 }
 
 /** The `followup` tool as the model sees it. */
 export function followupToolSpec(): ToolSpec {
-  return {
-    name: FOLLOWUP_TOOL,
-    description:
-      'Continue a child that has finished (by its task_name) with a new message: a new child run starts from its session, with its composition and background, and you get its answer like a delegate result.',
-    parameters: parametersSchema(InterjectArgs),
-    scopes: [DELEGATE_SCOPE],
-  };
+  return steeringToolSpec(
+    FOLLOWUP_TOOL,
+    'Continue a child that has finished (by its task_name) with a new message: a new child run starts from its session, with its composition and background, and you get its answer like a delegate result.',
+    parametersSchema(InterjectArgs),
+  );
 }
 
 /** The delegation settings a run resolves at its start and keeps. */
@@ -138,13 +137,11 @@ export type DelegationSettings = z.infer<typeof DelegationSettings>;
 
 /** The `delegate` tool as the model sees it; its schema is generated from `DelegateArgs`. */
 export function delegateToolSpec(): ToolSpec {
-  return {
-    name: DELEGATE_TOOL,
-    description:
-      "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: by default it sees nothing of this conversation. A brief with wait: false runs in the background: this call returns at once, you go on (and keep talking), and the child's result arrives later as a message.",
-    parameters: parametersSchema(DelegateArgs, 'input'),
-    scopes: [DELEGATE_SCOPE],
-  };
+  return steeringToolSpec(
+    DELEGATE_TOOL,
+    "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: by default it sees nothing of this conversation. A brief with wait: false runs in the background: this call returns at once, you go on (and keep talking), and the child's result arrives later as a message.",
+    parametersSchema(DelegateArgs, 'input'),
+  );
 }
 
 /** Result of checking an invocation before anything is reserved or spawned. */

@@ -33,7 +33,7 @@ export function dispatchInBackground(run: AgentRunState, entry: LedgerEntry, sta
     },
     () => {
       // Cancelled with its parent, or by `stopBackground` at the parent's end: settled as cancelled, nobody to tell.
-      child.outcome = cancelledOutcome(entry);
+      child.outcome = null;
       child.reported = true;
     },
   );
@@ -48,7 +48,7 @@ export function renderDispatched(entries: readonly LedgerEntry[]): string {
 
 /** R2.14: a parent that ends (or a conversation that is over) cancels its live background children, and settles them. */
 export async function stopBackground(run: AgentRunState): Promise<void> {
-  const live = [...run.background.values()].filter((child) => !child.outcome);
+  const live = [...run.background.values()].filter((child) => child.outcome === undefined);
   for (const child of live) child.scope.cancel();
   await Promise.all(live.map((child) => child.settled));
 }
@@ -91,12 +91,13 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
       ? { content: notes.join('\n'), isError: false }
       : toolError('there are no background children to wait for (dispatch some with delegate and wait: false)');
   }
-  if (chosen.some((c) => !c.outcome)) {
+  if (chosen.some((c) => c.outcome === undefined)) {
     run.setStatus('waiting_for_children');
     await condition(() => chosen.every((c) => c.outcome !== undefined), `${timeout} seconds`);
     run.setStatusWithCost('running');
   }
-  const ended = chosen.filter((c) => c.outcome !== undefined && !c.reported);
+  // A child cancelled meanwhile is already `reported`: only real outcomes are left.
+  const ended = chosen.filter((c) => c.outcome && !c.reported);
   for (const child of ended) take(run, child);
   const still = chosen.filter((c) => c.outcome === undefined).map((c) => c.entry.taskName);
   if (still.length > 0) {
@@ -135,17 +136,4 @@ async function parseWaitArgs(raw: string): Promise<{ ok: true; args: WaitArgs } 
   return parsed.success
     ? { ok: true, args: parsed.data }
     : { ok: false, error: `invalid wait arguments: ${describeIssues(parsed.error).join('; ')}` };
-}
-
-/** How a background child cancelled with its parent reads in the parent's records. */
-function cancelledOutcome(entry: LedgerEntry): ChildOutcome {
-  return {
-    task_name: entry.taskName,
-    workflow_id: entry.childWorkflowId,
-    status: 'cancelled',
-    output: null,
-    summary: entry.summary ?? 'cancelled with its parent',
-    usage: null,
-    artifacts: entry.artifacts,
-  };
 }

@@ -150,9 +150,12 @@ export async function bookAndRun(
   const waited: number[] = [];
   plans.forEach((plan, i) => {
     const entry = entries[i]!;
-    if (plan.brief.wait !== false) return void waited.push(i);
-    dispatchInBackground(run, entry, () => runChild(plan, entry, invocation, returnShape, run, snapshot));
-    dispatched.push(entry);
+    if (plan.brief.wait !== false) {
+      waited.push(i);
+    } else {
+      dispatchInBackground(run, entry, () => runChild(plan, entry, invocation, returnShape, run, snapshot));
+      dispatched.push(entry);
+    }
   });
   if (waited.length === 0) return { content: renderDispatched(dispatched), isError: false };
 
