@@ -96,8 +96,12 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
     await condition(() => chosen.every((c) => c.outcome !== undefined), `${timeout} seconds`);
     run.setStatusWithCost('running');
   }
-  // A child cancelled meanwhile is already `reported`: only real outcomes are left.
+  // A child cancelled meanwhile is already `reported`: only real outcomes are left. One already reported now was taken
+  // by another `wait` call of this turn (nothing joins the dialogue during a turn).
   const ended = chosen.filter((c) => c.outcome && !c.reported);
+  for (const child of chosen.filter((c) => c.outcome && c.reported)) {
+    notes.push(`${child.entry.taskName}: ended; its result went to another wait call of this turn`);
+  }
   for (const child of ended) take(run, child);
   const still = chosen.filter((c) => c.outcome === undefined).map((c) => c.entry.taskName);
   if (still.length > 0) {
