@@ -12,7 +12,7 @@ import {
   type RecordedRequest,
   type ScriptReply,
 } from '../src/testing/scripted-model.js';
-import { delegateReply, DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES } from './support/delegation.js';
+import { delegateReply, DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES, squatId } from './support/delegation.js';
 import { createHarness, useHarness, type Harness } from './support/harness.js';
 
 const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
@@ -298,11 +298,7 @@ describe('R2.14 background delegation on the paths nobody walks', () => {
   it('R2.14 R2.4 an id already taken: the background brief arrives as a failed subagent/result, charged nothing; the parent goes on and the squatter is untouched', async () => {
     const task = 'bg taken: the id is held';
     const id = h.id('bg-taken');
-    const squatter = await h.client.workflow.start('agentRun', {
-      taskQueue: `${h.taskQueue}-nobody`,
-      workflowId: `${id}/taken-1`,
-      args: [{ task: 'I got here first' }],
-    });
+    const squatter = await squatId(h, `${id}/taken-1`);
     h.model.add(
       {
         when: forTask(task, 0),

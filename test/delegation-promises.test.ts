@@ -12,7 +12,7 @@ import { defineTool } from '../src/contract/tools.js';
 import { RunState, type RunInput } from '../src/contract/run.js';
 import { forTask, toolMessages, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
 import { DEPUTY_CONTEXT_MODE, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
-import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
+import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES, squatId } from './support/delegation.js';
 import { failureOf } from './support/failures.js';
 import { useHarness } from './support/harness.js';
 
@@ -136,11 +136,7 @@ describe('R2.4 identities: a taken child id never fails the parent', () => {
   it('R2.4 an id squatted by another workflow is a tool error for that brief only; the sibling and parent go on', async () => {
     const task = 'r2.4 squatted';
     const workflowId = h.id('squatted');
-    const squatter = await h.client.workflow.start('agentRun', {
-      taskQueue: `${h.taskQueue}-nobody`,
-      workflowId: `${workflowId}/taken-1`,
-      args: [{ task: 'I got here first' }],
-    });
+    const squatter = await squatId(h, `${workflowId}/taken-1`);
     h.model.add(
       { name: 'free child', when: userSays('free child'), reply: { text: 'free done' } },
       {

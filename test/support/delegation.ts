@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import type { DeputyConfig } from '../../src/config/load.js';
 import { defineTool, type ToolDefinition } from '../../src/contract/tools.js';
-import { testConfig } from './harness.js';
+import { testConfig, type Harness } from './harness.js';
 
 /** A tool in `neverInherit` that parents may hold but children never get. */
 export const skillManageTool = defineTool({
@@ -41,6 +41,18 @@ export function delegationConfig(delegation: Record<string, unknown> = {}): Depu
 /** A scripted reply that calls `delegate` with `args`. */
 export function delegateReply(args: unknown) {
   return { toolCalls: [{ name: 'delegate', arguments: args }] };
+}
+
+/**
+ * R2.4: takes `workflowId` with an `agentRun` on a task queue no worker polls, so a child that would get that id finds
+ * it held by a workflow that is not its parent's child. Terminate it when done.
+ */
+export async function squatId(h: Pick<Harness, 'client' | 'taskQueue'>, workflowId: string) {
+  return h.client.workflow.start('agentRun', {
+    taskQueue: `${h.taskQueue}-nobody`,
+    workflowId,
+    args: [{ task: 'I got here first' }],
+  });
 }
 
 /** The children of `parentId` as Temporal visibility lists them. */
