@@ -28,6 +28,10 @@ import { RunResult } from '../src/contract/run.js';
 import { withHeartbeat } from './heartbeat.js';
 import { toToolSpec, type ToolDefinition, type ToolSpec } from '../src/contract/tools.js';
 import {
+  ANSWER_CHILD_TOOL,
+  answerChildToolSpec,
+  ASK_PARENT_TOOL,
+  askParentToolSpec,
   DELEGATE_TOOL,
   delegateToolSpec,
   FOLLOWUP_TOOL,
@@ -159,6 +163,8 @@ function toolSpecs(tools: ReadonlyMap<string, ToolDefinition>): (name: string) =
     [INTERJECT_TOOL, interjectToolSpec()],
     [FOLLOWUP_TOOL, followupToolSpec()],
     [WAIT_TOOL, waitToolSpec()],
+    [ASK_PARENT_TOOL, askParentToolSpec()],
+    [ANSWER_CHILD_TOOL, answerChildToolSpec()],
   ]);
   return (name) => {
     let spec = specs.get(name);

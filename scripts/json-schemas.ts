@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { format, resolveConfig } from 'prettier';
 import { z } from 'zod';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput } from '../src/contract/run.js';
-import { DelegateArgs, InterjectArgs, WaitArgs } from '../src/rules/delegation.js';
+import { AnswerChildArgs, AskParentArgs, DelegateArgs, InterjectArgs, WaitArgs } from '../src/rules/delegation.js';
 
 export const GENERATED_PATH = fileURLToPath(new URL('../src/contract/json-schemas.ts', import.meta.url));
 
@@ -21,6 +21,8 @@ const SCHEMAS = {
   INTERJECT_ARGS: [InterjectArgs, 'Arguments of the `interject` tool and update.'],
   DELEGATE_ARGS: [DelegateArgs, 'Arguments of the `delegate` tool.'],
   WAIT_ARGS: [WaitArgs, 'Arguments of the `wait` tool.'],
+  ASK_PARENT_ARGS: [AskParentArgs, 'Arguments of the `ask_parent` tool.'],
+  ANSWER_CHILD_ARGS: [AnswerChildArgs, 'Arguments of the `answer_child` tool and update.'],
 } as const;
 
 /** The generated module's text, formatted as the project's Prettier config wants it. */

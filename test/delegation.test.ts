@@ -46,6 +46,7 @@ describe('R2.1 the delegate tool exists only when enabled, in scope and below ma
       'interject',
       'followup',
       'wait',
+      'answer_child',
     ]);
     expect(offeredTools(withoutScope!)).toEqual(['calculate']);
   });
@@ -57,7 +58,8 @@ describe('R2.1 the delegate tool exists only when enabled, in scope and below ma
     });
     expect((await h.deputy.result(parentId)).status).toBe('completed');
     const child = h.model.requests.find((r) => r.rule === 'depth child')!;
-    expect(offeredTools(child)).toEqual(['calculate', 'search_notes']);
+    // R3.9: asking the parent is not a capability: every child has it, at max depth too.
+    expect(offeredTools(child)).toEqual(['calculate', 'search_notes', 'ask_parent']);
     const state = RunState.parse(await h.deputy.getState(`${parentId}/deep-1`));
     expect(state.session.map((e) => e.type).slice(0, 3)).toEqual([
       'session/header',
@@ -272,8 +274,11 @@ describe('R2.7 tools and scopes only narrow', () => {
       ],
     });
     await h.deputy.result(parentId);
-    expect(offeredTools(h.model.requests.find((r) => r.rule === 'narrow plain')!)).toEqual(['calculate']);
-    expect(offeredTools(h.model.requests.find((r) => r.rule === 'narrow role')!)).toEqual(['search_notes']);
+    expect(offeredTools(h.model.requests.find((r) => r.rule === 'narrow plain')!)).toEqual(['calculate', 'ask_parent']);
+    expect(offeredTools(h.model.requests.find((r) => r.rule === 'narrow role')!)).toEqual([
+      'search_notes',
+      'ask_parent',
+    ]);
     const handle = (id: string) => h.client.workflow.getHandle(id);
     const plainInput = (await handle(`${parentId}/plain-1`).fetchHistory()).events![0]!
       .workflowExecutionStartedEventAttributes!.input!.payloads![0]!;

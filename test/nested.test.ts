@@ -43,7 +43,7 @@ describe('R3.8 deeper trees', () => {
     expect((await h.deputy.result(rootId)).status).toBe('completed');
 
     const leaf = h.model.requests.find((r) => r.rule === 'leaf')!;
-    expect(offeredTools(leaf)).toEqual(['calculate', 'search_notes']); // depth 2 = maxDepth: no delegate, no interject
+    expect(offeredTools(leaf)).toEqual(['calculate', 'search_notes', 'ask_parent']); // depth 2 = maxDepth: no delegate, no interject
     const [block, own] = leaf.body.messages.filter((m) => m.role === 'user').map((m) => m.content ?? '');
     expect(block!.startsWith(PARENT_CONTEXT_HEADING)).toBe(true);
     // The chain is visible: what the middle child inherited from the root, then the middle child's own dialogue.

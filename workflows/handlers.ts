@@ -1,26 +1,31 @@
 /**
- * The `state` query, the `sendMessage` / `endConversation` / `interject` updates and the parent-to-child interjection
- * signal, registered from a run's state. Update validators reject bad payloads naming the field (R1.7), and any update
+ * The `state` query, the `sendMessage` / `endConversation` / `interject` / `answerChild` updates and the signals
+ * between parent and child runs (interjections, questions and answers), registered from a run's state. Update validators reject bad payloads naming the field (R1.7), and any update
  * once the run has ended. Deterministic code only.
  */
 import { ApplicationFailure, setHandler } from '@temporalio/workflow';
 import { FAILURE } from '../src/contract/failures.js';
 import {
+  answerChildUpdate,
+  answerSignal,
   endConversationUpdate,
+  questionSignal,
   interjectionSignal,
   interjectUpdate,
   sendMessageUpdate,
   stateQuery,
 } from '../src/contract/messages.js';
 import {
+  ANSWER_CHILD_ARGS_SCHEMA,
   END_CONVERSATION_INPUT_SCHEMA,
   INTERJECT_ARGS_SCHEMA,
   SEND_MESSAGE_INPUT_SCHEMA,
 } from '../src/contract/json-schemas.js';
-import type { InterjectArgs } from '../src/rules/delegation.js';
+import type { AnswerChildArgs, InterjectArgs } from '../src/rules/delegation.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import type { JsonSchema } from '../src/rules/schema-check.js';
 import { deliverInterjection } from './delegation/steering.js';
+import { answerQuestion, findQuestion, receiveAnswer, receiveQuestion } from './delegation/questions.js';
 import type { AgentRunState } from './run-state.js';
 import { assertFits } from './validation.js';
 
@@ -53,6 +58,33 @@ export function registerHandlers(run: AgentRunState): void {
   setHandler(interjectionSignal, ({ from, content }) => {
     run.inbox.push({ from, content, interjection: true });
   });
+  // R3.9: a child's question (checked against this run's ledger), and the answer to this run's own question.
+  setHandler(questionSignal, (payload) => receiveQuestion(run, payload));
+  setHandler(answerSignal, (payload) => receiveAnswer(run, payload));
+  setHandler(
+    answerChildUpdate,
+    async (args) => {
+      const answered = await answerQuestion(run, args, 'client').catch((err: unknown) => ({
+        ok: false as const,
+        error: `could not deliver: ${failureMessage(err)}`,
+      }));
+      if (!answered.ok) {
+        throw ApplicationFailure.create({
+          type: FAILURE.AnswerNotDelivered,
+          message: answered.error,
+          nonRetryable: true,
+        });
+      }
+      return { delivered: true as const, childWorkflowId: answered.childWorkflowId, questionId: answered.questionId };
+    },
+    {
+      validator: (args: AnswerChildArgs) => {
+        validateUpdate(ANSWER_CHILD_ARGS_SCHEMA, args, 'answerChild', run.isEnded());
+        const found = findQuestion(run, args);
+        if (!found.ok) throw new Error(`answerChild: ${found.error}`);
+      },
+    },
+  );
   setHandler(
     interjectUpdate,
     async (args) => {

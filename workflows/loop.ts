@@ -22,8 +22,8 @@ export interface Outcome {
 }
 
 /**
- * User messages, interjections and background children's results join the dialogue only between turns, never between
- * a call and its result.
+ * User messages, interjections, background children's results and children's questions join the dialogue only between
+ * turns, never between a call and its result.
  */
 function drainInbox(run: AgentRunState): void {
   for (const item of run.inbox.splice(0)) {
@@ -34,6 +34,16 @@ function drainInbox(run: AgentRunState): void {
       if (child) child.reported = true;
       // R2.12: the child's charge shows in the parent's cost once its result is in.
       if (run.lean && run.costMoved()) run.showCost();
+      continue;
+    }
+    if ('question' in item) {
+      const { taskName, childWorkflowId, questionId, answered } = item.question;
+      const common = { at: now(), taskName, childWorkflowId, questionId };
+      run.append(
+        answered
+          ? { type: 'subagent/answered', ...common, answer: item.content }
+          : { type: 'subagent/question', ...common, content: item.content },
+      );
       continue;
     }
     run.append(

@@ -33,7 +33,13 @@ export type { ParsedRunInput };
 export type InboxItem =
   | { from: 'user'; content: string }
   | { from: string; content: string; interjection: true }
-  | { from: string; content: string; subagent: { taskName: string; childWorkflowId: string } };
+  | { from: string; content: string; subagent: { taskName: string; childWorkflowId: string } }
+  | {
+      from: string;
+      content: string;
+      /** R3.9: a child's question, or (`answered`) news that a person answered one directly. */
+      question: { taskName: string; childWorkflowId: string; questionId: string; answered?: boolean };
+    };
 
 /** A child dispatched with `wait: false` (R2.14), as its parent follows it. */
 export interface BackgroundChild {
@@ -79,6 +85,10 @@ export class AgentRunState {
   /** Children dispatched in the background (R2.14), by workflow id; a segment carries none (no live child at a CAN). */
   readonly background = new Map<string, BackgroundChild>();
   endRequested = false;
+  /** R3.9: this run's questions to its parent that wait for an answer (`undefined` until it arrives). */
+  readonly openQuestions = new Map<string, string | undefined>();
+  /** Questions asked in this segment (their ids are `q<segment>.<n>`). */
+  questionsAsked = 0;
   /**
    * Which of issue 12's history shapes the run records (replaying what it was recorded with): 0 before it; 1 lean
    * (one upsert at the start, the cost when it moved, the composition looked up locally); 2 leaner (no usage memo
@@ -119,6 +129,7 @@ export class AgentRunState {
     run.inbox.push(
       ...resume.inbox.map((item): InboxItem => {
         if (item.subagent) return { from: item.from, content: item.content, subagent: item.subagent };
+        if (item.question) return { from: item.from, content: item.content, question: item.question };
         return item.interjection
           ? { from: item.from, content: item.content, interjection: true }
           : { from: 'user', content: item.content };

@@ -7,13 +7,21 @@ import { isCancellation, proxyActivities, setCurrentDetails } from '@temporalio/
 import type { DeputyActivities } from '../activities/index.js';
 import type { RunToolResult } from '../src/contract/activities.js';
 import type { ToolCall } from '../src/contract/session.js';
-import { DELEGATE_TOOL, FOLLOWUP_TOOL, INTERJECT_TOOL, WAIT_TOOL } from '../src/rules/children.js';
+import {
+  ANSWER_CHILD_TOOL,
+  ASK_PARENT_TOOL,
+  DELEGATE_TOOL,
+  FOLLOWUP_TOOL,
+  INTERJECT_TOOL,
+  WAIT_TOOL,
+} from '../src/rules/children.js';
 import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
 import { addToolCalls } from '../src/rules/usage.js';
 import { joinAll, MODEL_CALL_OPTIONS } from './activity-options.js';
 import { runDelegation } from './delegation/invocation.js';
 import { runFollowup, runInterjection } from './delegation/steering.js';
 import { runWait } from './delegation/in-background.js';
+import { runAnswerChild, runAskParent } from './delegation/questions.js';
 import { now, type AgentRunState } from './run-state.js';
 
 const { runTool } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
@@ -24,6 +32,7 @@ const STEERING: Record<string, (call: ToolCall, run: AgentRunState) => Promise<R
   [INTERJECT_TOOL]: runInterjection,
   [FOLLOWUP_TOOL]: runFollowup,
   [WAIT_TOOL]: runWait,
+  [ANSWER_CHILD_TOOL]: runAnswerChild,
 };
 
 /**
@@ -32,6 +41,13 @@ const STEERING: Record<string, (call: ToolCall, run: AgentRunState) => Promise<R
  */
 function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
   const steer = Object.hasOwn(STEERING, call.name) ? STEERING[call.name] : undefined;
+  // R3.9: every child may ask its parent; it is a channel back, not a capability.
+  if (call.name === ASK_PARENT_TOOL && run.origin) {
+    return settled(
+      () => runAskParent(call, run),
+      (err) => ({ content: `"${call.name}" failed: ${failureMessage(err)}; nobody was asked`, isError: true }),
+    );
+  }
   if (steer && allowedTools.includes(call.name) && run.composition.delegation) {
     // R2.4: no infrastructure error on a delegation path fails the parent: the model reads it as a tool error.
     return settled(

@@ -27,3 +27,31 @@ export function assertFits(schema: JsonSchema, value: unknown, what: string): vo
   const issues = verdict.kind === 'invalid' ? verdict.issues : ['(root): could not be checked'];
   throw new Error(`invalid ${what}: ${issues.join('; ')}`);
 }
+
+/** The zod schemas of steering tools' arguments, by their name in the zod contract. */
+type ToolArgsName = 'AnswerChildArgs' | 'AskParentArgs' | 'InterjectArgs' | 'WaitArgs';
+
+/**
+ * R1.7: a steering tool's arguments (`raw`, JSON text; empty reads as `{}`), or a tool error naming what is wrong.
+ * The generated JSON Schema vouches first; zod decides and words the rest. `hint` says what to send instead of bad JSON.
+ */
+export async function parseToolArgs<T>(
+  tool: string,
+  raw: string,
+  schema: JsonSchema,
+  name: ToolArgsName,
+  hint: string,
+): Promise<{ ok: true; args: T } | { ok: false; error: string }> {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw || '{}');
+  } catch {
+    return { ok: false, error: `arguments for "${tool}" are not valid JSON; send ${hint}` };
+  }
+  if (fitsSchema(schema, value)) return { ok: true, args: value as T };
+  const contract = await loadZodContract();
+  const parsed = contract[name].safeParse(value);
+  return parsed.success
+    ? { ok: true, args: parsed.data as T }
+    : { ok: false, error: `invalid ${tool} arguments: ${contract.describeIssues(parsed.error).join('; ')}` };
+}

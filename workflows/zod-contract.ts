@@ -4,6 +4,13 @@
  * needs zod never evaluates it (building zod's schemas cost ~9 ms of CPU at every workflow start).
  */
 export { RunInput } from '../src/contract/run.js';
-export { checkReturnShape, InterjectArgs, parseInvocation, WaitArgs } from '../src/rules/delegation.js';
+export {
+  AnswerChildArgs,
+  AskParentArgs,
+  checkReturnShape,
+  InterjectArgs,
+  parseInvocation,
+  WaitArgs,
+} from '../src/rules/delegation.js';
 export { decideRestoration } from '../src/rules/sessions.js';
 export { describeIssues } from '../src/rules/zod-issues.js';

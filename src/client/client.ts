@@ -30,8 +30,14 @@ import {
   SESSION_FORMAT,
   type SessionExport,
 } from '../rules/sessions.js';
-import { InterjectArgs } from '../rules/delegation.js';
-import { endConversationUpdate, interjectUpdate, sendMessageUpdate, stateQuery } from '../contract/messages.js';
+import { AnswerChildArgs, InterjectArgs } from '../rules/delegation.js';
+import {
+  answerChildUpdate,
+  endConversationUpdate,
+  interjectUpdate,
+  sendMessageUpdate,
+  stateQuery,
+} from '../contract/messages.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from '../contract/run.js';
 import { ZERO_USAGE } from '../rules/usage.js';
 import { describeIssues } from '../rules/zod-issues.js';
@@ -70,6 +76,17 @@ function rejected(err: unknown): never {
   if (err instanceof WorkflowUpdateFailedError)
     throw new UpdateRejectedError(failureMessage(err.cause ?? err), { cause: err });
   throw err;
+}
+
+/** A child's question waiting for an answer (R3.9), as `openQuestions` reports it. */
+export interface OpenQuestion {
+  /** The run that asked, and the run it asked (its parent, which holds the question in its ledger). */
+  childWorkflowId: string;
+  parentId: string;
+  taskName: string;
+  questionId: string;
+  question: string;
+  askedAt: string;
 }
 
 /** One session as `listSessions` reports it. */
@@ -145,6 +162,66 @@ export class DeputyClient {
       .executeUpdate(interjectUpdate, { args: [payload] })
       .catch(rejected);
     return reply.childWorkflowId;
+  }
+
+  /**
+   * Answers a child's open question directly (R3.9), as a person would. The question is held by the child's parent,
+   * which Temporal records (not the caller): the answer goes through the parent's `answerChild` update, which refuses
+   * a question already answered or no longer open. Returns the question's id.
+   */
+  async answer(childWorkflowId: string, answer: string, questionId?: string): Promise<string> {
+    const description = await this.temporal.workflow.getHandle(childWorkflowId).describe();
+    const parentId = description.parentExecution?.workflowId;
+    if (!parentId) {
+      throw new InputError('answer', [
+        `${childWorkflowId}: not a child run (Temporal records no parent); nobody asked`,
+      ]);
+    }
+    const entry = (await this.getState(parentId)).delegations.findLast((e) => e.childWorkflowId === childWorkflowId);
+    if (!entry) throw new InputError('answer', [`${childWorkflowId}: its parent ${parentId} did not delegate it`]);
+    const payload = parseOrThrow(
+      AnswerChildArgs,
+      { task_name: entry.taskName, answer, ...(questionId !== undefined && { question_id: questionId }) },
+      'answerChild payload',
+    );
+    const reply = await this.temporal.workflow
+      .getHandle(parentId)
+      .executeUpdate(answerChildUpdate, { args: [payload] })
+      .catch(rejected);
+    return reply.questionId;
+  }
+
+  /** The questions children of the tree `rootId` heads asked and nobody has answered yet (R3.9), oldest first. */
+  async openQuestions(rootId: string): Promise<OpenQuestion[]> {
+    const runs = [rootId];
+    const query = `DeputyRootId = '${rootId.replace(/'/g, "\\'")}' AND ExecutionStatus = 'Running'`;
+    for await (const info of this.temporal.workflow.list({ query })) {
+      if (info.workflowId !== rootId) runs.push(info.workflowId);
+    }
+    const states = await Promise.all(
+      runs.map((id) =>
+        this.getState(id).then(
+          (state) => ({ id, state }),
+          () => null,
+        ),
+      ),
+    );
+    return states
+      .flatMap((found) =>
+        (found?.state.delegations ?? []).flatMap((entry) =>
+          (entry.questions ?? [])
+            .filter((q) => q.status === 'open')
+            .map((q) => ({
+              childWorkflowId: entry.childWorkflowId,
+              parentId: found!.id,
+              taskName: entry.taskName,
+              questionId: q.id,
+              question: q.question,
+              askedAt: q.askedAt,
+            })),
+        ),
+      )
+      .sort((a, b) => a.askedAt.localeCompare(b.askedAt));
   }
 
   /** Ends a conversation-mode run once its current turn is done. */

@@ -7,7 +7,7 @@ import { ConfigError } from '../contract/errors.js';
 import { HookConfig } from '../contract/hooks.js';
 import { Preset } from '../contract/preset.js';
 import { SynthesisReserve } from '../contract/run.js';
-import { BriefLimits } from '../rules/delegation.js';
+import { BriefLimits, ContextMode } from '../rules/delegation.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../rules/payloads.js';
 import { describeIssues } from '../rules/zod-issues.js';
 
@@ -70,6 +70,8 @@ export const DeputyConfig = z
         neverInherit: z.array(z.string()).default(['skill_manage']),
         /** Limits a child gets when its brief asks for none; always capped by the parent's remaining. */
         childDefaults: BriefLimits.default(CHILD_DEFAULTS),
+        /** R3.10: the context a brief without `context` gets; a preset's `defaultContext` overrides it. */
+        defaultContext: ContextMode.optional(),
       })
       .default({
         enabled: false,

@@ -35,6 +35,15 @@ export function toChatMessages(events: readonly SessionEvent[], persona: string)
       case 'subagent/result':
         messages.push({ role: 'user', content: `[background child ${event.taskName} ended]\n${event.content}` });
         break;
+      case 'subagent/question':
+        messages.push({ role: 'user', content: `[question from child ${event.taskName}]\n${event.content}` });
+        break;
+      case 'subagent/answered':
+        messages.push({
+          role: 'user',
+          content: `[the question ${event.questionId} of child ${event.taskName} was answered directly, not by you; nothing more to do for it]\n${event.answer}`,
+        });
+        break;
       case 'context/background':
         if (event.dialogue) messages.push(...event.dialogue);
         else messages.push({ role: 'user', content: event.content });

@@ -11,6 +11,8 @@ export const FAILURE = {
   PayloadTooLarge: 'Payload.TooLarge',
   /** An interjection could not be delivered to the child (R3.7). */
   InterjectNotDelivered: 'Interject.NotDelivered',
+  /** An answer could not be delivered to the child that asked (R3.9). */
+  AnswerNotDelivered: 'Answer.NotDelivered',
   /** A model call was not made: its worst case does not fit the run's budget (R2.13). Non-retryable. */
   BudgetExceeded: 'ModelCall.BudgetExceeded',
   ModelTimeout: 'ModelCall.Timeout',

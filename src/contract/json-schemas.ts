@@ -389,3 +389,34 @@ export const WAIT_ARGS_SCHEMA: JsonSchema = {
   },
   additionalProperties: false,
 };
+
+/** Arguments of the `ask_parent` tool. */
+export const ASK_PARENT_ARGS_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    question: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 4000,
+      description: 'what you need to know to do your task, complete and self-contained',
+    },
+  },
+  required: ['question'],
+  additionalProperties: false,
+};
+
+/** Arguments of the `answer_child` tool and update. */
+export const ANSWER_CHILD_ARGS_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    task_name: { type: 'string', minLength: 1, description: 'the task_name of the child that asked' },
+    answer: { type: 'string', minLength: 1, description: 'the answer, complete: the child sees only this' },
+    question_id: {
+      description: 'which question, when the child has more than one open; default: its only open question',
+      type: 'string',
+      minLength: 1,
+    },
+  },
+  required: ['task_name', 'answer'],
+  additionalProperties: false,
+};

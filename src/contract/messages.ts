@@ -1,6 +1,6 @@
 /** Queries and updates of `agentRun`, beside the schemas of their payloads. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { InterjectArgs } from '../rules/delegation.js';
+import type { AnswerChildArgs, InterjectArgs } from '../rules/delegation.js';
 import type { EndConversationInput, RunState, SendMessageInput } from './run.js';
 
 /** Reads the run's status, usage, remaining limits and effective dialogue. */
@@ -17,3 +17,16 @@ export const interjectionSignal = defineSignal<[{ from: string; content: string 
 
 /** Ends a conversation-mode run after its current turn. */
 export const endConversationUpdate = defineUpdate<{ accepted: true }, [EndConversationInput]>('endConversation');
+
+/** A child's question to its parent (R3.9, workflow to workflow); the parent checks the child is its own, live. */
+export const questionSignal =
+  defineSignal<[{ childWorkflowId: string; questionId: string; question: string }]>('deputy.question');
+
+/** A parent's answer to its child's open question (R3.9, workflow to workflow). */
+export const answerSignal = defineSignal<[{ questionId: string; answer: string; from: string }]>('deputy.answer');
+
+/** Answers a child's open question directly (R3.9): `{ task_name, answer, question_id? }`, sent to the child's parent. */
+export const answerChildUpdate = defineUpdate<
+  { delivered: true; childWorkflowId: string; questionId: string },
+  [AnswerChildArgs]
+>('answerChild');

@@ -12,6 +12,10 @@ export type Effort = z.infer<typeof Effort>;
 export const ContextRendering = z.enum(['block', 'dialogue']);
 export type ContextRendering = z.infer<typeof ContextRendering>;
 
+/** How much of the parent's context a child sees (R3.1). */
+export const ContextMode = z.union([z.enum(['none', 'all', 'summary']), z.number().int().positive()]);
+export type ContextMode = z.infer<typeof ContextMode>;
+
 /** A preset: persona, tools, skills and defaults a run starts from. */
 export const Preset = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'use lowercase letters, digits, - and _'),
@@ -22,5 +26,10 @@ export const Preset = z.strictObject({
   effort: Effort.optional(),
   /** How a child with this preset is shown its parent's context: a text block (default) or dialogue with roles kept. */
   contextRendering: ContextRendering.default('block'),
+  /**
+   * R3.10: the context a child of a run with this preset gets when its brief names none; overrides
+   * `delegation.defaultContext`. A conversation layer may fork its dialogue by default, an inner layer stays isolated.
+   */
+  defaultContext: ContextMode.optional(),
 });
 export type Preset = z.infer<typeof Preset>;

@@ -148,6 +148,8 @@ export const LiveStatus = z.enum([
   'running',
   'waiting_for_user',
   'waiting_for_children',
+  /** R3.9: a child waiting for the answer to its `ask_parent` question. */
+  'waiting_for_answer',
   ...RunStatus.options,
 ]);
 export type LiveStatus = z.infer<typeof LiveStatus>;
@@ -211,6 +213,21 @@ export const LedgerEntry = z.object({
   followupOf: z.string().optional(),
   /** R2.14: dispatched with `wait: false`; its end arrives as a `subagent/result` event. */
   background: z.boolean().optional(),
+  /** R3.9: the questions the child asked, and what became of each. */
+  questions: z
+    .array(
+      z.object({
+        id: z.string(),
+        question: z.string(),
+        status: z.enum(['open', 'answered', 'unanswered']),
+        answer: z.string().nullable(),
+        /** `model`: this run's model (`answer_child`); `client`: a person through the `answerChild` update. */
+        answeredBy: z.enum(['model', 'client']).nullable(),
+        askedAt: z.iso.datetime(),
+        answeredAt: z.iso.datetime().nullable(),
+      }),
+    )
+    .optional(),
   preparation: z.object({
     contextMode: ContextMode,
     backgroundChars: z.number().int().nullable(),
@@ -236,6 +253,15 @@ export const RunResume = z.object({
       interjection: z.boolean().optional(),
       /** A background child's result waiting to join the dialogue (R2.14). */
       subagent: z.object({ taskName: z.string(), childWorkflowId: z.string() }).optional(),
+      /** A child's question (R3.9), or news that one was answered directly. */
+      question: z
+        .object({
+          taskName: z.string(),
+          childWorkflowId: z.string(),
+          questionId: z.string(),
+          answered: z.boolean().optional(),
+        })
+        .optional(),
     }),
   ),
   appended: z.number().int().nonnegative(),

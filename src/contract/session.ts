@@ -70,6 +70,24 @@ export const SessionEvent = z.discriminatedUnion('type', [
     childWorkflowId: z.string(),
     content: z.string(),
   }),
+  /** R3.9: a child's question, between turns; `content` is an untrusted envelope with its task name and id. */
+  z.object({
+    type: z.literal('subagent/question'),
+    ...common,
+    taskName: z.string(),
+    childWorkflowId: z.string(),
+    questionId: z.string(),
+    content: z.string(),
+  }),
+  /** R3.9: a child's question answered by someone else than this run's model (a person, through `answerChild`). */
+  z.object({
+    type: z.literal('subagent/answered'),
+    ...common,
+    taskName: z.string(),
+    childWorkflowId: z.string(),
+    questionId: z.string(),
+    answer: z.string(),
+  }),
   z.object({
     type: z.literal('run/ended'),
     ...common,

@@ -2,17 +2,23 @@
  * The `delegate` tool (R2.1–R2.3, R2.7): its arguments, when a run is offered it, how an invocation is checked
  * against the caps, and how a child's tools and scopes are narrowed. Pure: no Temporal, no I/O.
  */
-import { Effort } from '../contract/preset.js';
+import { ContextMode, Effort } from '../contract/preset.js';
 import { z } from 'zod';
 import { parametersSchema, type ToolSpec } from '../contract/tools.js';
 import { describeIssues } from './zod-issues.js';
-import { DELEGATE_SCOPE, DELEGATE_TOOL, INTERJECT_TOOL, FOLLOWUP_TOOL, WAIT_TOOL } from './children.js';
+import {
+  ANSWER_CHILD_TOOL,
+  ASK_PARENT_TOOL,
+  DELEGATE_SCOPE,
+  DELEGATE_TOOL,
+  INTERJECT_TOOL,
+  FOLLOWUP_TOOL,
+  WAIT_TOOL,
+} from './children.js';
 
 export * from './children.js';
 
-/** How much of the parent's context a child sees (R3.1). */
-export const ContextMode = z.union([z.enum(['none', 'all', 'summary']), z.number().int().positive()]);
-export type ContextMode = z.infer<typeof ContextMode>;
+export { ContextMode };
 
 /** Limits of a run (or that a brief asks for a child, each capped by what the parent has left). */
 export const BriefLimits = z.strictObject({
@@ -40,7 +46,9 @@ export const Brief = z.strictObject({
     .describe('the assignment, complete and self-contained'),
   success_condition: z.string().optional().describe('how the child knows it is done'),
   role: z.string().optional().describe("preset id for the child; omit to inherit this run's preset"),
-  context: ContextMode.optional().describe('"none" (default), "all", a number of recent turns, or "summary"'),
+  context: ContextMode.optional().describe(
+    '"none", "all", a number of recent turns, or "summary"; default: what this run is configured with ("none" unless set)',
+  ),
   model: z.string().optional(),
   effort: Effort.optional(),
   allowed_tools: z.array(z.string()).optional().describe('a subset of your own tools; default: all of them'),
@@ -113,6 +121,48 @@ export function waitToolSpec(): ToolSpec {
   );
 }
 
+/** Arguments of the `ask_parent` tool (R3.9). */
+export const AskParentArgs = z.strictObject({
+  question: z
+    .string()
+    .min(1, 'question must not be empty')
+    .max(4000, 'keep the question under 4000 characters')
+    .describe('what you need to know to do your task, complete and self-contained'),
+});
+export type AskParentArgs = z.infer<typeof AskParentArgs>;
+
+/** The `ask_parent` tool as the model sees it: offered to every child, no scope needed (asking grants nothing). */
+export function askParentToolSpec(): ToolSpec {
+  return {
+    name: ASK_PARENT_TOOL,
+    description:
+      "Ask the run that gave you this task a question you cannot answer yourself (a missing fact, an ambiguous requirement). You wait until the answer arrives as this call's result, at most until your deadline; ask only what blocks your task.",
+    parameters: parametersSchema(AskParentArgs),
+    scopes: [],
+  };
+}
+
+/** Arguments of the `answer_child` tool and payload of the `answerChild` update (R3.9). */
+export const AnswerChildArgs = z.strictObject({
+  task_name: z.string().min(1).describe('the task_name of the child that asked'),
+  answer: z.string().min(1, 'answer must not be empty').describe('the answer, complete: the child sees only this'),
+  question_id: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('which question, when the child has more than one open; default: its only open question'),
+});
+export type AnswerChildArgs = z.infer<typeof AnswerChildArgs>;
+
+/** The `answer_child` tool as the model sees it. */
+export function answerChildToolSpec(): ToolSpec {
+  return steeringToolSpec(
+    ANSWER_CHILD_TOOL,
+    'Answer a question one of your children asked you (it waits for the answer). Answer only what you know; if you do not, ask your own parent (ask_parent) or the person first.',
+    parametersSchema(AnswerChildArgs),
+  );
+}
+
 /** The `followup` tool as the model sees it. */
 export function followupToolSpec(): ToolSpec {
   return steeringToolSpec(
@@ -131,6 +181,8 @@ export const DelegationSettings = z.object({
   neverInherit: z.array(z.string()),
   /** Limits a child gets when its brief asks for none (still capped by the parent's remaining). */
   childDefaults: BriefLimits,
+  /** R3.10: the context a brief without `context` gets (absent: `none`); a preset's `defaultContext` wins. */
+  defaultContext: ContextMode.optional(),
   backgroundTaskQueue: z.string(),
 });
 export type DelegationSettings = z.infer<typeof DelegationSettings>;
@@ -139,7 +191,7 @@ export type DelegationSettings = z.infer<typeof DelegationSettings>;
 export function delegateToolSpec(): ToolSpec {
   return steeringToolSpec(
     DELEGATE_TOOL,
-    "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: by default it sees nothing of this conversation. A brief with wait: false runs in the background: this call returns at once, you go on (and keep talking), and the child's result arrives later as a message.",
+    "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: unless this run is configured otherwise it sees nothing of this conversation. Fork (context: 'all', a number of recent turns, or 'summary') when the child needs what was said here (the person's wishes, decisions, earlier findings) and rewriting it would lose detail; use 'none' for self-contained look-ups, which then cost less and cannot pick up this dialogue's mistakes. A brief with wait: false runs in the background: this call returns at once, you go on (and keep talking), and the child's result arrives later as a message. A child may ask you a question (it arrives as a message): answer with answer_child.",
     parametersSchema(DelegateArgs, 'input'),
   );
 }

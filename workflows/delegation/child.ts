@@ -26,6 +26,7 @@ import { microToUsd, type Spend } from '../../src/rules/usage.js';
 import type { AgentRunState } from '../run-state.js';
 import type { ChildBackground, ChildPlan, Snapshot } from './plan.js';
 import { generateBackground } from './background.js';
+import { closeQuestions } from './questions.js';
 import { joinAttached, joinChild, startChildOrExplain } from './spawn.js';
 import { childInput, settleReservation } from '../../src/rules/child-run.js';
 
@@ -88,6 +89,7 @@ export async function runChild(
     entry.status = status;
     entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
     entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
+    closeQuestions(entry);
   };
   const outcome = (status: ChildOutcome['status'], output: unknown, summary: string, error?: string): ChildOutcome => {
     settle(status, summary);

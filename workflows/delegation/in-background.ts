@@ -11,18 +11,32 @@ import { WAIT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import { renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
 import type { WaitArgs } from '../../src/rules/delegation.js';
 import type { AgentRunState, BackgroundChild } from '../run-state.js';
-import { fitsSchema, loadZodContract } from '../validation.js';
+import { parseToolArgs } from '../validation.js';
 import { toolError } from './plan.js';
+import { questionWaiting } from './questions.js';
 
 /** How long `wait` waits when the model names no timeout. */
 export const DEFAULT_WAIT_SECONDS = 300;
 
-/** Starts `run` (one child's whole life) in the background; its end reaches the parent's inbox. */
+/** Starts `start` (one child's whole life) in the background; its end reaches the parent's inbox. */
 export function dispatchInBackground(run: AgentRunState, entry: LedgerEntry, start: () => Promise<ChildOutcome>): void {
-  entry.background = true;
   const scope = new CancellationScope();
+  adoptInBackground(run, entry, scope, scope.run(start));
+}
+
+/**
+ * Follows a child already running in `scope` as a background child: from its dispatch (`wait: false`), or from the
+ * moment a waited child asked a question and the call waiting for it returned (R3.9).
+ */
+export function adoptInBackground(
+  run: AgentRunState,
+  entry: LedgerEntry,
+  scope: CancellationScope,
+  life: Promise<ChildOutcome>,
+): void {
+  entry.background = true;
   const child: BackgroundChild = { entry, scope, settled: Promise.resolve(), reported: false };
-  child.settled = scope.run(start).then(
+  child.settled = life.then(
     (outcome) => {
       child.outcome = outcome;
       run.inbox.push({
@@ -66,7 +80,13 @@ export async function awaitBackground(run: AgentRunState): Promise<void> {
 
 /** The `wait` tool: joins background children (all live ones, or those named) within a timeout. */
 export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = await parseWaitArgs(call.arguments);
+  const parsed = await parseToolArgs<WaitArgs>(
+    call.name,
+    call.arguments,
+    WAIT_ARGS_SCHEMA,
+    'WaitArgs',
+    '{} or {"task_names": [...]}',
+  );
   if (!parsed.ok) return toolError(parsed.error);
   const { task_names: names, timeout_seconds: timeout = DEFAULT_WAIT_SECONDS } = parsed.args;
   const children = [...run.background.values()];
@@ -93,7 +113,12 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
   }
   if (chosen.some((c) => c.outcome === undefined)) {
     run.setStatus('waiting_for_children');
-    await condition(() => chosen.every((c) => c.outcome !== undefined), `${timeout} seconds`);
+    // R3.9: a question from one of them ends the wait too, so the model can answer it.
+    const ids = chosen.map((c) => c.entry.childWorkflowId);
+    await condition(
+      () => chosen.every((c) => c.outcome !== undefined) || questionWaiting(run, ids),
+      `${timeout} seconds`,
+    );
     run.setStatusWithCost('running');
   }
   // A child cancelled meanwhile is already `reported`: only real outcomes are left. One already reported now was taken
@@ -104,9 +129,15 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
   }
   for (const child of ended) take(run, child);
   const still = chosen.filter((c) => c.outcome === undefined).map((c) => c.entry.taskName);
-  if (still.length > 0) {
+  const asking = chosen.filter((c) => questionWaiting(run, [c.entry.childWorkflowId])).map((c) => c.entry.taskName);
+  if (asking.length > 0) {
     notes.push(
-      `still running after ${timeout} s: ${still.join(', ')}; each result arrives as a message when its child ends (or call wait again)`,
+      `${asking.join(', ')} asked you a question (it follows this result); answer with answer_child, then wait again`,
+    );
+  }
+  if (still.length > asking.length) {
+    notes.push(
+      `still running${asking.length > 0 ? '' : ` after ${timeout} s`}: ${still.filter((n) => !asking.includes(n)).join(', ')}; each result arrives as a message when its child ends (or call wait again)`,
     );
   }
   const outcomes = ended.map((c) => c.outcome!);
@@ -124,20 +155,4 @@ function take(run: AgentRunState, child: BackgroundChild): void {
     (item) => 'subagent' in item && item.subagent.childWorkflowId === child.entry.childWorkflowId,
   );
   if (at >= 0) run.inbox.splice(at, 1);
-}
-
-/** R1.7: the `wait` arguments, or a tool error naming what is wrong. */
-async function parseWaitArgs(raw: string): Promise<{ ok: true; args: WaitArgs } | { ok: false; error: string }> {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw || '{}');
-  } catch {
-    return { ok: false, error: 'arguments for "wait" are not valid JSON; send {} or {"task_names": [...]}' };
-  }
-  if (fitsSchema(WAIT_ARGS_SCHEMA, value)) return { ok: true, args: value as WaitArgs };
-  const { WaitArgs, describeIssues } = await loadZodContract();
-  const parsed = WaitArgs.safeParse(value);
-  return parsed.success
-    ? { ok: true, args: parsed.data }
-    : { ok: false, error: `invalid wait arguments: ${describeIssues(parsed.error).join('; ')}` };
 }

@@ -4,7 +4,7 @@
  * code only.
  */
 import type { DeputyActivities } from '../../activities/index.js';
-import { proxyActivities } from '@temporalio/workflow';
+import { CancellationScope, condition, proxyActivities } from '@temporalio/workflow';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { budgetOf, reserve } from '../../src/rules/budget.js';
 import { checkCaps, childWorkflowId, renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
@@ -17,7 +17,8 @@ import { takeSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
 import { planChild, toolError, type ChildPlan, type Snapshot } from './plan.js';
 import { runChild } from './child.js';
-import { dispatchInBackground, renderDispatched } from './in-background.js';
+import { adoptInBackground, dispatchInBackground, renderDispatched } from './in-background.js';
+import { questionWaiting } from './questions.js';
 import { fitsSchema, loadZodContract } from '../validation.js';
 
 const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
@@ -160,18 +161,76 @@ export async function bookAndRun(
   if (waited.length === 0) return { content: renderDispatched(dispatched), isError: false };
 
   run.setStatus('waiting_for_children');
-  let outcomes: ChildOutcome[];
-  try {
-    outcomes = await joinAll(
-      waited.map((i) => runChild(plans[i]!, entries[i]!, invocation, returnShape, run, snapshot)),
+  // Each waited child in a scope of its own, so one that asks a question can go on in the background (R3.9).
+  const scopes = waited.map(() => new CancellationScope());
+  const lives = waited.map((i, k) =>
+    scopes[k]!.run(() => runChild(plans[i]!, entries[i]!, invocation, returnShape, run, snapshot)),
+  );
+  const ended: (ChildOutcome | undefined)[] = lives.map(() => undefined);
+  lives.forEach((life, k) => {
+    life.then(
+      (outcome) => {
+        ended[k] = outcome;
+      },
+      () => undefined,
     );
+  });
+  const ids = waited.map((i) => entries[i]!.childWorkflowId);
+  let outcomes: ChildOutcome[] | undefined;
+  try {
+    const joined = joinAll(lives);
+    // R3.9: a question from a child this call waits for ends the wait: the model must be able to answer it.
+    outcomes = await Promise.race([
+      joined,
+      // Cancelled, it leaves the answer to the join, which settles only once every child has stopped.
+      condition(() => ended.every(Boolean) || questionWaiting(run, ids)).then(
+        () => undefined,
+        () => joined,
+      ),
+    ]);
+    // The condition can see every child ended before the join's own promise settles: then it is a plain join.
+    if (!outcomes && ended.every(Boolean)) outcomes = ended as ChildOutcome[];
+    if (!outcomes) {
+      joined.catch(() => undefined); // its children go on in the background, where their end is handled
+      detach(run, waited, entries, scopes, lives, ended);
+    }
   } finally {
     // Another invocation of the same turn may still have live children (background ones do not hold the parent).
     run.setStatusWithCost(run.hasLiveWaitedChildren() ? 'waiting_for_children' : 'running');
   }
-  const results = renderChildResults(outcomes, run.leaner);
-  return {
-    content: dispatched.length > 0 ? `${results}\n\n${renderDispatched(dispatched)}` : results,
-    isError: outcomes.every((o) => o.status !== 'completed'),
-  };
+  const done = outcomes ?? ended.filter((o): o is ChildOutcome => o !== undefined);
+  const parts = [
+    ...(done.length > 0 ? [renderChildResults(done, run.leaner)] : []),
+    ...(outcomes
+      ? []
+      : [
+          renderAsked(
+            waited.filter((_, k) => !ended[k]).map((i) => entries[i]!),
+            run,
+          ),
+        ]),
+    ...(dispatched.length > 0 ? [renderDispatched(dispatched)] : []),
+  ];
+  return { content: parts.join('\n\n'), isError: done.length > 0 && done.every((o) => o.status !== 'completed') };
+}
+
+/** The waited children still live when one asked a question go on in the background (R3.9). */
+function detach(
+  run: AgentRunState,
+  waited: readonly number[],
+  entries: readonly LedgerEntry[],
+  scopes: readonly CancellationScope[],
+  lives: readonly Promise<ChildOutcome>[],
+  ended: readonly (ChildOutcome | undefined)[],
+): void {
+  waited.forEach((i, k) => {
+    if (ended[k] === undefined) adoptInBackground(run, entries[i]!, scopes[k]!, lives[k]!);
+  });
+}
+
+/** What the call answers for the children it stopped waiting for because one asked a question. */
+function renderAsked(live: readonly LedgerEntry[], run: AgentRunState): string {
+  const asking = live.filter((e) => questionWaiting(run, [e.childWorkflowId])).map((e) => e.taskName);
+  const list = live.map((e) => `${e.taskName} (child run ${e.childWorkflowId})`).join(', ');
+  return `${asking.join(', ')} asked you a question, which follows this result: answer it with answer_child (or ask whoever can). Still running, now in the background: ${list}. Each result arrives as a message when its child ends; call wait to join them.`;
 }

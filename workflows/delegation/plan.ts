@@ -59,7 +59,8 @@ export function planChild(
       preset: childComposition.definition.id,
       composition: childComposition,
       contextRendering: childComposition.definition.contextRendering,
-      contextMode: brief.context ?? 'none',
+      // R3.10: a brief without `context` gets the delegating run's default: its preset's, else the config's, else none.
+      contextMode: brief.context ?? composition.presetDefinition?.defaultContext ?? settings.defaultContext ?? 'none',
       grant: grant.grant,
       limits,
       reservation: reservationFor(limits),

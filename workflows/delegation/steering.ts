@@ -10,7 +10,7 @@ import type { InterjectArgs } from '../../src/rules/delegation.js';
 import { INTERJECT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { interjectionSignal } from '../../src/contract/messages.js';
-import { fitsSchema, loadZodContract } from '../validation.js';
+import { loadZodContract, parseToolArgs } from '../validation.js';
 import { renderParentContext, takeSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
 import { planChild, toolError, type ChildPlan } from './plan.js';
@@ -50,21 +50,14 @@ export async function deliverInterjection(
 }
 
 /** Reads the `{ task_name, message }` arguments of `interject` and `followup`; a problem is a tool error (R1.7). */
-async function parseChildMessage(
-  call: ToolCall,
-): Promise<{ ok: true; args: InterjectArgs } | { ok: false; error: string }> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(call.arguments);
-  } catch {
-    return { ok: false, error: `arguments for "${call.name}" are not valid JSON; send {"task_name": …, "message": …}` };
-  }
-  if (fitsSchema(INTERJECT_ARGS_SCHEMA, raw)) return { ok: true, args: raw as InterjectArgs };
-  const { InterjectArgs, describeIssues } = await loadZodContract();
-  const parsed = InterjectArgs.safeParse(raw);
-  return parsed.success
-    ? { ok: true, args: parsed.data }
-    : { ok: false, error: `invalid ${call.name} arguments: ${describeIssues(parsed.error).join('; ')}` };
+function parseChildMessage(call: ToolCall) {
+  return parseToolArgs<InterjectArgs>(
+    call.name,
+    call.arguments,
+    INTERJECT_ARGS_SCHEMA,
+    'InterjectArgs',
+    '{"task_name": …, "message": …}',
+  );
 }
 
 /** The `interject` tool: delivers, or explains as a tool error why it could not. */

@@ -1,0 +1,215 @@
+/**
+ * Clarifications bubble up (R3.9): a child's `ask_parent` suspends it durably until its parent answers; the question
+ * reaches the parent as an untrusted `subagent/question` between turns; the parent's model answers with
+ * `answer_child` (or asks its own parent, or the person), or a person answers through the `answerChild` update. An
+ * unanswered question ends with the child's deadline or the parent's end. Deterministic code only.
+ */
+import { condition, getExternalWorkflowHandle, setCurrentDetails } from '@temporalio/workflow';
+import type { RunToolResult } from '../../src/contract/activities.js';
+import { answerSignal, questionSignal } from '../../src/contract/messages.js';
+import { ANSWER_CHILD_ARGS_SCHEMA, ASK_PARENT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
+import type { LedgerEntry } from '../../src/contract/run.js';
+import type { ToolCall } from '../../src/contract/session.js';
+import { bounded, renderQuestion } from '../../src/rules/children.js';
+import type { AnswerChildArgs, AskParentArgs } from '../../src/rules/delegation.js';
+import { cutText } from '../../src/rules/payloads.js';
+import { now, type AgentRunState } from '../run-state.js';
+import { parseToolArgs } from '../validation.js';
+import { toolError } from './plan.js';
+
+type Question = NonNullable<LedgerEntry['questions']>[number];
+
+/** The child's side of `ask_parent`: asks, then waits for the answer (or its deadline). */
+export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+  const { origin } = run;
+  if (!origin) return toolError('this run has no parent to ask (nobody delegated to it); decide yourself');
+  const parsed = await parseToolArgs<AskParentArgs>(
+    call.name,
+    call.arguments,
+    ASK_PARENT_ARGS_SCHEMA,
+    'AskParentArgs',
+    '{"question": …}',
+  );
+  if (!parsed.ok) return toolError(parsed.error);
+  // Unique over the run's life: a segment's counter restarts, and no question is open across continue-as-new.
+  const questionId = `q${run.segment}.${(run.questionsAsked += 1)}`;
+  const question = cutText(parsed.args.question, run.payloads.maxTextBytes);
+  run.openQuestions.set(questionId, undefined);
+  try {
+    await getExternalWorkflowHandle(origin.parentId).signal(questionSignal, {
+      childWorkflowId: run.sessionId,
+      questionId,
+      question,
+    });
+    run.setStatus('waiting_for_answer');
+    setCurrentDetails(`waiting for the answer to ${questionId}: ${bounded(question.replace(/\s+/g, ' '), 100)}`);
+    // The deadline ends the wait: by the timer that cancels the loop, or here when the deadline bounds activities.
+    const { deadlineMs } = run.limits;
+    const answered = () => run.openQuestions.get(questionId) !== undefined;
+    const inTime =
+      run.deadlineOnActivities && deadlineMs !== null
+        ? await condition(answered, Math.max(1, deadlineMs - Date.now()))
+        : await condition(answered).then(() => true);
+    run.setStatus('running');
+    if (!inTime) return toolError(`no answer to ${questionId} arrived before this run's deadline`);
+    return {
+      content: `Answer from the run that delegated to you: ${run.openQuestions.get(questionId)}`,
+      isError: false,
+    };
+  } finally {
+    run.openQuestions.delete(questionId);
+  }
+}
+
+/** The child's side of the answer: kept only for a question it has open and from its own parent. */
+export function receiveAnswer(run: AgentRunState, payload: unknown): void {
+  const { questionId, answer, from } = (payload ?? {}) as { questionId?: unknown; answer?: unknown; from?: unknown };
+  if (typeof questionId !== 'string' || typeof answer !== 'string' || from !== run.origin?.parentId) return;
+  if (run.openQuestions.has(questionId) && run.openQuestions.get(questionId) === undefined) {
+    run.openQuestions.set(questionId, answer);
+  }
+}
+
+/**
+ * The parent's side of a question: accepted only from a child this run started (its ledger, which Temporal's own
+ * records back) that is still running; anything else is dropped. It joins the dialogue between turns.
+ */
+export function receiveQuestion(run: AgentRunState, payload: unknown): void {
+  const { childWorkflowId, questionId, question } = (payload ?? {}) as Record<string, unknown>;
+  if (typeof childWorkflowId !== 'string' || typeof questionId !== 'string' || typeof question !== 'string') return;
+  if (run.isEnded()) return;
+  const entry = run.ledger.findLast((e) => e.childWorkflowId === childWorkflowId);
+  if (entry?.status !== 'running' || entry.questions?.some((q) => q.id === questionId)) return;
+  const text = cutText(question, run.payloads.maxTextBytes);
+  (entry.questions ??= []).push({
+    id: questionId,
+    question: text,
+    status: 'open',
+    answer: null,
+    answeredBy: null,
+    askedAt: now(),
+    answeredAt: null,
+  });
+  run.inbox.push({
+    from: childWorkflowId,
+    content: renderQuestion({ taskName: entry.taskName, questionId, question: text }),
+    question: { taskName: entry.taskName, childWorkflowId, questionId },
+  });
+}
+
+/** True while a question from one of `childIds` waits in the inbox for the model (R3.9: it ends a wait for them). */
+export function questionWaiting(run: AgentRunState, childIds: readonly string[]): boolean {
+  return run.inbox.some(
+    (item) => 'question' in item && !item.question.answered && childIds.includes(item.question.childWorkflowId),
+  );
+}
+
+/** Which open question `args` answers, or why none. */
+export function findQuestion(
+  run: AgentRunState,
+  args: AnswerChildArgs,
+): { ok: true; entry: LedgerEntry; question: Question } | { ok: false; error: string } {
+  const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
+  if (!entry) {
+    const names = run.ledger.map((e) => e.taskName).join(', ') || 'none';
+    return { ok: false, error: `no child named "${args.task_name}"; the children are: ${names}` };
+  }
+  const questions = entry.questions ?? [];
+  const open = questions.filter((q) => q.status === 'open');
+  if (args.question_id !== undefined) {
+    const question = questions.find((q) => q.id === args.question_id);
+    if (!question) {
+      const ids = questions.map((q) => q.id).join(', ') || 'none';
+      return {
+        ok: false,
+        error: `child "${args.task_name}" asked no question ${args.question_id}; its questions: ${ids}`,
+      };
+    }
+    if (question.status !== 'open') return { ok: false, error: closedQuestion(args.task_name, question) };
+    return { ok: true, entry, question };
+  }
+  if (open.length === 1) return { ok: true, entry, question: open[0]! };
+  if (open.length > 1) {
+    return {
+      ok: false,
+      error: `child "${args.task_name}" has ${open.length} open questions (${open.map((q) => q.id).join(', ')}); give question_id`,
+    };
+  }
+  const last = questions.at(-1);
+  return {
+    ok: false,
+    error: last ? closedQuestion(args.task_name, last) : `child "${args.task_name}" has asked no question`,
+  };
+}
+
+function closedQuestion(taskName: string, question: Question): string {
+  return question.status === 'answered'
+    ? `question ${question.id} of child "${taskName}" was already answered${question.answeredBy === 'client' ? ' directly by a person' : ''}: ${bounded(question.answer ?? '', 200)}`
+    : `question ${question.id} of child "${taskName}" went unanswered: the child has ended`;
+}
+
+/**
+ * Delivers an answer to the child's open question and records it in the ledger; `client` answers (the update) also
+ * tell this run's model, between turns, that the question is settled.
+ */
+export async function answerQuestion(
+  run: AgentRunState,
+  args: AnswerChildArgs,
+  by: 'model' | 'client',
+): Promise<{ ok: true; childWorkflowId: string; questionId: string } | { ok: false; error: string }> {
+  const found = findQuestion(run, args);
+  if (!found.ok) return found;
+  const { entry, question } = found;
+  const answer = cutText(args.answer, run.payloads.maxTextBytes);
+  // Marked before the await, so a second answer meanwhile (the model and a person at once) is refused, not sent.
+  Object.assign(question, { status: 'answered', answer, answeredBy: by, answeredAt: now() });
+  try {
+    await getExternalWorkflowHandle(entry.childWorkflowId).signal(answerSignal, {
+      questionId: question.id,
+      answer,
+      from: run.sessionId,
+    });
+  } catch (err) {
+    Object.assign(question, {
+      status: entry.status === 'running' ? 'open' : 'unanswered',
+      answer: null,
+      answeredBy: null,
+      answeredAt: null,
+    });
+    throw err;
+  }
+  if (by === 'client') {
+    run.inbox.push({
+      from: 'client',
+      content: answer,
+      question: {
+        taskName: entry.taskName,
+        childWorkflowId: entry.childWorkflowId,
+        questionId: question.id,
+        answered: true,
+      },
+    });
+  }
+  return { ok: true, childWorkflowId: entry.childWorkflowId, questionId: question.id };
+}
+
+/** The `answer_child` tool. */
+export async function runAnswerChild(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+  const parsed = await parseToolArgs<AnswerChildArgs>(
+    call.name,
+    call.arguments,
+    ANSWER_CHILD_ARGS_SCHEMA,
+    'AnswerChildArgs',
+    '{"task_name": …, "answer": …}',
+  );
+  if (!parsed.ok) return toolError(parsed.error);
+  const answered = await answerQuestion(run, parsed.args, 'model');
+  return answered.ok
+    ? { content: `answer to ${answered.questionId} delivered to ${answered.childWorkflowId}`, isError: false }
+    : toolError(`${answered.error}; nothing was sent`);
+}
+
+/** R3.9: a run's end leaves none of its children's questions open. */
+export function closeQuestions(entry: LedgerEntry): void {
+  for (const question of entry.questions ?? []) if (question.status === 'open') question.status = 'unanswered';
+}
