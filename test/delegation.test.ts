@@ -46,7 +46,6 @@ describe('R2.1 the delegate tool exists only when enabled, in scope and below ma
       'interject',
       'followup',
       'wait',
-      'answer_child',
     ]);
     expect(offeredTools(withoutScope!)).toEqual(['calculate']);
   });

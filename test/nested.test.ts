@@ -10,7 +10,14 @@ import {
 } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
-const h = useHarness({ config: delegationConfig({ maxDepth: 2 }), tools: DELEGATION_TOOLS });
+// A child that may delegate carries the steering tools' specs in each call: room for them.
+const h = useHarness({
+  config: delegationConfig({
+    maxDepth: 2,
+    childDefaults: { maxTurns: 5, maxTokens: 4000, maxCostUsd: 0.003, maxToolCalls: 5 },
+  }),
+  tools: DELEGATION_TOOLS,
+});
 
 describe('R3.8 deeper trees', () => {
   it('R3.8 a child that delegates with context passes its inherited context plus its own dialogue', async () => {

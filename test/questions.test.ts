@@ -8,7 +8,13 @@ import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
 import { answerSignal, questionSignal } from '../src/contract/messages.js';
 import { UpdateRejectedError } from '../src/client/client.js';
-import { lastMessage, toolMessages, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import {
+  lastMessage,
+  offeredTools,
+  toolMessages,
+  userSays,
+  type RecordedRequest,
+} from '../src/testing/scripted-model.js';
 import { delegateReply, DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
@@ -159,6 +165,9 @@ describe('R3.9 clarifications bubble up', () => {
       { taskName: 'planner', status: 'running', background: true },
     ]);
 
+    // answer_child is offered only while a question is open: not when the root delegated, but when it answers.
+    expect(offeredTools(h.model.requests.find((r) => r.rule === 'root dispatch')!)).not.toContain('answer_child');
+    expect(offeredTools(h.model.requests.find((r) => r.rule === 'root asks person')!)).toContain('answer_child');
     await h.deputy.sendMessage(rootId, 'Lisbon, please.');
     await expect
       .poll(async () => (await state(rootId)).session.at(-1), { timeout: 15_000 })

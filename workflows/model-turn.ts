@@ -17,7 +17,7 @@ import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { budgetExceeded, findFailure } from '../src/rules/failure-message.js';
 import type { CallModelInput, CallModelResult } from '../src/contract/activities.js';
 import { addModelCall, addSpend, callCostMicroUsd } from '../src/rules/usage.js';
-import { ASK_PARENT_TOOL } from '../src/rules/children.js';
+import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
 import { MODEL_CALL_OPTIONS } from './activity-options.js';
 import { now, type AgentRunState } from './run-state.js';
@@ -41,11 +41,15 @@ const { callModel, compactSession } = proxyActivities<DeputyActivities>(MODEL_CA
 function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTools: boolean) {
   const messages = toChatMessages(run.events, run.persona);
   if (synthesisFor) messages.push({ role: 'system', content: SYNTHESIS_INSTRUCTION });
-  const tools: (string | RunTool)[] = offerTools
-    ? run.composition.tools.map((tool) => (tool.parameters ? tool : tool.name))
-    : [];
-  // R3.9: every child may ask the run that delegated to it.
-  if (offerTools && run.origin) tools.push(ASK_PARENT_TOOL);
+  const tools: (string | RunTool)[] = [];
+  if (offerTools) {
+    // R3.9: `answer_child` only while a child's question is open (its spec costs every call); every child may ask.
+    const answering = run.hasOpenQuestions();
+    for (const tool of run.composition.tools) {
+      if (tool.name !== ANSWER_CHILD_TOOL || answering) tools.push(tool.parameters ? tool : tool.name);
+    }
+    if (run.origin) tools.push(ASK_PARENT_TOOL);
+  }
   return { messages, tools };
 }
 

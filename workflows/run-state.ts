@@ -281,6 +281,11 @@ export class AgentRunState {
     return this.ledger.some((entry) => isLive(entry) && !entry.background);
   }
 
+  /** True while a child's question to this run waits for an answer (R3.9). */
+  hasOpenQuestions(): boolean {
+    return this.ledger.some((entry) => entry.questions?.some((q) => q.status === 'open'));
+  }
+
   /** True while a child dispatched in the background has not ended (R2.14). */
   hasLiveBackground(): boolean {
     for (const child of this.background.values()) if (child.outcome === undefined) return true;

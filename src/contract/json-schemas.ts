@@ -88,6 +88,12 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                 model: { type: 'string', minLength: 1 },
                 effort: { type: 'string', enum: ['minimal', 'low', 'medium', 'high'] },
                 contextRendering: { default: 'block', type: 'string', enum: ['block', 'dialogue'] },
+                defaultContext: {
+                  anyOf: [
+                    { type: 'string', enum: ['none', 'all', 'summary'] },
+                    { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+                  ],
+                },
               },
               required: ['id'],
               additionalProperties: false,
@@ -155,6 +161,12 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     },
                   },
                   additionalProperties: false,
+                },
+                defaultContext: {
+                  anyOf: [
+                    { type: 'string', enum: ['none', 'all', 'summary'] },
+                    { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+                  ],
                 },
                 backgroundTaskQueue: { type: 'string' },
               },
@@ -318,7 +330,8 @@ export const DELEGATE_ARGS_SCHEMA: JsonSchema = {
           success_condition: { description: 'how the child knows it is done', type: 'string' },
           role: { description: "preset id for the child; omit to inherit this run's preset", type: 'string' },
           context: {
-            description: '"none" (default), "all", a number of recent turns, or "summary"',
+            description:
+              '"none", "all", a number of recent turns, or "summary"; default: what this run is configured with ("none" unless set)',
             anyOf: [
               { type: 'string', enum: ['none', 'all', 'summary'] },
               { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
@@ -394,12 +407,7 @@ export const WAIT_ARGS_SCHEMA: JsonSchema = {
 export const ASK_PARENT_ARGS_SCHEMA: JsonSchema = {
   type: 'object',
   properties: {
-    question: {
-      type: 'string',
-      minLength: 1,
-      maxLength: 4000,
-      description: 'what you need to know to do your task, complete and self-contained',
-    },
+    question: { type: 'string', minLength: 1, maxLength: 4000, description: 'complete and self-contained' },
   },
   required: ['question'],
   additionalProperties: false,
@@ -409,13 +417,9 @@ export const ASK_PARENT_ARGS_SCHEMA: JsonSchema = {
 export const ANSWER_CHILD_ARGS_SCHEMA: JsonSchema = {
   type: 'object',
   properties: {
-    task_name: { type: 'string', minLength: 1, description: 'the task_name of the child that asked' },
-    answer: { type: 'string', minLength: 1, description: 'the answer, complete: the child sees only this' },
-    question_id: {
-      description: 'which question, when the child has more than one open; default: its only open question',
-      type: 'string',
-      minLength: 1,
-    },
+    task_name: { type: 'string', minLength: 1, description: 'the child that asked' },
+    answer: { type: 'string', minLength: 1 },
+    question_id: { description: 'only when the child has several questions open', type: 'string', minLength: 1 },
   },
   required: ['task_name', 'answer'],
   additionalProperties: false,

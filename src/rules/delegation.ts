@@ -46,9 +46,7 @@ export const Brief = z.strictObject({
     .describe('the assignment, complete and self-contained'),
   success_condition: z.string().optional().describe('how the child knows it is done'),
   role: z.string().optional().describe("preset id for the child; omit to inherit this run's preset"),
-  context: ContextMode.optional().describe(
-    '"none", "all", a number of recent turns, or "summary"; default: what this run is configured with ("none" unless set)',
-  ),
+  context: ContextMode.optional().describe('"none" (default unless configured), "all", N recent turns, or "summary"'),
   model: z.string().optional(),
   effort: Effort.optional(),
   allowed_tools: z.array(z.string()).optional().describe('a subset of your own tools; default: all of them'),
@@ -127,7 +125,7 @@ export const AskParentArgs = z.strictObject({
     .string()
     .min(1, 'question must not be empty')
     .max(4000, 'keep the question under 4000 characters')
-    .describe('what you need to know to do your task, complete and self-contained'),
+    .describe('complete and self-contained'),
 });
 export type AskParentArgs = z.infer<typeof AskParentArgs>;
 
@@ -144,13 +142,9 @@ export function askParentToolSpec(): ToolSpec {
 
 /** Arguments of the `answer_child` tool and payload of the `answerChild` update (R3.9). */
 export const AnswerChildArgs = z.strictObject({
-  task_name: z.string().min(1).describe('the task_name of the child that asked'),
-  answer: z.string().min(1, 'answer must not be empty').describe('the answer, complete: the child sees only this'),
-  question_id: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('which question, when the child has more than one open; default: its only open question'),
+  task_name: z.string().min(1).describe('the child that asked'),
+  answer: z.string().min(1, 'answer must not be empty'),
+  question_id: z.string().min(1).optional().describe('only when the child has several questions open'),
 });
 export type AnswerChildArgs = z.infer<typeof AnswerChildArgs>;
 
@@ -158,7 +152,7 @@ export type AnswerChildArgs = z.infer<typeof AnswerChildArgs>;
 export function answerChildToolSpec(): ToolSpec {
   return steeringToolSpec(
     ANSWER_CHILD_TOOL,
-    'Answer a question one of your children asked you (it waits for the answer). Answer only what you know; if you do not, ask your own parent (ask_parent) or the person first.',
+    'Answer the open question of one of your children, which waits for it. If you do not know, ask first (ask_parent, or the person).',
     parametersSchema(AnswerChildArgs),
   );
 }
@@ -191,7 +185,7 @@ export type DelegationSettings = z.infer<typeof DelegationSettings>;
 export function delegateToolSpec(): ToolSpec {
   return steeringToolSpec(
     DELEGATE_TOOL,
-    "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: unless this run is configured otherwise it sees nothing of this conversation. Fork (context: 'all', a number of recent turns, or 'summary') when the child needs what was said here (the person's wishes, decisions, earlier findings) and rewriting it would lose detail; use 'none' for self-contained look-ups, which then cost less and cannot pick up this dialogue's mistakes. A brief with wait: false runs in the background: this call returns at once, you go on (and keep talking), and the child's result arrives later as a message. A child may ask you a question (it arrives as a message): answer with answer_child.",
+    "Hand parts of your work to child runs, one per brief (1 to 3 briefs). Children run in parallel with budgets taken from yours and tools no wider than yours; you get one result with each child's answer, labelled EXTERNAL_UNTRUSTED. Give each brief everything the child needs: unless this run is configured otherwise it sees nothing of this conversation. Fork context only when the child needs what was said here; self-contained look-ups need none. A brief with wait: false runs in the background: this call returns at once, you go on (and keep talking), and the child's result arrives later as a message.",
     parametersSchema(DelegateArgs, 'input'),
   );
 }
