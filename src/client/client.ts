@@ -198,22 +198,15 @@ export class DeputyClient {
     for await (const info of this.temporal.workflow.list({ query })) {
       if (info.workflowId !== rootId) runs.push(info.workflowId);
     }
-    const states = await Promise.all(
-      runs.map((id) =>
-        this.getState(id).then(
-          (state) => ({ id, state }),
-          () => null,
-        ),
-      ),
-    );
+    const states = await Promise.all(runs.map(async (id) => ({ id, state: await this.getState(id) })));
     return states
       .flatMap((found) =>
-        (found?.state.delegations ?? []).flatMap((entry) =>
+        found.state.delegations.flatMap((entry) =>
           (entry.questions ?? [])
             .filter((q) => q.status === 'open')
             .map((q) => ({
               childWorkflowId: entry.childWorkflowId,
-              parentId: found!.id,
+              parentId: found.id,
               taskName: entry.taskName,
               questionId: q.id,
               question: q.question,
