@@ -48,6 +48,9 @@ const lastToolResult = (r: RecordedRequest) => {
   return asked ? Number(/tax (\d+)/.exec(asked.function.arguments)?.[1] ?? 0) : 0;
 };
 
+const ask = (question: string) => ({ name: 'ask_parent', arguments: { question } });
+const lastMessageOf = (r: RecordedRequest) => r.body.messages.at(-1)?.content ?? '';
+
 const calc = (a: number, b: number) => ({ name: 'calculate', arguments: { operation: 'add', a, b } });
 
 const SCENARIOS: Scenario[] = [
@@ -240,6 +243,50 @@ const SCENARIOS: Scenario[] = [
       while ((await deputy.getState(workflowId)).status !== 'waiting_for_user')
         await new Promise((r) => setTimeout(r, 50));
       await deputy.endConversation(workflowId);
+    },
+  },
+  {
+    // R3.9: a waited child asks (the wait ends, the model answers); another asks later and a person answers it.
+    name: 'questions',
+    input: { task: 'fixture: questions', scopes: ['tools.calc', 'run.delegate'] },
+    rules: [
+      {
+        when: forTask('fixture: questions', 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [
+                  { task_name: 'asker', message: 'fixture q child: asker' },
+                  { task_name: 'direct', message: 'fixture q child: direct' },
+                ],
+              },
+            },
+          ],
+        },
+      },
+      {
+        when: (r) => lastMessageOf(r).startsWith('[question from child asker]'),
+        reply: { toolCalls: [{ name: 'answer_child', arguments: { task_name: 'asker', answer: 'The rate is 8%.' } }] },
+      },
+      {
+        when: (r) =>
+          lastMessageOf(r).startsWith('answer to q1.1 delivered') ||
+          lastMessageOf(r).startsWith('[question from child direct]'),
+        times: 2,
+        reply: { toolCalls: [{ name: 'wait', arguments: {} }] },
+      },
+      { when: userSays('was answered directly'), reply: { text: 'questions settled' } },
+      { when: userSays('fixture q child: asker', 0), reply: { toolCalls: [ask('Which rate?')] } },
+      { when: userSays('fixture q child: asker', 1), reply: { text: 'asker done at 8%' } },
+      { when: userSays('fixture q child: direct', 0), delayMs: 1500, reply: { toolCalls: [ask('Which currency?')] } },
+      { when: userSays('fixture q child: direct', 1), reply: { text: 'direct done in EUR' } },
+    ],
+    async drive(deputy, workflowId) {
+      while ((await deputy.openQuestions(workflowId)).every((q) => q.taskName !== 'direct'))
+        await new Promise((r) => setTimeout(r, 50));
+      await deputy.answer(`${workflowId}/direct-1`, 'EUR');
     },
   },
   {
