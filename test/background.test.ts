@@ -5,6 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
+import { loadTree } from '../src/client/inspect.js';
+import { renderTree } from '../src/client/tree.js';
 import {
   forTask,
   lastMessage,
@@ -129,6 +131,12 @@ describe('R2.14 background delegation', () => {
       `delivered to ${id}/plain-1`,
     ]);
 
+    // `deputy tree` shows both children in the background, each with the interjection it received.
+    const tree = renderTree(await loadTree(h.client, id)).split('\n');
+    expect(tree.slice(1).map((line) => line.replace(/^[├└]─ (\S+) +(\S+) .*  · (.*)$/, '$1 $2 $3'))).toEqual([
+      'ctx running background · 1 interjection',
+      'plain running background · 1 interjection',
+    ]);
     children.open();
     await expect
       .poll(async () => (await state(id)).session.filter((e) => e.type === 'subagent/result').length, {

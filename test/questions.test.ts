@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
 import { answerSignal, questionSignal } from '../src/contract/messages.js';
 import { UpdateRejectedError } from '../src/client/client.js';
+import { loadTree } from '../src/client/inspect.js';
+import { renderTree } from '../src/client/tree.js';
 import {
   lastMessage,
   offeredTools,
@@ -165,6 +167,14 @@ describe('R3.9 clarifications bubble up', () => {
       { taskName: 'planner', status: 'running', background: true },
     ]);
 
+    // `deputy tree` shows the planner in the background and both open questions.
+    const tree = renderTree(await loadTree(h.client, pricerId)).split('\n');
+    expect(tree[1]).toMatch(
+      /^└─ planner +waiting_for_answer .* · background · asks q1\.1: My helper asks: Which city is the hotel in\?$/,
+    );
+    expect(tree[2]).toMatch(
+      /^ +└─ pricer +waiting_for_answer .* · background · asks q1\.1: Which city is the hotel in\?$/,
+    );
     // answer_child is offered only while a question is open: not when the root delegated, but when it answers.
     expect(offeredTools(h.model.requests.find((r) => r.rule === 'root dispatch')!)).not.toContain('answer_child');
     expect(offeredTools(h.model.requests.find((r) => r.rule === 'root asks person')!)).toContain('answer_child');

@@ -5,7 +5,7 @@
  */
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { stateQuery } from '../contract/messages.js';
-import { RunResult, Usage } from '../contract/run.js';
+import { RunResult, Usage, type RunState } from '../contract/run.js';
 import {
   DEPUTY_CONTEXT_MODE,
   DEPUTY_COST_USD,
@@ -19,12 +19,12 @@ import type { TreeNode } from './tree.js';
 
 const STATE_QUERY_TIMEOUT_MS = 3000;
 
-async function liveUsage(client: Client, workflowId: string): Promise<Usage | null> {
+/** A live run's state, or `null` when it does not answer in time. */
+async function liveState(client: Client, workflowId: string): Promise<RunState | null> {
   const timeout = new Promise<null>((resolve) => setTimeout(() => resolve(null), STATE_QUERY_TIMEOUT_MS).unref());
   const query = client.workflow
     .getHandle(workflowId)
     .query(stateQuery)
-    .then((state) => state.usage)
     .catch(() => null);
   return Promise.race([query, timeout]);
 }
@@ -39,11 +39,15 @@ async function endUsage(client: Client, workflowId: string): Promise<Usage | nul
   return parsed.success ? parsed.data.usage : null;
 }
 
-async function toNode(client: Client, info: Omit<WorkflowExecutionInfo, 'raw'>): Promise<TreeNode> {
+async function toNode(
+  client: Client,
+  info: Omit<WorkflowExecutionInfo, 'raw'>,
+): Promise<{ node: TreeNode; state: RunState | null }> {
   const attrs = info.typedSearchAttributes;
   const memoUsage = Usage.safeParse(info.memo?.deputyUsage);
   const running = info.status.name === 'RUNNING';
-  return {
+  const state = running ? await liveState(client, info.workflowId) : null;
+  const node: TreeNode = {
     workflowId: info.workflowId,
     parentId: attrs.get(DEPUTY_PARENT_ID) ?? null,
     taskName: attrs.get(DEPUTY_TASK_NAME) ?? null,
@@ -53,12 +57,13 @@ async function toNode(client: Client, info: Omit<WorkflowExecutionInfo, 'raw'>):
     preset: attrs.get(DEPUTY_PRESET) ?? null,
     contextMode: attrs.get(DEPUTY_PARENT_ID) ? (attrs.get(DEPUTY_CONTEXT_MODE) ?? null) : null,
     usage: running
-      ? await liveUsage(client, info.workflowId)
+      ? (state?.usage ?? null)
       : memoUsage.success
         ? memoUsage.data
         : await endUsage(client, info.workflowId),
     costUsd: attrs.get(DEPUTY_COST_USD) ?? null,
   };
+  return { node, state };
 }
 
 /** The whole tree that `workflowId` belongs to, from its root down. */
@@ -70,5 +75,18 @@ export async function loadTree(client: Client, workflowId: string): Promise<Tree
     infos.push(info);
   }
   if (!infos.some((info) => info.workflowId === workflowId)) infos.push(description); // visibility may lag
-  return Promise.all(infos.map((info) => toNode(client, info)));
+  const found = await Promise.all(infos.map((info) => toNode(client, info)));
+  // What a live parent knows of its children: dispatched in the background, a question waiting for an answer.
+  const entries = new Map(found.flatMap(({ state }) => (state?.delegations ?? []).map((e) => [e.childWorkflowId, e])));
+  return found.map(({ node }) => {
+    const entry = entries.get(node.workflowId);
+    if (!entry) return node;
+    const open = entry.questions?.find((q) => q.status === 'open');
+    return {
+      ...node,
+      ...(entry.background && { background: true }),
+      ...(entry.interjections && { interjections: entry.interjections }),
+      ...(open && { openQuestion: `${open.id}: ${open.question.replace(/\s+/g, ' ').slice(0, 80)}` }),
+    };
+  });
 }

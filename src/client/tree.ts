@@ -15,6 +15,12 @@ export interface TreeNode {
   /** Tokens and cost include the run's children once they have been joined. */
   usage: Usage | null;
   costUsd: number | null;
+  /** R2.14: dispatched in the background (its parent goes on); known while the parent runs. */
+  background?: boolean;
+  /** R3.9: the question it asked that waits for an answer (`q1.1: Which city?`); known while its parent runs. */
+  openQuestion?: string | null;
+  /** R3.7: interjections delivered to it; known while its parent runs. */
+  interjections?: number;
 }
 
 const pad = (text: string, width: number) => (text.length >= width ? text : text + ' '.repeat(width - text.length));
@@ -39,8 +45,13 @@ export function renderTree(nodes: readonly TreeNode[]): string {
       .filter(Boolean)
       .join('  ');
     const head = pad(`${prefix}${branch}${label}`, 34);
+    const notes = [
+      node.background ? 'background' : '',
+      node.interjections ? `${node.interjections} interjection${node.interjections === 1 ? '' : 's'}` : '',
+      node.openQuestion ? `asks ${node.openQuestion}` : '',
+    ].filter(Boolean);
     lines.push(
-      `${head} ${pad(node.status, 21)} ${pad(figures, 32)} ${node.preset ? `[${[node.preset, node.contextMode && `context ${node.contextMode}`].filter(Boolean).join(', ')}] ` : ''}${node.taskName ? node.workflowId : ''}`.trimEnd(),
+      `${head} ${pad(node.status, 21)} ${pad(figures, 32)} ${node.preset ? `[${[node.preset, node.contextMode && `context ${node.contextMode}`].filter(Boolean).join(', ')}] ` : ''}${node.taskName ? node.workflowId : ''}${notes.length > 0 ? `  · ${notes.join(' · ')}` : ''}`.trimEnd(),
     );
     const kids = childrenOf(node.workflowId);
     const nextPrefix = prefix + (branch === '' ? '' : branch === '└─ ' ? '   ' : '│  ');

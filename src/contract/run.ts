@@ -213,6 +213,8 @@ export const LedgerEntry = z.object({
   followupOf: z.string().optional(),
   /** R2.14: dispatched with `wait: false`; its end arrives as a `subagent/result` event. */
   background: z.boolean().optional(),
+  /** R3.7: interjections delivered to the child (by this run's model or through the client). */
+  interjections: z.number().int().nonnegative().optional(),
   /** R3.9: the questions the child asked, and what became of each. */
   questions: z
     .array(

@@ -46,6 +46,7 @@ export async function deliverInterjection(
   }
   content = cutText(content, run.payloads.maxTextBytes);
   await getExternalWorkflowHandle(entry.childWorkflowId).signal(interjectionSignal, { from: run.sessionId, content });
+  entry.interjections = (entry.interjections ?? 0) + 1;
   return { ok: true, childWorkflowId: entry.childWorkflowId };
 }
 
