@@ -133,7 +133,7 @@ describe('R2.14 background delegation', () => {
 
     // `deputy tree` shows both children in the background, each with the interjection it received.
     const tree = renderTree(await loadTree(h.client, id)).split('\n');
-    expect(tree.slice(1).map((line) => line.replace(/^[├└]─ (\S+) +(\S+) .*  · (.*)$/, '$1 $2 $3'))).toEqual([
+    expect(tree.slice(1).map((line) => line.replace(/^[├└]─ (\S+) +(\S+) .* {2}· (.*)$/, '$1 $2 $3'))).toEqual([
       'ctx running background · 1 interjection',
       'plain running background · 1 interjection',
     ]);

@@ -1,0 +1,102 @@
+/**
+ * The offline chat's scripted model: a conversation layer (`concierge`) that dispatches a researcher in the
+ * background, keeps talking, relays the researcher's question to the person, answers it and interjects a change,
+ * and reports the result when it arrives. Anything off the script gets a short note on what the script knows.
+ */
+import { lastMessage, toolMessages, type RecordedRequest, type ScriptRule } from '../testing/scripted-model.js';
+
+/** The lines the script follows, in order (the README's transcript and the chat test type them). */
+export const CHAT_LINES = {
+  order: 'Price my order: 3 notebooks at $12.50 and 2 pens at $1.20, shipped to Springfield.',
+  meanwhile: 'How is it going?',
+  answer: 'Standard, and gift-wrap it please.',
+} as const;
+
+const RESEARCH =
+  'Find the sales tax rate in Springfield and the cost of the shipping the customer wants, in the notes.';
+
+const isConcierge = (r: RecordedRequest) => (r.body.messages[0]?.content ?? '').includes("You are Deputy's concierge");
+const isResearcher = (r: RecordedRequest) => !isConcierge(r) && JSON.stringify(r.body.messages).includes(RESEARCH);
+const said = (text: string) => (r: RecordedRequest) => isConcierge(r) && lastMessage(r) === text;
+const researcherAt = (toolResults: number) => (r: RecordedRequest) =>
+  isResearcher(r) && toolMessages(r).length === toolResults;
+
+/** The chat's script. */
+export const CHAT_SCRIPT: ScriptRule[] = [
+  {
+    when: said(CHAT_LINES.order),
+    reply: {
+      text: "I'll have a researcher look up Springfield's sales tax and the shipping in the background.",
+      // No `context`: the concierge preset forks its dialogue by default (R3.10), so the researcher sees the order.
+      toolCalls: [
+        {
+          name: 'delegate',
+          arguments: { briefs: [{ task_name: 'research', role: 'researcher', message: RESEARCH, wait: false }] },
+        },
+      ],
+    },
+  },
+  {
+    when: (r) => isConcierge(r) && lastMessage(r).startsWith('Dispatched in the background'),
+    reply: { text: 'The researcher is on it. Ask me anything meanwhile.' },
+  },
+  {
+    when: said(CHAT_LINES.meanwhile),
+    reply: { text: "The researcher is still working; I'll tell you as soon as it reports." },
+  },
+  {
+    when: (r) => isConcierge(r) && lastMessage(r).startsWith('[question from child research]'),
+    reply: { text: 'The researcher asks: standard or express shipping?' },
+  },
+  {
+    when: said(CHAT_LINES.answer),
+    reply: {
+      toolCalls: [
+        { name: 'answer_child', arguments: { task_name: 'research', answer: 'Standard shipping.' } },
+        {
+          name: 'interject',
+          arguments: { task_name: 'research', message: 'The customer also wants the order gift-wrapped.' },
+        },
+      ],
+    },
+  },
+  {
+    when: (r) => isConcierge(r) && lastMessage(r).startsWith('answer to'),
+    reply: { text: 'Passed on: standard shipping, gift-wrapped.' },
+  },
+  {
+    when: (r) => isConcierge(r) && lastMessage(r).startsWith('[background child research ended]'),
+    reply: {
+      text: 'The research is in: 8% Springfield sales tax and $4.99 standard shipping. Your order: $39.90 + 8% tax = $43.09, plus $4.99 shipping = $48.08, gift-wrapped.',
+    },
+  },
+  {
+    name: 'off script',
+    when: (r) => isConcierge(r) && r.body.messages.at(-1)?.role === 'user',
+    times: Infinity,
+    reply: {
+      text: `(offline demo: I follow a script) Try "${CHAT_LINES.order}", then answer the researcher's question. Ctrl-C ends the conversation.`,
+    },
+  },
+  {
+    when: researcherAt(0),
+    delayMs: 1500,
+    reply: { toolCalls: [{ name: 'ask_parent', arguments: { question: 'Standard or express shipping?' } }] },
+  },
+  {
+    when: researcherAt(1),
+    delayMs: 800,
+    reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'sales tax' } }] },
+  },
+  {
+    when: researcherAt(2),
+    delayMs: 800,
+    reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'shipping' } }] },
+  },
+  {
+    when: researcherAt(3),
+    reply: {
+      text: 'Springfield sales tax is 8% (note "Sales tax"); standard shipping is $4.99 per order (note "Shipping"); gift wrapping noted.',
+    },
+  },
+];

@@ -1,0 +1,188 @@
+/**
+ * `npm run demo -- --chat`: a conversation with a run in the terminal. The person types; the run (preset
+ * `concierge`, delegation on) answers while its background children work; what happens in the tree shows up as it
+ * happens: children dispatched, their questions, the answers and interjections sent to them, their results, and the
+ * live tree. `/answer <text>` answers the oldest open question directly (the client update); Ctrl-C (or Ctrl-D) ends
+ * the conversation cleanly and prints its usage and tree.
+ */
+import { clearLine, createInterface, cursorTo } from 'node:readline';
+import { loadTree } from '../client/inspect.js';
+import { renderTree } from '../client/tree.js';
+import type { RunState } from '../contract/run.js';
+import type { SessionEvent } from '../contract/session.js';
+import { failureMessage } from '../rules/failure-message.js';
+import { microToUsd } from '../rules/usage.js';
+import { CHAT_SCRIPT } from './chat-script.js';
+import { runUrl, settledTree, withDemoEnvironment, type DemoEnvironment } from './environment.js';
+
+const POLL_MS = 250;
+
+/** What a tool call of the conversation's model looks like on screen. */
+function describeCall(name: string, rawArguments: string): string {
+  let args: Record<string, unknown> = {};
+  try {
+    args = JSON.parse(rawArguments) as Record<string, unknown>;
+  } catch {
+    // shown raw below
+  }
+  switch (name) {
+    case 'delegate':
+      return ((args.briefs as { task_name?: string; wait?: boolean }[] | undefined) ?? [])
+        .map((b) => `  ↳ delegates "${b.task_name}"${b.wait === false ? ' in the background' : ''}`)
+        .join('\n');
+    case 'interject':
+      return `  → interjection to "${String(args.task_name)}": ${String(args.message)}`;
+    case 'answer_child':
+      return `  → answer to "${String(args.task_name)}": ${String(args.answer)}`;
+    case 'wait':
+      return `  … waits for its background children`;
+    default:
+      return `  · ${name}(${rawArguments})`;
+  }
+}
+
+/** The lines an event of the conversation's session adds to the screen (the person's own messages add none). */
+function describeEvent(event: SessionEvent, state: RunState): string[] {
+  const entry = (taskName: string) => state.delegations.findLast((e) => e.taskName === taskName);
+  switch (event.type) {
+    case 'message/assistant':
+      return [
+        ...(event.content ? [`deputy> ${event.content}`] : []),
+        ...event.toolCalls.map((c) => describeCall(c.name, c.arguments)),
+      ];
+    case 'tool/result':
+      return event.isError ? [`  ! ${event.name}: ${event.content}`] : [];
+    case 'subagent/question': {
+      const question = entry(event.taskName)?.questions?.find((q) => q.id === event.questionId)?.question;
+      return [`  ? "${event.taskName}" asks (${event.questionId}): ${question ?? '(see the session)'}`];
+    }
+    case 'subagent/answered':
+      return [`  → "${event.taskName}" was answered directly: ${event.answer}`];
+    case 'subagent/result':
+      return [
+        `  ✓ "${event.taskName}" ended: ${entry(event.taskName)?.status ?? 'ended'} (its result is untrusted data)`,
+      ];
+    default:
+      return [];
+  }
+}
+
+/** Runs the terminal chat. */
+export function runChat(): Promise<void> {
+  return withDemoEnvironment(CHAT_SCRIPT, chat);
+}
+
+async function chat(demo: DemoEnvironment): Promise<void> {
+  const { deputy } = demo;
+  const workflowId = `chat-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  const rl = createInterface({ input: process.stdin, output: process.stdout, prompt: 'you> ' });
+  const print = (text: string) => {
+    clearLine(process.stdout, 0);
+    cursorTo(process.stdout, 0);
+    console.log(text);
+    if (!ending) rl.prompt(true);
+  };
+  console.log(
+    `\nchat ${workflowId}: type a message and press Enter; "/answer <text>" answers a child's open question yourself;`,
+  );
+  console.log('Ctrl-C ends the conversation.\n');
+  rl.prompt();
+
+  let started = false;
+  let ending = false;
+  let shown = 0;
+  let lastShape = '';
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+
+  const follow = async () => {
+    const result = deputy.result(workflowId);
+    let over = false;
+    void result.finally(() => (over = true));
+    while (!over) {
+      const state = await deputy.getState(workflowId).catch(() => null);
+      if (state) {
+        for (const event of state.session.slice(shown)) for (const line of describeEvent(event, state)) print(line);
+        shown = state.session.length;
+        if (state.delegations.length > 0) {
+          // Shown again when a run's status, place or notes change, not for every token.
+          const nodes = await loadTree(deputy.temporal, workflowId);
+          const shape = JSON.stringify(
+            nodes.map((n) => [n.workflowId, n.status, n.background, n.openQuestion, n.interjections]),
+          );
+          if (shape !== lastShape) print(`tree:\n${renderTree(nodes)}`);
+          lastShape = shape;
+        }
+      }
+      await Promise.race([result, new Promise((resolve) => setTimeout(resolve, POLL_MS))]);
+    }
+    await summarise(demo, workflowId, await result);
+    rl.close();
+    finish();
+  };
+
+  const end = async () => {
+    if (ending) return;
+    ending = true;
+    if (!started) {
+      rl.close();
+      finish();
+      return;
+    }
+    print('(ending the conversation …)');
+    await deputy.endConversation(workflowId).catch((err: unknown) => print(`  ! ${failureMessage(err)}`));
+  };
+
+  rl.on('SIGINT', () => void end());
+  rl.on('close', () => void end());
+  rl.on('line', (raw) => {
+    const line = raw.trim();
+    if (!line || ending) return rl.prompt();
+    void (async () => {
+      try {
+        if (line.startsWith('/answer ')) {
+          const [open] = await deputy.openQuestions(workflowId);
+          if (!open) return print('  (no question is waiting for an answer)');
+          await deputy.answer(open.childWorkflowId, line.slice('/answer '.length), open.questionId);
+          return print(`  → you answered "${open.taskName}" (${open.questionId}) directly`);
+        }
+        if (!started) {
+          started = true;
+          await deputy.startRun(
+            {
+              task: line,
+              mode: 'conversation',
+              preset: 'concierge',
+              scopes: ['tools.calc', 'tools.notes', 'run.delegate'],
+              limits: { maxTurns: 30, maxCostUsd: 0.5 },
+            },
+            { workflowId },
+          );
+          void follow();
+        } else {
+          await deputy.sendMessage(workflowId, line);
+        }
+      } catch (err) {
+        print(`  ! ${failureMessage(err)}`);
+      }
+    })();
+  });
+  await finished;
+}
+
+/** What the conversation used, its tree and where to look at it. */
+async function summarise(
+  demo: DemoEnvironment,
+  workflowId: string,
+  result: Awaited<ReturnType<DemoEnvironment['deputy']['result']>>,
+) {
+  const u = result.usage;
+  console.log(`\nstatus: ${result.status}${result.error ? ` (${result.error})` : ''}`);
+  console.log(
+    `usage:  ${u.modelCalls} model calls of its own; ${u.totalTokens} tokens and $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree${demo.live ? '' : ' (scripted usage)'}`,
+  );
+  console.log(
+    `\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${await settledTree(demo.deputy, workflowId)}`,
+  );
+  console.log(`\nui:     ${runUrl(demo, workflowId)}`);
+}

@@ -1,0 +1,114 @@
+/**
+ * What both demos run on: the model (a real endpoint when OPENAI_* is set, else the offline scripted one), Temporal
+ * (TEMPORAL_ADDRESS, else an embedded dev server persisted under .deputy/), a worker and a client. Delegation is on
+ * unless AGENT_DELEGATION_ENABLED=false says otherwise (R5.1).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DeputyClient } from '../client/client.js';
+import { loadTree } from '../client/inspect.js';
+import { renderTree } from '../client/tree.js';
+import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
+import type { DeputyConfig } from '../config/schema.js';
+import { startDevServer, type DevServer } from '../testing/dev-server.js';
+import { freePort } from '../testing/ports.js';
+import { PROJECT_ROOT } from '../testing/temporal-cli.js';
+import { ScriptedModelServer, type ScriptRule } from '../testing/scripted-model.js';
+import { createDeputyWorker } from '../worker/factory.js';
+
+/** A demo's running environment, handed to its body. */
+export interface DemoEnvironment {
+  deputy: DeputyClient;
+  env: DeputyEnv;
+  config: DeputyConfig;
+  /** True when a real model endpoint is configured. */
+  live: boolean;
+  /** Temporal UI's base URL. */
+  uiBase: string;
+}
+
+/** Sets everything up, prints where it runs (`say`), runs `body` with a worker polling, then tears it all down. */
+export async function withDemoEnvironment(
+  script: ScriptRule[],
+  body: (demo: DemoEnvironment) => Promise<void>,
+  say: (line: string) => void = console.log,
+): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const env = readEnv();
+  const config = loadConfig({
+    ...env,
+    configPath: env.configPath ?? join(PROJECT_ROOT, 'deputy.config.yaml'),
+    delegationEnabled: env.delegationEnabled ?? true,
+  });
+  const live = env.openaiApiKey !== undefined || env.openaiBaseUrl !== undefined;
+
+  let scripted: ScriptedModelServer | undefined;
+  if (live) {
+    say(`model: ${config.model} at ${env.openaiBaseUrl ?? 'https://api.openai.com/v1'} (live: OPENAI_* is set)`);
+  } else {
+    scripted = await ScriptedModelServer.start(script);
+    say(`model: offline scripted model at ${scripted.url} (set OPENAI_API_KEY or OPENAI_BASE_URL for a real one)`);
+  }
+
+  let server: DevServer | undefined;
+  let address = process.env.TEMPORAL_ADDRESS;
+  let uiBase: string;
+  try {
+    if (address) {
+      uiBase = process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233';
+      say(`temporal: ${address} (TEMPORAL_ADDRESS)`);
+    } else {
+      const stateDir = join(PROJECT_ROOT, '.deputy', 'state');
+      mkdirSync(stateDir, { recursive: true });
+      const dbFilename = join(stateDir, 'temporal.db');
+      say('temporal: starting an embedded dev server …');
+      server = await startDevServer({ dbFilename, uiPort: await freePort(8233) });
+      address = server.address;
+      uiBase = server.uiUrl!;
+      say(`temporal: dev server at ${address}, persisted to ${dbFilename}, UI at ${uiBase}`);
+    }
+    const connection = await NativeConnection.connect({ address });
+    const clientConnection = await Connection.connect({ address });
+    const deputy = new DeputyClient(new Client({ connection: clientConnection, namespace: env.temporalNamespace }), {
+      taskQueue: env.taskQueue,
+    });
+    try {
+      say('worker: bundling workflows and starting …');
+      const worker = await createDeputyWorker({
+        client: deputy.temporal,
+        connection,
+        namespace: env.temporalNamespace,
+        taskQueue: env.taskQueue,
+        backgroundTaskQueue: env.backgroundTaskQueue,
+        config,
+        model: live
+          ? { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl }
+          : { apiKey: 'offline', baseURL: scripted!.url },
+      });
+      await worker.runUntil(() => body({ deputy, env, config, live, uiBase }));
+    } finally {
+      await clientConnection.close();
+      await connection.close();
+    }
+  } finally {
+    await scripted?.close();
+    await server?.env.teardown();
+  }
+}
+
+/** Temporal UI's page of a run. */
+export function runUrl(demo: DemoEnvironment, workflowId: string): string {
+  return `${demo.uiBase}/namespaces/${demo.env.temporalNamespace}/workflows/${encodeURIComponent(workflowId)}`;
+}
+
+/** The tree of a finished run, once visibility has caught up with its children's last status (within moments). */
+export async function settledTree(deputy: DeputyClient, workflowId: string): Promise<string> {
+  let tree = renderTree(await loadTree(deputy.temporal, workflowId));
+  for (let i = 0; i < 20 && /running|starting|waiting/.test(tree); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    tree = renderTree(await loadTree(deputy.temporal, workflowId));
+  }
+  return tree;
+}
