@@ -330,8 +330,7 @@ export const DELEGATE_ARGS_SCHEMA: JsonSchema = {
           success_condition: { description: 'how the child knows it is done', type: 'string' },
           role: { description: "preset id for the child; omit to inherit this run's preset", type: 'string' },
           context: {
-            description:
-              '"none", "all", a number of recent turns, or "summary"; default: what this run is configured with ("none" unless set)',
+            description: '"none" (default unless configured), "all", N recent turns, or "summary"',
             anyOf: [
               { type: 'string', enum: ['none', 'all', 'summary'] },
               { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
