@@ -131,6 +131,10 @@ describe('R2.14 background delegation', () => {
       `delivered to ${id}/plain-1`,
     ]);
 
+    // Temporal UI lists them as background children (their static summary).
+    expect(await (await h.client.workflow.getHandle(`${id}/plain-1`).describe()).staticSummary()).toBe(
+      'plain (background): bg plain child work',
+    );
     // `deputy tree` shows both children in the background, each with the interjection it received.
     const tree = renderTree(await loadTree(h.client, id)).split('\n');
     expect(tree.slice(1).map((line) => line.replace(/^[├└]─ (\S+) +(\S+) .* {2}· (.*)$/, '$1 $2 $3'))).toEqual([

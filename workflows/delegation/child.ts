@@ -157,7 +157,8 @@ export async function runChild(
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
       // Its parent is Temporal's own link (and in its id): the summary says what it was asked.
-      staticSummary: `${brief.task_name}: ${bounded(task.replace(/\s+/g, ' '), 100)}`,
+      // R2.14: Temporal UI lists a background child as such (replay does not compare summaries).
+      staticSummary: `${brief.task_name}${brief.wait === false ? ' (background)' : ''}: ${bounded(task.replace(/\s+/g, ' '), 100)}`,
       // The tree the child belongs to, searchable from its start; a leaner parent gives all of its attributes (the
       // child then writes none when it starts running: no visibility update of its own), an older one the ids only
       // (issue 12: each attribute written once).
