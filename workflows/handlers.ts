@@ -64,17 +64,7 @@ export function registerHandlers(run: AgentRunState): void {
   setHandler(
     answerChildUpdate,
     async (args) => {
-      const answered = await answerQuestion(run, args, 'client').catch((err: unknown) => ({
-        ok: false as const,
-        error: `could not deliver: ${failureMessage(err)}`,
-      }));
-      if (!answered.ok) {
-        throw ApplicationFailure.create({
-          type: FAILURE.AnswerNotDelivered,
-          message: answered.error,
-          nonRetryable: true,
-        });
-      }
+      const answered = await delivered(answerQuestion(run, args, 'client'), FAILURE.AnswerNotDelivered);
       return { delivered: true as const, childWorkflowId: answered.childWorkflowId, questionId: answered.questionId };
     },
     {
@@ -88,19 +78,8 @@ export function registerHandlers(run: AgentRunState): void {
   setHandler(
     interjectUpdate,
     async (args) => {
-      // An error here must not fail the workflow task: the caller reads it as the update's failure.
-      const delivered = await deliverInterjection(args, run).catch((err: unknown) => ({
-        ok: false as const,
-        error: `could not deliver: ${failureMessage(err)}`,
-      }));
-      if (!delivered.ok) {
-        throw ApplicationFailure.create({
-          type: FAILURE.InterjectNotDelivered,
-          message: delivered.error,
-          nonRetryable: true,
-        });
-      }
-      return { delivered: true as const, childWorkflowId: delivered.childWorkflowId };
+      const sent = await delivered(deliverInterjection(args, run), FAILURE.InterjectNotDelivered);
+      return { delivered: true as const, childWorkflowId: sent.childWorkflowId };
     },
     {
       validator: (args: InterjectArgs) => {
@@ -112,6 +91,22 @@ export function registerHandlers(run: AgentRunState): void {
       },
     },
   );
+}
+
+/**
+ * What an update delivered, or its refusal: an error on the way (a failed signal included) is the update's failure,
+ * which the caller reads, never the workflow task's.
+ */
+function delivered<T extends { ok: true }>(
+  attempt: Promise<T | { ok: false; error: string }>,
+  type: string,
+): Promise<T> {
+  return attempt
+    .catch((err: unknown) => ({ ok: false as const, error: `could not deliver: ${failureMessage(err)}` }))
+    .then((outcome) => {
+      if (!outcome.ok) throw ApplicationFailure.create({ type, message: outcome.error, nonRetryable: true });
+      return outcome;
+    });
 }
 
 /** Checked against the JSON Schemas generated from the zod contract: validators run on every update, zod-free. */

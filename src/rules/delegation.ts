@@ -134,7 +134,7 @@ export function askParentToolSpec(): ToolSpec {
   return {
     name: ASK_PARENT_TOOL,
     description:
-      "Ask the run that gave you this task a question you cannot answer yourself (a missing fact, an ambiguous requirement). You wait until the answer arrives as this call's result, at most until your deadline; ask only what blocks your task.",
+      "Ask the run that gave you this task what only it can tell you (a missing fact, an ambiguity). You wait, at most until your deadline; the answer is this call's result.",
     parameters: parametersSchema(AskParentArgs),
     scopes: [],
   };
