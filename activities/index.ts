@@ -43,6 +43,7 @@ import {
 } from '../src/rules/delegation.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
 import { ContextCache } from './context-cache.js';
+import { activationLookup } from '../src/eval/activation.js';
 import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
 
@@ -72,6 +73,8 @@ export function createActivities({
   hookFunctions,
   client,
 }: ActivityDeps) {
+  // R5.3: evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
+  const activated = activationLookup(process.cwd());
   const temporal = (): Client => {
     if (client) return client;
     throw ApplicationFailure.create({
@@ -98,7 +101,11 @@ export function createActivities({
     runHook: createRunHook(config, hookFunctions ?? new Map()),
     async resolveRun(input: ResolveRunInput): Promise<ResolveRunResult> {
       try {
-        return resolveComposition(config.current, tools, input, { backgroundTaskQueue });
+        const current = config.current;
+        return resolveComposition(current, tools, input, {
+          backgroundTaskQueue,
+          tenantActivated: (tenant) => activated(current, tenant),
+        });
       } catch (err) {
         if (err instanceof CompositionError) {
           throw ApplicationFailure.create({ type: err.type, message: err.message, nonRetryable: true });

@@ -54,6 +54,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const treeAttributes = [
     { key: SA.DEPUTY_ROOT_ID, value: run.rootId },
     { key: SA.DEPUTY_DEPTH, value: run.depth },
+    // R5.3: a root's tenant joins the upsert it makes anyway; a child gets it from its parent at its start.
+    ...(!run.origin && run.tenant ? [{ key: SA.DEPUTY_TENANT, value: run.tenant }] : []),
     ...(run.origin
       ? [
           { key: SA.DEPUTY_PARENT_ID, value: run.origin.parentId },
@@ -216,6 +218,7 @@ function resolveRunInput(input: ParsedRunInput, depth: number) {
     scopes: input.scopes,
     depth,
     allowedTools: origin?.allowedTools,
+    tenant: input.tenant,
     presetDefinition: origin?.preset?.definition ?? (restore?.select ? undefined : restore?.preset),
     ...(restore?.select && { preset: restore.select.presetId }),
     ...(restore?.model && !input.model && !restore.select && { model: restore.model }),

@@ -9,16 +9,22 @@
  *   import <file> <task>           a new run that restores the session in <file> and goes on with <task>
  *   fork <workflowId> <task>       a new run from a copy of the session, with exactly its composition
  *   followup <workflowId> <task>   a new run that goes on from a finished run's session
+ *   tenants                        each configured tenant: activated or not, and why (its evidence, R5.3)
+ *   eval admit <exported.json>     a capability scenario from an exported failed session (npm run eval runs it)
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DeputyClient } from '../client/client.js';
-import { readEnv } from '../config/load.js';
+import { loadConfig, readEnv } from '../config/load.js';
+import { describeActivations, tenantActivations } from '../eval/activation.js';
+import { admitSession } from '../eval/admit.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
 
 const USAGE = `usage: deputy tree <workflowId> | state <workflowId> | sessions [query] | export <workflowId>
-             | import <file> <task> | fork <workflowId> <task> | followup <workflowId> <task>`;
+             | import <file> <task> | fork <workflowId> <task> | followup <workflowId> <task>
+             | tenants | eval admit <exported-session.json>`;
 
 const ARITY: Record<string, [min: number, max: number]> = {
   tree: [1, 1],
@@ -28,6 +34,8 @@ const ARITY: Record<string, [min: number, max: number]> = {
   import: [2, 2],
   fork: [2, 2],
   followup: [2, 2],
+  tenants: [0, 0],
+  eval: [2, 2],
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -38,6 +46,27 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const env = readEnv();
+  if (command === 'tenants') {
+    const activations = tenantActivations(loadConfig(env), process.cwd());
+    console.log(
+      activations.length > 0
+        ? describeActivations(activations).join('\n')
+        : 'no tenants configured: the delegation flag alone decides',
+    );
+    return activations.every((a) => a.activated) ? 0 : 1;
+  }
+  if (command === 'eval') {
+    if (args[0] !== 'admit') {
+      console.error(USAGE);
+      return 2;
+    }
+    const admitted = admitSession(JSON.parse(readFileSync(args[1]!, 'utf8')), basename(args[1]!));
+    const target = join('scenarios', `${admitted.id}.yaml`);
+    mkdirSync('scenarios', { recursive: true });
+    writeFileSync(target, admitted.yaml);
+    console.log(`wrote ${target}: review its redactions and write score.expect, then npm run eval -- ${target}`);
+    return 0;
+  }
   const connection = await Connection.connect({ address: env.temporalAddress });
   try {
     const client = new Client({ connection, namespace: env.temporalNamespace });

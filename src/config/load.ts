@@ -3,6 +3,7 @@
  * validated by zod once at start-up (schema in `schema.ts`). Every problem becomes one readable line.
  */
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError } from '../contract/errors.js';
 import { parseConfig, type DeputyConfig } from './schema.js';
@@ -71,7 +72,14 @@ export function loadConfig(env: DeputyEnv): DeputyConfig {
     raw = document.toJS();
   }
   const config = parseConfig(raw, env.configPath ?? 'built-in defaults');
-  return applyEnv(config, env);
+  // R5.3: evidence paths are relative to the config file.
+  const base = env.configPath ? dirname(resolve(env.configPath)) : process.cwd();
+  const tenants = config.tenants
+    ? Object.fromEntries(
+        Object.entries(config.tenants).map(([id, t]) => [id, { evidence: t.evidence.map((f) => resolve(base, f)) }]),
+      )
+    : undefined;
+  return applyEnv({ ...config, ...(tenants && { tenants }) }, env);
 }
 
 /** Applies environment overrides to a validated config and re-checks what they touch. */

@@ -81,6 +81,11 @@ export const DeputyConfig = z
         neverInherit: ['skill_manage'],
         childDefaults: CHILD_DEFAULTS,
       }),
+    /**
+     * R5.3: tenants and the evidence files that activate delegation for each. Absent: the global flag alone decides.
+     * Present: a run is offered delegation only when its tenant is named here and its evidence passes.
+     */
+    tenants: z.record(z.string(), z.strictObject({ evidence: z.array(z.string().min(1)).min(1) })).optional(),
     /** R1.6: when the effective dialogue is summarised, and when a run continues as new. */
     compaction: z
       .strictObject({

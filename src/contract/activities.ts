@@ -23,6 +23,8 @@ export interface ResolveRunInput {
   allowedTools?: string[] | undefined;
   /** An exact preset definition to run with instead of looking `preset` up (R4.3, R4.5). */
   presetDefinition?: Preset | undefined;
+  /** R5.3: the run's tenant; delegation is offered only when it is activated (when the config names tenants). */
+  tenant?: string | undefined;
 }
 
 export { ResolveRunResult };

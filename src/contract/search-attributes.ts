@@ -9,6 +9,8 @@ export const DEPUTY_PRESET = defineSearchAttributeKey('DeputyPreset', SearchAttr
 export const DEPUTY_STATUS = defineSearchAttributeKey('DeputyStatus', SearchAttributeType.KEYWORD);
 export const DEPUTY_CONTEXT_MODE = defineSearchAttributeKey('DeputyContextMode', SearchAttributeType.KEYWORD);
 export const DEPUTY_COST_USD = defineSearchAttributeKey('DeputyCostUsd', SearchAttributeType.DOUBLE);
+/** R5.3: the tenant a run belongs to (activation and admission are per tenant). */
+export const DEPUTY_TENANT = defineSearchAttributeKey('DeputyTenant', SearchAttributeType.KEYWORD);
 
 /** Every Deputy search attribute, for registering them with a server. */
 export const DEPUTY_SEARCH_ATTRIBUTES = [
@@ -20,6 +22,7 @@ export const DEPUTY_SEARCH_ATTRIBUTES = [
   DEPUTY_STATUS,
   DEPUTY_CONTEXT_MODE,
   DEPUTY_COST_USD,
+  DEPUTY_TENANT,
 ] as const;
 
 /** The `temporal` CLI's name for each attribute type, for `temporal operator search-attribute create`. */

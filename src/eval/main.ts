@@ -4,13 +4,11 @@
  * scenario N times with delegation off and N times with it on, on a real Temporal server (TEMPORAL_ADDRESS, else an
  * embedded dev server), against the configured model (OPENAI_*; else the scenario's offline script on the scripted
  * model), scores every run, checks the policy, and writes an evidence file with a verdict. Prints a table and a chart.
- *
- * `npm run eval -- admit <exported-session.json> [--out scenarios/<id>.yaml]`: a capability scenario from an exported
- * session of a failed run, redacted (see admit.ts).
+ * A capability scenario comes from `npm run deputy -- eval admit <exported-session.json>` (admit.ts).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { builtinTools, createSearchNotesTool } from '../../activities/builtin-tools.js';
@@ -22,7 +20,6 @@ import { startDevServer, type DevServer } from '../testing/dev-server.js';
 import { ScriptedModelServer } from '../testing/scripted-model.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
 import { createDeputyWorker, type DeputyWorker } from '../worker/factory.js';
-import { admitSession } from './admit.js';
 import { loadScenario, scriptRules, type Scenario } from './scenario.js';
 import { Evidence, scoreRun, summariseArm, verdict, type ArmSummary, type RunRecord, type RunScore } from './score.js';
 
@@ -215,17 +212,7 @@ async function main(argv: string[]): Promise<number> {
   };
   const out = flag('--out');
   const runs = flag('--runs');
-  const [first, second] = argv;
-  if (first === 'admit' && second) {
-    const text = admitSession(JSON.parse(readFileSync(second, 'utf8')), basename(second));
-    const target = out ?? join(PROJECT_ROOT, 'scenarios', `${text.id}.yaml`);
-    mkdirSync(dirname(target), { recursive: true });
-    writeFileSync(target, text.yaml);
-    console.log(
-      `wrote ${relative(process.cwd(), target)}: review its redactions and fill in score.expect before evaluating it`,
-    );
-    return 0;
-  }
+  const [first] = argv;
   if (!first || argv.length !== 1 || (runs !== undefined && !/^\d+$/.test(runs))) {
     console.error(
       'usage: npm run eval -- <scenario.yaml> [--runs N] [--out file] | admit <exported-session.json> [--out file]',

@@ -40,7 +40,7 @@ export function resolveComposition(
   config: DeputyConfig,
   tools: ReadonlyMap<string, ToolDefinition>,
   input: ResolveRunInput,
-  options: { backgroundTaskQueue: string },
+  options: { backgroundTaskQueue: string; tenantActivated?: (tenant: string | undefined) => boolean },
 ): ResolveRunResult {
   const presetId = input.presetDefinition?.id ?? input.preset ?? config.defaultPreset;
   // R4.3: a definition carried in the input (a parent's exact composition) wins over the registry, even if the
@@ -61,7 +61,13 @@ export function resolveComposition(
   const scopes = input.scopes ?? config.defaultScopes;
   const { synthesisReserve, ...limits } = config.limits;
   const granted = (name: string) => input.allowedTools === undefined || input.allowedTools.includes(name);
-  const delegation: DelegationSettings = { ...config.delegation, backgroundTaskQueue: options.backgroundTaskQueue };
+  // R5.3: the global flag is the master switch; with tenants configured, the run's tenant must be activated too.
+  const enabled = config.delegation.enabled && (options.tenantActivated?.(input.tenant) ?? true);
+  const delegation: DelegationSettings = {
+    ...config.delegation,
+    enabled,
+    backgroundTaskQueue: options.backgroundTaskQueue,
+  };
   const runTools = preset.tools
     .map((name) => tools.get(name))
     .filter(

@@ -17,6 +17,7 @@ import {
   DEPUTY_ROOT_ID,
   DEPUTY_STATUS,
   DEPUTY_TASK_NAME,
+  DEPUTY_TENANT,
 } from '../../src/contract/search-attributes.js';
 import type { SessionEvent } from '../../src/contract/session.js';
 import { hasHooks, runHooks } from '../hooks.js';
@@ -172,6 +173,7 @@ export async function runChild(
               { key: DEPUTY_CONTEXT_MODE, value: String(mode) },
               { key: DEPUTY_PRESET, value: plan.preset },
               { key: DEPUTY_STATUS, value: 'running' },
+              ...(run.tenant ? [{ key: DEPUTY_TENANT, value: run.tenant }] : []),
             ]
           : []),
       ],
