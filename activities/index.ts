@@ -3,11 +3,13 @@
  */
 import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type OpenAI from 'openai';
 import type {
+  AdmissionRequest,
   AwaitRunResult,
+  ClosedRunsResult,
   DescribeRunResult,
   RunRef,
   LoadSessionInput,
@@ -21,7 +23,8 @@ import { CompositionError, resolveComposition, resolvePresetTools } from '../src
 import type { ConfigStore } from '../src/config/store.js';
 import type { Client } from '@temporalio/client';
 import type { HookFunction } from '../src/contract/hooks.js';
-import { stateQuery } from '../src/contract/messages.js';
+import { admissionAcquireSignal, stateQuery } from '../src/contract/messages.js';
+import { admissionWorkflowId } from '../src/rules/children.js';
 import { failureMessage, findFailure } from '../src/rules/failure-message.js';
 import { reportedUsage } from '../src/rules/child-run.js';
 import { RunResult } from '../src/contract/run.js';
@@ -117,6 +120,31 @@ export function createActivities({
     async loadSession({ workflowId }: LoadSessionInput): Promise<LoadSessionResult> {
       const state = await temporal().workflow.getHandle(workflowId).query(stateQuery);
       return { events: state.session };
+    },
+    /** R5.4: asks the tenant's admission workflow (started if it is not running) for a slot for a child. */
+    async requestAdmission(request: AdmissionRequest): Promise<void> {
+      await temporal().workflow.signalWithStart('tenantAdmission', {
+        workflowId: admissionWorkflowId(request.tenant),
+        taskQueue: backgroundTaskQueue,
+        args: [{ tenant: request.tenant, cap: request.cap, sweepSeconds: request.sweepSeconds }],
+        signal: admissionAcquireSignal,
+        signalArgs: [{ childWorkflowId: request.childWorkflowId, parentId: request.parentId, cap: request.cap }],
+        staticSummary: `admission of tenant ${request.tenant}: at most ${request.cap} live children`,
+      });
+    },
+    /** R5.4: which of these workflows have closed, and which do not exist (the admission sweep). */
+    async closedRuns({ workflowIds }: { workflowIds: string[] }): Promise<ClosedRunsResult> {
+      const result: ClosedRunsResult = { closed: [], missing: [] };
+      for (const workflowId of workflowIds) {
+        try {
+          const described = await temporal().workflow.getHandle(workflowId).describe();
+          if (described.status.name !== 'RUNNING') result.closed.push(workflowId);
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError) result.missing.push(workflowId);
+          else throw err;
+        }
+      }
+      return result;
     },
     /** R2.4: what Temporal records of the run holding a child's id, to tell this parent's own child from a squatter. */
     async describeRun({ workflowId }: RunRef): Promise<DescribeRunResult> {

@@ -9,27 +9,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigStore } from '../src/config/store.js';
 import { checkEvidence, describeActivations, tenantActivations } from '../src/eval/activation.js';
-import type { Evidence } from '../src/eval/score.js';
 import { offeredTools, userSays } from '../src/testing/scripted-model.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
+import { capability, evidenceDir, TWO_ARM, twoArm } from './support/evidence.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'deputy-tenants-'));
-const TWO_ARM = join(PROJECT_ROOT, 'evidence', 'parallel-lookups.json');
-const twoArm = JSON.parse(readFileSync(TWO_ARM, 'utf8')) as Evidence;
-/** A capability evidence file: the same runs, admitted from a real run that failed. */
-const capability = (over: Partial<Evidence> = {}, from = 'limit_reached'): Evidence => ({
-  ...twoArm,
-  scenario: { ...twoArm.scenario, kind: 'capability', file: 'scenarios/admitted-run-7.yaml' },
-  admittedFrom: { sessionId: 'run-7', status: from, exportedAt: '2026-11-30T10:00:00.000Z', redactions: [] },
-  ...over,
-});
-const write = (name: string, evidence: Evidence) => {
-  const path = join(dir, name);
-  writeFileSync(path, JSON.stringify(evidence));
-  return path;
-};
+const { dir, write } = evidenceDir();
 const CAPABILITY = write('capability.json', capability());
 /** Its runs edited so the delegating arm no longer wins, its verdict left saying it helps. */
 const TAMPERED = write(
@@ -41,9 +27,9 @@ const base = delegationConfig();
 const config = {
   ...base,
   tenants: {
-    acme: { evidence: [CAPABILITY, TWO_ARM] },
-    beta: { evidence: [TWO_ARM] },
-    gamma: { evidence: [TAMPERED, TWO_ARM] },
+    acme: { evidence: [CAPABILITY, TWO_ARM], admissionSweepSeconds: 30 },
+    beta: { evidence: [TWO_ARM], admissionSweepSeconds: 30 },
+    gamma: { evidence: [TAMPERED, TWO_ARM], admissionSweepSeconds: 30 },
   },
 };
 const store = new ConfigStore(config);

@@ -6,6 +6,7 @@
 import { ApplicationFailure, setHandler } from '@temporalio/workflow';
 import { FAILURE } from '../src/contract/failures.js';
 import {
+  admittedSignal,
   answerChildUpdate,
   answerSignal,
   endConversationUpdate,
@@ -61,6 +62,12 @@ export function registerHandlers(run: AgentRunState): void {
   // R3.9: a child's question (checked against this run's ledger), and the answer to this run's own question.
   setHandler(questionSignal, (payload) => receiveQuestion(run, payload));
   setHandler(answerSignal, (payload) => receiveAnswer(run, payload));
+  // R5.4: a slot for a child this run waits to start.
+  setHandler(admittedSignal, ({ childWorkflowId }) => {
+    if (run.ledger.some((e) => e.childWorkflowId === childWorkflowId && e.status === 'reserved')) {
+      run.admitted.add(childWorkflowId);
+    }
+  });
   setHandler(
     answerChildUpdate,
     async (args) => {

@@ -87,6 +87,8 @@ export class AgentRunState {
   endRequested = false;
   /** R3.9: this run's questions to its parent that wait for an answer (`undefined` until it arrives). */
   readonly openQuestions = new Map<string, string | undefined>();
+  /** R5.4: children the tenant's admission workflow has given a slot to. */
+  readonly admitted = new Set<string>();
   /** Questions asked in this segment (their ids are `q<segment>.<n>`). */
   questionsAsked = 0;
   /**

@@ -76,7 +76,10 @@ export function loadConfig(env: DeputyEnv): DeputyConfig {
   const base = env.configPath ? dirname(resolve(env.configPath)) : process.cwd();
   const tenants = config.tenants
     ? Object.fromEntries(
-        Object.entries(config.tenants).map(([id, t]) => [id, { evidence: t.evidence.map((f) => resolve(base, f)) }]),
+        Object.entries(config.tenants).map(([id, t]) => [
+          id,
+          { ...t, evidence: t.evidence.map((f) => resolve(base, f)) },
+        ]),
       )
     : undefined;
   return applyEnv({ ...config, ...(tenants && { tenants }) }, env);

@@ -85,7 +85,18 @@ export const DeputyConfig = z
      * R5.3: tenants and the evidence files that activate delegation for each. Absent: the global flag alone decides.
      * Present: a run is offered delegation only when its tenant is named here and its evidence passes.
      */
-    tenants: z.record(z.string(), z.strictObject({ evidence: z.array(z.string().min(1)).min(1) })).optional(),
+    tenants: z
+      .record(
+        z.string(),
+        z.strictObject({
+          evidence: z.array(z.string().min(1)).min(1),
+          /** R5.4: at most this many live children across all of the tenant's runs; absent: no cap. */
+          maxLiveChildren: z.number().int().positive().optional(),
+          /** R5.4: how often slots held by runs that closed without giving them back are reclaimed. */
+          admissionSweepSeconds: z.number().int().positive().default(30),
+        }),
+      )
+      .optional(),
     /** R1.6: when the effective dialogue is summarised, and when a run continues as new. */
     compaction: z
       .strictObject({

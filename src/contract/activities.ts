@@ -135,6 +135,21 @@ export interface RunToolResult {
   isError: boolean;
 }
 
+/** Input of `requestAdmission` (R5.4): which tenant, its cap, and the child asking for a slot. */
+export interface AdmissionRequest {
+  tenant: string;
+  cap: number;
+  sweepSeconds: number;
+  childWorkflowId: string;
+  parentId: string;
+}
+
+/** Result of `closedRuns`: which of the ids name a closed workflow, and which name none. */
+export interface ClosedRunsResult {
+  closed: string[];
+  missing: string[];
+}
+
 /** Input of `describeRun` and `awaitRun`: a run that holds a child's workflow id (R2.4). */
 export interface RunRef {
   workflowId: string;

@@ -30,3 +30,18 @@ export const answerChildUpdate = defineUpdate<
   { delivered: true; childWorkflowId: string; questionId: string },
   [AnswerChildArgs]
 >('answerChild');
+
+/** R5.4: a parent asks its tenant's admission workflow for a live-child slot for `childWorkflowId`. */
+export const admissionAcquireSignal =
+  defineSignal<[{ childWorkflowId: string; parentId: string; cap: number }]>('deputy.admission.acquire');
+
+/** R5.4: a child's slot is free again (it ended, or its parent stopped waiting for one). */
+export const admissionReleaseSignal = defineSignal<[{ childWorkflowId: string }]>('deputy.admission.release');
+
+/** R5.4: the admission workflow tells a parent its child may start. */
+export const admittedSignal = defineSignal<[{ childWorkflowId: string }]>('deputy.admitted');
+
+/** R5.4: an admission workflow's state: the children holding a slot and those waiting for one, oldest first. */
+export const admissionStateQuery = defineQuery<{ tenant: string; cap: number; holders: string[]; waiting: string[] }>(
+  'admissionState',
+);

@@ -35,6 +35,11 @@ export const STEERING_TOOLS: readonly string[] = [
   ANSWER_CHILD_TOOL,
 ];
 
+/** R5.4: the id of a tenant's admission workflow. */
+export function admissionWorkflowId(tenant: string): string {
+  return `deputy-admission-${tenant}`;
+}
+
 /** R2.1: a run is offered `delegate` only with the flag on, the scope held, and depth below `maxDepth`. */
 export function delegateAvailable(settings: DelegationSettings, scopes: readonly string[], depth: number): boolean {
   return settings.enabled && scopes.includes(DELEGATE_SCOPE) && depth < settings.maxDepth;

@@ -177,6 +177,10 @@ export const DelegationSettings = z.object({
   childDefaults: BriefLimits,
   /** R3.10: the context a brief without `context` gets (absent: `none`); a preset's `defaultContext` wins. */
   defaultContext: ContextMode.optional(),
+  /** R5.4: the run's tenant caps its live children across all of its runs. */
+  admission: z
+    .object({ tenant: z.string(), maxLiveChildren: z.number().int(), sweepSeconds: z.number().int() })
+    .optional(),
   backgroundTaskQueue: z.string(),
 });
 export type DelegationSettings = z.infer<typeof DelegationSettings>;

@@ -63,10 +63,18 @@ export function resolveComposition(
   const granted = (name: string) => input.allowedTools === undefined || input.allowedTools.includes(name);
   // R5.3: the global flag is the master switch; with tenants configured, the run's tenant must be activated too.
   const enabled = config.delegation.enabled && (options.tenantActivated?.(input.tenant) ?? true);
+  const tenant = input.tenant === undefined ? undefined : config.tenants?.[input.tenant];
   const delegation: DelegationSettings = {
     ...config.delegation,
     enabled,
     backgroundTaskQueue: options.backgroundTaskQueue,
+    ...(tenant?.maxLiveChildren && {
+      admission: {
+        tenant: input.tenant!,
+        maxLiveChildren: tenant.maxLiveChildren,
+        sweepSeconds: tenant.admissionSweepSeconds,
+      },
+    }),
   };
   const runTools = preset.tools
     .map((name) => tools.get(name))

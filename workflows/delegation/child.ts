@@ -28,6 +28,7 @@ import type { AgentRunState } from '../run-state.js';
 import type { ChildBackground, ChildPlan, Snapshot } from './plan.js';
 import { generateBackground } from './background.js';
 import { closeQuestions } from './questions.js';
+import { admit, release } from './admission.js';
 import { joinAttached, joinChild, startChildOrExplain } from './spawn.js';
 import { childInput, settleReservation } from '../../src/rules/child-run.js';
 
@@ -107,6 +108,7 @@ export async function runChild(
   };
 
   let task = brief.message;
+  let holdsSlot: string | undefined;
   try {
     // Preparation: the child's slot, id and cost are reserved, but it is not started and has no identity yet.
     const trail: string[] = [];
@@ -151,7 +153,20 @@ export async function runChild(
       },
       background,
     );
+    // R5.4: under a tenant cap, the child starts only with a slot, and at a lower priority than interactive runs.
+    const admission = run.delegationSettings.admission;
+    if (admission) {
+      const admitted = await admit(
+        run,
+        entry,
+        admission,
+        plan.limits.deadline ? Date.parse(plan.limits.deadline) : null,
+      );
+      if (!admitted.ok) return outcome('failed', null, admitted.reason, admitted.reason);
+      holdsSlot = admission.tenant;
+    }
     const started = await startChildOrExplain(entry, {
+      ...(admission && { priority: { priorityKey: 4 } }),
       workflowId: entry.childWorkflowId,
       taskQueue: run.delegationSettings.backgroundTaskQueue,
       args: [input],
@@ -209,6 +224,9 @@ export async function runChild(
     // longer be followed is charged its whole reservation (never under-count).
     const reason = `this brief's delegation failed: ${failureMessage(err)}`;
     return outcome('failed', null, reason, reason);
+  } finally {
+    // R5.4: the slot goes back however the child ended (and while the parent is being cancelled, too).
+    if (holdsSlot !== undefined) await release(holdsSlot, entry.childWorkflowId);
   }
 }
 

@@ -1,0 +1,105 @@
+/**
+ * Tenant admission (R5.4): one `tenantAdmission` workflow per tenant (id `deputy-admission-<tenant>`) holds the
+ * tenant's live-child slots across all of its runs. Parents ask for a slot before starting a child and give it back
+ * when the child has ended; slots are granted first come, first served, up to the cap. Durable: its state is its
+ * history, so a worker crash loses no slot and grants none twice. A slot whose holder (or a waiter whose parent) has
+ * closed without giving it back — a terminated parent — is reclaimed by a periodic sweep. It continues as new when
+ * its history grows, and ends once idle. Deterministic code only.
+ */
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { DeputyActivities } from '../activities/index.js';
+import {
+  admissionAcquireSignal,
+  admissionReleaseSignal,
+  admissionStateQuery,
+  admittedSignal,
+} from '../src/contract/messages.js';
+import { LOOKUP_OPTIONS } from './activity-options.js';
+
+const { closedRuns } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+
+/** Input of `tenantAdmission` (and what it carries across continue-as-new). */
+export interface AdmissionInput {
+  tenant: string;
+  cap: number;
+  /** How often holders and waiters are checked for runs that closed without releasing. */
+  sweepSeconds: number;
+  holders?: [child: string, parent: string][];
+  waiting?: [child: string, parent: string][];
+}
+
+const IDLE_END = '10 minutes';
+const CONTINUE_AS_NEW_AFTER_EVENTS = 2000;
+
+/** The admission workflow of one tenant. */
+export async function tenantAdmission(input: AdmissionInput): Promise<void> {
+  let cap = input.cap;
+  const holders = new Map(input.holders ?? []);
+  const waiting = new Map(input.waiting ?? []);
+  let changed = false;
+  setHandler(admissionAcquireSignal, ({ childWorkflowId, parentId, cap: asked }) => {
+    cap = asked; // the config in force where the parent started
+    if (!holders.has(childWorkflowId)) waiting.set(childWorkflowId, parentId);
+    changed = true;
+  });
+  setHandler(admissionReleaseSignal, ({ childWorkflowId }) => {
+    holders.delete(childWorkflowId);
+    waiting.delete(childWorkflowId);
+    changed = true;
+  });
+  setHandler(admissionStateQuery, () => ({
+    tenant: input.tenant,
+    cap,
+    holders: [...holders.keys()],
+    waiting: [...waiting.keys()],
+  }));
+  for (;;) {
+    // Grant in arrival order while there is room; a parent that cannot be told has closed: its slot goes back.
+    for (const [child, parent] of waiting) {
+      if (holders.size >= cap) break;
+      waiting.delete(child);
+      holders.set(child, parent);
+      await getExternalWorkflowHandle(parent)
+        .signal(admittedSignal, { childWorkflowId: child })
+        .catch(() => holders.delete(child));
+    }
+    setCurrentDetails(`${holders.size} of ${cap} live children, ${waiting.size} waiting`);
+    if (workflowInfo().historyLength > CONTINUE_AS_NEW_AFTER_EVENTS) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof tenantAdmission>({
+        ...input,
+        cap,
+        holders: [...holders],
+        waiting: [...waiting],
+      });
+    }
+    changed = false;
+    const busy = holders.size > 0 || waiting.size > 0;
+    const woke = await condition(() => changed, busy ? `${input.sweepSeconds} seconds` : IDLE_END);
+    if (woke) continue;
+    if (!busy) {
+      await condition(allHandlersFinished);
+      if (!changed) return; // idle: the next acquire starts it again
+      continue;
+    }
+    // The sweep: a slot whose child closed, or was never started by a parent that closed, is given back; so is the
+    // place of a waiter whose parent closed.
+    const ids = [...new Set([...holders.keys(), ...holders.values(), ...waiting.values()])];
+    const found = await closedRuns({ workflowIds: ids });
+    const closed = new Set(found.closed);
+    const gone = (id: string) => closed.has(id) || found.missing.includes(id);
+    for (const [child, parent] of holders) {
+      if (closed.has(child) || (found.missing.includes(child) && gone(parent))) holders.delete(child);
+    }
+    for (const [child, parent] of waiting) if (gone(parent)) waiting.delete(child);
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * A parent's side of tenant admission (R5.4): before a child starts, ask the tenant's admission workflow for a slot
+ * and wait for it (no worker slot is held while waiting: the parent's workflow is suspended), at most until the
+ * child's own deadline; give the slot back once the child has ended, or when the parent stops waiting. Deterministic.
+ */
+import {
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  isCancellation,
+  proxyActivities,
+  setCurrentDetails,
+} from '@temporalio/workflow';
+import type { DeputyActivities } from '../../activities/index.js';
+import { admissionReleaseSignal } from '../../src/contract/messages.js';
+import type { LedgerEntry } from '../../src/contract/run.js';
+import { admissionWorkflowId } from '../../src/rules/children.js';
+import type { DelegationSettings } from '../../src/rules/delegation.js';
+import { LOOKUP_OPTIONS } from '../activity-options.js';
+import type { AgentRunState } from '../run-state.js';
+
+const { requestAdmission } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+
+type Admission = NonNullable<DelegationSettings['admission']>;
+
+/** Waits for a slot; `ok: false` with the reason when none came before `deadlineMs` (the slot request is withdrawn). */
+export async function admit(
+  run: AgentRunState,
+  entry: LedgerEntry,
+  admission: Admission,
+  deadlineMs: number | null,
+): Promise<{ ok: true } | { ok: false; reason: string }> {
+  const { tenant, maxLiveChildren: cap, sweepSeconds } = admission;
+  const childWorkflowId = entry.childWorkflowId;
+  await requestAdmission.executeWithOptions({ summary: `requestAdmission ${tenant} ${entry.taskName}` }, [
+    { tenant, cap, sweepSeconds, childWorkflowId, parentId: run.sessionId },
+  ]);
+  setCurrentDetails(`waiting for one of tenant ${tenant}'s ${cap} live-child slots for ${entry.taskName}`);
+  try {
+    const admitted = () => run.admitted.has(childWorkflowId);
+    const inTime =
+      deadlineMs === null
+        ? await condition(admitted).then(() => true)
+        : await condition(admitted, Math.max(1, deadlineMs - Date.now()));
+    if (inTime) return { ok: true };
+  } catch (err) {
+    if (isCancellation(err)) await release(tenant, childWorkflowId);
+    throw err;
+  }
+  await release(tenant, childWorkflowId);
+  return {
+    ok: false,
+    reason: `tenant ${tenant} had all ${cap} of its live-child slots taken until this child's deadline; it was not started`,
+  };
+}
+
+/** Gives a slot (or a place in the queue) back; sent even while the parent is being cancelled. */
+export function release(tenant: string, childWorkflowId: string): Promise<void> {
+  return CancellationScope.nonCancellable(
+    () =>
+      getExternalWorkflowHandle(admissionWorkflowId(tenant))
+        .signal(admissionReleaseSignal, { childWorkflowId })
+        .catch(() => undefined), // no admission workflow: nothing is held
+  );
+}
