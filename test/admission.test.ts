@@ -93,8 +93,17 @@ describe('R5.4 tenant admission', () => {
       const state = RunState.parse(await h.deputy.getState(id));
       expect(state.delegations.map((d) => d.status)).toEqual(['completed', 'completed']);
     }
-    // Every slot came back.
+    // Every slot came back, each given back by its parent when its child ended (not left to the sweep).
     await expect.poll(async () => (await slots()).holders).toEqual([]);
+    const history = await admission().fetchHistory();
+    const released = (history.events ?? []).flatMap((event) => {
+      const signal = event.workflowExecutionSignaledEventAttributes;
+      const data = signal?.signalName === 'deputy.admission.release' ? signal.input?.payloads?.[0]?.data : undefined;
+      return data
+        ? [(JSON.parse(Buffer.from(data).toString('utf8')) as { childWorkflowId: string }).childWorkflowId]
+        : [];
+    });
+    expect(released.sort()).toEqual([...children].sort());
     expect((await slots()).waiting).toEqual([]);
   });
 
