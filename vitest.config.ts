@@ -3,8 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The fault-injection suite has its own command (npm run test:faults) and config.
-    exclude: ['test/faults/**', 'node_modules/**'],
+    // The fault-injection suite and the delegate gates have their own commands (test:faults, gates) and configs.
+    exclude: ['test/faults/**', 'test/gates/**', 'node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
     // Two cores: two test files at a time, each with its own worker and task queue on the one shared dev server.
     pool: 'forks',

@@ -1,0 +1,243 @@
+/**
+ * `npm run gates:mutations`: proves each delegate gate can fail. For every gate, it breaks the rule the gate checks
+ * (one or more edits to the source), runs that gate alone against a real dev server, expects it to fail, and puts
+ * the source back. Prints one line per gate; exits non-zero if any gate survived its mutation. Not part of CI (it
+ * takes a few minutes); its last result is in the README.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
+
+type Edit = [file: string, from: string, to: string];
+
+const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
+  G1: {
+    rule: 'the master switch is ignored',
+    edits: [
+      ['src/worker/composition.ts', 'const enabled = config.delegation.enabled && (', 'const enabled = true && ('],
+    ],
+  },
+  G2: {
+    rule: 'the run.delegate scope is not required',
+    edits: [
+      [
+        'src/rules/children.ts',
+        'settings.enabled && scopes.includes(DELEGATE_SCOPE) && depth',
+        'settings.enabled && depth',
+      ],
+    ],
+  },
+  G3: {
+    rule: 'a child at max depth may delegate',
+    edits: [
+      ['src/rules/child-run.ts', 'childDepth < delegation.maxDepth &&', 'true &&'],
+      ['src/rules/children.ts', 'input.childDepth < input.settings.maxDepth && !input', 'true && !input'],
+    ],
+  },
+  G4: {
+    rule: 'no cap on briefs per call',
+    edits: [
+      [
+        'src/rules/delegation.ts',
+        ".max(3, 'at most 3 briefs per invocation')",
+        ".max(30, 'at most 3 briefs per invocation')",
+      ],
+      ['src/rules/children.ts', 'if (args.briefs.length > settings.maxBriefsPerInvocation) {', 'if (false) {'],
+    ],
+  },
+  G5: {
+    rule: 'no cap on children per run',
+    edits: [
+      [
+        'src/rules/children.ts',
+        'if (childrenSoFar + args.briefs.length > settings.maxChildrenPerRun) {',
+        'if (false) {',
+      ],
+      [
+        'workflows/delegation/invocation.ts',
+        'if (run.ledger.length + plans.length > run.delegationSettings.maxChildrenPerRun) {',
+        'if (false) {',
+      ],
+    ],
+  },
+  G6: {
+    rule: "a child's turns are not capped by its parent's",
+    edits: [
+      [
+        'src/rules/budget.ts',
+        'const turns = minOf(requested.maxTurns ?? defaults.maxTurns, rem.turns);',
+        'const turns = requested.maxTurns ?? defaults.maxTurns ?? null;',
+      ],
+    ],
+  },
+  G7: {
+    rule: "a child's deadline may pass its parent's",
+    edits: [
+      [
+        'src/rules/budget.ts',
+        'const deadline = minOf(askedDeadline === undefined ? undefined : Date.parse(askedDeadline), parentLimits.deadlineMs);',
+        'const deadline = askedDeadline === undefined ? parentLimits.deadlineMs : Date.parse(askedDeadline);',
+      ],
+    ],
+  },
+  G8: {
+    rule: 'a reservation that does not fit is taken anyway',
+    edits: [
+      [
+        'src/rules/budget.ts',
+        '  if (problems.length > 0) {\n    return {\n      ok: false,',
+        '  if (problems.length < 0) {\n    return {\n      ok: false,',
+      ],
+    ],
+  },
+  G9: {
+    rule: "a child's spend is never debited",
+    edits: [['workflows/delegation/child.ts', '    run.debit(charge);\n', '\n']],
+  },
+  G10: {
+    rule: 'the synthesis call offers tools',
+    edits: [
+      [
+        'src/rules/agent-loop.ts',
+        'offerTools: synthesisFor === null && rem.toolCalls !== 0',
+        'offerTools: rem.toolCalls !== 0',
+      ],
+    ],
+  },
+  G11: {
+    rule: "a brief's allowed_tools is ignored",
+    edits: [
+      [
+        'src/rules/children.ts',
+        '(input.allowedTools ?? parentNames).includes(tool.name) &&',
+        'parentNames.includes(tool.name) &&',
+      ],
+    ],
+  },
+  G12: {
+    rule: 'neverInherit is ignored',
+    edits: [['src/rules/children.ts', '!input.settings.neverInherit.includes(tool.name) &&', 'true &&']],
+  },
+  G13: {
+    rule: 'child output is not escaped inside the untrusted wrapper',
+    edits: [['src/rules/children.ts', "const json = lines.replace(/</g, '\\\\u003c');", 'const json = lines;']],
+  },
+  G14: {
+    rule: 'a cancelled parent abandons its children',
+    edits: [
+      [
+        'workflows/delegation/child.ts',
+        'parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,',
+        'parentClosePolicy: ParentClosePolicy.ABANDON,',
+      ],
+      [
+        'workflows/delegation/child.ts',
+        'cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,',
+        'cancellationType: ChildWorkflowCancellationType.ABANDON,',
+      ],
+    ],
+  },
+  G15: {
+    rule: "a failed child's failure reaches the parent as an exception",
+    edits: [
+      [
+        'workflows/delegation/spawn.ts',
+        'return failedEnd(cause.message, reportedUsage(cause.details?.[0]));',
+        'throw err;',
+      ],
+      [
+        'workflows/delegation/child.ts',
+        "    const reason = `this brief's delegation failed: ${failureMessage(err)}`;",
+        "    throw err;\n    const reason = `this brief's delegation failed: ${failureMessage(err)}`;",
+      ],
+      [
+        'workflows/tool-turn.ts',
+        '(err) => ({ content: `"${call.name}" failed: ${failureMessage(err)}; nothing more was done`, isError: true }),',
+        '(err) => {\n        throw err;\n      },',
+      ],
+    ],
+  },
+  G16: {
+    rule: 'a taken id is attached to whoever holds it',
+    edits: [
+      [
+        'workflows/delegation/spawn.ts',
+        '    existing?.parentId === workflowInfo().workflowId &&',
+        '    true ||\n    existing?.parentId === workflowInfo().workflowId &&',
+      ],
+    ],
+  },
+  G17: {
+    rule: 'a limit_reached child is never joined',
+    edits: [
+      [
+        'workflows/delegation/spawn.ts',
+        '(ended) => readResult(ended, returnShape),',
+        "(ended) => (ended.status === 'limit_reached' ? new Promise<ChildEnd>(() => undefined) : readResult(ended, returnShape)),",
+      ],
+    ],
+  },
+  G18: {
+    rule: 'a join adds a turn of its own',
+    edits: [
+      [
+        'workflows/loop.ts',
+        '        await toolTurn(run, step.calls, step.refused);\n',
+        "        await toolTurn(run, step.calls, step.refused);\n        if (run.ledger.length > 0) run.inbox.push({ from: 'user', content: 'joined' });\n",
+      ],
+    ],
+  },
+  G19: {
+    rule: 'the ledger row loses its invocation id',
+    edits: [['workflows/delegation/invocation.ts', '      invocationId: call.id,\n', '\n']],
+  },
+  G20: {
+    rule: 'a child is not listed under its parent',
+    edits: [['workflows/delegation/child.ts', '        { key: DEPUTY_PARENT_ID, value: run.sessionId },\n', '\n']],
+  },
+  G21: {
+    rule: "the tenant's cap is not enforced",
+    edits: [['workflows/admission.ts', '      if (holders.size >= cap) break;\n', '\n']],
+  },
+};
+
+let survived = 0;
+for (const [gate, { rule, edits }] of Object.entries(MUTATIONS)) {
+  const originals = new Map<string, string>();
+  try {
+    for (const [file, from, to] of edits) {
+      const path = join(PROJECT_ROOT, file);
+      const text = originals.get(path) ?? readFileSync(path, 'utf8');
+      if (!originals.has(path)) originals.set(path, text);
+      const current = readFileSync(path, 'utf8');
+      if (!current.includes(from)) throw new Error(`${gate}: "${from.slice(0, 60)}" is not in ${file}`);
+      writeFileSync(path, current.replace(from, to));
+    }
+    const run = spawnSync(
+      process.execPath,
+      [
+        'node_modules/vitest/vitest.mjs',
+        'run',
+        '--config',
+        'vitest.gates.config.ts',
+        '-t',
+        `^delegate gates ${gate} `,
+        '--testTimeout',
+        '25000',
+        '--reporter',
+        'dot',
+      ],
+      { cwd: PROJECT_ROOT, encoding: 'utf8' },
+    );
+    const failed = run.status !== 0 && /\d+ failed/.test(run.stdout + run.stderr);
+    if (!failed) survived += 1;
+    console.log(`${gate.padEnd(4)} ${failed ? 'fails when broken' : 'SURVIVED'}: ${rule}`);
+  } finally {
+    for (const [path, text] of originals) writeFileSync(path, text);
+  }
+}
+console.log(
+  `\n${Object.keys(MUTATIONS).length - survived} of ${Object.keys(MUTATIONS).length} gates fail when their rule is broken`,
+);
+process.exit(survived === 0 ? 0 : 1);

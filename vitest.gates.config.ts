@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+/** `npm run gates`: the delegate gate area (R5.5), G1–G21 against a real dev server; scripts/gates.ts prints the table. */
+export default defineConfig({
+  test: {
+    include: ['test/gates/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    pool: 'forks',
+    testTimeout: 90_000,
+    hookTimeout: 120_000,
+    reporters: ['default', ['json', { outputFile: '.deputy/gates-results.json' }]],
+  },
+});
