@@ -168,6 +168,15 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
                   ],
                 },
+                admission: {
+                  type: 'object',
+                  properties: {
+                    tenant: { type: 'string' },
+                    maxLiveChildren: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+                    sweepSeconds: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+                  },
+                  required: ['tenant', 'maxLiveChildren', 'sweepSeconds'],
+                },
                 backgroundTaskQueue: { type: 'string' },
               },
               required: [
