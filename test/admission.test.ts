@@ -93,6 +93,9 @@ describe('R5.4 tenant admission', () => {
       const state = RunState.parse(await h.deputy.getState(id));
       expect(state.delegations.map((d) => d.status)).toEqual(['completed', 'completed']);
     }
+    // Children under admission start at a lower priority than interactive runs.
+    const started = (await h.client.workflow.getHandle(children[0]!).fetchHistory()).events![0]!;
+    expect(started.workflowExecutionStartedEventAttributes?.priority?.priorityKey).toBe(4);
     // Every slot came back, each given back by its parent when its child ended (not left to the sweep).
     await expect.poll(async () => (await slots()).holders).toEqual([]);
     const history = await admission().fetchHistory();

@@ -3,6 +3,7 @@
  * passes — a capability scenario admitted from a real failed run and a two-arm case, each re-checked against itself —
  * and a tenant whose evidence is edited to fail loses it on reload. `DeputyTenant` is searchable on its runs.
  */
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -125,5 +126,55 @@ describe('R5.3 per-tenant activation', () => {
       activated: false,
       reason: 'delegation is off (the master switch)',
     });
+  });
+
+  it('R5.3 deputy tenants prints each tenant’s state and evidence; deputy eval admit writes a scenario', () => {
+    const configFile = join(dir, 'deputy.config.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        delegation: { enabled: true },
+        tenants: { acme: { evidence: [CAPABILITY, TWO_ARM] }, beta: { evidence: [TWO_ARM] } },
+      }),
+    );
+    const cli = (...args: string[]) =>
+      spawnSync(
+        process.execPath,
+        ['--import', import.meta.resolve('tsx'), join(PROJECT_ROOT, 'src/cli/main.ts'), ...args],
+        {
+          cwd: dir,
+          env: { ...process.env, DEPUTY_CONFIG: configFile },
+          encoding: 'utf8',
+        },
+      );
+    const tenants = cli('tenants');
+    expect(tenants.status).toBe(1); // not every tenant is activated
+    expect(tenants.stdout).toContain('tenant acme: activated');
+    expect(tenants.stdout).toContain('tenant beta: NOT activated: no passing capability evidence');
+    const exported = join(dir, 'run-9.json');
+    writeFileSync(
+      exported,
+      JSON.stringify({
+        format: 'deputy.session',
+        version: 1,
+        sessionId: 'run-9',
+        parentId: null,
+        exportedAt: '2026-11-30T10:00:00.000Z',
+        composition: {
+          preset: { id: 'assistant', persona: '', tools: [], skills: {}, contextRendering: 'block' },
+          revision: 'r',
+          model: 'm',
+        },
+        events: [
+          { type: 'message/user', at: '2026-11-30T10:00:00.000Z', content: 'Call me on +1 555 010 0199' },
+          { type: 'run/ended', at: '2026-11-30T10:00:01.000Z', status: 'failed', output: null },
+        ],
+      }),
+    );
+    const admitted = cli('eval', 'admit', exported);
+    expect(admitted.status, admitted.stderr).toBe(0);
+    const text = readFileSync(join(dir, 'scenarios', 'admitted-run-9.yaml'), 'utf8');
+    expect(text).toContain('task: Call me on [phone-number-1]');
+    expect(text).not.toContain('555');
   });
 });
