@@ -40,6 +40,7 @@ import {
 } from '../contract/messages.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from '../contract/run.js';
 import { ZERO_USAGE } from '../rules/usage.js';
+import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { describeIssues } from '../rules/zod-issues.js';
 
 /** Options of `DeputyClient`. */
@@ -121,7 +122,9 @@ export class DeputyClient {
       address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233',
     });
     const namespace = options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
-    return new DeputyClient(new Client({ connection, namespace }), {
+    // R6.3: with DEPUTY_CODEC_KEYS set, what this client writes is encrypted and what it reads decrypted.
+    const dataConverter = deputyDataConverter();
+    return new DeputyClient(new Client({ connection, namespace, ...(dataConverter && { dataConverter }) }), {
       taskQueue: options.taskQueue ?? process.env.DEPUTY_TASK_QUEUE ?? 'deputy',
     });
   }

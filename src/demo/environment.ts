@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { DeputyClient } from '../client/client.js';
+import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
 import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
@@ -71,9 +72,16 @@ export async function withDemoEnvironment(
     }
     const connection = await NativeConnection.connect({ address });
     const clientConnection = await Connection.connect({ address });
-    const deputy = new DeputyClient(new Client({ connection: clientConnection, namespace: env.temporalNamespace }), {
-      taskQueue: env.taskQueue,
-    });
+    // R6.3: with DEPUTY_CODEC_KEYS set, the demo's runs are encrypted in history too.
+    const dataConverter = deputyDataConverter();
+    const deputy = new DeputyClient(
+      new Client({
+        connection: clientConnection,
+        namespace: env.temporalNamespace,
+        ...(dataConverter && { dataConverter }),
+      }),
+      { taskQueue: env.taskQueue },
+    );
     try {
       say('worker: bundling workflows and starting …');
       const worker = await createDeputyWorker({
@@ -83,6 +91,7 @@ export async function withDemoEnvironment(
         taskQueue: env.taskQueue,
         backgroundTaskQueue: env.backgroundTaskQueue,
         config,
+        ...(dataConverter && { workerOptions: { dataConverter } }),
         model: live
           ? { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl }
           : { apiKey: 'offline', baseURL: scripted!.url },

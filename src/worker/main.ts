@@ -9,6 +9,7 @@ import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
 import { ConfigError } from '../contract/errors.js';
 import { checkSearchAttributes, createDeputyWorker } from './factory.js';
+import { deputyDataConverter } from '../codec/aes-gcm.js';
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
@@ -37,8 +38,15 @@ async function main(): Promise<void> {
     const missing = await checkSearchAttributes(connection, env.temporalNamespace);
     if (missing.length > 0) throw new ConfigError(missing, `Temporal namespace ${env.temporalNamespace}`);
     const clientConnection = await Connection.connect({ address: env.temporalAddress });
+    // R6.3: with DEPUTY_CODEC_KEYS set, history holds ciphertext; the worker and its client read and write through it.
+    const dataConverter = deputyDataConverter();
     const worker = await createDeputyWorker({
-      client: new Client({ connection: clientConnection, namespace: env.temporalNamespace }),
+      client: new Client({
+        connection: clientConnection,
+        namespace: env.temporalNamespace,
+        ...(dataConverter && { dataConverter }),
+      }),
+      ...(dataConverter && { workerOptions: { dataConverter } }),
       connection,
       namespace: env.temporalNamespace,
       taskQueue: env.taskQueue,

@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+/**
+ * `npm run codec-server`: Temporal UI's remote codec endpoint (R6.3), so an authorised person reads encrypted runs in
+ * the UI. `POST /decode` and `POST /encode` take and return `{ payloads: [{ metadata: { k: base64 }, data: base64 }] }`.
+ * Only the UI's origin may call it (CORS, `DEPUTY_UI_ORIGIN`, default http://localhost:8233), and every request must
+ * carry `Authorization: Bearer $DEPUTY_CODEC_SERVER_TOKEN`. Keys as for the worker (DEPUTY_CODEC_KEYS[_FILE]).
+ * Listens on `DEPUTY_CODEC_SERVER_PORT` (default 8888), loopback only unless `DEPUTY_CODEC_SERVER_HOST` says otherwise.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { timingSafeEqual } from 'node:crypto';
+import type { Payload } from '@temporalio/common';
+import { ConfigError } from '../contract/errors.js';
+import { codecFromEnv, type AesGcmCodec } from './aes-gcm.js';
+
+interface JsonPayload {
+  metadata?: Record<string, string>;
+  data?: string;
+}
+
+const fromJson = (p: JsonPayload): Payload => ({
+  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+  data: Buffer.from(p.data ?? '', 'base64'),
+});
+const toJson = (p: Payload): JsonPayload => ({
+  metadata: Object.fromEntries(
+    Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? []).toString('base64')]),
+  ),
+  data: Buffer.from(p.data ?? []).toString('base64'),
+});
+
+/** The codec server's request handler. */
+export function codecHandler(codec: AesGcmCodec, options: { token: string; origin: string }) {
+  const expected = Buffer.from(`Bearer ${options.token}`);
+  return (req: IncomingMessage, res: ServerResponse) => {
+    res.setHeader('Access-Control-Allow-Origin', options.origin);
+    res.setHeader('Access-Control-Allow-Credentials', 'true');
+    res.setHeader('Access-Control-Allow-Headers', 'content-type,x-namespace,authorization');
+    res.setHeader('Access-Control-Allow-Methods', 'POST,OPTIONS');
+    if (req.method === 'OPTIONS') return void res.writeHead(204).end();
+    const given = Buffer.from(req.headers.authorization ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      return void res.writeHead(401, { 'content-type': 'text/plain' }).end('missing or wrong bearer token');
+    }
+    if (req.method !== 'POST' || (req.url !== '/decode' && req.url !== '/encode')) {
+      return void res.writeHead(404, { 'content-type': 'text/plain' }).end('POST /decode or /encode');
+    }
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      void (async () => {
+        try {
+          const { payloads } = JSON.parse(body) as { payloads: JsonPayload[] };
+          const input = payloads.map(fromJson);
+          const output = req.url === '/decode' ? await codec.decode(input) : await codec.encode(input);
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ payloads: output.map(toJson) }));
+        } catch (err) {
+          res.writeHead(400, { 'content-type': 'text/plain' }).end((err as Error).message);
+        }
+      })();
+    });
+  };
+}
+
+/** Starts the server from the environment. */
+export async function startCodecServer(env: NodeJS.ProcessEnv = process.env): Promise<Server> {
+  const codec = codecFromEnv(env);
+  const problems = [
+    ...(codec ? [] : ['DEPUTY_CODEC_KEYS: not set (nor DEPUTY_CODEC_KEYS_FILE): there is nothing to decode with']),
+    ...(env.DEPUTY_CODEC_SERVER_TOKEN ? [] : ['DEPUTY_CODEC_SERVER_TOKEN: not set; every request must carry it']),
+  ];
+  if (problems.length > 0) throw new ConfigError(problems, 'environment');
+  const server = createServer(
+    codecHandler(codec!, {
+      token: env.DEPUTY_CODEC_SERVER_TOKEN!,
+      origin: env.DEPUTY_UI_ORIGIN ?? 'http://localhost:8233',
+    }),
+  );
+  const port = Number(env.DEPUTY_CODEC_SERVER_PORT ?? 8888);
+  await new Promise<void>((resolve) => server.listen(port, env.DEPUTY_CODEC_SERVER_HOST ?? '127.0.0.1', resolve));
+  return server;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  startCodecServer().then(
+    (server) => {
+      const address = server.address();
+      const where =
+        typeof address === 'object' && address ? `http://${address.address}:${address.port}` : String(address);
+      console.log(`codec server at ${where}: in Temporal UI, set the codec endpoint to it and pass the bearer token`);
+    },
+    (err: unknown) => {
+      console.error(`codec-server: ${(err as Error).message}`);
+      process.exit(1);
+    },
+  );
+}
