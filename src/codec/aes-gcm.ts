@@ -10,9 +10,11 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+// A CommonJS package: Node's ESM loader sees only its default export.
+import proto from '@temporalio/proto';
 import { ConfigError, DeputyError } from '../contract/errors.js';
 
+const { Payload: PayloadProto } = proto.temporal.api.common.v1;
 const ENCODING = 'binary/encrypted';
 const KEY_ID = 'encryption-key-id';
 const IV_BYTES = 12;
@@ -45,7 +47,7 @@ export class AesGcmCodec implements PayloadCodec {
     return payloads.map((payload) => {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, iv);
-      const plain = temporal.api.common.v1.Payload.encode(payload).finish();
+      const plain = PayloadProto.encode(payload).finish();
       const data = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
       return { metadata: { encoding: utf8(ENCODING), [KEY_ID]: utf8(this.#current) }, data };
     });
@@ -69,7 +71,7 @@ export class AesGcmCodec implements PayloadCodec {
           decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)),
           decipher.final(),
         ]);
-        return temporal.api.common.v1.Payload.decode(plain);
+        return PayloadProto.decode(plain);
       } catch {
         throw new CodecError(
           `payload encrypted with key "${id}" does not decrypt with the key held under that id (a wrong key, or damaged data)`,
