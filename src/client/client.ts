@@ -21,6 +21,7 @@ import {
   DEPUTY_ROOT_ID,
   DEPUTY_STATUS,
   DEPUTY_TASK_NAME,
+  treeQuery,
 } from '../contract/search-attributes.js';
 import { SESSION_VERSION } from '../contract/session.js';
 import {
@@ -197,7 +198,7 @@ export class DeputyClient {
   /** The questions children of the tree `rootId` heads asked and nobody has answered yet (R3.9), oldest first. */
   async openQuestions(rootId: string): Promise<OpenQuestion[]> {
     const runs = [rootId];
-    const query = `DeputyRootId = '${rootId.replace(/'/g, "\\'")}' AND ExecutionStatus = 'Running'`;
+    const query = `${treeQuery(rootId)} AND ExecutionStatus = 'Running'`;
     for await (const info of this.temporal.workflow.list({ query })) {
       if (info.workflowId !== rootId) runs.push(info.workflowId);
     }

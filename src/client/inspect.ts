@@ -14,6 +14,7 @@ import {
   DEPUTY_ROOT_ID,
   DEPUTY_STATUS,
   DEPUTY_TASK_NAME,
+  treeQuery,
 } from '../contract/search-attributes.js';
 import type { TreeNode } from './tree.js';
 
@@ -71,7 +72,7 @@ export async function loadTree(client: Client, workflowId: string): Promise<Tree
   const description = await client.workflow.getHandle(workflowId).describe();
   const rootId = description.typedSearchAttributes.get(DEPUTY_ROOT_ID) ?? workflowId;
   const infos: Omit<WorkflowExecutionInfo, 'raw'>[] = [];
-  for await (const info of client.workflow.list({ query: `DeputyRootId = '${rootId.replace(/'/g, "\\'")}'` })) {
+  for await (const info of client.workflow.list({ query: treeQuery(rootId) })) {
     infos.push(info);
   }
   if (!infos.some((info) => info.workflowId === workflowId)) infos.push(description); // visibility may lag

@@ -12,6 +12,11 @@ export const DEPUTY_COST_USD = defineSearchAttributeKey('DeputyCostUsd', SearchA
 /** R5.3: the tenant a run belongs to (activation and admission are per tenant). */
 export const DEPUTY_TENANT = defineSearchAttributeKey('DeputyTenant', SearchAttributeType.KEYWORD);
 
+/** The visibility query of every run of the tree `rootId` heads. */
+export function treeQuery(rootId: string): string {
+  return `DeputyRootId = '${rootId.replace(/'/g, "\\'")}'`;
+}
+
 /** Every Deputy search attribute, for registering them with a server. */
 export const DEPUTY_SEARCH_ATTRIBUTES = [
   DEPUTY_ROOT_ID,

@@ -95,15 +95,18 @@ const cache = new WeakMap<DeputyConfig, Map<string, TenantActivation>>();
  * no tenants (the flag alone decides); else only for an activated tenant. Evidence is read once per configuration.
  */
 export function activationLookup(baseDir: string): (config: DeputyConfig, tenant: string | undefined) => boolean {
-  return (config, tenant) => {
-    if (!config.tenants) return true;
-    let byTenant = cache.get(config);
-    if (!byTenant) {
-      byTenant = new Map(tenantActivations(config, baseDir).map((a) => [a.tenant, a]));
-      cache.set(config, byTenant);
-    }
-    return tenant !== undefined && byTenant.get(tenant)?.activated === true;
-  };
+  return (config, tenant) =>
+    !config.tenants || (tenant !== undefined && cachedActivations(config, baseDir).get(tenant)?.activated === true);
+}
+
+/** `tenantActivations` of `config`, read from disk once per configuration object (a reload makes a new one). */
+export function cachedActivations(config: DeputyConfig, baseDir: string): ReadonlyMap<string, TenantActivation> {
+  let byTenant = cache.get(config);
+  if (!byTenant) {
+    byTenant = new Map(tenantActivations(config, baseDir).map((a) => [a.tenant, a]));
+    cache.set(config, byTenant);
+  }
+  return byTenant;
 }
 
 /** One line per tenant, for the worker's log and `deputy tenants`. */

@@ -30,20 +30,22 @@ const ARMS: readonly Arm[] = ['single', 'delegating'];
 async function treeOf(
   deputy: DeputyClient,
   workflowId: string,
-): Promise<{ calls: RunRecord['toolCalls']; runs: number }> {
+): Promise<{ calls: RunRecord['toolCalls']; runs: number; root: RunState }> {
   const calls: RunRecord['toolCalls'] = [];
   let runs = 0;
-  const visit = async (id: string) => {
-    const state: RunState = await deputy.getState(id);
+  const visit = async (id: string, state: RunState) => {
     runs += 1;
     for (const event of state.session) {
       if (event.type !== 'message/assistant' || event.inherited) continue;
       for (const call of event.toolCalls) calls.push({ run: id, name: call.name, arguments: call.arguments });
     }
-    for (const entry of state.delegations) if (entry.status !== 'rejected') await visit(entry.childWorkflowId);
+    for (const entry of state.delegations) {
+      if (entry.status !== 'rejected') await visit(entry.childWorkflowId, await deputy.getState(entry.childWorkflowId));
+    }
   };
-  await visit(workflowId);
-  return { calls, runs };
+  const root = await deputy.getState(workflowId);
+  await visit(workflowId, root);
+  return { calls, runs, root };
 }
 
 /** Runs one arm `scenario.runs` times, one after the other, and scores each run. */
@@ -76,8 +78,7 @@ async function runArm(deputy: DeputyClient, scenario: Scenario, arm: Arm, taskQu
     });
     const result = await deputy.result(workflowId);
     const wallMs = Date.now() - started;
-    const { calls, runs } = await treeOf(deputy, workflowId);
-    const state = await deputy.getState(workflowId);
+    const { calls, runs, root: state } = await treeOf(deputy, workflowId);
     const score = scoreRun(scenario, {
       workflowId,
       status: result.status,

@@ -12,7 +12,7 @@ import { createActivities } from '../../activities/index.js';
 import { checkConfigAgainstTools } from './composition.js';
 import type { DeputyConfig } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
-import { describeActivations, tenantActivations } from '../eval/activation.js';
+import { cachedActivations, describeActivations } from '../eval/activation.js';
 import { ConfigError } from '../contract/errors.js';
 import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
 import type { HookFunction } from '../contract/hooks.js';
@@ -170,7 +170,9 @@ export function deputyActivities(options: DeputyActivityOptions) {
   if (problems.length > 0) throw new ConfigError(problems, 'config');
   // R5.3: says at start and after every reload which tenants have delegation, and why the others do not.
   const report = (current: DeputyConfig) => {
-    for (const line of describeActivations(tenantActivations(current, process.cwd()))) console.log(`deputy: ${line}`);
+    for (const line of describeActivations([...cachedActivations(current, process.cwd()).values()])) {
+      console.log(`deputy: ${line}`);
+    }
   };
   report(config);
   store.onChange(report);
