@@ -8,6 +8,10 @@ import type {
   SummarizeContextResult,
 } from '../src/contract/activities.js';
 import { fitCall } from '../src/rules/budget.js';
+import { callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
+import type { ModelPrice } from '../src/contract/composition.js';
+import type { Span } from '@opentelemetry/api';
+import { captureContent, captured, modelCallSpan, recordModelCall } from './telemetry.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from '../src/rules/payloads.js';
 import { withHeartbeat } from './heartbeat.js';
 import { toModelFailure } from './model-errors.js';
@@ -35,6 +39,8 @@ export interface CallModelDeps {
   toolSpec?: (name: string) => ToolSpec | undefined;
   /** The dialogues this worker last sent, per run, so a call's input carries only what is new (issue 12). */
   contexts?: ContextCache;
+  /** A model's price in force, for the cost a call's span reports (issue 15). */
+  price?: (model: string) => ModelPrice | undefined;
 }
 
 /** Where a run's dialogue is kept: its workflow id as Temporal records it, and its chain of segments. */
@@ -68,7 +74,7 @@ export function assemble(
 }
 
 /** Builds the `callModel` activity: one Chat Completions request with tools, heartbeating, abortable (R1.1, R1.2). */
-export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolSpec, contexts }: CallModelDeps) {
+export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolSpec, contexts, price }: CallModelDeps) {
   /** Newer compositions name their tools; the worker supplies what the model sees of each. */
   const specOf = (tool: string | RunTool): ToolSpec => {
     if (typeof tool !== 'string' && tool.description !== undefined && tool.parameters !== undefined) {
@@ -84,6 +90,10 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolS
     });
   };
   return async function callModel(input: CallModelInput): Promise<CallModelResult> {
+    return modelCallSpan(input.model, 'chat', (span) => call(input, span));
+  };
+
+  async function call(input: CallModelInput, span: Span): Promise<CallModelResult> {
     const tools = input.tools.map(specOf);
     const messages = assemble(input, contexts);
     // R2.13: count the input and ask for no more answer than the budget can pay for; a call that cannot fit is not
@@ -138,7 +148,7 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolS
         dropped > 0
           ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
           : text;
-      return {
+      const result: CallModelResult = {
         content: content === null ? null : cutText(content, limit),
         // The arguments of all calls share one budget, so the whole result stays bounded however many there are.
         toolCalls: kept.map((call) => ({
@@ -151,8 +161,25 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolS
         outputTokens: completion.usage?.completion_tokens ?? estimateTokens(JSON.stringify(choice.message)),
         finishReason: choice.finish_reason ?? null,
       };
+      const modelPrice = price?.(input.model);
+      recordModelCall(span, {
+        responseModel: completion.model,
+        inputTokens: result.inputTokens,
+        outputTokens: result.outputTokens,
+        costUsd: modelPrice && microToUsd(callCostMicroUsd(result, modelPrice)),
+        finishReason: result.finishReason,
+        toolCalls: result.toolCalls.length,
+        maxCompletionTokens,
+      });
+      if (captureContent()) {
+        span.setAttributes({
+          'gen_ai.input.messages': captured(messages),
+          'gen_ai.output.messages': captured(choice.message),
+        });
+      }
+      return result;
     });
-  };
+  }
 }
 
 /**

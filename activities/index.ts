@@ -49,6 +49,7 @@ import { ContextCache } from './context-cache.js';
 import { activationLookup } from '../src/eval/activation.js';
 import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
+import { priceFromUsdPerMTok } from '../src/rules/usage.js';
 
 /** Dependencies of every activity. */
 export interface ActivityDeps {
@@ -94,6 +95,10 @@ export function createActivities({
     maxTextBytes: () => config.current.payloads.maxTextBytes,
     toolSpec: toolSpecs(tools),
     contexts,
+    price: (model) => {
+      const price = config.current.prices[model];
+      return price && priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd);
+    },
   });
   return {
     callModel,

@@ -12,6 +12,7 @@ import {
 import type { RunToolInput, RunToolResult } from '../src/contract/activities.js';
 import { holdsScopes, type ToolDefinition } from '../src/contract/tools.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
+import { recordToolCall, toolCallSpan } from './telemetry.js';
 
 /** Longest tool result the model is shown; the rest is cut with a note. */
 export const MAX_TOOL_RESULT_CHARS = 20_000;
@@ -27,6 +28,14 @@ export function createRunTool(
   maxTextBytes: () => number = () => DEFAULT_PAYLOAD_LIMITS.maxTextBytes,
 ) {
   return async function runTool(input: RunToolInput): Promise<RunToolResult> {
+    return toolCallSpan(input.call.name, async (span) => {
+      const result = await run(input);
+      recordToolCall(span, { ok: !result.isError, bytes: utf8Bytes(result.content), content: result.content });
+      return result;
+    });
+  };
+
+  async function run(input: RunToolInput): Promise<RunToolResult> {
     const { call } = input;
     const tool = tools.get(call.name);
     if (!tool || !input.allowedTools.includes(call.name) || !holdsScopes(input.scopes, tool.scopes)) {
@@ -54,7 +63,7 @@ export function createRunTool(
     }
     const text = (typeof value === 'string' ? value : JSON.stringify(value)) ?? '';
     return { content: boundResult(text, maxTextBytes()), isError: false };
-  };
+  }
 }
 
 /** R1.8: a result past the model's view (20,000 characters) or the payload budget is cut with a visible marker. */

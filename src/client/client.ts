@@ -41,6 +41,7 @@ import {
 } from '../contract/messages.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from '../contract/run.js';
 import { ZERO_USAGE } from '../rules/usage.js';
+import { deputyTracing } from '../ops/tracing.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { describeIssues } from '../rules/zod-issues.js';
 
@@ -125,7 +126,15 @@ export class DeputyClient {
     const namespace = options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
     // R6.3: with DEPUTY_CODEC_KEYS set, what this client writes is encrypted and what it reads decrypted.
     const dataConverter = deputyDataConverter();
-    return new DeputyClient(new Client({ connection, namespace, ...(dataConverter && { dataConverter }) }), {
+    // Issue 15: with OTEL_EXPORTER_OTLP_ENDPOINT set, a run's trace starts at this client's start call.
+    const tracing = deputyTracing();
+    const client = new Client({
+      connection,
+      namespace,
+      ...(dataConverter && { dataConverter }),
+      ...(tracing && { plugins: [tracing.plugin] }),
+    });
+    return new DeputyClient(client, {
       taskQueue: options.taskQueue ?? process.env.DEPUTY_TASK_QUEUE ?? 'deputy',
     });
   }

@@ -18,6 +18,7 @@ import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-att
 import type { HookFunction } from '../contract/hooks.js';
 import type { ToolDefinition } from '../contract/tools.js';
 import { TOOL_NAME } from '../contract/tools.js';
+import { deputyTracing, type DeputyTracing } from '../ops/tracing.js';
 
 /**
  * Path of the workflows' entry module, for bundling: the TypeScript source when Deputy runs from its repository, the
@@ -52,6 +53,8 @@ export interface DeputyWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Passed to the Temporal worker as is (cache size, concurrency …). */
   workerOptions?: Partial<WorkerOptions>;
+  /** Tracing (issue 15): its plugin joins the workers and the workflow bundle. @default `deputyTracing()` */
+  tracing?: DeputyTracing | undefined;
 }
 
 const noop = () => undefined;
@@ -85,12 +88,16 @@ function leanBundle(config: WebpackConfiguration): WebpackConfiguration {
   return config;
 }
 
-/** Bundles Deputy's workflows; the worker, the tests and the replayers share these options. */
-export async function bundleDeputyWorkflows() {
+/**
+ * Bundles Deputy's workflows; the worker, the tests and the replayers share these options. With tracing, the bundle
+ * carries Temporal's OpenTelemetry workflow interceptors (they cost every workflow activation, so only then).
+ */
+export async function bundleDeputyWorkflows(tracing?: DeputyTracing) {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     logger: QUIET_BUNDLER_LOGGER,
     webpackConfigHook: leanBundle,
+    ...(tracing && { plugins: [tracing.plugin] }),
   });
 }
 
@@ -191,7 +198,8 @@ export function deputyActivities(options: DeputyActivityOptions) {
 export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
   const backgroundTaskQueue = options.backgroundTaskQueue ?? 'deputy-background';
   const activities = deputyActivities({ ...options, backgroundTaskQueue });
-  const workflowBundle = options.workflowBundle ?? (await bundleDeputyWorkflows());
+  const tracing = 'tracing' in options ? options.tracing : deputyTracing();
+  const workflowBundle = options.workflowBundle ?? (await bundleDeputyWorkflows(tracing));
   const queues =
     backgroundTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, backgroundTaskQueue];
   const workers = await Promise.all(
@@ -205,6 +213,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
         // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
         maxHeartbeatThrottleInterval: '1 second',
         ...options.workerOptions,
+        ...(tracing && { plugins: [...(options.workerOptions?.plugins ?? []), tracing.plugin] }),
       }),
     ),
   );

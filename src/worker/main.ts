@@ -10,6 +10,7 @@ import { ConfigStore } from '../config/store.js';
 import { ConfigError } from '../contract/errors.js';
 import { checkSearchAttributes, createDeputyWorker } from './factory.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
+import { deputyTracing } from '../ops/tracing.js';
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
@@ -40,12 +41,15 @@ async function main(): Promise<void> {
     const clientConnection = await Connection.connect({ address: env.temporalAddress });
     // R6.3: with DEPUTY_CODEC_KEYS set, history holds ciphertext; the worker and its client read and write through it.
     const dataConverter = deputyDataConverter();
+    const tracing = deputyTracing({ serviceName: process.env.OTEL_SERVICE_NAME ?? 'deputy-worker' });
     const worker = await createDeputyWorker({
       client: new Client({
         connection: clientConnection,
         namespace: env.temporalNamespace,
         ...(dataConverter && { dataConverter }),
+        ...(tracing && { plugins: [tracing.plugin] }),
       }),
+      tracing,
       ...(dataConverter && { workerOptions: { dataConverter } }),
       connection,
       namespace: env.temporalNamespace,
@@ -58,6 +62,7 @@ async function main(): Promise<void> {
       `deputy worker: task queues ${env.taskQueue} and ${env.backgroundTaskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
     );
     await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
+    await tracing?.shutdown();
   } finally {
     await connection.close();
   }

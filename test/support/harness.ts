@@ -62,6 +62,8 @@ export interface Harness {
     workerOptions?: Partial<WorkerOptions>;
     /** Give the worker no Temporal client (follow-ups then fail inside the worker). @default true */
     withClient?: boolean;
+    /** A workflow bundle of the test's own (tracing needs its interceptors bundled). @default the shared bundle */
+    workflowBundle?: WorkerOptions['workflowBundle'];
   }): Promise<RunningWorker>;
   /** Stops every worker started so far (their in-flight activities are cancelled after the grace time). */
   stopWorkers(): Promise<void>;
@@ -101,7 +103,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
         tools: options.tools,
         hookFunctions: options.hookFunctions,
         ...(options.withClient !== false && { client }),
-        workflowBundle: { codePath: workflowBundlePath },
+        workflowBundle: options.workflowBundle ?? { codePath: workflowBundlePath },
         workerOptions: { shutdownGraceTime: '1 second', ...options.workerOptions },
       });
       const running = worker.run();
