@@ -138,6 +138,12 @@ describe('R6.3 encrypted history', () => {
       const denied = await post({});
       expect(denied.status).toBe(401);
       expect(denied.headers.get('access-control-allow-origin')).toBe('http://localhost:8233');
+      expect((await post({ authorization: 'Bearer tok-12' })).status).toBe(401);
+      // The token as the endpoint's first path segment (a UI without a login has no access token to pass).
+      const byPath = await fetch(`${url}/tok-123/decode`, { method: 'POST', body });
+      expect(byPath.status).toBe(200);
+      expect((await fetch(`${url}/tok-124/decode`, { method: 'POST', body })).status).toBe(401);
+      expect((await fetch(`${url}/x/tok-123/decode`, { method: 'POST', body })).status).toBe(401);
       const ok = await post({ authorization: 'Bearer tok-123' });
       expect(ok.status).toBe(200);
       const decoded = (await ok.json()) as { payloads: { data: string }[] };

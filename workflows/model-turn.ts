@@ -17,6 +17,7 @@ import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { budgetExceeded, findFailure } from '../src/rules/failure-message.js';
 import type { CallModelInput, CallModelResult } from '../src/contract/activities.js';
 import { addModelCall, addSpend, callCostMicroUsd } from '../src/rules/usage.js';
+import { countModelCall } from './metrics.js';
 import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
 import { MODEL_CALL_OPTIONS } from './activity-options.js';
@@ -160,7 +161,9 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
     (result) => messagesAfterCompaction(messages, range, result.summary),
     {
       done: (compacted): LimitName | null => {
-        run.usage = addSpend(run.usage, { ...compacted, costMicroUsd: callCostMicroUsd(compacted, price) });
+        const costMicroUsd = callCostMicroUsd(compacted, price);
+        run.usage = addSpend(run.usage, { ...compacted, costMicroUsd });
+        countModelCall(run, compacted, costMicroUsd);
         run.events = applyCompaction(plan, compacted.summary, now());
         return null;
       },
@@ -229,6 +232,7 @@ function callTurn(
     {
       done: (reply) => {
         run.usage = addModelCall(run.usage, reply, price);
+        countModelCall(run, reply, callCostMicroUsd(reply, price));
         run.append({
           type: 'message/assistant',
           at: now(),

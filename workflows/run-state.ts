@@ -26,6 +26,7 @@ import { remaining } from '../src/rules/limits.js';
 import { renderPersona } from '../src/rules/persona.js';
 import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
 import { addSpend, microToUsd, ZERO_USAGE, type Spend } from '../src/rules/usage.js';
+import { countRunEnded } from './metrics.js';
 
 export type { ParsedRunInput };
 
@@ -338,6 +339,7 @@ export class AgentRunState {
 
   /** The run's result with its usage. */
   result(outcome: Omit<RunResult, 'usage' | 'sessionId'>): RunResult {
+    countRunEnded(this, outcome.status, outcome.limit);
     return { ...outcome, usage: this.usage, sessionId: this.sessionId };
   }
 

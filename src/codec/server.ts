@@ -3,7 +3,9 @@
  * `npm run codec-server`: Temporal UI's remote codec endpoint (R6.3), so an authorised person reads encrypted runs in
  * the UI. `POST /decode` and `POST /encode` take and return `{ payloads: [{ metadata: { k: base64 }, data: base64 }] }`.
  * Only the UI's origin may call it (CORS, `DEPUTY_UI_ORIGIN`, default http://localhost:8233), and every request must
- * carry `Authorization: Bearer $DEPUTY_CODEC_SERVER_TOKEN`. Keys as for the worker (DEPUTY_CODEC_KEYS[_FILE]).
+ * carry `Authorization: Bearer $DEPUTY_CODEC_SERVER_TOKEN`, or name it as the endpoint's first path segment
+ * (`http://host:8888/<token>`, for a Temporal UI without a login whose access token it could pass). Keys as for the
+ * worker (DEPUTY_CODEC_KEYS[_FILE]).
  * Listens on `DEPUTY_CODEC_SERVER_PORT` (default 8888), loopback only unless `DEPUTY_CODEC_SERVER_HOST` says otherwise.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -31,17 +33,26 @@ const toJson = (p: Payload): JsonPayload => ({
 /** The codec server's request handler. */
 export function codecHandler(codec: AesGcmCodec, options: { token: string; origin: string }) {
   const expected = Buffer.from(`Bearer ${options.token}`);
+  const same = (given: string, wanted: Buffer) => {
+    const bytes = Buffer.from(given);
+    return bytes.length === wanted.length && timingSafeEqual(bytes, wanted);
+  };
+  const tokenSegment = Buffer.from(`/${options.token}`);
   return (req: IncomingMessage, res: ServerResponse) => {
     res.setHeader('Access-Control-Allow-Origin', options.origin);
     res.setHeader('Access-Control-Allow-Credentials', 'true');
     res.setHeader('Access-Control-Allow-Headers', 'content-type,x-namespace,authorization');
     res.setHeader('Access-Control-Allow-Methods', 'POST,OPTIONS');
     if (req.method === 'OPTIONS') return void res.writeHead(204).end();
-    const given = Buffer.from(req.headers.authorization ?? '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    // The token in the path: `/<token>/decode`; else the bearer header.
+    const url = (req.url ?? '').split('?')[0]!; // Temporal UI adds `?preserveStorageRefs=true`
+    const cut = url.lastIndexOf('/');
+    const byPath = cut > 0 && same(url.slice(0, cut), tokenSegment);
+    if (!byPath && !same(req.headers.authorization ?? '', expected)) {
       return void res.writeHead(401, { 'content-type': 'text/plain' }).end('missing or wrong bearer token');
     }
-    if (req.method !== 'POST' || (req.url !== '/decode' && req.url !== '/encode')) {
+    const route = byPath ? url.slice(cut) : url;
+    if (req.method !== 'POST' || (route !== '/decode' && route !== '/encode')) {
       return void res.writeHead(404, { 'content-type': 'text/plain' }).end('POST /decode or /encode');
     }
     let body = '';
@@ -51,7 +62,7 @@ export function codecHandler(codec: AesGcmCodec, options: { token: string; origi
         try {
           const { payloads } = JSON.parse(body) as { payloads: JsonPayload[] };
           const input = payloads.map(fromJson);
-          const output = req.url === '/decode' ? await codec.decode(input) : await codec.encode(input);
+          const output = route === '/decode' ? await codec.decode(input) : await codec.encode(input);
           res
             .writeHead(200, { 'content-type': 'application/json' })
             .end(JSON.stringify({ payloads: output.map(toJson) }));

@@ -3,7 +3,6 @@
  * (TEMPORAL_ADDRESS, else an embedded dev server persisted under .deputy/), a worker and a client. Delegation is on
  * unless AGENT_DELEGATION_ENABLED=false says otherwise (R5.1).
  */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
@@ -13,11 +12,11 @@ import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
 import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
 import type { DeputyConfig } from '../config/schema.js';
-import { startDevServer, type DevServer } from '../testing/dev-server.js';
-import { freePort } from '../testing/ports.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
+import { persistedDatabase, serveUi, type ServedUi } from './ui.js';
 import { ScriptedModelServer, type ScriptRule } from '../testing/scripted-model.js';
 import { createDeputyWorker } from '../worker/factory.js';
+import { runtimeTelemetry } from '../ops/metrics.js';
 
 /** A demo's running environment, handed to its body. */
 export interface DemoEnvironment {
@@ -36,7 +35,8 @@ export async function withDemoEnvironment(
   body: (demo: DemoEnvironment) => Promise<void>,
   say: (line: string) => void = console.log,
 ): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const telemetryOptions = runtimeTelemetry();
+  Runtime.install({ logger: new DefaultLogger('WARN'), ...(telemetryOptions && { telemetryOptions }) });
   const env = readEnv();
   const config = loadConfig({
     ...env,
@@ -53,7 +53,7 @@ export async function withDemoEnvironment(
     say(`model: offline scripted model at ${scripted.url} (set OPENAI_API_KEY or OPENAI_BASE_URL for a real one)`);
   }
 
-  let server: DevServer | undefined;
+  let served: ServedUi | undefined;
   let address = process.env.TEMPORAL_ADDRESS;
   let uiBase: string;
   try {
@@ -61,14 +61,12 @@ export async function withDemoEnvironment(
       uiBase = process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233';
       say(`temporal: ${address} (TEMPORAL_ADDRESS)`);
     } else {
-      const stateDir = join(PROJECT_ROOT, '.deputy', 'state');
-      mkdirSync(stateDir, { recursive: true });
-      const dbFilename = join(stateDir, 'temporal.db');
       say('temporal: starting an embedded dev server …');
-      server = await startDevServer({ dbFilename, uiPort: await freePort(8233) });
-      address = server.address;
-      uiBase = server.uiUrl!;
-      say(`temporal: dev server at ${address}, persisted to ${dbFilename}, UI at ${uiBase}`);
+      served = await serveUi();
+      address = served.server.address;
+      uiBase = served.uiBase;
+      say(`temporal: dev server at ${address}, persisted to ${persistedDatabase()}, UI at ${uiBase}`);
+      if (served.codecEndpoint) say('codec: Temporal UI decodes payloads through a local codec server');
     }
     const connection = await NativeConnection.connect({ address });
     const clientConnection = await Connection.connect({ address });
@@ -103,7 +101,7 @@ export async function withDemoEnvironment(
     }
   } finally {
     await scripted?.close();
-    await server?.env.teardown();
+    await served?.close();
   }
 }
 

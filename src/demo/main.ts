@@ -12,6 +12,7 @@ import { microToUsd } from '../rules/usage.js';
 import { runChat } from './chat.js';
 import { runUrl, settledTree, withDemoEnvironment } from './environment.js';
 import { DEMO_SCRIPT, DEMO_TASK } from './script.js';
+import { untilInterrupted } from './ui.js';
 
 const clip = (text: string, max = 90) => (text.length > max ? `${text.slice(0, max - 1)}…` : text).replace(/\n/g, ' ');
 
@@ -81,6 +82,13 @@ async function main(): Promise<void> {
       `        children: ${uiBase}/namespaces/${env.temporalNamespace}/workflows?query=${encodeURIComponent(`DeputyRootId="${workflowId}"`)}`,
     );
     if (result.status !== 'completed') process.exitCode = 1;
+    if (process.argv.includes('--ui')) {
+      // Issue 15: the links above stay live (server, UI, worker, codec server) until Ctrl-C.
+      console.log(`\nTemporal UI stays up at ${uiBase}; press Ctrl-C to stop`);
+      await untilInterrupted();
+    } else if (!process.env.TEMPORAL_ADDRESS) {
+      console.log('        the server stops now; reopen these runs with `npm run ui` (or run `npm run demo -- --ui`)');
+    }
   });
 }
 

@@ -14,6 +14,8 @@ export interface DevServerOptions {
   uiPort?: number;
   /** Port of the frontend; a free one when omitted. */
   port?: number;
+  /** Temporal UI's remote codec endpoint (issue 15: encrypted payloads read decoded in the UI). */
+  codecEndpoint?: string;
 }
 
 /** A running dev server: its environment (client, connections) and where to look at it. */
@@ -32,7 +34,11 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       ...(options.dbFilename && { dbFilename: options.dbFilename }),
       ...(options.port && { port: options.port }),
       ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : { ui: false }),
-      extraArgs: ['--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true'],
+      extraArgs: [
+        '--dynamic-config-value',
+        'frontend.enableUpdateWorkflowExecution=true',
+        ...(options.codecEndpoint ? ['--ui-codec-endpoint', options.codecEndpoint] : []),
+      ],
     },
   });
   return {

@@ -11,6 +11,7 @@ import { ConfigError } from '../contract/errors.js';
 import { checkSearchAttributes, createDeputyWorker } from './factory.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { deputyTracing } from '../ops/tracing.js';
+import { runtimeTelemetry } from '../ops/metrics.js';
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
@@ -19,7 +20,9 @@ const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
  * Temporal runtime shuts down on SIGUSR2 by default; here only SIGINT, SIGTERM and SIGQUIT stop the worker.
  */
 function reportMemoryOnSignal(): void {
-  Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'] });
+  // Issue 15: DEPUTY_METRICS_ADDRESS serves the SDK's and Deputy's metrics for Prometheus.
+  const telemetryOptions = runtimeTelemetry();
+  Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'], ...(telemetryOptions && { telemetryOptions }) });
   process.on('SIGUSR2', () => {
     (globalThis as { gc?: () => void }).gc?.();
     const memory = process.memoryUsage();

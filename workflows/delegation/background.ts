@@ -22,6 +22,7 @@ import { BACKGROUND_HEADING, summaryPrompt } from '../../src/rules/context.js';
 import { callCostMicroUsd } from '../../src/rules/usage.js';
 import type { AgentRunState } from '../run-state.js';
 import type { ChildBackground } from './plan.js';
+import { countModelCall } from '../metrics.js';
 
 // Cancelling the parent aborts the generation's HTTP request before the run ends (R3.4).
 const { summarizeContext } = proxyActivities<DeputyActivities>({
@@ -62,11 +63,9 @@ export async function generateBackground(
       [{ model: composition.model, messages, budget }],
     );
     run.reserved = release(budgetOf(run.limits, run.usage, run.reserved), hold).reserved;
-    run.debit({
-      inputTokens: generated.inputTokens,
-      outputTokens: generated.outputTokens,
-      costMicroUsd: callCostMicroUsd(generated, composition.price),
-    });
+    const costMicroUsd = callCostMicroUsd(generated, composition.price);
+    run.debit({ inputTokens: generated.inputTokens, outputTokens: generated.outputTokens, costMicroUsd });
+    countModelCall(run, generated, costMicroUsd);
     const content = cutText(`${BACKGROUND_HEADING}\n${generated.summary}`, run.payloads.maxTextBytes);
     return { ok: true, background: { source: 'summary', content } };
   } catch (err) {

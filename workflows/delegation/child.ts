@@ -31,6 +31,7 @@ import { closeQuestions } from './questions.js';
 import { admit, release } from './admission.js';
 import { joinAttached, joinChild, startChildOrExplain } from './spawn.js';
 import { childInput, settleReservation } from '../../src/rules/child-run.js';
+import { countDelegationSettled, countRefusal } from '../metrics.js';
 
 /** R3.1/R3.3: the background a child gets for its context mode, rendered as its preset asks; none for `none`. */
 function prepareBackground(
@@ -89,6 +90,7 @@ export async function runChild(
     run.reserved = reserved;
     run.debit(charge);
     entry.status = status;
+    countDelegationSettled(run, status);
     entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
     entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
     closeQuestions(entry);
@@ -196,7 +198,10 @@ export async function runChild(
       // invocation can recognise it: in its origin (leaner), in a memo before.
       ...(!run.leaner && { memo: { deputyInvocationId: entry.invocationId, deputyTaskName: brief.task_name } }),
     });
-    if (started.kind === 'refused') return outcome('failed', null, started.reason, started.reason);
+    if (started.kind === 'refused') {
+      countRefusal(run, 'start_failed');
+      return outcome('failed', null, started.reason, started.reason);
+    }
     entry.status = 'running';
     spent = null;
     const ended =

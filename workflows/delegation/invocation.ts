@@ -20,6 +20,7 @@ import { runChild } from './child.js';
 import { adoptInBackground, dispatchInBackground, renderDispatched } from './in-background.js';
 import { questionWaiting } from './questions.js';
 import { fitsSchema, loadZodContract } from '../validation.js';
+import { countDelegationsStarted, countRefusal, type RefusalReason } from '../metrics.js';
 
 const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
@@ -48,6 +49,12 @@ async function checkInvocation(rawArguments: string): Promise<InvocationCheck> {
   return parseInvocation(rawArguments);
 }
 
+/** A refusal: the tool error the model sees, counted by its reason. */
+function refused(run: AgentRunState, reason: RefusalReason, error: string): RunToolResult {
+  countRefusal(run, reason);
+  return toolError(error);
+}
+
 /** Executes one `delegate` tool call; every refusal is a tool error the model sees, with nothing spawned. */
 export async function runDelegation(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
   const { delegationSettings: settings, composition } = run;
@@ -56,7 +63,7 @@ export async function runDelegation(call: ToolCall, run: AgentRunState): Promise
   // A leaner run goes on without a turn of the event loop when the schema vouches for the arguments; runs recorded
   // before it took one here, and their histories' command order depends on it.
   const check = (run.leaner && vouchedInvocation(call.arguments)) || (await checkInvocation(call.arguments));
-  if (!check.ok) return toolError(check.error);
+  if (!check.ok) return refused(run, 'invalid_arguments', check.error);
   const { briefs, return_shape: returnShape } = check.args;
 
   // R4.2: an explicit role resolves the preset registered now. R4.3: no role joins the parent's exact composition
@@ -68,7 +75,11 @@ export async function runDelegation(call: ToolCall, run: AgentRunState): Promise
     : { presets: [] };
   const unknown = presets.filter((preset) => !preset.ok);
   if (unknown.length > 0) {
-    return toolError(`${unknown.map((p) => (p.ok ? '' : p.error)).join('; ')}; nothing was spawned`);
+    return refused(
+      run,
+      'unknown_preset',
+      `${unknown.map((p) => (p.ok ? '' : p.error)).join('; ')}; nothing was spawned`,
+    );
   }
   const compositionOf = (brief: Brief): ChildPlan['composition'] => {
     if (brief.role === undefined && inherited) {
@@ -94,11 +105,11 @@ export async function runDelegation(call: ToolCall, run: AgentRunState): Promise
     run.ledger.map((entry) => entry.taskName),
     run.ledger.length,
   );
-  if (capError) return toolError(capError);
+  if (capError) return refused(run, 'caps', capError);
   const plans: ChildPlan[] = [];
   for (const brief of briefs) {
     const plan = planChild(brief, compositionOf(brief), run);
-    if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
+    if (!plan.ok) return refused(run, 'plan', `${plan.error}; nothing was spawned`);
     plans.push(plan.plan);
   }
   return bookAndRun(call, plans, returnShape, run, snapshot);
@@ -115,7 +126,9 @@ export async function bookAndRun(
   // R2.3: checked again here, with no await before the booking: a follow-up and a delegate of one turn both awaited
   // look-ups since their first check.
   if (run.ledger.length + plans.length > run.delegationSettings.maxChildrenPerRun) {
-    return toolError(
+    return refused(
+      run,
+      'max_children',
       `this run has started ${run.ledger.length} of its ${run.delegationSettings.maxChildrenPerRun} children; ${plans.length} more do not fit; nothing was spawned`,
     );
   }
@@ -123,8 +136,9 @@ export async function bookAndRun(
     budgetOf(run.limits, run.usage, run.reserved),
     plans.map((plan) => plan.reservation),
   );
-  if (!reservation.ok) return toolError(`${reservation.error}; nothing was spawned`);
+  if (!reservation.ok) return refused(run, 'budget', `${reservation.error}; nothing was spawned`);
   run.reserved = reservation.budget.reserved;
+  countDelegationsStarted(run, plans.length);
 
   const invocation = new Set(run.ledger.map((entry) => entry.invocation)).size + 1;
   const entries = plans.map((plan) => {

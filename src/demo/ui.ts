@@ -1,0 +1,88 @@
+/**
+ * `npm run ui` (issue 15): Temporal UI on the runs the demos persisted (`.deputy/state/temporal.db`), until Ctrl-C.
+ * With DEPUTY_CODEC_KEYS set, the UI reads encrypted payloads through a codec server this process starts.
+ * Also what `npm run demo -- --ui` keeps open after its run.
+ */
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { startCodecServer } from '../codec/server.js';
+import { ConfigError } from '../contract/errors.js';
+import { startDevServer, type DevServer } from '../testing/dev-server.js';
+import { freePort } from '../testing/ports.js';
+import { PROJECT_ROOT } from '../testing/temporal-cli.js';
+
+/** Where the demos persist their dev server (`DEPUTY_STATE_DIR`, default `.deputy/state`). */
+export function persistedDatabase(): string {
+  const stateDir = process.env.DEPUTY_STATE_DIR ?? join(PROJECT_ROOT, '.deputy', 'state');
+  mkdirSync(stateDir, { recursive: true });
+  return join(stateDir, 'temporal.db');
+}
+
+/** A dev server with its UI, and the codec server the UI decodes through when keys are configured. */
+export interface ServedUi {
+  server: DevServer;
+  uiBase: string;
+  /** The codec endpoint given to the UI (its token is the first path segment), when keys are configured. */
+  codecEndpoint: string | undefined;
+  close(): Promise<void>;
+}
+
+/** Starts the persisted dev server with its UI (and a codec server for it when DEPUTY_CODEC_KEYS[_FILE] is set). */
+export async function serveUi(env: NodeJS.ProcessEnv = process.env): Promise<ServedUi> {
+  const uiPort = await freePort(Number(env.DEPUTY_UI_PORT ?? 8233));
+  const uiBase = `http://localhost:${uiPort}`;
+  let codec: Server | undefined;
+  let codecEndpoint: string | undefined;
+  if (env.DEPUTY_CODEC_KEYS || env.DEPUTY_CODEC_KEYS_FILE) {
+    const token = env.DEPUTY_CODEC_SERVER_TOKEN ?? randomBytes(18).toString('base64url');
+    codec = await startCodecServer({
+      ...env,
+      DEPUTY_CODEC_SERVER_TOKEN: token,
+      DEPUTY_UI_ORIGIN: uiBase,
+      DEPUTY_CODEC_SERVER_PORT: String(await freePort(Number(env.DEPUTY_CODEC_SERVER_PORT ?? 8888))),
+    });
+    codecEndpoint = `http://127.0.0.1:${(codec.address() as AddressInfo).port}/${token}`;
+  }
+  try {
+    const server = await startDevServer({ dbFilename: persistedDatabase(), uiPort, codecEndpoint });
+    return {
+      server,
+      uiBase,
+      codecEndpoint,
+      close: async () => {
+        await server.env.teardown();
+        codec?.close();
+      },
+    };
+  } catch (err) {
+    codec?.close();
+    throw err;
+  }
+}
+
+/** Resolves on the first Ctrl-C (SIGINT) or SIGTERM. */
+export function untilInterrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+async function main(): Promise<void> {
+  const ui = await serveUi();
+  console.log(`Temporal UI: ${ui.uiBase}  (runs persisted in ${persistedDatabase()})`);
+  if (ui.codecEndpoint) console.log('codec: encrypted payloads are decoded for the UI by a local codec server');
+  console.log(`temporal: ${ui.server.address}; press Ctrl-C to stop`);
+  await untilInterrupted();
+  await ui.close();
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof ConfigError ? `ui: ${err.message}` : err);
+    process.exit(1);
+  });
+}

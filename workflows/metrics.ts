@@ -1,0 +1,77 @@
+/**
+ * Deputy's own metrics (issue 15), recorded from workflow code through Temporal's workflow metric meter: they leave
+ * the sandbox through the SDK's metrics sink, are not recorded again when a history is replayed (a worker that
+ * restarts does not count twice), and are exported wherever the worker's runtime exports the SDK's own metrics
+ * (`DEPUTY_METRICS_ADDRESS`: a Prometheus `/metrics` endpoint). The SDK tags each with namespace, task queue and
+ * workflow type; the names and tags below are the documented contract (README "Operating Deputy").
+ */
+import type { MetricCounter } from '@temporalio/common';
+import { metricMeter } from '@temporalio/workflow';
+import type { AgentRunState } from './run-state.js';
+
+const counters = new Map<string, MetricCounter>();
+function counter(name: string, unit: string, description: string): MetricCounter {
+  let found = counters.get(name);
+  if (!found) counters.set(name, (found = metricMeter.createCounter(name, unit, description)));
+  return found;
+}
+
+/** Tags every metric of a run carries: its model, preset and tenant (`none` when it has none). */
+function runTags(run: AgentRunState): Record<string, string> {
+  const composition = run.composition as AgentRunState['composition'] | undefined;
+  return {
+    model: composition?.model ?? 'unknown',
+    preset: composition?.preset ?? 'none',
+    tenant: run.tenant ?? 'none',
+  };
+}
+
+/** A model call booked (a turn, a synthesis or a compaction): its tokens and cost. */
+export function countModelCall(
+  run: AgentRunState,
+  tokens: { inputTokens: number; outputTokens: number },
+  cost: number,
+) {
+  const tags = runTags(run);
+  counter('deputy_model_calls', '1', 'Model calls made by runs').add(1, tags);
+  const tokenCounter = counter('deputy_model_tokens', 'tokens', 'Tokens billed for model calls, by direction');
+  tokenCounter.add(tokens.inputTokens, { ...tags, direction: 'input' });
+  tokenCounter.add(tokens.outputTokens, { ...tags, direction: 'output' });
+  counter('deputy_cost_microusd', 'microusd', 'Cost of model calls in micro-USD').add(cost, tags);
+}
+
+/** Why a `delegate` call spawned nothing. */
+export type RefusalReason =
+  'invalid_arguments' | 'unknown_preset' | 'caps' | 'plan' | 'max_children' | 'budget' | 'start_failed';
+
+/** A `delegate` call (or one of its briefs) refused. */
+export function countRefusal(run: AgentRunState, reason: RefusalReason, briefs = 1): void {
+  counter('deputy_delegations_refused', '1', 'Delegations refused, by reason').add(briefs, {
+    ...runTags(run),
+    reason,
+  });
+}
+
+/** Children booked: each one's cost is now reserved out of the parent's budget. */
+export function countDelegationsStarted(run: AgentRunState, children: number): void {
+  const tags = runTags(run);
+  counter('deputy_delegations_started', '1', 'Children booked and started').add(children, tags);
+  counter('deputy_reservations_opened', '1', 'Reservations made for children').add(children, tags);
+}
+
+/** A child settled (its reservation released): by the status it ended with. */
+export function countDelegationSettled(run: AgentRunState, status: string): void {
+  const tags = runTags(run);
+  counter('deputy_reservations_settled', '1', 'Reservations settled').add(1, tags);
+  counter('deputy_delegations_ended', '1', 'Children ended, by status').add(1, { ...tags, status });
+}
+
+/** A run ended: by status, the limit that ended it (`none`) and whether a synthesis wrote its answer. */
+export function countRunEnded(run: AgentRunState, status: string, limit: string | undefined): void {
+  counter('deputy_runs_ended', '1', 'Runs ended, by status and limit').add(1, {
+    ...runTags(run),
+    status,
+    limit: limit ?? 'none',
+    synthesis: String(status === 'completed' && limit !== undefined),
+  });
+}
