@@ -50,10 +50,13 @@ import { activationLookup } from '../src/eval/activation.js';
 import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
+import { STORE_MAX_TEXT_BYTES } from '../src/ops/storage.js';
 
 /** Dependencies of every activity. */
 export interface ActivityDeps {
   openai: OpenAI;
+  /** The worker's data converter has an external payload store: tools' whole results are kept there (issue 15). */
+  payloadStore?: boolean;
   /** The configuration now: read at every call, so a reload takes effect without a restart. */
   config: ConfigStore;
   tools: ReadonlyMap<string, ToolDefinition>;
@@ -76,6 +79,7 @@ export function createActivities({
   backgroundTaskQueue,
   hookFunctions,
   client,
+  payloadStore,
 }: ActivityDeps) {
   // R5.3: evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
   const activated = activationLookup(process.cwd());
@@ -102,7 +106,11 @@ export function createActivities({
   });
   return {
     callModel,
-    runTool: createRunTool(tools, () => config.current.payloads.maxTextBytes),
+    runTool: createRunTool(
+      tools,
+      () => config.current.payloads.maxTextBytes,
+      payloadStore ? STORE_MAX_TEXT_BYTES : undefined,
+    ),
     summarizeContext: createSummarizeContext(callModel),
     // Same call, its own name, so Temporal UI tells compaction from context summaries.
     compactSession: createSummarizeContext(callModel, contexts),

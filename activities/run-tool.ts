@@ -26,6 +26,8 @@ const toolError = (content: string): RunToolResult => ({ content, isError: true 
 export function createRunTool(
   tools: ReadonlyMap<string, ToolDefinition>,
   maxTextBytes: () => number = () => DEFAULT_PAYLOAD_LIMITS.maxTextBytes,
+  /** With an external payload store: the longest whole result kept beside the model's view (issue 15). */
+  wholeMaxBytes?: number,
 ) {
   return async function runTool(input: RunToolInput): Promise<RunToolResult> {
     return toolCallSpan(input.call.name, async (span) => {
@@ -62,7 +64,10 @@ export function createRunTool(
       throw boundedFailure(err, call.name);
     }
     const text = (typeof value === 'string' ? value : JSON.stringify(value)) ?? '';
-    return { content: boundResult(text, maxTextBytes()), isError: false };
+    const content = boundResult(text, maxTextBytes());
+    // R1.8 at the store's limit: the whole result goes to the store (history holds its reference).
+    const keepWhole = wholeMaxBytes !== undefined && content !== text;
+    return { content, isError: false, ...(keepWhole && { whole: cutText(text, wholeMaxBytes) }) };
   }
 }
 

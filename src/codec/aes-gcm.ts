@@ -13,6 +13,7 @@ import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
 // A CommonJS package: Node's ESM loader sees only its default export.
 import proto from '@temporalio/proto';
 import { ConfigError, DeputyError } from '../contract/errors.js';
+import { externalStorageFromEnv } from '../ops/storage.js';
 
 const { Payload: PayloadProto } = proto.temporal.api.common.v1;
 const ENCODING = 'binary/encrypted';
@@ -116,8 +117,13 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmCodec 
   return undefined;
 }
 
-/** The data converter client and workers use: Temporal's default, with the codec when one is configured. */
+/**
+ * The data converter client and workers use: Temporal's default, with the codec (R6.3) and the external payload
+ * store (issue 15) when the environment configures them.
+ */
 export function deputyDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
   const codec = codecFromEnv(env);
-  return codec ? { payloadCodecs: [codec] } : undefined;
+  const externalStorage = externalStorageFromEnv(env);
+  if (!codec && !externalStorage) return undefined;
+  return { ...(codec && { payloadCodecs: [codec] }), ...(externalStorage && { externalStorage }) };
 }

@@ -131,8 +131,15 @@ export interface RunToolInput {
 
 /** Result of `runTool`: the text the model sees, and whether it is an error. */
 export interface RunToolResult {
+  /** What the model reads (R1.8: at most 20,000 characters, and within `payloads.maxTextBytes`). */
   content: string;
   isError: boolean;
+  /**
+   * Issue 15: the tool's whole result when it was longer than `content` and the worker has an external payload store
+   * (cut only past the store's limit, with a marker): kept in the store, referenced from history, read by nobody's
+   * model.
+   */
+  whole?: string;
 }
 
 /** Input of `requestAdmission` (R5.4): which tenant, its cap, and the child asking for a slot. */

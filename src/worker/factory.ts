@@ -158,7 +158,11 @@ export class DeputyWorker {
 export type DeputyActivityOptions = Pick<
   DeputyWorkerOptions,
   'config' | 'model' | 'client' | 'hookFunctions' | 'tools'
-> & { backgroundTaskQueue: string };
+> & {
+  backgroundTaskQueue: string;
+  /** The worker's data converter has an external payload store (issue 15). @default DEPUTY_PAYLOAD_STORE is set */
+  payloadStore?: boolean;
+};
 
 /** Checks the configuration against the tools and hook functions, and builds Deputy's activities. */
 export function deputyActivities(options: DeputyActivityOptions) {
@@ -191,13 +195,15 @@ export function deputyActivities(options: DeputyActivityOptions) {
     backgroundTaskQueue: options.backgroundTaskQueue,
     hookFunctions,
     client: options.client,
+    payloadStore: options.payloadStore ?? process.env.DEPUTY_PAYLOAD_STORE !== undefined,
   });
 }
 
 /** Creates the workers that run `agentRun` and its activities on the root and background task queues. */
 export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
   const backgroundTaskQueue = options.backgroundTaskQueue ?? 'deputy-background';
-  const activities = deputyActivities({ ...options, backgroundTaskQueue });
+  const payloadStore = options.workerOptions?.dataConverter?.externalStorage !== undefined;
+  const activities = deputyActivities({ ...options, backgroundTaskQueue, payloadStore });
   const tracing = 'tracing' in options ? options.tracing : deputyTracing();
   const workflowBundle = options.workflowBundle ?? (await bundleDeputyWorkflows(tracing));
   const queues =
