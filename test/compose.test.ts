@@ -37,17 +37,20 @@ describe('issue 15 docker-compose.yml', () => {
 
   it('pins every image, mounts only files that exist, and carries the operations services', () => {
     for (const [name, service] of Object.entries(services)) {
-      if (service.image) expect(service.image, name).toMatch(/:[0-9][\w.-]*$/);
+      if (service.image) expect(service.image, name).toMatch(/:(?!latest$)\w[\w.-]*$/);
       else expect(service.build, name).toBe('.');
       for (const volume of service.volumes ?? []) {
         const source = volume.split(':')[0]!;
         if (source.startsWith('./')) expect(existsSync(join(PROJECT_ROOT, source)), `${name}: ${source}`).toBe(true);
       }
     }
-    expect(Object.keys(services)).toEqual(expect.arrayContaining(['codec-server', 'otel-collector', 'jaeger']));
+    expect(Object.keys(services)).toEqual(
+      expect.arrayContaining(['codec-server', 'otel-collector', 'jaeger', 'minio', 'minio-bucket']),
+    );
     const worker = services['deputy-worker']!.environment!;
     expect(worker.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://otel-collector:4318');
     expect(worker.DEPUTY_METRICS_ADDRESS).toBe('0.0.0.0:9464');
-    expect(worker.DEPUTY_PAYLOAD_STORE).toBeDefined();
+    expect(worker.DEPUTY_PAYLOAD_STORE).toBe('s3://deputy-payloads/');
+    expect(worker.DEPUTY_PAYLOAD_STORE_S3_ENDPOINT).toBe('http://minio:9000');
   });
 });
