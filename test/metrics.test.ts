@@ -1,0 +1,91 @@
+/**
+ * Deputy's metrics (issue 15), read from the worker runtime's Prometheus endpoint (this test file's process installs
+ * the runtime with it, before any connection): refusals by reason, a synthesis ending and a limit ending, tokens and
+ * cost by model, preset and tenant. The demo's run (delegations, reservations) is checked by test/ui.test.ts.
+ */
+import { Runtime } from '@temporalio/worker';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runtimeTelemetry } from '../src/ops/metrics.js';
+import { freePort } from '../src/testing/ports.js';
+import { forTask } from '../src/testing/scripted-model.js';
+import type { Harness } from './support/harness.js';
+
+let h: Harness;
+let metricsUrl: string;
+let support: typeof import('./support/delegation.js');
+beforeAll(async () => {
+  const bindAddress = `127.0.0.1:${await freePort()}`;
+  Runtime.install({ telemetryOptions: runtimeTelemetry({ DEPUTY_METRICS_ADDRESS: bindAddress }) });
+  metricsUrl = `http://${bindAddress}/metrics`;
+  // Imported after the runtime is installed: the harness installs one of its own when none is.
+  const { createHarness } = await import('./support/harness.js');
+  support = await import('./support/delegation.js');
+  const { delegationConfig, DELEGATION_TOOLS } = support;
+  h = await createHarness();
+  await h.startWorker({ config: delegationConfig(), tools: DELEGATION_TOOLS });
+  return () => h.close();
+});
+
+/** The sum of `name`'s series that carry every one of `tags` (`key="value"`), once it is at least `atLeast`. */
+async function metric(name: string, tags: string[], atLeast = 1): Promise<number> {
+  let value = 0;
+  for (let i = 0; i < 50; i++) {
+    const text = await (await fetch(metricsUrl)).text();
+    value = text
+      .split('\n')
+      .filter((line) => line.startsWith(`${name}{`) && tags.every((tag) => line.includes(tag)))
+      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    if (value >= atLeast) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return value;
+}
+
+describe('issue 15 Deputy metrics', () => {
+  it('refusals are counted by reason; a synthesis ending and a limit ending by status, limit and synthesis', async () => {
+    const { delegateReply, PARENT_SCOPES } = support;
+    const task = 'metrics: refused delegations';
+    h.model.add(
+      { when: forTask(task, 0), reply: delegateReply({ briefs: 'not a list' }) },
+      { when: forTask(task, 1), reply: delegateReply({ briefs: [{ task_name: 'x', message: 'm', role: 'nobody' }] }) },
+      { when: forTask(task, 2), reply: { text: 'gave up delegating' } },
+    );
+    const refusing = h.id('refusing');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: refusing });
+    expect((await h.deputy.result(refusing)).status).toBe('completed');
+    expect(await metric('deputy_delegations_refused_total', ['reason="invalid_arguments"'])).toBe(1);
+    expect(await metric('deputy_delegations_refused_total', ['reason="unknown_preset"'])).toBe(1);
+    expect(await metric('deputy_delegations_started_total', [], 0)).toBe(0);
+
+    const calc = { name: 'calculate', arguments: { operation: 'add', a: 1, b: 2 } };
+    const synthesis = 'metrics: synthesis on the last turn';
+    h.model.add(
+      { when: forTask(synthesis, 0), reply: { text: 'looking', toolCalls: [calc] } },
+      { when: forTask(synthesis, 1), reply: { text: 'final: 3' } },
+    );
+    const synthesised = h.id('synthesised');
+    await h.deputy.startRun(
+      { task: synthesis, limits: { maxTurns: 2, synthesisReserve: {} } },
+      { workflowId: synthesised },
+    );
+    expect(await h.deputy.result(synthesised)).toMatchObject({ status: 'completed', limit: 'maxTurns' });
+    expect(
+      await metric('deputy_runs_ended_total', ['status="completed"', 'limit="maxTurns"', 'synthesis="true"']),
+    ).toBe(1);
+
+    const limited = 'metrics: out of tool calls';
+    h.model.add({ when: forTask(limited), times: Infinity, reply: { text: 'again', toolCalls: [calc] } });
+    const stopped = h.id('stopped');
+    await h.deputy.startRun({ task: limited, limits: { maxToolCalls: 1 } }, { workflowId: stopped });
+    expect(await h.deputy.result(stopped)).toMatchObject({ status: 'limit_reached', limit: 'maxToolCalls' });
+    expect(
+      await metric('deputy_runs_ended_total', ['status="limit_reached"', 'limit="maxToolCalls"', 'synthesis="false"']),
+    ).toBe(1);
+
+    // Tokens and cost by model, preset and tenant: 3 + 2 + 2 calls at the scripted usage.
+    const tags = ['model="test-model"', 'preset="assistant"', 'tenant="none"'];
+    expect(await metric('deputy_model_calls_total', tags, 7)).toBe(7);
+    expect(await metric('deputy_model_tokens_total', [...tags, 'direction="input"'])).toBeGreaterThan(0);
+    expect(await metric('deputy_cost_microusd_total', tags)).toBeGreaterThan(0);
+  });
+});
