@@ -9,10 +9,11 @@ import { runtimeTelemetry } from '../src/ops/metrics.js';
 import { freePort } from '../src/testing/ports.js';
 import { forTask } from '../src/testing/scripted-model.js';
 import type { Harness } from './support/harness.js';
+import type * as Delegation from './support/delegation.js';
 
 let h: Harness;
 let metricsUrl: string;
-let support: typeof import('./support/delegation.js');
+let support: typeof Delegation;
 beforeAll(async () => {
   const bindAddress = `127.0.0.1:${await freePort()}`;
   Runtime.install({ telemetryOptions: runtimeTelemetry({ DEPUTY_METRICS_ADDRESS: bindAddress }) });
