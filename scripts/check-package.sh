@@ -28,10 +28,14 @@ node consumer.mjs
 echo "check-package: (2) consumer.ts type-checks against the shipped declarations"
 "$root/node_modules/.bin/tsc" -p tsconfig.json
 
-echo "check-package: (3) importing deputy loads neither @temporalio/worker nor openai"
-mkdir -p hidden
-mv node_modules/@temporalio/worker node_modules/openai hidden/
+echo "check-package: (3) importing deputy loads neither @temporalio/worker, openai, the OpenTelemetry SDK nor the AWS SDK"
+mkdir -p hidden/otel
+mv node_modules/@temporalio/worker node_modules/openai node_modules/@aws-sdk hidden/
+mv node_modules/@opentelemetry/sdk-trace-base node_modules/@temporalio/interceptors-opentelemetry hidden/otel/
 node -e "import('deputy').then((m) => console.log('deputy loaded without them: ' + Object.keys(m).length + ' exports'))"
 mv hidden/worker node_modules/@temporalio/worker
 mv hidden/openai node_modules/openai
+mv hidden/@aws-sdk node_modules/@aws-sdk
+mv hidden/otel/sdk-trace-base node_modules/@opentelemetry/sdk-trace-base
+mv hidden/otel/interceptors-opentelemetry node_modules/@temporalio/interceptors-opentelemetry
 echo "check-package: ok"

@@ -54,8 +54,11 @@ describe('issue 15 operations, looked at', () => {
       cwd: PROJECT_ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group: a failed test kills the demo's dev server with it
     });
-    cleanups.push(() => demo.kill('SIGKILL'));
+    cleanups.push(() => {
+      if (demo.exitCode === null) process.kill(-demo.pid!, 'SIGKILL');
+    });
     let output = '';
     demo.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     demo.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

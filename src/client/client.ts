@@ -41,8 +41,9 @@ import {
 } from '../contract/messages.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from '../contract/run.js';
 import { ZERO_USAGE } from '../rules/usage.js';
-import { deputyTracing } from '../ops/tracing.js';
+import { watchTree, type WatchEvent, type WatchOptions } from './watch.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
+import { tracingWanted } from '../ops/wanted.js';
 import { describeIssues } from '../rules/zod-issues.js';
 
 /** Options of `DeputyClient`. */
@@ -126,8 +127,9 @@ export class DeputyClient {
     const namespace = options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
     // R6.3: with DEPUTY_CODEC_KEYS set, what this client writes is encrypted and what it reads decrypted.
     const dataConverter = deputyDataConverter();
-    // Issue 15: with OTEL_EXPORTER_OTLP_ENDPOINT set, a run's trace starts at this client's start call.
-    const tracing = deputyTracing();
+    // Issue 15: with OTEL_EXPORTER_OTLP_ENDPOINT set, a run's trace starts at this client's start call. The
+    // OpenTelemetry SDK is loaded only then: a service that only starts runs loads nothing heavier than the client.
+    const tracing = tracingWanted() ? (await import('../ops/tracing.js')).deputyTracing() : undefined;
     const client = new Client({
       connection,
       namespace,
@@ -202,6 +204,16 @@ export class DeputyClient {
       .executeUpdate(answerChildUpdate, { args: [payload] })
       .catch(rejected);
     return reply.questionId;
+  }
+
+  /**
+   * Issue 16: the tree under `rootId` as one stream of typed events (runs started and ended, model and tool calls,
+   * delegations, questions, answers, interjections), read from Temporal's histories with the server's long poll, so
+   * following costs the workers nothing. Resumable: `watch(rootId, { since: event.cursor })`. Ends when every run of
+   * the tree has ended; on a finished tree it replays its events.
+   */
+  watch(rootId: string, options: WatchOptions = {}): AsyncGenerator<WatchEvent> {
+    return watchTree(this.temporal, rootId, options);
   }
 
   /** The questions children of the tree `rootId` heads asked and nobody has answered yet (R3.9), oldest first. */

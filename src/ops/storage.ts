@@ -14,7 +14,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import type * as AwsS3 from '@aws-sdk/client-s3';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import {
   ExternalStorage,
   StorageDriverClaim,
@@ -115,16 +116,25 @@ export class FileStorageDriver implements StorageDriver {
   }
 }
 
-/** A storage driver over an S3-compatible bucket: one object per payload under `prefix`, named by its SHA-256. */
+/**
+ * A storage driver over an S3-compatible bucket: one object per payload under `prefix`, named by its SHA-256. The AWS
+ * SDK is loaded on first use: a process without an S3 store never loads it.
+ */
 export class S3StorageDriver implements StorageDriver {
   readonly name = 'deputy-s3';
   readonly type = 'deputy.s3driver';
+  #sdk: Promise<{ client: S3Client; sdk: typeof AwsS3 }> | undefined;
 
   constructor(
-    readonly client: S3Client,
+    readonly config: S3ClientConfig,
     readonly bucket: string,
     readonly prefix = '',
   ) {}
+
+  #s3() {
+    this.#sdk ??= import('@aws-sdk/client-s3').then((sdk) => ({ sdk, client: new sdk.S3Client(this.config) }));
+    return this.#sdk;
+  }
 
   get #where(): string {
     return `s3://${this.bucket}/${this.prefix}`;
@@ -134,11 +144,11 @@ export class S3StorageDriver implements StorageDriver {
     return Promise.all(
       payloads.map(async (payload) => {
         const { bytes, key } = serialise(payload);
+        const { client, sdk } = await this.#s3();
         // Content-addressed: putting the same payload again writes the same object.
-        await this.client.send(
-          new PutObjectCommand({ Bucket: this.bucket, Key: `${this.prefix}${key}`, Body: bytes }),
-          { abortSignal: context.abortSignal },
-        );
+        await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: `${this.prefix}${key}`, Body: bytes }), {
+          abortSignal: context.abortSignal,
+        });
         return new StorageDriverClaim({ key });
       }),
     );
@@ -148,10 +158,11 @@ export class S3StorageDriver implements StorageDriver {
     return Promise.all(
       claims.map(async (claim) => {
         const key = claimKey(claim);
+        const { client, sdk } = await this.#s3();
         let bytes: Uint8Array;
         try {
-          const object = await this.client.send(
-            new GetObjectCommand({ Bucket: this.bucket, Key: `${this.prefix}${key}` }),
+          const object = await client.send(
+            new sdk.GetObjectCommand({ Bucket: this.bucket, Key: `${this.prefix}${key}` }),
             { abortSignal: context.abortSignal },
           );
           bytes = await object.Body!.transformToByteArray();
@@ -176,13 +187,13 @@ function driverFor(spec: string, env: NodeJS.ProcessEnv): StorageDriver | string
     const prefix = rest.join('/');
     const endpoint = env.DEPUTY_PAYLOAD_STORE_S3_ENDPOINT;
     const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = env;
-    const client = new S3Client({
+    const config: S3ClientConfig = {
       region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
       ...(endpoint && { endpoint, forcePathStyle: true }),
       // Keys in `env` when given; else the SDK's own chain (its environment, profiles, instance roles).
       ...(accessKeyId && secretAccessKey && { credentials: { accessKeyId, secretAccessKey } }),
-    });
-    return new S3StorageDriver(client, bucket, prefix && !prefix.endsWith('/') ? `${prefix}/` : prefix);
+    };
+    return new S3StorageDriver(config, bucket, prefix && !prefix.endsWith('/') ? `${prefix}/` : prefix);
   }
   const directory = spec.startsWith('file://') ? fileURLToPath(spec) : spec;
   if (!isAbsolute(directory)) return `DEPUTY_PAYLOAD_STORE: "${spec}" is not an absolute path, file:// or s3:// URL`;

@@ -13,6 +13,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
+import { tracingWanted } from './wanted.js';
 
 /** Tracing set up for a process: the plugin for its client and workers, and the provider to flush at exit. */
 export interface DeputyTracing {
@@ -41,9 +42,8 @@ let installed: DeputyTracing | undefined;
 export function deputyTracing(options: DeputyTracingOptions = {}): DeputyTracing | undefined {
   if (installed) return installed;
   const env = options.env ?? process.env;
-  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
   const spanProcessor =
-    options.spanProcessor ?? (endpoint ? new BatchSpanProcessor(new OTLPTraceExporter()) : undefined);
+    options.spanProcessor ?? (tracingWanted(env) ? new BatchSpanProcessor(new OTLPTraceExporter()) : undefined);
   if (!spanProcessor) return undefined;
   const resource = new Resource({ 'service.name': options.serviceName ?? env.OTEL_SERVICE_NAME ?? 'deputy' });
   const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });

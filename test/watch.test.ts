@@ -1,0 +1,149 @@
+/**
+ * Watching a tree (issue 16): `deputy.watch(rootId)` follows a delegating run from its start; each run's events match
+ * its session (its model calls and their tool calls, its tools' results, its children), causally across runs; a
+ * watch that stops half-way resumes from the cursor without loss or duplicates; on a finished tree it replays.
+ */
+import { describe, expect, it } from 'vitest';
+import type { WatchEvent } from '../src/client/watch.js';
+import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
+import { useHarness } from './support/harness.js';
+
+const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
+const STEERING = new Set(['delegate', 'wait', 'interject', 'followup', 'ask_parent', 'answer_child', 'cancel_child']);
+
+/** A parent that delegates to `alpha` and `beta` (beta calls `calculate` first, and answers after `betaMs`). */
+function scriptTree(task: string, betaMs = 0) {
+  h.model.add(
+    {
+      when: forTask(task, 0),
+      reply: delegateReply({
+        briefs: [
+          { task_name: 'alpha', message: `alpha: ${task}` },
+          { task_name: 'beta', message: `beta: ${task}` },
+        ],
+      }),
+    },
+    { when: forTask(task, 1), reply: { text: `parent answer to ${task}` } },
+    {
+      when: userSays(`beta: ${task}`, 0),
+      reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 2, b: 3 } }] },
+    },
+    { when: userSays(`beta: ${task}`), reply: { text: 'beta found 5' }, delayMs: betaMs },
+    { when: userSays(`alpha: ${task}`), reply: { text: 'alpha done' } },
+  );
+}
+
+async function collect(iterator: AsyncGenerator<WatchEvent>, stopAfter = Infinity): Promise<WatchEvent[]> {
+  const events: WatchEvent[] = [];
+  for await (const event of iterator) {
+    events.push(event);
+    if (events.length >= stopAfter) break;
+  }
+  return events;
+}
+const key = (e: WatchEvent) => `${e.run}#${e.seq}#${e.type}`;
+
+describe('issue 16 watch a tree', () => {
+  it('follows a delegating run from its start: each run matches its session, causally ordered across runs', async () => {
+    const task = 'watch me delegate';
+    scriptTree(task);
+    const id = h.id('watched');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
+    const events = await collect(h.deputy.watch(id));
+
+    const runs = [...new Set(events.map((e) => e.run))];
+    expect(runs.sort()).toEqual([id, `${id}/alpha-1`, `${id}/beta-1`]);
+    const of = (run: string) => events.filter((e) => e.run === run);
+    const types = (run: string) => of(run).map((e) => e.type);
+
+    // Exact sequences per run.
+    expect(types(`${id}/alpha-1`)).toEqual(['run/started', 'model/started', 'model/finished', 'run/ended']);
+    expect(types(`${id}/beta-1`)).toEqual([
+      'run/started',
+      'model/started',
+      'model/finished',
+      'tool/called',
+      'tool/result',
+      'model/started',
+      'model/finished',
+      'run/ended',
+    ]);
+    expect(types(id)).toEqual([
+      'run/started',
+      'model/started',
+      'model/finished',
+      'delegation/started',
+      'delegation/started',
+      'delegation/joined',
+      'delegation/joined',
+      'model/started',
+      'model/finished',
+      'run/ended',
+    ]);
+
+    // Against each run's session: its model calls' tool calls, its tools' results, its children, its end.
+    for (const run of runs) {
+      const state = await h.deputy.getState(run);
+      const session = state.session;
+      const calls = session.filter((e) => e.type === 'message/assistant');
+      const finished = of(run).filter((e) => e.type === 'model/finished');
+      expect(finished.map((e) => e.toolCalls)).toEqual(calls.map((e) => (e.toolCalls ?? []).map((c) => c.name)));
+      const results = session.filter((e) => e.type === 'tool/result' && !STEERING.has(e.name));
+      expect(of(run).flatMap((e) => (e.type === 'tool/result' ? [[e.name, e.ok]] : []))).toEqual(
+        results.map((e) => (e.type === 'tool/result' ? [e.name, !e.isError] : [])),
+      );
+      const ended = of(run).find((e) => e.type === 'run/ended');
+      const result = await h.deputy.result(run);
+      expect(ended).toMatchObject({ status: result.status, usage: { modelCalls: result.usage.modelCalls } });
+      for (const call of finished) {
+        expect(call).toMatchObject({ model: 'test-model', inputTokens: expect.any(Number) });
+        if (call.type === 'model/finished') expect(call.costUsd).toBeGreaterThan(0);
+      }
+    }
+    const started = of(id).filter((e) => e.type === 'delegation/started');
+    expect(started.map((e) => (e.type === 'delegation/started' ? e.child : '')).sort()).toEqual(
+      (await h.deputy.getState(id)).delegations.map((d) => d.childWorkflowId).sort(),
+    );
+    expect(started[0]).toMatchObject({ taskName: 'alpha', reserved: { maxCostUsd: 0.003 } });
+
+    // Causal order: a child after its start, the join after the child's end.
+    const at = (run: string, type: string, child?: string) =>
+      events.findIndex(
+        (e) => e.run === run && e.type === type && (child === undefined || ('child' in e && e.child === child)),
+      );
+    for (const child of [`${id}/alpha-1`, `${id}/beta-1`]) {
+      expect(at(id, 'delegation/started', child)).toBeLessThan(at(child, 'run/started'));
+      expect(at(child, 'run/ended')).toBeLessThan(at(id, 'delegation/joined', child));
+    }
+    // Per run, in history order.
+    for (const run of runs) {
+      const seqs = of(run).map((e) => e.seq);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    }
+  });
+
+  it('a watch stopped half-way resumes from its cursor without loss or duplicates; a finished tree replays', async () => {
+    const task = 'watch me twice';
+    scriptTree(task, 1500);
+    const id = h.id('resumed');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
+    const first = await collect(h.deputy.watch(id), 7);
+    expect(first).toHaveLength(7);
+    // Disconnected while the tree works: beta is still thinking.
+    expect((await h.deputy.getState(`${id}/beta-1`)).status).toBe('running');
+    const rest = await collect(h.deputy.watch(id, { since: first.at(-1)!.cursor }));
+    const replayed = await collect(h.deputy.watch(id));
+
+    const resumed = [...first, ...rest];
+    expect(new Set(resumed.map(key)).size).toBe(resumed.length);
+    expect(resumed.map(key).sort()).toEqual(replayed.map(key).sort());
+    expect(replayed).toHaveLength(22);
+    // Resuming from any event's cursor yields exactly what followed it.
+    const middle = replayed[12]!;
+    const after = await collect(h.deputy.watch(id, { since: middle.cursor }));
+    expect(after.map(key).sort()).toEqual(replayed.slice(13).map(key).sort());
+
+    await expect(collect(h.deputy.watch(id, { since: 'not-a-cursor' }))).rejects.toThrow(/not a watch cursor/);
+  });
+});
