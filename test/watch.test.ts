@@ -97,8 +97,10 @@ describe('issue 16 watch a tree', () => {
       const result = await h.deputy.result(run);
       expect(ended).toMatchObject({ status: result.status, usage: { modelCalls: result.usage.modelCalls } });
       for (const call of finished) {
-        expect(call).toMatchObject({ model: 'test-model', inputTokens: expect.any(Number) });
-        if (call.type === 'model/finished') expect(call.costUsd).toBeGreaterThan(0);
+        if (call.type !== 'model/finished') continue;
+        expect(call.model).toBe('test-model');
+        expect(call.inputTokens).toBeGreaterThan(0);
+        expect(call.costUsd).toBeGreaterThan(0);
       }
     }
     const started = of(id).filter((e) => e.type === 'delegation/started');
