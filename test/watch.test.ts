@@ -3,7 +3,9 @@
  * its session (its model calls and their tool calls, its tools' results, its children), causally across runs; a
  * watch that stops half-way resumes from the cursor without loss or duplicates; on a finished tree it replays.
  */
-import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { describe, expect, inject, it } from 'vitest';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import type { WatchEvent } from '../src/client/watch.js';
 import { forTask, userSays } from '../src/testing/scripted-model.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
@@ -147,5 +149,43 @@ describe('issue 16 watch a tree', () => {
     expect(after.map(key).sort()).toEqual(replayed.slice(13).map(key).sort());
 
     await expect(collect(h.deputy.watch(id, { since: 'not-a-cursor' }))).rejects.toThrow(/not a watch cursor/);
+  });
+
+  it('deputy watch <id> prints each event as it happens, then the tree and a summary; it follows a live tree to its end', async () => {
+    const task = 'watch me from the terminal';
+    scriptTree(task, 1000);
+    const id = h.id('terminal');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
+    const cli = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'watch', id], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') },
+    });
+    let output = '';
+    let firstLineAt = 0;
+    const endedAt = h.deputy.result(id).then(() => Date.now());
+    cli.stdout.on('data', (chunk: Buffer) => {
+      firstLineAt ||= Date.now();
+      output += chunk.toString();
+    });
+    cli.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => cli.once('exit', resolve));
+    expect(code, output).toBe(0);
+    expect(firstLineAt).toBeLessThan(await endedAt); // it followed the tree live, not after the fact
+    const lines = output.split('\n');
+    expect(lines.some((l) => l.endsWith(`${id}: started: ${task}`))).toBe(true);
+    expect(lines.some((l) => / {2}beta: calculate ok \(\d+ B\)$/.test(l))).toBe(true);
+    expect(lines.some((l) => /: delegated alpha \(reserved 2000 tokens, \$0\.003000\)$/.test(l))).toBe(true);
+    expect(lines.some((l) => l.endsWith(`${id}: completed`))).toBe(true);
+    // The tree: the root, then its children indented, each with status, tokens, cost and latest event.
+    const tree = lines.filter((l) => /^(\S| {2}└ )/.test(l) && / tok \$/.test(l));
+    expect(tree[0]).toMatch(new RegExp(`^${id} +completed +\\d+ tok \\$0\\.\\d{6}  completed$`));
+    expect(tree.slice(1).map((l) => l.trim().split(/ +/).slice(0, 3))).toEqual(
+      expect.arrayContaining([
+        ['└', 'alpha', 'completed'],
+        ['└', 'beta', 'completed'],
+      ]),
+    );
+    expect(output).toMatch(/^completed: 3 runs, 5 model calls, 1 tool calls, \d+ tokens, \$0\.\d{6}$/m);
+    expect(output).toMatch(new RegExp(`resume after the last event: deputy watch ${id} \\S+`));
   });
 });

@@ -3,6 +3,7 @@
  * `npm run deputy -- <command>`: look at runs and move sessions from the command line.
  *
  *   tree <workflowId>              the run's delegation tree: status, tokens, cost and calls per run
+ *   watch <workflowId> [cursor]    the tree live: each run's status, tokens, cost and latest event, then a summary
  *   state <workflowId>             the run's `state` query as JSON
  *   sessions [query]               sessions from visibility (roots and children), e.g. "DeputyRootId = 'run-1'"
  *   export <workflowId>            the run's session as versioned JSON on stdout
@@ -21,13 +22,17 @@ import { describeActivations, tenantActivations } from '../eval/activation.js';
 import { admitSession } from '../eval/admit.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
+import { describeWatchEvent, TreeView } from '../client/watch-view.js';
+import { deputyDataConverter } from '../codec/aes-gcm.js';
 
-const USAGE = `usage: deputy tree <workflowId> | state <workflowId> | sessions [query] | export <workflowId>
+const USAGE = `usage: deputy tree <workflowId> | watch <workflowId> [cursor] | state <workflowId> | sessions [query]
+             | export <workflowId>
              | import <file> <task> | fork <workflowId> <task> | followup <workflowId> <task>
              | tenants | eval admit <exported-session.json>`;
 
 const ARITY: Record<string, [min: number, max: number]> = {
   tree: [1, 1],
+  watch: [1, 2],
   state: [1, 1],
   sessions: [0, 1],
   export: [1, 1],
@@ -69,7 +74,13 @@ async function main(argv: string[]): Promise<number> {
   }
   const connection = await Connection.connect({ address: env.temporalAddress });
   try {
-    const client = new Client({ connection, namespace: env.temporalNamespace });
+    // With DEPUTY_CODEC_KEYS set, encrypted runs read decoded (R6.3).
+    const dataConverter = deputyDataConverter();
+    const client = new Client({
+      connection,
+      namespace: env.temporalNamespace,
+      ...(dataConverter && { dataConverter }),
+    });
     const deputy = new DeputyClient(client, { taskQueue: env.taskQueue });
     const [first, second] = args as [string, string];
     const started = (handle: { workflowId: string }) => console.log(`started ${handle.workflowId}`);
@@ -77,6 +88,8 @@ async function main(argv: string[]): Promise<number> {
       case 'tree':
         console.log(renderTree(await loadTree(client, first)));
         break;
+      case 'watch':
+        return await watch(deputy, first, second);
       case 'state':
         console.log(JSON.stringify(await deputy.getState(first), null, 2));
         break;
@@ -104,6 +117,37 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     await connection.close();
   }
+}
+
+/**
+ * `deputy watch`: on a terminal the tree is redrawn in place as events arrive; otherwise (a pipe, a log) each event
+ * is a line. Then the tree and a summary; the exit code says whether the root completed.
+ */
+async function watch(deputy: DeputyClient, rootId: string, since: string | undefined): Promise<number> {
+  const view = new TreeView();
+  const live = process.stdout.isTTY;
+  let drawn = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const redraw = () => {
+    timer = undefined;
+    const lines = view.lines();
+    process.stdout.write(`${drawn > 0 ? `\x1b[${drawn}F\x1b[J` : ''}${lines.join('\n')}\n`);
+    drawn = lines.length;
+  };
+  let last = '';
+  for await (const event of deputy.watch(rootId, { ...(since && { since }) })) {
+    view.apply(event);
+    last = event.cursor;
+    if (live) timer ??= setTimeout(redraw, 100);
+    else console.log(`${event.at}  ${view.runs.get(event.run)!.name}: ${describeWatchEvent(event)}`);
+  }
+  clearTimeout(timer);
+  if (live) redraw();
+  else console.log(`\n${view.lines().join('\n')}`);
+  console.log(`\n${view.summary()}`);
+  if (last) console.log(`resume after the last event: deputy watch ${rootId} ${last}`);
+  const root = view.root ? view.runs.get(view.root) : undefined;
+  return root?.status === 'completed' ? 0 : 1;
 }
 
 main(process.argv.slice(2)).then(

@@ -204,14 +204,16 @@ export async function* watchTree(
     let token: Uint8Array | undefined;
     for (;;) {
       // The server's long poll: it answers when the run has new events (or after its poll interval, with none).
-      const response = await client.connection.withAbortSignal(stop.signal, () =>
-        client.workflowService.getWorkflowExecutionHistory({
-          namespace,
-          execution: { workflowId, runId },
-          nextPageToken: token,
-          waitNewEvent: true,
-          maximumPageSize: 500,
-        }),
+      const response = await abortable(stop.signal, (signal) =>
+        client.connection.withAbortSignal(signal, () =>
+          client.workflowService.getWorkflowExecutionHistory({
+            namespace,
+            execution: { workflowId, runId },
+            nextPageToken: token,
+            waitNewEvent: true,
+            maximumPageSize: 100,
+          }),
+        ),
       );
       let continued = false;
       for (const event of response.history?.events ?? []) {
@@ -472,6 +474,21 @@ export async function* watchTree(
     }
   } finally {
     stop.abort();
+  }
+}
+
+/**
+ * Runs `call` with a signal of its own that `stop` aborts: the SDK adds an abort listener per call and never removes
+ * it, so one long-lived signal shared by every poll of a long watch would collect them.
+ */
+async function abortable<T>(stop: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const own = new AbortController();
+  const abort = () => own.abort();
+  stop.addEventListener('abort', abort, { once: true });
+  try {
+    return await call(own.signal);
+  } finally {
+    stop.removeEventListener('abort', abort);
   }
 }
 

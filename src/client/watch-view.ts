@@ -1,0 +1,162 @@
+/**
+ * A watched tree as a person reads it (issue 16): per run its status, tokens, cost and latest event, folded from
+ * `DeputyClient.watch` events. `deputy watch` prints it; the web view receives the same events and folds them alike.
+ */
+import type { WatchEvent } from './watch.js';
+
+/** One run of the tree as the events so far describe it. */
+export interface RunView {
+  id: string;
+  parent: string | null;
+  name: string;
+  status: string;
+  tokens: number;
+  costUsd: number;
+  modelCalls: number;
+  toolCalls: number;
+  latest: string;
+  children: string[];
+}
+
+const clip = (text: string, max = 60) => {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+};
+const usd = (value: number) => `$${value.toFixed(6)}`;
+
+/** One line saying what an event was. */
+export function describeWatchEvent(event: WatchEvent): string {
+  switch (event.type) {
+    case 'run/started':
+      return `started: ${clip(event.task)}`;
+    case 'run/ended':
+      return `${event.status}${event.limit ? ` (${event.limit})` : ''}`;
+    case 'model/started':
+      return `${event.activity === 'callModel' ? 'calling' : event.activity} ${event.model}`;
+    case 'model/finished': {
+      const cost = event.costUsd === null ? '' : `, ${usd(event.costUsd)}`;
+      const calls = event.toolCalls.length > 0 ? ` → ${event.toolCalls.join(', ')}` : '';
+      return `${event.model} answered (${event.inputTokens + event.outputTokens} tokens${cost})${calls}`;
+    }
+    case 'model/failed':
+      return `${event.model} failed: ${clip(event.error)}`;
+    case 'tool/called':
+      return `running ${event.name}`;
+    case 'tool/result':
+      return `${event.name} ${event.ok ? 'ok' : 'failed'} (${event.bytes} B)`;
+    case 'delegation/started': {
+      const { maxTokens, maxCostUsd } = event.reserved;
+      const reserved = [maxTokens !== null && `${maxTokens} tokens`, maxCostUsd !== null && usd(maxCostUsd)]
+        .filter(Boolean)
+        .join(', ');
+      return `delegated ${event.taskName}${reserved ? ` (reserved ${reserved})` : ''}`;
+    }
+    case 'delegation/refused':
+      return `delegation refused: ${clip(event.reason)}`;
+    case 'delegation/joined':
+      return `${event.child.slice(event.child.lastIndexOf('/') + 1)} joined: ${event.status}`;
+    case 'question/asked':
+      return `question ${event.questionId}: ${clip(event.question)}`;
+    case 'question/answered':
+      return `answer to ${event.questionId} (from ${event.from})`;
+    case 'interjection':
+      return `interjection from ${event.from}`;
+    case 'message/received':
+      return 'message received';
+  }
+}
+
+/** The tree so far. */
+export class TreeView {
+  readonly runs = new Map<string, RunView>();
+  root: string | undefined;
+
+  apply(event: WatchEvent): void {
+    const run = this.#run(event.run, event.parent);
+    run.latest = describeWatchEvent(event);
+    switch (event.type) {
+      case 'run/started':
+        if (event.taskName) run.name = event.taskName;
+        run.status = 'running';
+        break;
+      case 'model/finished':
+        run.tokens += event.inputTokens + event.outputTokens;
+        run.costUsd += event.costUsd ?? 0;
+        run.modelCalls += 1;
+        break;
+      case 'tool/result':
+        run.toolCalls += 1;
+        break;
+      case 'delegation/started':
+        this.#run(event.child, event.run).name = event.taskName;
+        break;
+      case 'question/asked':
+        run.status = run.status === 'running' ? 'waiting_for_answer' : run.status;
+        break;
+      case 'run/ended':
+        run.status = event.status;
+        break;
+      default:
+        break;
+    }
+  }
+
+  #run(id: string, parent: string | null): RunView {
+    let run = this.runs.get(id);
+    if (!run) {
+      const name = parent ? id.slice(id.lastIndexOf('/') + 1) : id;
+      run = {
+        id,
+        parent,
+        name,
+        status: 'starting',
+        tokens: 0,
+        costUsd: 0,
+        modelCalls: 0,
+        toolCalls: 0,
+        latest: '',
+        children: [],
+      };
+      this.runs.set(id, run);
+      if (parent) this.runs.get(parent)?.children.push(id);
+      else this.root ??= id;
+    }
+    return run;
+  }
+
+  /** The whole tree's own spend: every run's model calls (a parent's usage already includes its children's). */
+  totals(): { runs: number; tokens: number; costUsd: number; modelCalls: number; toolCalls: number } {
+    const runs = [...this.runs.values()];
+    const sum = (pick: (run: RunView) => number) => runs.reduce((total, run) => total + pick(run), 0);
+    return {
+      runs: runs.length,
+      tokens: sum((r) => r.tokens),
+      costUsd: sum((r) => r.costUsd),
+      modelCalls: sum((r) => r.modelCalls),
+      toolCalls: sum((r) => r.toolCalls),
+    };
+  }
+
+  /** The tree, one line per run, children indented under their parent. */
+  lines(): string[] {
+    const out: string[] = [];
+    const walk = (id: string, depth: number) => {
+      const run = this.runs.get(id);
+      if (!run) return;
+      const head = `${'  '.repeat(depth)}${depth > 0 ? '└ ' : ''}${run.name}`;
+      out.push(
+        `${head.padEnd(28)} ${run.status.padEnd(18)} ${String(run.tokens).padStart(7)} tok ${usd(run.costUsd)}  ${run.latest}`,
+      );
+      for (const child of run.children) walk(child, depth + 1);
+    };
+    if (this.root) walk(this.root, 0);
+    return out;
+  }
+
+  /** The final summary line. */
+  summary(): string {
+    const t = this.totals();
+    const root = this.root ? this.runs.get(this.root) : undefined;
+    return `${root?.status ?? 'unknown'}: ${t.runs} runs, ${t.modelCalls} model calls, ${t.toolCalls} tool calls, ${t.tokens} tokens, ${usd(t.costUsd)}`;
+  }
+}
