@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import type { WatchEvent } from '../src/client/watch.js';
-import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { forTask, toolMessages, userSays } from '../src/testing/scripted-model.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
@@ -36,11 +36,14 @@ function scriptTree(task: string, betaMs = 0) {
   );
 }
 
-async function collect(iterator: AsyncGenerator<WatchEvent>, stopAfter = Infinity): Promise<WatchEvent[]> {
+async function collect(
+  iterator: AsyncGenerator<WatchEvent>,
+  stop: (event: WatchEvent) => boolean = () => false,
+): Promise<WatchEvent[]> {
   const events: WatchEvent[] = [];
   for await (const event of iterator) {
     events.push(event);
-    if (events.length >= stopAfter) break;
+    if (stop(event)) break;
   }
   return events;
 }
@@ -111,6 +114,21 @@ describe('issue 16 watch a tree', () => {
     );
     expect(started[0]).toMatchObject({ taskName: 'alpha', reserved: { maxCostUsd: 0.003 } });
 
+    // The fabrication signal: each child's result in the parent's untrusted envelope carries its call counts; alpha,
+    // which answered without a tool, is marked.
+    const [envelope] = toolMessages(h.model.requests.filter(forTask(task))[1]!);
+    const results = JSON.parse(envelope!.split('<EXTERNAL_UNTRUSTED>\n')[1]!.split('\n</EXTERNAL_UNTRUSTED>')[0]!) as {
+      task_name: string;
+      calls: unknown;
+      evidence?: string;
+    }[];
+    const alpha = results.find((r) => r.task_name === 'alpha')!;
+    const beta = results.find((r) => r.task_name === 'beta')!;
+    expect(alpha.calls).toEqual({ model_calls: 1, tool_calls: 0 });
+    expect(alpha.evidence).toMatch(/^none: this child called no tool; anything its answer states as fact/);
+    expect(beta.calls).toEqual({ model_calls: 2, tool_calls: 1 });
+    expect(beta).not.toHaveProperty('evidence');
+
     // Causal order: a child after its start, the join after the child's end.
     const at = (run: string, type: string, child?: string) =>
       events.findIndex(
@@ -132,9 +150,8 @@ describe('issue 16 watch a tree', () => {
     scriptTree(task, 1500);
     const id = h.id('resumed');
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
-    const first = await collect(h.deputy.watch(id), 7);
-    expect(first).toHaveLength(7);
-    // Disconnected while the tree works: beta is still thinking.
+    // Disconnected while the tree works: after beta's tool result, while beta's model is still thinking.
+    const first = await collect(h.deputy.watch(id), (e) => e.type === 'tool/result');
     expect((await h.deputy.getState(`${id}/beta-1`)).status).toBe('running');
     const rest = await collect(h.deputy.watch(id, { since: first.at(-1)!.cursor }));
     const replayed = await collect(h.deputy.watch(id));
@@ -176,6 +193,8 @@ describe('issue 16 watch a tree', () => {
     expect(lines.some((l) => / {2}beta: calculate ok \(\d+ B\)$/.test(l))).toBe(true);
     expect(lines.some((l) => /: delegated alpha \(reserved 2000 tokens, \$0\.003000\)$/.test(l))).toBe(true);
     expect(lines.some((l) => l.endsWith(`${id}: completed`))).toBe(true);
+    expect(lines.some((l) => l.endsWith(': alpha-1 joined: completed (no tool calls)'))).toBe(true);
+    expect(lines.some((l) => l.endsWith(': beta-1 joined: completed'))).toBe(true);
     // The tree: the root, then its children indented, each with status, tokens, cost and latest event.
     const tree = lines.filter((l) => /^(\S| {2}└ )/.test(l) && / tok \$/.test(l));
     expect(tree[0]).toMatch(new RegExp(`^${id} +completed +\\d+ tok \\$0\\.\\d{6}  completed$`));

@@ -53,8 +53,11 @@ export function describeWatchEvent(event: WatchEvent): string {
     }
     case 'delegation/refused':
       return `delegation refused: ${clip(event.reason)}`;
-    case 'delegation/joined':
-      return `${event.child.slice(event.child.lastIndexOf('/') + 1)} joined: ${event.status}`;
+    case 'delegation/joined': {
+      // Issue 16: a child that answered without calling a tool looked nothing up.
+      const unverified = event.status === 'completed' && event.usage?.toolCalls === 0 ? ' (no tool calls)' : '';
+      return `${event.child.slice(event.child.lastIndexOf('/') + 1)} joined: ${event.status}${unverified}`;
+    }
     case 'question/asked':
       return `question ${event.questionId}: ${clip(event.question)}`;
     case 'question/answered':

@@ -145,6 +145,25 @@ export interface ChildOutcome {
   error?: string;
   usage: { tokens: number; cost_usd: number } | null;
   artifacts: string[];
+  /** Issue 16: the child's own model and tool calls, as it reported them (absent in runs recorded before). */
+  calls?: { model_calls: number; tool_calls: number };
+  /** Issue 16: set when a completed child called no tool: nothing in its answer was looked up. */
+  evidence?: string;
+}
+
+/** What a completed child that called no tool is marked with (issue 16: fabrication signal). */
+export const NO_TOOL_EVIDENCE =
+  'none: this child called no tool; anything its answer states as fact comes from its model alone and was not looked up';
+
+/** The call counts and evidence note of a child that reported its usage (issue 16). */
+export function callEvidence(
+  status: ChildOutcome['status'],
+  spent: { modelCalls: number; toolCalls: number },
+): Pick<ChildOutcome, 'calls' | 'evidence'> {
+  return {
+    calls: { model_calls: spent.modelCalls, tool_calls: spent.toolCalls },
+    ...(status === 'completed' && spent.toolCalls === 0 && { evidence: NO_TOOL_EVIDENCE }),
+  };
 }
 
 /** Longest output and summary the parent's model is shown per child. */

@@ -3,10 +3,13 @@
  * settlement of its reservation. Deterministic code only.
  */
 import type { ContextRendering } from '../../src/contract/preset.js';
-import { ChildWorkflowCancellationType, isCancellation, ParentClosePolicy } from '@temporalio/workflow';
+import { ChildWorkflowCancellationType, isCancellation, ParentClosePolicy, patched } from '@temporalio/workflow';
 import { budgetOf } from '../../src/rules/budget.js';
 import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
-import { bounded, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
+import { bounded, callEvidence, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
+
+/** Issue 16: children's results carry their call counts and an evidence note. */
+const CALL_EVIDENCE_PATCH = 'deputy-child-call-evidence';
 import type { ContextMode } from '../../src/rules/delegation.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import {
@@ -95,7 +98,13 @@ export async function runChild(
     entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
     closeQuestions(entry);
   };
-  const outcome = (status: ChildOutcome['status'], output: unknown, summary: string, error?: string): ChildOutcome => {
+  const outcome = (
+    status: ChildOutcome['status'],
+    output: unknown,
+    summary: string,
+    error?: string,
+    evidence?: Pick<ChildOutcome, 'calls' | 'evidence'>,
+  ): ChildOutcome => {
     settle(status, summary);
     return {
       task_name: brief.task_name,
@@ -106,6 +115,7 @@ export async function runChild(
       ...(error !== undefined && { error }),
       usage: entry.actual && { tokens: entry.actual.tokens, cost_usd: microToUsd(entry.actual.costMicroUsd) },
       artifacts: entry.artifacts,
+      ...evidence,
     };
   };
 
@@ -209,7 +219,10 @@ export async function runChild(
         ? await joinChild(started.handle.result(), returnShape)
         : await joinAttached(entry.childWorkflowId, returnShape);
     spent = ended.spent;
-    const result = outcome(ended.status, ended.output, ended.summary, ended.error);
+    // Issue 16: the child's call counts, and a mark when it answered without a tool (runs recorded before show
+    // their models what they were shown then: patched).
+    const evidence = ended.spent && patched(CALL_EVIDENCE_PATCH) ? callEvidence(ended.status, ended.spent) : undefined;
+    const result = outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
     if (!hasHooks('subagent.end', hooks)) return result;
     await runHooks(
       'subagent.end',
