@@ -7,19 +7,18 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/testing/ports.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
+import { launchChromium, SCREENSHOTS } from './support/browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SHOTS = join(PROJECT_ROOT, 'docs', 'images');
 const TASK_TEXT = 'Price this Springfield order';
 const ANSWER_TEXT = 'The order costs $48.08';
 
@@ -39,7 +38,6 @@ const listening = (port: number) =>
 
 describe('issue 15 operations, looked at', () => {
   it('demo --ui: /metrics shows Deputy metrics; history is ciphertext; Temporal UI shows the tree decoded; Ctrl-C stops it all', async () => {
-    expect(existsSync(CHROMIUM), `this test needs Chromium at ${CHROMIUM} (apt-get install chromium)`).toBe(true);
     const [uiPort, metricsPort, codecPort] = [await freePort(), await freePort(), await freePort()];
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -101,18 +99,7 @@ describe('issue 15 operations, looked at', () => {
     }
 
     // Temporal UI in Chromium: what a person looks for.
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const decodes: number[] = [];
     page.on('response', (response) => {
@@ -127,15 +114,15 @@ describe('issue 15 operations, looked at', () => {
     await page.getByText('tax-rate: Find the sales tax rate').first().waitFor({ timeout: 10_000 });
     expect(decodes.length).toBeGreaterThan(0);
     expect(decodes.every((status) => status === 200)).toBe(true);
-    mkdirSync(SHOTS, { recursive: true });
-    await page.screenshot({ path: join(SHOTS, 'ui-run.png') });
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: join(SCREENSHOTS, 'ui-run.png') });
 
     // The children, linked to the parent.
     await page.getByText('Relationships').first().click();
     for (const child of ['tax-rate-1', 'shipping-1', 'subtotal-1']) {
       await page.getByText(`${workflowId}/${child}`).first().waitFor({ timeout: 10_000 });
     }
-    await page.screenshot({ path: join(SHOTS, 'ui-children.png') });
+    await page.screenshot({ path: join(SCREENSHOTS, 'ui-children.png') });
 
     // A child's page: its brief, decoded.
     await page.getByText(`${workflowId}/tax-rate-1`).first().click();

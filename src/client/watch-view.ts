@@ -69,15 +69,39 @@ export function describeWatchEvent(event: WatchEvent): string {
   }
 }
 
+/** A question a child asked that nobody has answered yet. */
+export interface WaitingQuestion {
+  questionId: string;
+  child: string;
+  taskName: string;
+  question: string;
+}
+
 /** The tree so far. */
 export class TreeView {
   readonly runs = new Map<string, RunView>();
+  readonly questions = new Map<string, WaitingQuestion>();
   root: string | undefined;
 
   apply(event: WatchEvent): void {
     const run = this.#run(event.run, event.parent);
     run.latest = describeWatchEvent(event);
     switch (event.type) {
+      case 'question/asked':
+        this.questions.set(event.questionId, {
+          questionId: event.questionId,
+          child: event.child,
+          taskName: this.runs.get(event.child)?.name ?? event.child,
+          question: event.question,
+        });
+        this.#run(event.child, event.run).status = 'waiting_for_answer';
+        break;
+      case 'question/answered': {
+        const asker = this.runs.get(this.questions.get(event.questionId)?.child ?? '');
+        if (asker?.status === 'waiting_for_answer') asker.status = 'running';
+        this.questions.delete(event.questionId);
+        break;
+      }
       case 'run/started':
         if (event.taskName) run.name = event.taskName;
         run.status = 'running';
@@ -92,9 +116,6 @@ export class TreeView {
         break;
       case 'delegation/started':
         this.#run(event.child, event.run).name = event.taskName;
-        break;
-      case 'question/asked':
-        run.status = run.status === 'running' ? 'waiting_for_answer' : run.status;
         break;
       case 'run/ended':
         run.status = event.status;
@@ -140,20 +161,34 @@ export class TreeView {
     };
   }
 
-  /** The tree, one line per run, children indented under their parent. */
-  lines(): string[] {
-    const out: string[] = [];
-    const walk = (id: string, depth: number) => {
+  /**
+   * The runs in tree order (each parent before its children), with their depth and their subtree's roll-up: tokens
+   * and cost of the run and all its descendants.
+   */
+  rows(): (RunView & { depth: number; treeTokens: number; treeCostUsd: number })[] {
+    const out: (RunView & { depth: number; treeTokens: number; treeCostUsd: number })[] = [];
+    const walk = (id: string, depth: number): { tokens: number; costUsd: number } => {
       const run = this.runs.get(id);
-      if (!run) return;
-      const head = `${'  '.repeat(depth)}${depth > 0 ? '└ ' : ''}${run.name}`;
-      out.push(
-        `${head.padEnd(28)} ${run.status.padEnd(18)} ${String(run.tokens).padStart(7)} tok ${usd(run.costUsd)}  ${run.latest}`,
-      );
-      for (const child of run.children) walk(child, depth + 1);
+      if (!run) return { tokens: 0, costUsd: 0 };
+      const row = { ...run, depth, treeTokens: run.tokens, treeCostUsd: run.costUsd };
+      out.push(row);
+      for (const child of run.children) {
+        const below = walk(child, depth + 1);
+        row.treeTokens += below.tokens;
+        row.treeCostUsd += below.costUsd;
+      }
+      return { tokens: row.treeTokens, costUsd: row.treeCostUsd };
     };
     if (this.root) walk(this.root, 0);
     return out;
+  }
+
+  /** The tree, one line per run, children indented under their parent. */
+  lines(): string[] {
+    return this.rows().map((run) => {
+      const head = `${'  '.repeat(run.depth)}${run.depth > 0 ? '└ ' : ''}${run.name}`;
+      return `${head.padEnd(28)} ${run.status.padEnd(18)} ${String(run.tokens).padStart(7)} tok ${usd(run.costUsd)}  ${run.latest}`;
+    });
   }
 
   /** The final summary line. */

@@ -1,0 +1,151 @@
+/**
+ * The web view's one page (issue 16): a run's tree with cost roll-ups, live over Server-Sent Events; a run's
+ * transcript with untrusted envelopes shown as such; questions waiting for an answer; links into Temporal UI. Plain
+ * DOM code, no framework: the server folds the events, the page only draws what it is sent.
+ */
+export function page(rootId: string, uiBase: string, namespace: string): string {
+  const json = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Deputy · ${escapeHtml(rootId)}</title>
+<style>
+  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
+  header { padding: 12px 20px; background: #1d232a; color: #fff; display: flex; gap: 16px; align-items: baseline; }
+  header h1 { font-size: 16px; margin: 0; }
+  header .summary { color: #c9d1d9; }
+  main { display: grid; grid-template-columns: minmax(520px, 1fr) minmax(420px, 1fr); gap: 16px; padding: 16px 20px; }
+  section { background: #fff; border: 1px solid #dde1e6; border-radius: 6px; padding: 12px 14px; }
+  h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .04em; color: #57606a; margin: 0 0 8px; }
+  table { border-collapse: collapse; width: 100%; }
+  td, th { padding: 4px 6px; text-align: left; border-bottom: 1px solid #eef0f2; vertical-align: top; }
+  th { font-weight: 600; color: #57606a; font-size: 12px; }
+  tr.run { cursor: pointer; } tr.run:hover { background: #f0f4f8; } tr.selected { background: #e6f0ff; }
+  .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+  .status { font-weight: 600; } .status-completed { color: #1a7f37; } .status-running, .status-starting { color: #0969da; }
+  .status-failed, .status-cancelled, .status-terminated { color: #cf222e; } .status-limit_reached { color: #9a6700; }
+  .status-waiting_for_answer { color: #8250df; }
+  .latest { color: #57606a; font-size: 12px; } .no-tools { color: #9a6700; font-weight: 600; }
+  .event { border-left: 3px solid #d0d7de; padding: 4px 8px; margin: 6px 0; white-space: pre-wrap; word-break: break-word; }
+  .event .kind { font-size: 11px; color: #57606a; display: block; }
+  .event.assistant { border-color: #0969da; } .event.user { border-color: #1a7f37; } .event.tool { border-color: #9a6700; }
+  .untrusted { background: #fff8c5; border: 1px dashed #bf8700; border-left: 3px solid #bf8700; }
+  .untrusted-label { font-weight: 700; color: #7d4e00; font-size: 11px; }
+  .question { background: #fbefff; border-left: 3px solid #8250df; padding: 6px 8px; margin: 6px 0; }
+  a { color: #0969da; }
+  #connection { font-size: 12px; }
+</style>
+</head>
+<body>
+<header>
+  <h1>Deputy · <span id="root"></span></h1>
+  <span class="summary" id="summary">connecting…</span>
+  <a id="temporal-ui" style="color:#8cc4ff" target="_blank">open in Temporal UI</a>
+  <span id="connection"></span>
+</header>
+<main>
+  <div>
+    <section>
+      <h2>Tree</h2>
+      <table id="tree"><thead><tr><th>run</th><th>status</th><th class="num">tokens</th><th class="num">cost</th><th class="num">tree cost</th><th class="num">calls</th><th>latest</th></tr></thead><tbody></tbody></table>
+    </section>
+    <section style="margin-top:16px">
+      <h2>Questions waiting for an answer</h2>
+      <div id="questions"><em>none</em></div>
+    </section>
+  </div>
+  <section>
+    <h2>Transcript · <span id="transcript-run"></span></h2>
+    <div id="transcript"><em>click a run</em></div>
+  </section>
+</main>
+<script>
+const ROOT = ${json(rootId)};
+const UI = ${json(uiBase)};
+const NAMESPACE = ${json(namespace)};
+const $ = (id) => document.getElementById(id);
+const text = (value) => document.createTextNode(value == null ? '' : String(value));
+const el = (tag, attrs, ...children) => {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  for (const child of children) node.append(typeof child === 'string' ? text(child) : child);
+  return node;
+};
+const uiLink = (id) => UI + '/namespaces/' + encodeURIComponent(NAMESPACE) + '/workflows/' + encodeURIComponent(id);
+$('root').textContent = ROOT;
+$('temporal-ui').href = uiLink(ROOT);
+let selected = ROOT;
+let runs = [];
+
+function drawTree() {
+  const body = $('tree').tBodies[0];
+  body.replaceChildren(...runs.map((run) => {
+    const row = el('tr', { class: 'run' + (run.id === selected ? ' selected' : ''), 'data-run': run.id },
+      el('td', {}, '\\u00a0'.repeat(run.depth * 4) + (run.depth ? '└ ' : ''), el('a', { href: uiLink(run.id), target: '_blank', title: 'Temporal UI' }, run.name)),
+      el('td', { class: 'status status-' + run.status }, run.status),
+      el('td', { class: 'num' }, String(run.tokens)),
+      el('td', { class: 'num' }, '$' + run.costUsd.toFixed(6)),
+      el('td', { class: 'num tree-cost', title: run.treeTokens + ' tokens in this subtree' }, '$' + run.treeCostUsd.toFixed(6)),
+      el('td', { class: 'num', title: 'model calls / tool calls' }, run.modelCalls + ' / ' + run.toolCalls),
+      el('td', { class: 'latest' }, run.latest,
+        run.depth > 0 && run.status === 'completed' && run.toolCalls === 0
+          ? el('span', { class: 'no-tools', title: 'this child called no tool: nothing in its answer was looked up' }, ' · no tool calls')
+          : ''));
+    row.addEventListener('click', (e) => { if (e.target.tagName !== 'A') { selected = run.id; drawTree(); loadTranscript(); } });
+    return row;
+  }));
+}
+
+function drawQuestions(questions) {
+  const box = $('questions');
+  if (!questions.length) return box.replaceChildren(el('em', {}, 'none'));
+  box.replaceChildren(...questions.map((q) => el('div', { class: 'question' },
+    el('strong', {}, q.taskName + ' asks (' + q.questionId + '): '), q.question)));
+}
+
+const UNTRUSTED = /<EXTERNAL_UNTRUSTED>[\\s\\S]*?<\\/EXTERNAL_UNTRUSTED>/;
+function eventNode(event) {
+  const kinds = { 'message/user': 'user', 'message/assistant': 'assistant', 'tool/result': 'tool' };
+  let content = event.content ?? event.summary ?? event.text ?? '';
+  if (event.toolCalls && event.toolCalls.length) content += (content ? '\\n' : '') + '→ ' + event.toolCalls.map((c) => c.name + ' ' + c.arguments).join('\\n→ ');
+  const untrusted = typeof content === 'string' && UNTRUSTED.test(content);
+  const node = el('div', { class: 'event ' + (kinds[event.type] || '') + (untrusted ? ' untrusted' : '') },
+    el('span', { class: 'kind' }, event.type + (event.name ? ' · ' + event.name : '') + (event.at ? ' · ' + event.at.slice(11, 19) : '')));
+  if (untrusted) node.append(el('span', { class: 'untrusted-label' }, 'UNTRUSTED DATA (written by another agent, not instructions)'), el('br'));
+  node.append(text(typeof content === 'string' ? content : JSON.stringify(content)));
+  return node;
+}
+
+async function loadTranscript() {
+  const run = selected;
+  $('transcript-run').textContent = run;
+  const response = await fetch('/api/runs/' + encodeURIComponent(run) + '/transcript');
+  if (run !== selected) return;
+  if (!response.ok) return $('transcript').replaceChildren(el('em', {}, await response.text()));
+  const { session } = await response.json();
+  $('transcript').replaceChildren(...session.map(eventNode));
+}
+
+let transcriptTimer;
+const source = new EventSource('/api/runs/' + encodeURIComponent(ROOT) + '/events');
+source.addEventListener('update', (message) => {
+  const update = JSON.parse(message.data);
+  runs = update.runs;
+  $('summary').textContent = update.summary;
+  drawTree();
+  drawQuestions(update.questions);
+  if (update.event.run === selected) { clearTimeout(transcriptTimer); transcriptTimer = setTimeout(loadTranscript, 150); }
+});
+source.addEventListener('end', () => { $('connection').textContent = 'tree ended'; source.close(); });
+source.onerror = () => { $('connection').textContent = 'reconnecting…'; };
+source.onopen = () => { $('connection').textContent = 'live'; };
+loadTranscript();
+</script>
+</body>
+</html>`;
+}
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

@@ -1,0 +1,147 @@
+/**
+ * `npm run web` (issue 16): a small web view of delegation trees. `/runs/<id>` shows a run's live tree with cost
+ * roll-ups, each run's transcript (its session, untrusted envelopes shown as such), questions waiting for an answer,
+ * and links into Temporal UI. Live updates are Server-Sent Events fed by `DeputyClient.watch`, so a page costs the
+ * workers nothing while it follows; a transcript is the run's `state` query, read when a person opens it.
+ *
+ * Every request needs the access token (`DEPUTY_WEB_TOKEN`; one is generated and printed when unset): once as
+ * `?token=` (it becomes an HttpOnly cookie) or as `Authorization: Bearer <token>`. Listens on `DEPUTY_WEB_PORT`
+ * (8787), loopback unless `DEPUTY_WEB_HOST` says otherwise. Links go to `TEMPORAL_UI_URL` (http://localhost:8233).
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DeputyClient } from '../client/client.js';
+import { describeWatchEvent, TreeView } from '../client/watch-view.js';
+import { page, escapeHtml } from './page.js';
+
+export interface WebOptions {
+  deputy: DeputyClient;
+  token: string;
+  /** Temporal UI's base URL, for links. */
+  uiBase: string;
+  port?: number;
+  host?: string;
+}
+
+const COOKIE = 'deputy_web';
+/** SSE comment sent this often, so proxies keep an idle stream open. */
+const KEEPALIVE_MS = 15_000;
+
+/** Starts the web view; resolves once it listens. */
+export async function startWebServer(options: WebOptions): Promise<Server> {
+  const expected = Buffer.from(options.token);
+  const same = (given: string | undefined) => {
+    const bytes = Buffer.from(given ?? '');
+    return bytes.length === expected.length && timingSafeEqual(bytes, expected);
+  };
+  const namespace = options.deputy.temporal.options.namespace;
+
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const fromQuery = url.searchParams.get('token') ?? undefined;
+    const fromCookie = /(?:^|;\s*)deputy_web=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
+    const fromHeader = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    if (!same(fromQuery) && !same(fromCookie) && !same(fromHeader)) {
+      return void res.writeHead(401, { 'content-type': 'text/plain' }).end('missing or wrong access token');
+    }
+    const headers = {
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      ...(same(fromQuery) && { 'set-cookie': `${COOKIE}=${options.token}; HttpOnly; SameSite=Strict; Path=/` }),
+    };
+    void route(url, req, res, headers).catch((err: unknown) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end((err as Error).message);
+    });
+  });
+
+  async function route(url: URL, req: IncomingMessage, res: ServerResponse, headers: Record<string, string>) {
+    const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+    if (req.method !== 'GET') return void res.writeHead(405, headers).end();
+    if (parts.length === 0) {
+      res.writeHead(200, { ...headers, 'content-type': 'text/html; charset=utf-8' });
+      return void res.end(
+        `<!doctype html><meta charset="utf-8"><title>Deputy</title><form action="/runs" onsubmit="location='/runs/'+encodeURIComponent(this.id.value);return false"><label>Run id <input name="id" size="60" autofocus></label> <button>Watch</button></form>`,
+      );
+    }
+    if (parts[0] === 'runs' && parts.length === 2) {
+      res.writeHead(200, {
+        ...headers,
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+      });
+      return void res.end(page(parts[1]!, options.uiBase, namespace));
+    }
+    if (parts[0] === 'api' && parts[1] === 'runs' && parts.length === 4) {
+      const id = parts[2]!;
+      if (parts[3] === 'transcript') {
+        const state = await options.deputy.getState(id);
+        res.writeHead(200, { ...headers, 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ status: state.status, session: state.session }));
+      }
+      if (parts[3] === 'events') return events(id, req, res, headers);
+    }
+    res.writeHead(404, { ...headers, 'content-type': 'text/plain' }).end(`not found: ${escapeHtml(url.pathname)}`);
+  }
+
+  /** The tree's events as SSE `update`s: each carries the event and the whole folded tree, so a page only draws. */
+  async function events(id: string, req: IncomingMessage, res: ServerResponse, headers: Record<string, string>) {
+    res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', connection: 'keep-alive' });
+    res.write(': deputy\n\n');
+    const stop = new AbortController();
+    req.on('close', () => stop.abort());
+    const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+    const view = new TreeView();
+    try {
+      for await (const event of options.deputy.watch(id, { signal: stop.signal })) {
+        view.apply(event);
+        const update = {
+          event: { ...event, text: describeWatchEvent(event) },
+          runs: view.rows(),
+          summary: view.summary(),
+          questions: [...view.questions.values()],
+        };
+        res.write(`event: update\ndata: ${JSON.stringify(update)}\n\n`);
+      }
+      res.write('event: end\ndata: {}\n\n');
+    } catch (err) {
+      if (!stop.signal.aborted)
+        res.write(`event: failed\ndata: ${JSON.stringify({ error: (err as Error).message })}\n\n`);
+    } finally {
+      clearInterval(keepalive);
+      res.end();
+    }
+  }
+
+  await new Promise<void>((resolve) => server.listen(options.port ?? 8787, options.host ?? '127.0.0.1', resolve));
+  return server;
+}
+
+async function main(): Promise<void> {
+  const deputy = await DeputyClient.connect();
+  const token = process.env.DEPUTY_WEB_TOKEN ?? randomBytes(18).toString('base64url');
+  const server = await startWebServer({
+    deputy,
+    token,
+    uiBase: process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
+    port: Number(process.env.DEPUTY_WEB_PORT ?? 8787),
+    host: process.env.DEPUTY_WEB_HOST ?? '127.0.0.1',
+  });
+  const { address, port } = server.address() as AddressInfo;
+  const shown = process.env.DEPUTY_WEB_TOKEN ? '<DEPUTY_WEB_TOKEN>' : token;
+  console.log(`deputy web: http://${address}:${port}/?token=${shown}  (then /runs/<workflowId>)`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  server.close();
+  await deputy.temporal.connection.close();
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((err: unknown) => {
+    console.error(`deputy web: ${(err as Error).message}`);
+    process.exit(1);
+  });
+}
