@@ -2,7 +2,7 @@
 
 /** Parent → worker. */
 export type ParentMessage =
-  { type: 'config'; config: unknown } | { type: 'reset-peak' } | { type: 'peak' } | { type: 'stop' };
+  { type: 'config'; config: unknown } | { type: 'reset-peak' } | { type: 'peak' } | { type: 'cpu' } | { type: 'stop' };
 
 /** Worker → parent. */
-export type WorkerMessage = { type: 'ready' } | { type: 'peak'; rss: number };
+export type WorkerMessage = { type: 'ready' } | { type: 'peak'; rss: number } | { type: 'cpu'; micros: number };

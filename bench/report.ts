@@ -74,6 +74,24 @@ export function renderTable(report: BenchReport): string {
           '—',
         ]);
         break;
+      case 'watch-cost':
+        rows.push([
+          `${s.title}: worker CPU (${s.runs} runs; wall ${d.medianMs} vs ${b.medianMs} ms)`,
+          `watched: ${d.workerCpuMs} ms`,
+          `not watched: ${b.workerCpuMs} ms`,
+          `${s.ratio}`,
+          targetText(s),
+        ]);
+        break;
+      case 'watch-delay':
+        rows.push([
+          `${s.title} (${d.events} events a run)`,
+          `median ${d.medianMs} ms, p95 ${d.p95Ms} ms`,
+          '—',
+          `${s.ratio} (wall, watched ÷ not)`,
+          '—',
+        ]);
+        break;
       case 'history-growth': {
         const on = s.deputy.compactionOn as Record<string, { bytesPerTurn: number; segments: number }>;
         const off = s.deputy.compactionOff as Record<string, { bytesPerTurn: number; segments: number }>;

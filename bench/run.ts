@@ -36,11 +36,14 @@ const TARGETS = {
   perTurnBytes: 8 * 1024,
   growthFlat: 1.25,
   replayTree: 1.3,
+  /** Issue 16: a watched tree costs its worker at most this much more CPU than an unwatched one. */
+  watchCpu: 1.1,
 };
 /** HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT: fetch only a history's last event. */
 const CLOSE_EVENT = 2;
 const OVERHEAD_RUNS = QUICK ? 3 : 15;
 const WIDE_RUNS = QUICK ? 1 : 5;
+const WATCH_RUNS = QUICK ? 2 : 7;
 const THROUGHPUT_ROUNDS = QUICK ? 1 : 3;
 const THROUGHPUT_RUNS = 40;
 const GROWTH_TURNS = QUICK ? [10, 20] : [50, 100, 200, 400];
@@ -102,6 +105,14 @@ class BenchWorker {
     this.send({ type: 'peak' });
     const message = await reply;
     return message.type === 'peak' ? message.rss : NaN;
+  }
+
+  /** The worker process's CPU time so far (user + system), in microseconds. */
+  async cpuMicros(): Promise<number> {
+    const reply = this.next();
+    this.send({ type: 'cpu' });
+    const message = await reply;
+    return message.type === 'cpu' ? message.micros : NaN;
   }
 
   async stop(): Promise<void> {
@@ -276,6 +287,65 @@ async function main(): Promise<void> {
     });
     log(
       `  deputy ${round(median(deputyMs))} ms ${deputyTree.bytes} bytes, baseline ${round(median(baselineMs))} ms ${baselineTree.bytes} bytes`,
+    );
+  }
+
+  // 1c. Issue 16: the wide tree (24 children) watched from its start vs not watched, alternating: wall time and the
+  // Deputy worker's CPU time, and how long an event of a child takes to reach the watcher.
+  if (wanted('watch')) {
+    log(`watched wide tree: ${WATCH_RUNS} runs a side, alternating`);
+    const plainMs: number[] = [];
+    const watchedMs: number[] = [];
+    const plainCpu: number[] = [];
+    const watchedCpu: number[] = [];
+    const delays: number[] = [];
+    let watchedEvents = 0;
+    for (let i = 0; i < WATCH_RUNS; i++) {
+      for (const watched of [false, true]) {
+        const id = `bench-watch-${watched ? 'on' : 'off'}-${i}-${suffix}`;
+        const cpu0 = await deputyWorker.cpuMicros();
+        const t0 = performance.now();
+        const watching = watched
+          ? (async () => {
+              await new Promise((resolve) => setTimeout(resolve, 0));
+              for await (const event of deputy.watch(id)) {
+                watchedEvents++;
+                if (event.parent !== null) delays.push(Date.now() - Date.parse(event.at));
+              }
+            })()
+          : undefined;
+        await runDeputy(`wide-run w${i}`, id, 'wide done');
+        const ms = performance.now() - t0;
+        const cpu = (await deputyWorker.cpuMicros()) - cpu0;
+        await watching;
+        (watched ? watchedMs : plainMs).push(ms);
+        (watched ? watchedCpu : plainCpu).push(cpu / 1000);
+      }
+    }
+    const cpuRatio = median(watchedCpu) / median(plainCpu);
+    const p95 = [...delays].sort((a, b) => a - b)[Math.floor(delays.length * 0.95)] ?? NaN;
+    results.push({
+      id: 'watch-cost',
+      title: `Wide tree (${WIDE_ROUNDS * WIDE_WIDTH} children) watched from its start vs not watched`,
+      runs: WATCH_RUNS,
+      deputy: { medianMs: round(median(watchedMs)), workerCpuMs: round(median(watchedCpu)) },
+      baseline: { medianMs: round(median(plainMs)), workerCpuMs: round(median(plainCpu)) },
+      ratio: round(cpuRatio),
+      target: { ratioAtMost: TARGETS.watchCpu },
+      met: cpuRatio <= TARGETS.watchCpu,
+    });
+    results.push({
+      id: 'watch-delay',
+      title: "Watched: from a child's event (server time) to the watcher",
+      runs: WATCH_RUNS,
+      deputy: { medianMs: round(median(delays)), p95Ms: round(p95), events: Math.round(watchedEvents / WATCH_RUNS) },
+      baseline: null,
+      ratio: round(median(watchedMs) / median(plainMs)),
+      target: null,
+      met: null,
+    });
+    log(
+      `  wall ${round(median(watchedMs))} vs ${round(median(plainMs))} ms, worker CPU ${round(median(watchedCpu))} vs ${round(median(plainCpu))} ms (${round(cpuRatio)}), delay median ${round(median(delays))} ms p95 ${round(p95)} ms`,
     );
   }
 

@@ -57,6 +57,10 @@ async function main(): Promise<void> {
     if (message.type === 'config') store.set(parseConfig(message.config));
     if (message.type === 'reset-peak') peakRss = process.memoryUsage.rss();
     if (message.type === 'peak') send({ type: 'peak', rss: peakRss });
+    if (message.type === 'cpu') {
+      const { user, system } = process.cpuUsage();
+      send({ type: 'cpu', micros: user + system });
+    }
     if (message.type === 'stop') shutdown();
   });
   send({ type: 'ready' });

@@ -96,7 +96,6 @@ describe('issue 16 the web view', () => {
     );
     expect(await envelope.first().textContent()).toContain('<EXTERNAL_UNTRUSTED>');
     expect(await envelope.first().textContent()).toContain('The tax rate is 8%.');
-    await envelope.first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(SCREENSHOTS, 'web-transcript.png') });
     // Links into Temporal UI.
     expect(await row('tax-rate').locator('a').getAttribute('href')).toBe(

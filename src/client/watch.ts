@@ -168,7 +168,7 @@ export async function* watchTree(
   let following = 0;
 
   const follow = (workflowId: string, parent: string | null) => {
-    if (done.has(workflowId)) return;
+    if (done.has(workflowId) || !positions[workflowId]?.[0]) return; // each run once, once it exists
     following++;
     const finished = followRun(workflowId, parent).then(
       () => {
@@ -183,9 +183,8 @@ export async function* watchTree(
   };
 
   async function followRun(workflowId: string, parent: string | null): Promise<void> {
-    const [startRunId, after] = positions[workflowId] ?? ['', 0, parent];
-    let runId = startRunId || undefined;
-    if (!runId) runId = await firstRunId(workflowId);
+    const [startRunId, after] = positions[workflowId]!;
+    let runId: string | undefined = startRunId;
     let skipUntil = after;
     let price: ModelPrice | undefined;
     const activities = new Map<number, { type: string; model?: string; tool?: string }>();
@@ -353,6 +352,15 @@ export async function* watchTree(
             taskName: input?.origin?.taskName ?? child,
             reserved: { maxTokens: input?.limits?.maxTokens ?? null, maxCostUsd: input?.limits?.maxCostUsd ?? null },
           });
+          return;
+        }
+        case EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED: {
+          // The child exists now (the server records its start after the parent asked): follow it from its first run.
+          const execution = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution;
+          const child = execution?.workflowId ?? '';
+          const position = positions[child];
+          if (!position) return; // behind the cursor and not named by it: it ended before
+          if (!position[0]) position[0] = execution?.runId ?? '';
           follow(child, workflowId);
           return;
         }
@@ -464,6 +472,7 @@ export async function* watchTree(
     return attributes?.firstExecutionRunId || attributes?.originalExecutionRunId || '';
   }
 
+  positions[rootId] ??= [await firstRunId(rootId), 0, null];
   follow(rootId, null);
   // On resume, children already known are followed from their positions (their starts are behind the cursor).
   for (const [workflowId, [, , parent]] of Object.entries(positions)) follow(workflowId, parent);
