@@ -305,16 +305,28 @@ async function main(): Promise<void> {
         const id = `bench-watch-${watched ? 'on' : 'off'}-${i}-${suffix}`;
         const cpu0 = await deputyWorker.cpuMicros();
         const t0 = performance.now();
+        const running = runDeputy(`wide-run w${i}`, id, 'wide done');
         const watching = watched
           ? (async () => {
-              await new Promise((resolve) => setTimeout(resolve, 0));
+              // From the run's start, as a service that starts a run and follows it does.
+              while (
+                !(await client.workflow
+                  .getHandle(id)
+                  .describe()
+                  .then(
+                    () => true,
+                    () => false,
+                  ))
+              ) {
+                await new Promise((resolve) => setTimeout(resolve, 5));
+              }
               for await (const event of deputy.watch(id)) {
                 watchedEvents++;
                 if (event.parent !== null) delays.push(Date.now() - Date.parse(event.at));
               }
             })()
           : undefined;
-        await runDeputy(`wide-run w${i}`, id, 'wide done');
+        await running;
         const ms = performance.now() - t0;
         const cpu = (await deputyWorker.cpuMicros()) - cpu0;
         await watching;

@@ -15,7 +15,7 @@ const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
 const STEERING = new Set(['delegate', 'wait', 'interject', 'followup', 'ask_parent', 'answer_child', 'cancel_child']);
 
 /** A parent that delegates to `alpha` and `beta` (beta calls `calculate` first, and answers after `betaMs`). */
-function scriptTree(task: string, betaMs = 0) {
+function scriptTree(task: string, betaMs = 0, hold: Promise<void> = Promise.resolve()) {
   h.model.add(
     {
       when: forTask(task, 0),
@@ -31,7 +31,14 @@ function scriptTree(task: string, betaMs = 0) {
       when: userSays(`beta: ${task}`, 0),
       reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 2, b: 3 } }] },
     },
-    { when: userSays(`beta: ${task}`), reply: { text: 'beta found 5' }, delayMs: betaMs },
+    {
+      when: userSays(`beta: ${task}`),
+      reply: async () => {
+        await hold;
+        return { text: 'beta found 5' };
+      },
+      delayMs: betaMs,
+    },
     { when: userSays(`alpha: ${task}`), reply: { text: 'alpha done' } },
   );
 }
@@ -166,11 +173,15 @@ describe('issue 16 watch a tree', () => {
     expect(after.map(key).sort()).toEqual(replayed.slice(13).map(key).sort());
 
     await expect(collect(h.deputy.watch(id, { since: 'not-a-cursor' }))).rejects.toThrow(/not a watch cursor/);
+    await expect(collect(h.deputy.watch('no-such-run'))).rejects.toThrow(
+      /^no run "no-such-run" in namespace default to watch \(start it first\)$/,
+    );
   });
 
   it('deputy watch <id> prints each event as it happens, then the tree and a summary; it follows a live tree to its end', async () => {
     const task = 'watch me from the terminal';
-    scriptTree(task, 1000);
+    let seen!: () => void;
+    scriptTree(task, 0, new Promise<void>((resolve) => (seen = resolve))); // beta answers once the CLI shows a line
     const id = h.id('terminal');
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
     const cli = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'watch', id], {
@@ -183,6 +194,7 @@ describe('issue 16 watch a tree', () => {
     cli.stdout.on('data', (chunk: Buffer) => {
       firstLineAt ||= Date.now();
       output += chunk.toString();
+      seen();
     });
     cli.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => cli.once('exit', resolve));

@@ -462,11 +462,14 @@ export async function* watchTree(
 
   /** The first segment of a run that may have continued as new. */
   async function firstRunId(workflowId: string): Promise<string> {
-    const response = await client.workflowService.getWorkflowExecutionHistory({
-      namespace,
-      execution: { workflowId },
-      maximumPageSize: 1,
-    });
+    const response = await client.workflowService
+      .getWorkflowExecutionHistory({ namespace, execution: { workflowId }, maximumPageSize: 1 })
+      .catch((err: unknown) => {
+        if ((err as { code?: number }).code === 5) {
+          throw new Error(`no run "${workflowId}" in namespace ${namespace} to watch (start it first)`);
+        }
+        throw err;
+      });
     const first = response.history?.events?.[0];
     const attributes = first?.workflowExecutionStartedEventAttributes;
     return attributes?.firstExecutionRunId || attributes?.originalExecutionRunId || '';
@@ -493,6 +496,7 @@ export async function* watchTree(
 async function abortable<T>(stop: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const own = new AbortController();
   const abort = () => own.abort();
+  if (stop.aborted) abort();
   stop.addEventListener('abort', abort, { once: true });
   try {
     return await call(own.signal);
