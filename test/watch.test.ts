@@ -167,10 +167,16 @@ describe('issue 16 watch a tree', () => {
     expect(new Set(resumed.map(key)).size).toBe(resumed.length);
     expect(resumed.map(key).sort()).toEqual(replayed.map(key).sort());
     expect(replayed).toHaveLength(22);
-    // Resuming from any event's cursor yields exactly what followed it.
-    const middle = replayed[12]!;
-    const after = await collect(h.deputy.watch(id, { since: middle.cursor }));
-    expect(after.map(key).sort()).toEqual(replayed.slice(13).map(key).sort());
+    // Resuming from every event's cursor yields exactly what followed it.
+    for (const [i, event] of replayed.entries()) {
+      const after = await collect(h.deputy.watch(id, { since: event.cursor }));
+      expect(after.map(key).sort(), `after event ${i} (${key(event)})`).toEqual(
+        replayed
+          .slice(i + 1)
+          .map(key)
+          .sort(),
+      );
+    }
 
     await expect(collect(h.deputy.watch(id, { since: 'not-a-cursor' }))).rejects.toThrow(/not a watch cursor/);
     await expect(collect(h.deputy.watch('no-such-run'))).rejects.toThrow(
