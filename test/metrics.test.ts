@@ -70,6 +70,10 @@ describe('issue 15 Deputy metrics', () => {
       { workflowId: synthesised },
     );
     expect(await h.deputy.result(synthesised)).toMatchObject({ status: 'completed', limit: 'maxTurns' });
+    // The same ending, as a watcher reads it (issue 16).
+    const ended: unknown[] = [];
+    for await (const event of h.deputy.watch(synthesised)) if (event.type === 'run/ended') ended.push(event);
+    expect(ended).toEqual([expect.objectContaining({ status: 'completed', limit: 'maxTurns', synthesis: true })]);
     expect(
       await metric('deputy_runs_ended_total', ['status="completed"', 'limit="maxTurns"', 'synthesis="true"']),
     ).toBe(1);

@@ -56,7 +56,16 @@ describe('issue 16 TreeView', () => {
     view.apply(ev(child, root, { type: 'question/answered', questionId: 'q1.1', from: root }));
     expect(view.runs.get(child)!.status).toBe('running');
     expect(view.questions.size).toBe(0);
-    view.apply(ev(child, root, { type: 'run/ended', status: 'completed', limit: null, usage, output: 'Paris' }));
+    const ended = ev(child, root, {
+      type: 'run/ended',
+      status: 'completed',
+      limit: 'maxTurns',
+      synthesis: true,
+      usage,
+      output: 'Paris',
+    });
+    expect(describeWatchEvent(ended)).toBe('completed (maxTurns, synthesised)');
+    view.apply(ended);
     const joined = ev(root, null, { type: 'delegation/joined', child, status: 'completed', usage });
     view.apply(joined);
     expect(describeWatchEvent(joined)).toBe('research-1 joined: completed (no tool calls)');
@@ -69,6 +78,8 @@ describe('issue 16 TreeView', () => {
     expect(rows[0]!.treeTokens).toBe(180);
     expect(rows[0]!.treeCostUsd).toBeCloseTo(0.003, 9);
     expect(view.summary()).toBe('running: 2 runs, 2 model calls, 0 tool calls, 180 tokens, $0.003000');
-    expect(view.lines()[1]).toMatch(/^ {2}└ research +completed +60 tok \$0\.001000 {2}completed$/);
+    expect(view.lines()[1]).toMatch(
+      /^ {2}└ research +completed +60 tok \$0\.001000 {2}completed \(maxTurns, synthesised\)$/,
+    );
   });
 });

@@ -30,7 +30,7 @@ export function describeWatchEvent(event: WatchEvent): string {
     case 'run/started':
       return `started: ${clip(event.task)}`;
     case 'run/ended':
-      return `${event.status}${event.limit ? ` (${event.limit})` : ''}`;
+      return `${event.status}${event.limit ? ` (${event.limit}${event.synthesis ? ', synthesised' : ''})` : ''}`;
     case 'model/started':
       return `${event.activity === 'callModel' ? 'calling' : event.activity} ${event.model}`;
     case 'model/finished': {

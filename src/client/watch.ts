@@ -50,7 +50,16 @@ export interface WatchUsage {
 export type WatchEvent = EventBase &
   (
     | { type: 'run/started'; taskName: string | null; depth: number; task: string }
-    | { type: 'run/ended'; status: string; limit: string | null; usage: WatchUsage | null; output: string | null }
+    | {
+        type: 'run/ended';
+        status: string;
+        /** The limit that ended the run, if one did. */
+        limit: string | null;
+        /** A limit ended it and a synthesis call wrote its answer (status `completed`, `limit` set). */
+        synthesis: boolean;
+        usage: WatchUsage | null;
+        output: string | null;
+      }
     | { type: 'model/started'; model: string; activity: string }
     | {
         type: 'model/finished';
@@ -427,6 +436,7 @@ export async function* watchTree(
             type: 'run/ended',
             status: result?.status ?? 'completed',
             limit: result?.limit ?? null,
+            synthesis: result?.status === 'completed' && result.limit !== undefined,
             usage: usageOf(result?.usage),
             output: result?.output ?? null,
           });
@@ -440,6 +450,7 @@ export async function* watchTree(
             type: 'run/ended',
             status: closingStatus(event.eventType),
             limit: null,
+            synthesis: false,
             usage: null,
             output: null,
           });
