@@ -107,6 +107,12 @@ async function bigRun(driver: StorageDriver, largeKey: () => Promise<string>) {
   expect(result.content).toBe(seen);
   expect(result.whole?.startsWith(MARKER)).toBe(true);
   expect(result.whole?.endsWith('END-OF-REPORT')).toBe(true);
+
+  // A watcher reads the tree whole: the stored result is a reference to it, and its event still comes.
+  const events = [];
+  for await (const event of deputy.watch(id)) events.push(event);
+  expect(events.map((e) => e.type)).toContain('tool/result');
+  expect(events.at(-1)).toMatchObject({ type: 'run/ended', status: 'completed' });
 }
 
 describe('issue 15 large payloads in a directory', () => {

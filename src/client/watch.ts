@@ -167,8 +167,19 @@ export async function* watchTree(
 ): AsyncGenerator<WatchEvent> {
   const namespace = client.options.namespace;
   const converter = client.options.loadedDataConverter;
+  /**
+   * A payload's value, or `undefined` when this client cannot read it (a payload in an external store is a reference
+   * here; one encrypted with a key this client lacks): the event still comes, without what the payload would add.
+   */
+  const decodeAll = async (payloads: Payloads): Promise<unknown[]> => {
+    try {
+      return payloads?.payloads?.length ? await decodeArrayFromPayloads(converter, payloads.payloads) : [];
+    } catch {
+      return [];
+    }
+  };
   const decode = async <T>(payloads: Payloads): Promise<T | undefined> =>
-    payloads?.payloads?.length ? ((await decodeArrayFromPayloads(converter, payloads.payloads))[0] as T) : undefined;
+    (await decodeAll(payloads))[0] as T | undefined;
   const positions: Positions = options.since ? decodeCursor(options.since) : {};
   const out = new Channel<WatchEvent>();
   const done = new Map<string, Promise<void>>();
@@ -400,9 +411,7 @@ export async function* watchTree(
         }
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
           const attributes = event.workflowExecutionSignaledEventAttributes!;
-          const [arg] = (await decodeArrayFromPayloads(converter, attributes.input?.payloads)) as [
-            Record<string, string> | undefined,
-          ];
+          const [arg] = (await decodeAll(attributes.input)) as [Record<string, string> | undefined];
           if (attributes.signalName === 'deputy.question') {
             await say({
               type: 'question/asked',
@@ -419,9 +428,7 @@ export async function* watchTree(
         }
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {
           const request = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input;
-          const [arg] = (await decodeArrayFromPayloads(converter, request?.args?.payloads)) as [
-            Record<string, string> | undefined,
-          ];
+          const [arg] = (await decodeAll(request?.args)) as [Record<string, string> | undefined];
           if (request?.name === 'sendMessage') await say({ type: 'message/received' });
           else if (request?.name === 'interject')
             await say({ type: 'interjection', from: 'client', to: arg?.taskName ?? null });
