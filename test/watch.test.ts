@@ -7,12 +7,12 @@ import { spawn } from 'node:child_process';
 import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import type { WatchEvent } from '../src/client/watch.js';
+import { STEERING_TOOLS } from '../src/rules/children.js';
 import { forTask, toolMessages, userSays } from '../src/testing/scripted-model.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
-const STEERING = new Set(['delegate', 'wait', 'interject', 'followup', 'ask_parent', 'answer_child', 'cancel_child']);
 
 /** A parent that delegates to `alpha` and `beta` (beta calls `calculate` first, and answers after `betaMs`). */
 function scriptTree(task: string, betaMs = 0, hold: Promise<void> = Promise.resolve()) {
@@ -101,7 +101,7 @@ describe('issue 16 watch a tree', () => {
       const calls = session.filter((e) => e.type === 'message/assistant');
       const finished = of(run).filter((e) => e.type === 'model/finished');
       expect(finished.map((e) => e.toolCalls)).toEqual(calls.map((e) => (e.toolCalls ?? []).map((c) => c.name)));
-      const results = session.filter((e) => e.type === 'tool/result' && !STEERING.has(e.name));
+      const results = session.filter((e) => e.type === 'tool/result' && !STEERING_TOOLS.includes(e.name));
       expect(of(run).flatMap((e) => (e.type === 'tool/result' ? [[e.name, e.ok]] : []))).toEqual(
         results.map((e) => (e.type === 'tool/result' ? [e.name, !e.isError] : [])),
       );
