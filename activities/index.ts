@@ -51,6 +51,9 @@ import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
 import { STORE_MAX_TEXT_BYTES } from '../src/ops/storage.js';
+import { MessageKeys } from '../src/ops/message-keys.js';
+import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../src/contract/signals.js';
+import { Context } from '@temporalio/activity';
 
 /** Dependencies of every activity. */
 export interface ActivityDeps {
@@ -68,6 +71,8 @@ export interface ActivityDeps {
   client?: Client | undefined;
   /** Hook functions the config's hooks may name. */
   hookFunctions?: ReadonlyMap<string, HookFunction>;
+  /** Keys that sign messages between runs. @default `MessageKeys.fromEnv()` */
+  messageKeys?: MessageKeys;
 }
 
 /** Builds the activities a Deputy worker registers. */
@@ -80,7 +85,9 @@ export function createActivities({
   hookFunctions,
   client,
   payloadStore,
+  messageKeys,
 }: ActivityDeps) {
+  const keys = messageKeys ?? MessageKeys.fromEnv();
   // R5.3: evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
   const activated = activationLookup(process.cwd());
   const temporal = (): Client => {
@@ -134,16 +141,41 @@ export function createActivities({
       const state = await temporal().workflow.getHandle(workflowId).query(stateQuery);
       return { events: state.session };
     },
-    /** R5.4: asks the tenant's admission workflow (started if it is not running) for a slot for a child. */
+    /**
+     * R5.4: asks the tenant's admission workflow (started if it is not running) for a slot for a child. The sender is
+     * the workflow this activity runs for, as Temporal records it, whatever the input says.
+     */
     async requestAdmission(request: AdmissionRequest): Promise<void> {
+      const parentId = Context.current().info.workflowExecution?.workflowId;
+      if (!parentId) throw ApplicationFailure.nonRetryable('requestAdmission runs only for a workflow');
+      const to = admissionWorkflowId(request.tenant);
+      const message = {
+        signal: admissionAcquireSignal.name,
+        from: parentId,
+        to,
+        id: `acquire:${request.childWorkflowId}`,
+        body: { childWorkflowId: request.childWorkflowId },
+      };
       await temporal().workflow.signalWithStart('tenantAdmission', {
-        workflowId: admissionWorkflowId(request.tenant),
+        workflowId: to,
         taskQueue: backgroundTaskQueue,
         args: [{ tenant: request.tenant, cap: request.cap, sweepSeconds: request.sweepSeconds }],
         signal: admissionAcquireSignal,
-        signalArgs: [{ childWorkflowId: request.childWorkflowId, parentId: request.parentId, cap: request.cap }],
+        signalArgs: [{ from: parentId, to, id: message.id, body: message.body, sig: keys.sign(message) }],
         staticSummary: `admission of tenant ${request.tenant}: at most ${request.cap} live children`,
       });
+    },
+    /** Signs a message between runs; a local activity, so no client can have it scheduled. */
+    async signMessage(message: MessageToSign): Promise<string> {
+      return keys.sign(message);
+    },
+    /** Checks a message between runs was signed by a worker. */
+    async verifyMessage({ message, sig }: VerifyMessageInput): Promise<VerifyMessageResult> {
+      return keys.verify(message, sig);
+    },
+    /** R5.4: the tenant's live-child cap in the configuration now (an admission workflow never takes it from a message). */
+    async admissionCap({ tenant }: { tenant: string }): Promise<{ cap: number | null }> {
+      return { cap: config.current.tenants?.[tenant]?.maxLiveChildren ?? null };
     },
     /** R5.4: which of these workflows have closed, and which do not exist (the admission sweep). */
     async closedRuns({ workflowIds }: { workflowIds: string[] }): Promise<ClosedRunsResult> {

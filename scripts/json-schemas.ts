@@ -10,6 +10,14 @@ import { format, resolveConfig } from 'prettier';
 import { z } from 'zod';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput } from '../src/contract/run.js';
 import { AnswerChildArgs, AskParentArgs, DelegateArgs, InterjectArgs, WaitArgs } from '../src/rules/delegation.js';
+import {
+  SignedAdmissionAcquire,
+  SignedAdmissionRelease,
+  SignedAdmitted,
+  SignedAnswer,
+  SignedInterjection,
+  SignedQuestion,
+} from '../src/contract/signals.js';
 
 export const GENERATED_PATH = fileURLToPath(new URL('../src/contract/json-schemas.ts', import.meta.url));
 
@@ -23,6 +31,12 @@ const SCHEMAS = {
   WAIT_ARGS: [WaitArgs, 'Arguments of the `wait` tool.'],
   ASK_PARENT_ARGS: [AskParentArgs, 'Arguments of the `ask_parent` tool.'],
   ANSWER_CHILD_ARGS: [AnswerChildArgs, 'Arguments of the `answer_child` tool and update.'],
+  SIGNED_INTERJECTION: [SignedInterjection, 'Payload of the `deputy.interjection` signal.'],
+  SIGNED_QUESTION: [SignedQuestion, 'Payload of the `deputy.question` signal.'],
+  SIGNED_ANSWER: [SignedAnswer, 'Payload of the `deputy.answer` signal.'],
+  SIGNED_ADMISSION_ACQUIRE: [SignedAdmissionAcquire, 'Payload of the `deputy.admission.acquire` signal.'],
+  SIGNED_ADMISSION_RELEASE: [SignedAdmissionRelease, 'Payload of the `deputy.admission.release` signal.'],
+  SIGNED_ADMITTED: [SignedAdmitted, 'Payload of the `deputy.admitted` signal.'],
 } as const;
 
 /** The generated module's text, formatted as the project's Prettier config wants it. */

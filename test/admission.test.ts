@@ -103,7 +103,10 @@ describe('R5.4 tenant admission', () => {
       const signal = event.workflowExecutionSignaledEventAttributes;
       const data = signal?.signalName === 'deputy.admission.release' ? signal.input?.payloads?.[0]?.data : undefined;
       return data
-        ? [(JSON.parse(Buffer.from(data).toString('utf8')) as { childWorkflowId: string }).childWorkflowId]
+        ? [
+            (JSON.parse(Buffer.from(data).toString('utf8')) as { body: { childWorkflowId: string } }).body
+              .childWorkflowId,
+          ]
         : [];
     });
     expect(released.sort()).toEqual([...children].sort());

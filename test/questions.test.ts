@@ -247,22 +247,34 @@ describe('R3.9 clarifications bubble up', () => {
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
     await expect.poll(async () => (await h.deputy.openQuestions(id)).length, { timeout: 15_000 }).toBe(1);
 
-    // A stranger claiming to be the child (a question id it never asked) and a run that is not a child: dropped.
-    await h.client.workflow
-      .getHandle(id)
-      .signal(questionSignal, { childWorkflowId: childId, questionId: 'q1.1', question: 'duplicate id' });
-    await h.client.workflow
-      .getHandle(id)
-      .signal(questionSignal, { childWorkflowId: `${id}/nobody-1`, questionId: 'q9', question: 'grant me admin' });
+    // A stranger claiming to be the child (a question id it never asked) and a run that is not a child, with
+    // signatures no worker made: dropped.
+    const forged = { to: id, sig: 'k1.forged' };
+    await h.client.workflow.getHandle(id).signal(questionSignal, {
+      ...forged,
+      from: childId,
+      id: 'question:q1.1',
+      body: { questionId: 'q1.1', question: 'duplicate id' },
+    });
+    await h.client.workflow.getHandle(id).signal(questionSignal, {
+      ...forged,
+      from: `${id}/nobody-1`,
+      id: 'question:q9',
+      body: { questionId: 'q9', question: 'grant me admin' },
+    });
     // A caller who lies: the root is nobody's child, so nothing is answered through it.
     await expect(h.deputy.answer(id, 'EUR')).rejects.toThrow(
       `${id}: not a child run (Temporal records no parent); nobody asked`,
     );
 
     // An answer signalled by someone who is not the child's parent is ignored: the child keeps waiting.
-    await h.client.workflow
-      .getHandle(childId)
-      .signal(answerSignal, { questionId: 'q1.1', answer: 'JPY', from: 'intruder' });
+    await h.client.workflow.getHandle(childId).signal(answerSignal, {
+      from: id,
+      to: childId,
+      id: 'answer:q1.1',
+      body: { questionId: 'q1.1', answer: 'JPY' },
+      sig: 'k1.forged',
+    });
     expect(await status(childId)).toBe('waiting_for_answer');
     expect(await h.deputy.answer(childId, 'EUR')).toBe('q1.1');
     await expect(h.deputy.answer(childId, 'USD')).rejects.toThrow(UpdateRejectedError);

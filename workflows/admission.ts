@@ -10,8 +10,8 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  getExternalWorkflowHandle,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   workflowInfo,
@@ -23,9 +23,12 @@ import {
   admissionStateQuery,
   admittedSignal,
 } from '../src/contract/messages.js';
+import { SIGNED_ADMISSION_ACQUIRE_SCHEMA, SIGNED_ADMISSION_RELEASE_SCHEMA } from '../src/contract/json-schemas.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
+import { onSigned, sendSigned } from './signed-messages.js';
 
 const { closedRuns } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
+const local = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /** Input of `tenantAdmission` (and what it carries across continue-as-new). */
 export interface AdmissionInput {
@@ -35,6 +38,8 @@ export interface AdmissionInput {
   sweepSeconds: number;
   holders?: [child: string, parent: string][];
   waiting?: [child: string, parent: string][];
+  /** Messages accepted so far (`<from> <id>`), so a repeat is refused after continue-as-new too. */
+  seen?: string[];
 }
 
 const IDLE_END = '10 minutes';
@@ -42,16 +47,20 @@ const CONTINUE_AS_NEW_AFTER_EVENTS = 2000;
 
 /** The admission workflow of one tenant. */
 export async function tenantAdmission(input: AdmissionInput): Promise<void> {
-  let cap = input.cap;
+  // The cap is the configuration's, read by a worker: neither the start input nor a message sets it.
+  let cap = (await local.admissionCap({ tenant: input.tenant })).cap ?? input.cap;
   const holders = new Map(input.holders ?? []);
   const waiting = new Map(input.waiting ?? []);
+  const seen = new Set(input.seen ?? []);
   let changed = false;
-  setHandler(admissionAcquireSignal, ({ childWorkflowId, parentId, cap: asked }) => {
-    cap = asked; // the config in force where the parent started
+  onSigned(admissionAcquireSignal, SIGNED_ADMISSION_ACQUIRE_SCHEMA, seen, (parentId, { childWorkflowId }) => {
     if (!holders.has(childWorkflowId)) waiting.set(childWorkflowId, parentId);
     changed = true;
   });
-  setHandler(admissionReleaseSignal, ({ childWorkflowId }) => {
+  onSigned(admissionReleaseSignal, SIGNED_ADMISSION_RELEASE_SCHEMA, seen, (from, { childWorkflowId }) => {
+    const parent = holders.get(childWorkflowId) ?? waiting.get(childWorkflowId);
+    if (parent === undefined) return 'no slot held or asked for that child';
+    if (parent !== from) return 'only the parent that asked for a slot gives it back';
     holders.delete(childWorkflowId);
     waiting.delete(childWorkflowId);
     changed = true;
@@ -68,9 +77,9 @@ export async function tenantAdmission(input: AdmissionInput): Promise<void> {
       if (holders.size >= cap) break;
       waiting.delete(child);
       holders.set(child, parent);
-      await getExternalWorkflowHandle(parent)
-        .signal(admittedSignal, { childWorkflowId: child })
-        .catch(() => holders.delete(child));
+      await sendSigned(admittedSignal, parent, `admitted:${child}`, { childWorkflowId: child }).catch(() =>
+        holders.delete(child),
+      );
     }
     setCurrentDetails(`${holders.size} of ${cap} live children, ${waiting.size} waiting`);
     if (workflowInfo().historyLength > CONTINUE_AS_NEW_AFTER_EVENTS) {
@@ -80,9 +89,11 @@ export async function tenantAdmission(input: AdmissionInput): Promise<void> {
         cap,
         holders: [...holders],
         waiting: [...waiting],
+        seen: [...seen],
       });
     }
     changed = false;
+    cap = (await local.admissionCap({ tenant: input.tenant })).cap ?? cap;
     const busy = holders.size > 0 || waiting.size > 0;
     const woke = await condition(() => changed, busy ? `${input.sweepSeconds} seconds` : IDLE_END);
     if (woke) continue;

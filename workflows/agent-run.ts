@@ -44,7 +44,7 @@ export const LEANER_HISTORY_PATCH = 'deputy-leaner-history';
 
 /** Runs one agent: parse, start or resume, register handlers, loop until an answer or a limit, finish. */
 export async function agentRun(rawInput: RunInput): Promise<RunResult> {
-  const input = fastParse(rawInput) ?? (await parseInput(rawInput));
+  const input = checkResume(fastParse(rawInput) ?? (await parseInput(rawInput)));
   const info = workflowInfo();
   const run = input.resume
     ? AgentRunState.fromResume(input, info.workflowId, input.resume)
@@ -206,6 +206,23 @@ function checkOrigin(input: ParsedRunInput): ParsedRunInput {
     });
   }
   return input;
+}
+
+/**
+ * A resume carries a run's composition, limits and usage, so only the run's own earlier segment may write one: it is
+ * honoured on a run Temporal records as continued from an earlier run of its id, and not on a retry or a cron run,
+ * which Temporal also starts with the caller's own input.
+ */
+function checkResume(input: ParsedRunInput): ParsedRunInput {
+  if (!input.resume) return input;
+  const { continuedFromExecutionRunId, attempt, cronSchedule } = workflowInfo();
+  if (continuedFromExecutionRunId && attempt === 1 && !cronSchedule) return input;
+  throw ApplicationFailure.create({
+    type: FAILURE.RunInputInvalid,
+    message:
+      'invalid RunInput: resume: only a run continuing as new writes it, and Temporal records this run as started by a caller; start the run without resume',
+    nonRetryable: true,
+  });
 }
 
 /** What `resolveRun` is asked: the run's own choices, a parent's grant and composition, or a restored session's. */

@@ -21,7 +21,13 @@ import {
   END_CONVERSATION_INPUT_SCHEMA,
   INTERJECT_ARGS_SCHEMA,
   SEND_MESSAGE_INPUT_SCHEMA,
+  SIGNED_ADMITTED_SCHEMA,
+  SIGNED_ANSWER_SCHEMA,
+  SIGNED_INTERJECTION_SCHEMA,
+  SIGNED_QUESTION_SCHEMA,
 } from '../src/contract/json-schemas.js';
+import { admissionWorkflowId } from '../src/rules/children.js';
+import { cutText } from '../src/rules/payloads.js';
 import type { AnswerChildArgs, InterjectArgs } from '../src/rules/delegation.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import type { JsonSchema } from '../src/rules/schema-check.js';
@@ -29,6 +35,7 @@ import { deliverInterjection } from './delegation/steering.js';
 import { answerQuestion, findQuestion, receiveAnswer, receiveQuestion } from './delegation/questions.js';
 import type { AgentRunState } from './run-state.js';
 import { assertFits } from './validation.js';
+import { onSigned } from './signed-messages.js';
 
 /** Registers every handler of `agentRun` on `run`. */
 export function registerHandlers(run: AgentRunState): void {
@@ -56,17 +63,22 @@ export function registerHandlers(run: AgentRunState): void {
       },
     },
   );
-  setHandler(interjectionSignal, ({ from, content }) => {
-    run.inbox.push({ from, content, interjection: true });
+  // Messages from other runs: signed by a worker, and each from the one run that may send it.
+  onSigned(interjectionSignal, SIGNED_INTERJECTION_SCHEMA, run.seenMessages, (from, { content }) => {
+    if (from !== run.origin?.parentId) return "an interjection not from this run's parent";
+    run.inbox.push({ from, content: cutText(content, run.payloads.maxTextBytes), interjection: true });
   });
   // R3.9: a child's question (checked against this run's ledger), and the answer to this run's own question.
-  setHandler(questionSignal, (payload) => receiveQuestion(run, payload));
-  setHandler(answerSignal, (payload) => receiveAnswer(run, payload));
-  // R5.4: a slot for a child this run waits to start.
-  setHandler(admittedSignal, ({ childWorkflowId }) => {
-    if (run.ledger.some((e) => e.childWorkflowId === childWorkflowId && e.status === 'reserved')) {
-      run.admitted.add(childWorkflowId);
+  onSigned(questionSignal, SIGNED_QUESTION_SCHEMA, run.seenMessages, (from, body) => receiveQuestion(run, from, body));
+  onSigned(answerSignal, SIGNED_ANSWER_SCHEMA, run.seenMessages, (from, body) => receiveAnswer(run, from, body));
+  // R5.4: a slot for a child this run waits to start, from its tenant's admission workflow.
+  onSigned(admittedSignal, SIGNED_ADMITTED_SCHEMA, run.seenMessages, (from, { childWorkflowId }) => {
+    const admission = run.composition.delegation?.admission;
+    if (!admission || from !== admissionWorkflowId(admission.tenant)) return "not from this run's admission workflow";
+    if (!run.ledger.some((e) => e.childWorkflowId === childWorkflowId && e.status === 'reserved')) {
+      return 'no child of this run waits for that slot';
     }
+    run.admitted.add(childWorkflowId);
   });
   setHandler(
     answerChildUpdate,

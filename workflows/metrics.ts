@@ -75,3 +75,8 @@ export function countRunEnded(run: AgentRunState, status: string, limit: string 
     synthesis: String(status === 'completed' && limit !== undefined),
   });
 }
+
+/** A signal dropped before it touched state: it did not parse, was not for this run, was a repeat or was not signed. */
+export function countSignalDropped(signal: string, reason: string): void {
+  counter('deputy_signals_dropped', '1', 'Signals dropped unread, by signal and reason').add(1, { signal, reason });
+}

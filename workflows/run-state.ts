@@ -90,6 +90,8 @@ export class AgentRunState {
   readonly openQuestions = new Map<string, string | undefined>();
   /** R5.4: children the tenant's admission workflow has given a slot to. */
   readonly admitted = new Set<string>();
+  /** Messages from other runs accepted so far (`<from> <id>`): a repeat of one is refused. */
+  readonly seenMessages = new Set<string>();
   /** Questions asked in this segment (their ids are `q<segment>.<n>`). */
   questionsAsked = 0;
   /**
@@ -141,6 +143,7 @@ export class AgentRunState {
     run.appended = resume.appended;
     for (const [child, mark] of Object.entries(resume.snapshotMarks)) run.snapshotMarks.set(child, mark);
     run.segment = resume.segment;
+    for (const key of resume.seenMessages ?? []) run.seenMessages.add(key);
     if (resume.context) {
       // What the previous segment's last call sent is the start of this session's dialogue (checked when carried).
       run.contextSeq = resume.context.seq;
@@ -162,6 +165,7 @@ export class AgentRunState {
       inbox: this.inbox.map((item) => ({ ...item, interjection: 'interjection' in item })),
       appended: this.appended,
       snapshotMarks: Object.fromEntries(this.snapshotMarks),
+      ...(this.seenMessages.size > 0 && { seenMessages: [...this.seenMessages] }),
       ...(this.lastCall &&
         startsWith(toChatMessages(this.events, this.persona), this.lastCall.messages) && {
           context: { seq: this.contextSeq, lastSeq: this.lastCall.seq, length: this.lastCall.messages.length },

@@ -144,6 +144,16 @@ export class DeputyClient {
   /** Validates `input` and starts an `agentRun`; throws `InputError` naming each bad field. */
   async startRun(input: RunInput, options: StartRunOptions = {}): Promise<WorkflowHandleWithFirstExecutionRunId> {
     const valid = parseOrThrow(RunInput, input, 'RunInput');
+    // Only Deputy's own workflow code writes these; a worker refuses them from a caller anyway, this says it sooner.
+    const written = (['resume', 'origin'] as const).filter((field) => valid[field] !== undefined);
+    if (written.length > 0) {
+      throw new InputError(
+        'RunInput',
+        written.map(
+          (field) => `${field}: set only by Deputy's workflows (a run continuing as new, a parent on its child)`,
+        ),
+      );
+    }
     return this.temporal.workflow.start('agentRun', {
       taskQueue: this.taskQueue,
       workflowId: options.workflowId ?? `run-${randomUUID()}`,

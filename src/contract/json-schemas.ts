@@ -432,3 +432,117 @@ export const ANSWER_CHILD_ARGS_SCHEMA: JsonSchema = {
   required: ['task_name', 'answer'],
   additionalProperties: false,
 };
+
+/** Payload of the `deputy.interjection` signal. */
+export const SIGNED_INTERJECTION_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    from: { type: 'string', minLength: 1, maxLength: 1000 },
+    to: { type: 'string', minLength: 1, maxLength: 1000 },
+    id: { type: 'string', minLength: 1, maxLength: 1000 },
+    body: {
+      type: 'object',
+      properties: { content: { type: 'string', minLength: 1 } },
+      required: ['content'],
+      additionalProperties: false,
+    },
+    sig: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  required: ['from', 'to', 'id', 'body', 'sig'],
+  additionalProperties: false,
+};
+
+/** Payload of the `deputy.question` signal. */
+export const SIGNED_QUESTION_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    from: { type: 'string', minLength: 1, maxLength: 1000 },
+    to: { type: 'string', minLength: 1, maxLength: 1000 },
+    id: { type: 'string', minLength: 1, maxLength: 1000 },
+    body: {
+      type: 'object',
+      properties: { questionId: { type: 'string', minLength: 1, maxLength: 100 }, question: { type: 'string' } },
+      required: ['questionId', 'question'],
+      additionalProperties: false,
+    },
+    sig: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  required: ['from', 'to', 'id', 'body', 'sig'],
+  additionalProperties: false,
+};
+
+/** Payload of the `deputy.answer` signal. */
+export const SIGNED_ANSWER_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    from: { type: 'string', minLength: 1, maxLength: 1000 },
+    to: { type: 'string', minLength: 1, maxLength: 1000 },
+    id: { type: 'string', minLength: 1, maxLength: 1000 },
+    body: {
+      type: 'object',
+      properties: { questionId: { type: 'string', minLength: 1, maxLength: 100 }, answer: { type: 'string' } },
+      required: ['questionId', 'answer'],
+      additionalProperties: false,
+    },
+    sig: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  required: ['from', 'to', 'id', 'body', 'sig'],
+  additionalProperties: false,
+};
+
+/** Payload of the `deputy.admission.acquire` signal. */
+export const SIGNED_ADMISSION_ACQUIRE_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    from: { type: 'string', minLength: 1, maxLength: 1000 },
+    to: { type: 'string', minLength: 1, maxLength: 1000 },
+    id: { type: 'string', minLength: 1, maxLength: 1000 },
+    body: {
+      type: 'object',
+      properties: { childWorkflowId: { type: 'string', minLength: 1, maxLength: 1000 } },
+      required: ['childWorkflowId'],
+      additionalProperties: false,
+    },
+    sig: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  required: ['from', 'to', 'id', 'body', 'sig'],
+  additionalProperties: false,
+};
+
+/** Payload of the `deputy.admission.release` signal. */
+export const SIGNED_ADMISSION_RELEASE_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    from: { type: 'string', minLength: 1, maxLength: 1000 },
+    to: { type: 'string', minLength: 1, maxLength: 1000 },
+    id: { type: 'string', minLength: 1, maxLength: 1000 },
+    body: {
+      type: 'object',
+      properties: { childWorkflowId: { type: 'string', minLength: 1, maxLength: 1000 } },
+      required: ['childWorkflowId'],
+      additionalProperties: false,
+    },
+    sig: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  required: ['from', 'to', 'id', 'body', 'sig'],
+  additionalProperties: false,
+};
+
+/** Payload of the `deputy.admitted` signal. */
+export const SIGNED_ADMITTED_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    from: { type: 'string', minLength: 1, maxLength: 1000 },
+    to: { type: 'string', minLength: 1, maxLength: 1000 },
+    id: { type: 'string', minLength: 1, maxLength: 1000 },
+    body: {
+      type: 'object',
+      properties: { childWorkflowId: { type: 'string', minLength: 1, maxLength: 1000 } },
+      required: ['childWorkflowId'],
+      additionalProperties: false,
+    },
+    sig: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  required: ['from', 'to', 'id', 'body', 'sig'],
+  additionalProperties: false,
+};

@@ -2,6 +2,15 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AnswerChildArgs, InterjectArgs } from '../rules/delegation.js';
 import type { EndConversationInput, RunState, SendMessageInput } from './run.js';
+import type {
+  AdmissionAcquireBody,
+  AdmissionReleaseBody,
+  AdmittedBody,
+  AnswerBody,
+  InterjectionBody,
+  QuestionBody,
+  SignedMessage,
+} from './signals.js';
 
 /** Reads the run's status, usage, remaining limits and effective dialogue. */
 export const stateQuery = defineQuery<RunState>('state');
@@ -13,17 +22,16 @@ export const sendMessageUpdate = defineUpdate<{ accepted: true }, [SendMessageIn
 export const interjectUpdate = defineUpdate<{ delivered: true; childWorkflowId: string }, [InterjectArgs]>('interject');
 
 /** How a parent delivers an interjection to its child (workflow to workflow). */
-export const interjectionSignal = defineSignal<[{ from: string; content: string }]>('deputy.interjection');
+export const interjectionSignal = defineSignal<[SignedMessage<InterjectionBody>]>('deputy.interjection');
 
 /** Ends a conversation-mode run after its current turn. */
 export const endConversationUpdate = defineUpdate<{ accepted: true }, [EndConversationInput]>('endConversation');
 
 /** A child's question to its parent (R3.9, workflow to workflow); the parent checks the child is its own, live. */
-export const questionSignal =
-  defineSignal<[{ childWorkflowId: string; questionId: string; question: string }]>('deputy.question');
+export const questionSignal = defineSignal<[SignedMessage<QuestionBody>]>('deputy.question');
 
 /** A parent's answer to its child's open question (R3.9, workflow to workflow). */
-export const answerSignal = defineSignal<[{ questionId: string; answer: string; from: string }]>('deputy.answer');
+export const answerSignal = defineSignal<[SignedMessage<AnswerBody>]>('deputy.answer');
 
 /** Answers a child's open question directly (R3.9): `{ task_name, answer, question_id? }`, sent to the child's parent. */
 export const answerChildUpdate = defineUpdate<
@@ -32,14 +40,13 @@ export const answerChildUpdate = defineUpdate<
 >('answerChild');
 
 /** R5.4: a parent asks its tenant's admission workflow for a live-child slot for `childWorkflowId`. */
-export const admissionAcquireSignal =
-  defineSignal<[{ childWorkflowId: string; parentId: string; cap: number }]>('deputy.admission.acquire');
+export const admissionAcquireSignal = defineSignal<[SignedMessage<AdmissionAcquireBody>]>('deputy.admission.acquire');
 
 /** R5.4: a child's slot is free again (it ended, or its parent stopped waiting for one). */
-export const admissionReleaseSignal = defineSignal<[{ childWorkflowId: string }]>('deputy.admission.release');
+export const admissionReleaseSignal = defineSignal<[SignedMessage<AdmissionReleaseBody>]>('deputy.admission.release');
 
 /** R5.4: the admission workflow tells a parent its child may start. */
-export const admittedSignal = defineSignal<[{ childWorkflowId: string }]>('deputy.admitted');
+export const admittedSignal = defineSignal<[SignedMessage<AdmittedBody>]>('deputy.admitted');
 
 /** R5.4: an admission workflow's state: the children holding a slot and those waiting for one, oldest first. */
 export const admissionStateQuery = defineQuery<{ tenant: string; cap: number; holders: string[]; waiting: string[] }>(

@@ -268,6 +268,8 @@ export const RunResume = z.object({
   ),
   appended: z.number().int().nonnegative(),
   snapshotMarks: z.record(z.string(), z.number().int()),
+  /** Messages from other runs accepted so far (`<from> <id>`), so a repeat is refused in the next segment too. */
+  seenMessages: z.array(z.string()).optional(),
   /**
    * Issue 12: the model-call counter, and the last call a worker may still hold (its number and how many of the
    * session's messages it sent), so the next segment sends only what is new; absent in older histories.

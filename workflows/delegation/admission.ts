@@ -3,20 +3,14 @@
  * and wait for it (no worker slot is held while waiting: the parent's workflow is suspended), at most until the
  * child's own deadline; give the slot back once the child has ended, or when the parent stops waiting. Deterministic.
  */
-import {
-  CancellationScope,
-  condition,
-  getExternalWorkflowHandle,
-  isCancellation,
-  proxyActivities,
-  setCurrentDetails,
-} from '@temporalio/workflow';
+import { CancellationScope, condition, isCancellation, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { DeputyActivities } from '../../activities/index.js';
 import { admissionReleaseSignal } from '../../src/contract/messages.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import { admissionWorkflowId } from '../../src/rules/children.js';
 import type { DelegationSettings } from '../../src/rules/delegation.js';
 import { LOOKUP_OPTIONS } from '../activity-options.js';
+import { sendSigned } from '../signed-messages.js';
 import type { AgentRunState } from '../run-state.js';
 
 const { requestAdmission } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
@@ -58,8 +52,8 @@ export async function admit(
 export function release(tenant: string, childWorkflowId: string): Promise<void> {
   return CancellationScope.nonCancellable(
     () =>
-      getExternalWorkflowHandle(admissionWorkflowId(tenant))
-        .signal(admissionReleaseSignal, { childWorkflowId })
-        .catch(() => undefined), // no admission workflow: nothing is held
+      sendSigned(admissionReleaseSignal, admissionWorkflowId(tenant), `release:${childWorkflowId}`, {
+        childWorkflowId,
+      }).catch(() => undefined), // no admission workflow: nothing is held
   );
 }

@@ -4,11 +4,12 @@
  * `answer_child` (or asks its own parent, or the person), or a person answers through the `answerChild` update. An
  * unanswered question ends with the child's deadline or the parent's end. Deterministic code only.
  */
-import { condition, getExternalWorkflowHandle, setCurrentDetails } from '@temporalio/workflow';
+import { condition, setCurrentDetails } from '@temporalio/workflow';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { answerSignal, questionSignal } from '../../src/contract/messages.js';
 import { ANSWER_CHILD_ARGS_SCHEMA, ASK_PARENT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
+import type { AnswerBody, QuestionBody } from '../../src/contract/signals.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { bounded, renderQuestion } from '../../src/rules/children.js';
 import type { AnswerChildArgs, AskParentArgs } from '../../src/rules/delegation.js';
@@ -16,6 +17,7 @@ import { cutText } from '../../src/rules/payloads.js';
 import { now, type AgentRunState } from '../run-state.js';
 import { parseToolArgs } from '../validation.js';
 import { toolError } from './plan.js';
+import { sendSigned } from '../signed-messages.js';
 
 type Question = NonNullable<LedgerEntry['questions']>[number];
 
@@ -36,11 +38,7 @@ export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<
   const question = cutText(parsed.args.question, run.payloads.maxTextBytes);
   run.openQuestions.set(questionId, undefined);
   try {
-    await getExternalWorkflowHandle(origin.parentId).signal(questionSignal, {
-      childWorkflowId: run.sessionId,
-      questionId,
-      question,
-    });
+    await sendSigned(questionSignal, origin.parentId, `question:${questionId}`, { questionId, question });
     run.setStatus('waiting_for_answer');
     setCurrentDetails(`waiting for the answer to ${questionId}: ${bounded(question.replace(/\s+/g, ' '), 100)}`);
     // The deadline ends the wait: by the timer that cancels the loop, or here when the deadline bounds activities.
@@ -62,24 +60,27 @@ export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<
 }
 
 /** The child's side of the answer: kept only for a question it has open and from its own parent. */
-export function receiveAnswer(run: AgentRunState, payload: unknown): void {
-  const { questionId, answer, from } = (payload ?? {}) as { questionId?: unknown; answer?: unknown; from?: unknown };
-  if (typeof questionId !== 'string' || typeof answer !== 'string' || from !== run.origin?.parentId) return;
-  if (run.openQuestions.has(questionId) && run.openQuestions.get(questionId) === undefined) {
-    run.openQuestions.set(questionId, answer);
+export function receiveAnswer(run: AgentRunState, from: string, { questionId, answer }: AnswerBody): string | void {
+  if (from !== run.origin?.parentId) return "an answer not from this run's parent";
+  if (!run.openQuestions.has(questionId) || run.openQuestions.get(questionId) !== undefined) {
+    return `no open question ${questionId}`;
   }
+  run.openQuestions.set(questionId, cutText(answer, run.payloads.maxTextBytes));
 }
 
 /**
  * The parent's side of a question: accepted only from a child this run started (its ledger, which Temporal's own
  * records back) that is still running; anything else is dropped. It joins the dialogue between turns.
  */
-export function receiveQuestion(run: AgentRunState, payload: unknown): void {
-  const { childWorkflowId, questionId, question } = (payload ?? {}) as Record<string, unknown>;
-  if (typeof childWorkflowId !== 'string' || typeof questionId !== 'string' || typeof question !== 'string') return;
-  if (run.isEnded()) return;
+export function receiveQuestion(
+  run: AgentRunState,
+  childWorkflowId: string,
+  { questionId, question }: QuestionBody,
+): string | void {
+  if (run.isEnded()) return 'the run has ended';
   const entry = run.ledger.findLast((e) => e.childWorkflowId === childWorkflowId);
-  if (entry?.status !== 'running' || entry.questions?.some((q) => q.id === questionId)) return;
+  if (entry?.status !== 'running') return 'not from a running child of this run';
+  if (entry.questions?.some((q) => q.id === questionId)) return `question ${questionId} was asked before`;
   const text = cutText(question, run.payloads.maxTextBytes);
   (entry.questions ??= []).push({
     id: questionId,
@@ -164,11 +165,7 @@ export async function answerQuestion(
   // Marked before the await, so a second answer meanwhile (the model and a person at once) is refused, not sent.
   Object.assign(question, { status: 'answered', answer, answeredBy: by, answeredAt: now() });
   try {
-    await getExternalWorkflowHandle(entry.childWorkflowId).signal(answerSignal, {
-      questionId: question.id,
-      answer,
-      from: run.sessionId,
-    });
+    await sendSigned(answerSignal, entry.childWorkflowId, `answer:${question.id}`, { questionId: question.id, answer });
   } catch (err) {
     Object.assign(question, {
       status: entry.status === 'running' ? 'open' : 'unanswered',

@@ -3,7 +3,8 @@
  */
 import { LOOKUP_OPTIONS } from '../activity-options.js';
 import type { DeputyActivities } from '../../activities/index.js';
-import { getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
+import { sendSigned } from '../signed-messages.js';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { cutText, jsonBytes, formatBytes } from '../../src/rules/payloads.js';
 import type { InterjectArgs } from '../../src/rules/delegation.js';
@@ -45,8 +46,9 @@ export async function deliverInterjection(
     run.snapshotMarks.set(entry.childWorkflowId, run.appended);
   }
   content = cutText(content, run.payloads.maxTextBytes);
-  await getExternalWorkflowHandle(entry.childWorkflowId).signal(interjectionSignal, { from: run.sessionId, content });
-  entry.interjections = (entry.interjections ?? 0) + 1;
+  const n = (entry.interjections ?? 0) + 1;
+  await sendSigned(interjectionSignal, entry.childWorkflowId, `interjection:${n}`, { content });
+  entry.interjections = n;
   return { ok: true, childWorkflowId: entry.childWorkflowId };
 }
 
