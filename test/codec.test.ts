@@ -116,7 +116,9 @@ describe('R6.3 encrypted history', () => {
 
   it('R6.3 the codec server decodes for Temporal UI with its token and only for the UI origin', async () => {
     const codec = new AesGcmCodec([['k1', K1]]);
-    const server = createServer(codecHandler(codec, { token: 'tok-123', origin: 'http://localhost:8233' }));
+    const server = createServer(
+      codecHandler(codec, { token: 'tok-123-long-enough-0', origin: 'http://localhost:8233' }),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -140,11 +142,11 @@ describe('R6.3 encrypted history', () => {
       expect(denied.headers.get('access-control-allow-origin')).toBe('http://localhost:8233');
       expect((await post({ authorization: 'Bearer tok-12' })).status).toBe(401);
       // The token as the endpoint's first path segment (a UI without a login has no access token to pass).
-      const byPath = await fetch(`${url}/tok-123/decode`, { method: 'POST', body });
+      const byPath = await fetch(`${url}/tok-123-long-enough-0/decode`, { method: 'POST', body });
       expect(byPath.status).toBe(200);
       expect((await fetch(`${url}/tok-124/decode`, { method: 'POST', body })).status).toBe(401);
-      expect((await fetch(`${url}/x/tok-123/decode`, { method: 'POST', body })).status).toBe(401);
-      const ok = await post({ authorization: 'Bearer tok-123' });
+      expect((await fetch(`${url}/x/tok-123-long-enough-0/decode`, { method: 'POST', body })).status).toBe(401);
+      const ok = await post({ authorization: 'Bearer tok-123-long-enough-0' });
       expect(ok.status).toBe(200);
       const decoded = (await ok.json()) as { payloads: { data: string }[] };
       expect(Buffer.from(decoded.payloads[0]!.data, 'base64').toString()).toBe('"the vault code"');

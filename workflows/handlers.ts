@@ -27,7 +27,7 @@ import {
   SIGNED_QUESTION_SCHEMA,
 } from '../src/contract/json-schemas.js';
 import { admissionWorkflowId } from '../src/rules/children.js';
-import { cutText } from '../src/rules/payloads.js';
+import { cutText, formatBytes, utf8Bytes } from '../src/rules/payloads.js';
 import type { AnswerChildArgs, InterjectArgs } from '../src/rules/delegation.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import type { JsonSchema } from '../src/rules/schema-check.js';
@@ -46,7 +46,12 @@ export function registerHandlers(run: AgentRunState): void {
       run.inbox.push({ from: 'user', content: message.message });
       return { accepted: true as const };
     },
-    { validator: (message) => validateUpdate(SEND_MESSAGE_INPUT_SCHEMA, message, 'sendMessage', run.isEnded()) },
+    {
+      validator: (message) => {
+        validateUpdate(SEND_MESSAGE_INPUT_SCHEMA, message, 'sendMessage', run.isEnded());
+        checkMessageSize(run, 'sendMessage', 'message', message.message);
+      },
+    },
   );
   setHandler(
     endConversationUpdate,
@@ -89,6 +94,7 @@ export function registerHandlers(run: AgentRunState): void {
     {
       validator: (args: AnswerChildArgs) => {
         validateUpdate(ANSWER_CHILD_ARGS_SCHEMA, args, 'answerChild', run.isEnded());
+        checkMessageSize(run, 'answerChild', 'answer', args.answer);
         const found = findQuestion(run, args);
         if (!found.ok) throw new Error(`answerChild: ${found.error}`);
       },
@@ -103,6 +109,7 @@ export function registerHandlers(run: AgentRunState): void {
     {
       validator: (args: InterjectArgs) => {
         validateUpdate(INTERJECT_ARGS_SCHEMA, args, 'interject', run.isEnded());
+        checkMessageSize(run, 'interject', 'message', args.message);
         const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
         if (entry?.status !== 'running') {
           throw new Error(`interject: no running child named "${args.task_name}" (status ${entry?.status ?? 'none'})`);
@@ -132,4 +139,24 @@ function delivered<T extends { ok: true }>(
 function validateUpdate(schema: JsonSchema, payload: unknown, name: string, ended: boolean): void {
   if (ended) throw new Error(`${name}: the run has ended`);
   assertFits(schema, payload, `${name} payload`);
+}
+
+/**
+ * Sizes at the door: a message past the run's text budget is refused naming the limit, and so is one that would take
+ * the messages waiting for the next turn past the run's input budget; nothing already accepted is touched.
+ */
+function checkMessageSize(run: AgentRunState, name: string, field: string, text: string): void {
+  const { maxTextBytes, maxInputBytes } = run.payloads;
+  const size = utf8Bytes(text);
+  if (size > maxTextBytes) {
+    throw new Error(
+      `${name}: ${field} is ${formatBytes(size)}, past this run's limit of ${formatBytes(maxTextBytes)} (payloads.maxTextBytes); send it in parts or as a file`,
+    );
+  }
+  const waiting = run.inbox.reduce((sum, item) => sum + utf8Bytes(item.content), 0);
+  if (waiting + size > maxInputBytes) {
+    throw new Error(
+      `${name}: ${formatBytes(waiting)} of messages already wait for this run's next turn; with ${formatBytes(size)} more they would pass its limit of ${formatBytes(maxInputBytes)} (payloads.maxInputBytes); send it once the run has answered`,
+    );
+  }
 }

@@ -331,7 +331,8 @@ export class AgentRunState {
 
   /** Size budgets of what the run writes to history (R1.8); histories from before them use the defaults. */
   get payloads(): PayloadLimits {
-    return this.composition.payloads ?? DEFAULT_PAYLOAD_LIMITS;
+    // Updates may arrive before the composition is resolved: the defaults hold until then.
+    return (this.composition as ResolveRunResult | undefined)?.payloads ?? DEFAULT_PAYLOAD_LIMITS;
   }
 
   /** What one model call may spend now (R2.13): what is free after reservations; none when the run has no caps. */

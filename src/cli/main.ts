@@ -23,6 +23,7 @@ import { admitSession } from '../eval/admit.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
+import { terminalSafe, terminalSafeJson } from '../rules/terminal.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 
 const USAGE = `usage: deputy tree <workflowId> | watch <workflowId> [cursor] | state <workflowId> | sessions [query]
@@ -53,7 +54,7 @@ async function main(argv: string[]): Promise<number> {
   const env = readEnv();
   if (command === 'tenants') {
     const activations = tenantActivations(loadConfig(env), process.cwd());
-    console.log(
+    print(
       activations.length > 0
         ? describeActivations(activations).join('\n')
         : 'no tenants configured: the delegation flag alone decides',
@@ -69,7 +70,7 @@ async function main(argv: string[]): Promise<number> {
     const target = join('scenarios', `${admitted.id}.yaml`);
     mkdirSync('scenarios', { recursive: true });
     writeFileSync(target, admitted.yaml);
-    console.log(`wrote ${target}: review its redactions and write score.expect, then npm run eval -- ${target}`);
+    print(`wrote ${target}: review its redactions and write score.expect, then npm run eval -- ${target}`);
     return 0;
   }
   const connection = await Connection.connect({ address: env.temporalAddress });
@@ -83,25 +84,23 @@ async function main(argv: string[]): Promise<number> {
     });
     const deputy = new DeputyClient(client, { taskQueue: env.taskQueue });
     const [first, second] = args as [string, string];
-    const started = (handle: { workflowId: string }) => console.log(`started ${handle.workflowId}`);
+    const started = (handle: { workflowId: string }) => print(`started ${handle.workflowId}`);
     switch (command) {
       case 'tree':
-        console.log(renderTree(await loadTree(client, first)));
+        print(renderTree(await loadTree(client, first)));
         break;
       case 'watch':
         return await watch(deputy, first, second);
       case 'state':
-        console.log(JSON.stringify(await deputy.getState(first), null, 2));
+        console.log(terminalSafeJson(await deputy.getState(first)));
         break;
       case 'sessions':
         for (const s of await deputy.listSessions(first)) {
-          console.log(
-            [s.sessionId, s.status, s.preset ?? '-', s.parentId ? `child of ${s.parentId}` : 'root'].join('\t'),
-          );
+          print([s.sessionId, s.status, s.preset ?? '-', s.parentId ? `child of ${s.parentId}` : 'root'].join('\t'));
         }
         break;
       case 'export':
-        console.log(JSON.stringify(await deputy.exportSession(first), null, 2));
+        console.log(terminalSafeJson(await deputy.exportSession(first)));
         break;
       case 'import':
         started(await deputy.importSession(JSON.parse(readFileSync(first, 'utf8')), { task: second }));
@@ -131,7 +130,7 @@ async function watch(deputy: DeputyClient, rootId: string, since: string | undef
   const redraw = () => {
     timer = undefined;
     const lines = view.lines();
-    process.stdout.write(`${drawn > 0 ? `\x1b[${drawn}F\x1b[J` : ''}${lines.join('\n')}\n`);
+    process.stdout.write(`${drawn > 0 ? `\x1b[${drawn}F\x1b[J` : ''}${lines.map(terminalSafe).join('\n')}\n`);
     drawn = lines.length;
   };
   let last = '';
@@ -139,15 +138,20 @@ async function watch(deputy: DeputyClient, rootId: string, since: string | undef
     view.apply(event);
     last = event.cursor;
     if (live) timer ??= setTimeout(redraw, 100);
-    else console.log(`${event.at}  ${view.runs.get(event.run)!.name}: ${describeWatchEvent(event)}`);
+    else print(`${event.at}  ${view.runs.get(event.run)!.name}: ${describeWatchEvent(event)}`);
   }
   clearTimeout(timer);
   if (live) redraw();
-  else console.log(`\n${view.lines().join('\n')}`);
-  console.log(`\n${view.summary()}`);
-  if (last) console.log(`resume after the last event: deputy watch ${rootId} ${last}`);
+  else print(`\n${view.lines().join('\n')}`);
+  print(`\n${view.summary()}`);
+  if (last) print(`resume after the last event: deputy watch ${rootId} ${last}`);
   const root = view.root ? view.runs.get(view.root) : undefined;
   return root?.status === 'completed' ? 0 : 1;
+}
+
+/** Prints a line whose text may come from runs: control characters are shown, never obeyed. */
+function print(text: string): void {
+  console.log(terminalSafe(text));
 }
 
 main(process.argv.slice(2)).then(

@@ -30,8 +30,19 @@ const toJson = (p: Payload): JsonPayload => ({
   data: Buffer.from(p.data ?? []).toString('base64'),
 });
 
+/** Largest request body the codec server reads: Temporal's own payload limit, with room for base64. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Shortest bearer token the codec server accepts. */
+export const MIN_TOKEN_LENGTH = 16;
+
 /** The codec server's request handler. */
 export function codecHandler(codec: AesGcmCodec, options: { token: string; origin: string }) {
+  if (options.token.length < MIN_TOKEN_LENGTH) {
+    throw new ConfigError(
+      [`DEPUTY_CODEC_SERVER_TOKEN: ${options.token.length} characters; at least ${MIN_TOKEN_LENGTH} are needed`],
+      'environment',
+    );
+  }
   const expected = Buffer.from(`Bearer ${options.token}`);
   const same = (given: string, wanted: Buffer) => {
     const bytes = Buffer.from(given);
@@ -56,8 +67,19 @@ export function codecHandler(codec: AesGcmCodec, options: { token: string; origi
       return void res.writeHead(404, { 'content-type': 'text/plain' }).end('POST /decode or /encode');
     }
     let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        res.writeHead(413, { 'content-type': 'text/plain', connection: 'close' });
+        res.end(`request body past ${MAX_BODY_BYTES} bytes`);
+        req.destroy();
+        return;
+      }
+      body += chunk.toString();
+    });
     req.on('end', () => {
+      if (size > MAX_BODY_BYTES) return;
       void (async () => {
         try {
           const { payloads } = JSON.parse(body) as { payloads: JsonPayload[] };
@@ -79,7 +101,11 @@ export async function startCodecServer(env: NodeJS.ProcessEnv = process.env): Pr
   const codec = codecFromEnv(env);
   const problems = [
     ...(codec ? [] : ['DEPUTY_CODEC_KEYS: not set (nor DEPUTY_CODEC_KEYS_FILE): there is nothing to decode with']),
-    ...(env.DEPUTY_CODEC_SERVER_TOKEN ? [] : ['DEPUTY_CODEC_SERVER_TOKEN: not set; every request must carry it']),
+    ...(env.DEPUTY_CODEC_SERVER_TOKEN === undefined
+      ? ['DEPUTY_CODEC_SERVER_TOKEN: not set; every request must carry it']
+      : env.DEPUTY_CODEC_SERVER_TOKEN.length < MIN_TOKEN_LENGTH
+        ? [`DEPUTY_CODEC_SERVER_TOKEN: at least ${MIN_TOKEN_LENGTH} characters are needed`]
+        : []),
   ];
   if (problems.length > 0) throw new ConfigError(problems, 'environment');
   const server = createServer(

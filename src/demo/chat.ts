@@ -5,6 +5,7 @@
  * live tree. `/answer <text>` answers the oldest open question directly (the client update); Ctrl-C (or Ctrl-D) ends
  * the conversation cleanly and prints its usage and tree.
  */
+import { terminalSafe } from '../rules/terminal.js';
 import { clearLine, createInterface, cursorTo } from 'node:readline';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
@@ -79,7 +80,7 @@ async function chat(demo: DemoEnvironment): Promise<void> {
   const print = (text: string) => {
     clearLine(process.stdout, 0);
     cursorTo(process.stdout, 0);
-    console.log(text);
+    console.log(terminalSafe(text));
     if (!ending) rl.prompt(true);
   };
   console.log(
@@ -177,12 +178,12 @@ async function summarise(
   result: Awaited<ReturnType<DemoEnvironment['deputy']['result']>>,
 ) {
   const u = result.usage;
-  console.log(`\nstatus: ${result.status}${result.error ? ` (${result.error})` : ''}`);
+  console.log(terminalSafe(`\nstatus: ${result.status}${result.error ? ` (${result.error})` : ''}`));
   console.log(
     `usage:  ${u.modelCalls} model calls of its own; ${u.totalTokens} tokens and $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree${demo.live ? '' : ' (scripted usage)'}`,
   );
   console.log(
-    `\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${await settledTree(demo.deputy, workflowId)}`,
+    `\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(await settledTree(demo.deputy, workflowId))}`,
   );
   console.log(`\nui:     ${runUrl(demo, workflowId)}`);
 }

@@ -4,6 +4,7 @@
  * and the run's Temporal UI URL. Offline (scripted model) unless OPENAI_API_KEY or OPENAI_BASE_URL is set.
  * `npm run demo -- --chat`: a conversation in the terminal instead (chat.ts).
  */
+import { terminalSafe } from '../rules/terminal.js';
 import { ConfigError } from '../contract/errors.js';
 import type { SessionEvent } from '../contract/session.js';
 import { loadTree } from '../client/inspect.js';
@@ -52,12 +53,12 @@ async function main(): Promise<void> {
       const state = await deputy.getState(workflowId).catch(() => null);
       for (const event of state?.session.slice(shown) ?? []) {
         const line = describeEvent(event);
-        if (line) console.log(line);
+        if (line) console.log(terminalSafe(line));
       }
       shown = state?.session.length ?? shown;
       if (!finished && state && state.delegations.length > 0) {
         const tree = renderTree(await loadTree(deputy.temporal, workflowId));
-        if (tree !== lastTree && tree.includes('\n')) console.log(`\n${tree}\n`);
+        if (tree !== lastTree && tree.includes('\n')) console.log(`\n${terminalSafe(tree)}\n`);
         lastTree = tree;
       }
     };
@@ -68,7 +69,7 @@ async function main(): Promise<void> {
     await showProgress();
     const result = await done;
     console.log(`\nstatus: ${result.status}${result.limit ? ` (${result.limit})` : ''}`);
-    console.log(`answer: ${result.output ?? result.error ?? '(none)'}`);
+    console.log(`answer: ${terminalSafe(result.output ?? result.error ?? '(none)')}`);
     const u = result.usage;
     console.log(`usage:  ${u.modelCalls} model calls and ${u.toolCalls} tool calls of its own`);
     console.log(`        ${u.totalTokens} tokens for the whole tree (${u.inputTokens} in + ${u.outputTokens} out)`);
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
       `cost:   $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree (${u.costMicroUsd} micro-USD${live ? '' : ', scripted usage'})`,
     );
     const tree = await settledTree(deputy, workflowId);
-    console.log(`\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${tree}`);
+    console.log(`\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(tree)}`);
     console.log(`\nui:     ${runUrl(demo, workflowId)}`);
     console.log(
       `        children: ${uiBase}/namespaces/${env.temporalNamespace}/workflows?query=${encodeURIComponent(`DeputyRootId="${workflowId}"`)}`,

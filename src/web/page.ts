@@ -138,7 +138,8 @@ source.addEventListener('update', (message) => {
   if (update.event.run === selected) { clearTimeout(transcriptTimer); transcriptTimer = setTimeout(loadTranscript, 150); }
 });
 source.addEventListener('end', () => { $('connection').textContent = 'tree ended'; source.close(); });
-source.onerror = () => { $('connection').textContent = 'reconnecting…'; };
+source.addEventListener('failed', (message) => { $('connection').textContent = 'stopped: ' + JSON.parse(message.data).error; source.close(); });
+source.onerror = () => { $('connection').textContent = source.readyState === EventSource.CLOSED ? 'no such run (or no access)' : 'reconnecting…'; };
 source.onopen = () => { $('connection').textContent = 'live'; };
 loadTranscript();
 </script>

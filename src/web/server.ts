@@ -11,7 +11,9 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { DeputyClient } from '../client/client.js';
+import { ConfigError } from '../contract/errors.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
 import { page, escapeHtml } from './page.js';
 
@@ -22,7 +24,12 @@ export interface WebOptions {
   uiBase: string;
   port?: number;
   host?: string;
+  /** Live event streams served at once; one more is refused with 503. @default 32 */
+  maxStreams?: number;
 }
+
+/** Shortest access token the web view accepts: a short or empty one would let anyone in. */
+export const MIN_TOKEN_LENGTH = 16;
 
 const COOKIE = 'deputy_web';
 /** SSE comment sent this often, so proxies keep an idle stream open. */
@@ -30,7 +37,17 @@ const KEEPALIVE_MS = 15_000;
 
 /** Starts the web view; resolves once it listens. */
 export async function startWebServer(options: WebOptions): Promise<Server> {
+  if (options.token.length < MIN_TOKEN_LENGTH) {
+    throw new ConfigError(
+      [
+        `DEPUTY_WEB_TOKEN: ${options.token.length} characters; the web view needs at least ${MIN_TOKEN_LENGTH} (leave it unset to have one generated)`,
+      ],
+      'environment',
+    );
+  }
   const expected = Buffer.from(options.token);
+  const maxStreams = options.maxStreams ?? 32;
+  let streams = 0;
   const same = (given: string | undefined) => {
     const bytes = Buffer.from(given ?? '');
     return bytes.length === expected.length && timingSafeEqual(bytes, expected);
@@ -87,6 +104,26 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
 
   /** The tree's events as SSE `update`s: each carries the event and the whole folded tree, so a page only draws. */
   async function events(id: string, req: IncomingMessage, res: ServerResponse, headers: Record<string, string>) {
+    if (streams >= maxStreams) {
+      res.writeHead(503, { ...headers, 'content-type': 'text/plain', 'retry-after': '10' });
+      return void res.end(`this web view already serves ${maxStreams} live streams; close one and try again`);
+    }
+    // A run that does not exist is a 404, which ends a browser's EventSource instead of making it reconnect forever.
+    const exists = await options.deputy.temporal.workflow
+      .getHandle(id)
+      .describe()
+      .then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof WorkflowNotFoundError) return false;
+          throw err;
+        },
+      );
+    if (!exists) {
+      return void res.writeHead(404, { ...headers, 'content-type': 'text/plain' }).end(`no run ${escapeHtml(id)}`);
+    }
+    streams += 1;
+    res.once('close', () => (streams -= 1));
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', connection: 'keep-alive' });
     res.write(': deputy\n\n');
     const stop = new AbortController();
@@ -120,6 +157,7 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
 
 async function main(): Promise<void> {
   const deputy = await DeputyClient.connect();
+  // Set but empty is refused, not taken as "no token".
   const token = process.env.DEPUTY_WEB_TOKEN ?? randomBytes(18).toString('base64url');
   const server = await startWebServer({
     deputy,
@@ -129,7 +167,7 @@ async function main(): Promise<void> {
     host: process.env.DEPUTY_WEB_HOST ?? '127.0.0.1',
   });
   const { address, port } = server.address() as AddressInfo;
-  const shown = process.env.DEPUTY_WEB_TOKEN ? '<DEPUTY_WEB_TOKEN>' : token;
+  const shown = process.env.DEPUTY_WEB_TOKEN !== undefined ? '<DEPUTY_WEB_TOKEN>' : token;
   console.log(`deputy web: http://${address}:${port}/?token=${shown}  (then /runs/<workflowId>)`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
