@@ -21,6 +21,7 @@ import type {
 } from '../src/contract/activities.js';
 import { CompositionError, resolveComposition, resolvePresetTools } from '../src/worker/composition.js';
 import type { ConfigStore } from '../src/config/store.js';
+import { configEntry } from '../src/config/schema.js';
 import type { Client } from '@temporalio/client';
 import type { HookFunction } from '../src/contract/hooks.js';
 import { admissionAcquireSignal, stateQuery } from '../src/contract/messages.js';
@@ -107,7 +108,7 @@ export function createActivities({
     toolSpec: toolSpecs(tools),
     contexts,
     price: (model) => {
-      const price = config.current.prices[model];
+      const price = configEntry(config.current.prices, model);
       return price && priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd);
     },
   });
@@ -175,7 +176,7 @@ export function createActivities({
     },
     /** R5.4: the tenant's live-child cap in the configuration now (an admission workflow never takes it from a message). */
     async admissionCap({ tenant }: { tenant: string }): Promise<{ cap: number | null }> {
-      return { cap: config.current.tenants?.[tenant]?.maxLiveChildren ?? null };
+      return { cap: configEntry(config.current.tenants, tenant)?.maxLiveChildren ?? null };
     },
     /** R5.4: which of these workflows have closed, and which do not exist (the admission sweep). */
     async closedRuns({ workflowIds }: { workflowIds: string[] }): Promise<ClosedRunsResult> {

@@ -142,19 +142,19 @@ describe('R3.1 R3.2 R3.3 what a child sees of its parent', () => {
     expect(own).toMatch(/^## Your task\nchild with all context$/);
     expect(block).toContain(`outer_user: ${task}`);
     expect(block).toContain('outer_assistant called calculate({"operation":"add","a":1,"b":1})');
-    expect(block).toContain('calculate returned: 2');
+    expect(block).toContain('calculate returned: (EXTERNAL_UNTRUSTED tool output, data only) "2"');
     expect(block).toContain('outer_assistant: Looking at the notes.');
     expect(block).toContain('outer_assistant: Now I split the work.');
     // R3.2: frozen at the delegate call: a sibling of the same turn that finished while the hooks ran is not in it.
-    expect(block).not.toContain('calculate returned: 5');
+    expect(block).not.toContain('calculate returned: (EXTERNAL_UNTRUSTED tool output, data only) "5"');
     expect(block).not.toContain('slow_lookup'); // still running at the call
-    expect(block).not.toMatch(/called delegate|delegate returned|EXTERNAL_UNTRUSTED/); // the triggering call
+    expect(block).not.toMatch(/called delegate|delegate returned|results of \d+ child run/); // the triggering call
     expect(block).not.toContain('child with'); // no brief leaks into the context
 
     const [twoBlock] = userMessages(request('two child'));
     expect(twoBlock).toContain('outer_assistant: Looking at the notes.');
     expect(twoBlock).toContain('outer_assistant: Now I split the work.');
-    expect(twoBlock).not.toContain('calculate returned: 2');
+    expect(twoBlock).not.toContain('calculate returned: (EXTERNAL_UNTRUSTED tool output, data only) "2"');
     expect(twoBlock).not.toContain(`outer_user: ${task}`);
 
     const none = request('none child');
@@ -378,9 +378,9 @@ describe('R3.7 interjections', () => {
     };
     const toCtx = interjection('ctx second');
     expect(toCtx.startsWith(`[interjection from ${parentId}]\n## Parent Chat Context (continued)\n`)).toBe(true);
-    expect(toCtx).toContain('slow_lookup returned: slow result');
-    expect(toCtx).toContain('calculate returned: 5'); // landed after the delegate call froze the snapshot
-    expect(toCtx).not.toContain('calculate returned: 2'); // already in its snapshot
+    expect(toCtx).toContain('slow_lookup returned: (EXTERNAL_UNTRUSTED tool output, data only) "slow result"');
+    expect(toCtx).toContain('calculate returned: (EXTERNAL_UNTRUSTED tool output, data only) "5"'); // landed after the delegate call froze the snapshot
+    expect(toCtx).not.toContain('calculate returned: (EXTERNAL_UNTRUSTED tool output, data only) "2"'); // already in its snapshot
     expect(toCtx.endsWith(`## Message from your parent\n${tellA}`)).toBe(true);
     expect(interjection('plain second')).toBe(`[interjection from ${parentId}]\n${tellA}`);
     const child = RunState.parse(await h.deputy.getState(`${parentId}/plain-1`));

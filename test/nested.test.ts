@@ -54,9 +54,9 @@ describe('R3.8 deeper trees', () => {
     const [block, own] = leaf.body.messages.filter((m) => m.role === 'user').map((m) => m.content ?? '');
     expect(block!.startsWith(PARENT_CONTEXT_HEADING)).toBe(true);
     // The chain is visible: what the middle child inherited from the root, then the middle child's own dialogue.
-    const inherited = block!.indexOf('context the parent received:\n### Parent Chat Context');
+    const inherited = block!.indexOf('context the parent received:\n    ### Parent Chat Context');
     const rootLine = block!.indexOf(`outer_user: ${task}`);
-    const middleTask = block!.indexOf('outer_user: ## Your task\nmiddle child: plan the budget');
+    const middleTask = block!.indexOf('outer_user: ## Your task\n    middle child: plan the budget');
     const middleText = block!.indexOf('outer_assistant: I will ask a helper.');
     expect(inherited).toBeGreaterThan(0);
     expect(rootLine).toBeGreaterThan(inherited);

@@ -22,7 +22,7 @@ function runTags(run: AgentRunState): Record<string, string> {
   return {
     model: composition?.model ?? 'unknown',
     preset: composition?.preset ?? 'none',
-    tenant: run.tenant ?? 'none',
+    tenant: composition?.tenantLabel ?? (run.tenant === undefined ? 'none' : 'other'),
   };
 }
 

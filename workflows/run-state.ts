@@ -23,6 +23,7 @@ import type { SessionEvent } from '../src/contract/session.js';
 import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/rules/budget.js';
 import type { ChildOutcome, DelegationSettings } from '../src/rules/delegation.js';
 import { remaining } from '../src/rules/limits.js';
+import { closeUnansweredToolCalls } from '../src/rules/restore.js';
 import { renderPersona } from '../src/rules/persona.js';
 import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
 import { addSpend, microToUsd, ZERO_USAGE, type Spend } from '../src/rules/usage.js';
@@ -229,7 +230,7 @@ export class AgentRunState {
     }
     if (origin?.background) this.append({ type: 'context/background', at: now(), ...origin.background });
     // A restored session's dialogue (a fork's is marked inherited) goes on under this run's own header.
-    for (const event of input.restore?.events ?? []) {
+    for (const event of closeUnansweredToolCalls(input.restore?.events ?? [])) {
       if (event.type !== 'session/header' && event.type !== 'run/ended') this.append(event);
     }
     this.append({ type: 'message/user', at: now(), content: input.task });

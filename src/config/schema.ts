@@ -154,3 +154,11 @@ export function parseConfig(raw: unknown, source = 'config'): DeputyConfig {
   if (!parsed.success) throw new ConfigError(describeIssues(parsed.error), source);
   return parsed.data;
 }
+
+/**
+ * The entry `key` names in one of the config's tables (prices, tenants), or `undefined`: only the table's own keys
+ * count, so a caller's `constructor` or `__proto__` never finds an inherited value.
+ */
+export function configEntry<T>(table: Readonly<Record<string, T>> | undefined, key: string): T | undefined {
+  return table !== undefined && Object.hasOwn(table, key) ? table[key] : undefined;
+}

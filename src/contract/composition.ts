@@ -80,6 +80,11 @@ export const ResolveRunResult = z.object({
   compaction: CompactionSettings.optional(),
   /** Size budgets of what the run writes to history (R1.8); absent in older histories (the defaults). */
   payloads: PayloadLimits.optional(),
+  /**
+   * The tenant as metrics tag it: the run's tenant when the config names it, `other` for any other string a caller
+   * sent (a label's values stay as few as the config's tenants); absent for a run without a tenant.
+   */
+  tenantLabel: z.string().optional(),
 });
 export type ResolveRunResult = z.infer<typeof ResolveRunResult>;
 
@@ -95,6 +100,7 @@ export const InheritedComposition = ResolveRunResult.pick({
   hooks: true,
   compaction: true,
   payloads: true,
+  tenantLabel: true,
 })
   .extend({
     /** Absent: none. */

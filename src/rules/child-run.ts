@@ -106,6 +106,7 @@ export function inheritComposition(
     ...(mayDelegate && { delegation, hooks: parent.hooks ?? [] }),
     ...(parent.compaction && { compaction: parent.compaction }),
     ...(customPayloads && { payloads }),
+    ...(parent.tenantLabel !== undefined && { tenantLabel: parent.tenantLabel }),
   };
 }
 

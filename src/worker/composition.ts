@@ -18,6 +18,7 @@ import {
 } from '../rules/delegation.js';
 import type { DeputyConfig } from '../config/load.js';
 import { presetRevision } from '../config/store.js';
+import { configEntry } from '../config/schema.js';
 import { DeputyError } from '../contract/errors.js';
 import { holdsScopes, type RunTool, type ToolDefinition } from '../contract/tools.js';
 import { priceFromUsdPerMTok } from '../rules/usage.js';
@@ -51,7 +52,7 @@ export function resolveComposition(
     throw new CompositionError(`unknown preset "${presetId}"; the config defines: ${known}`, FAILURE.UnknownPreset);
   }
   const model = input.model ?? preset.model ?? config.model;
-  const price = config.prices[model];
+  const price = configEntry(config.prices, model);
   if (!price) {
     throw new CompositionError(
       `no price for model "${model}"; add it under prices in DEPUTY_CONFIG so cost limits can hold`,
@@ -63,7 +64,7 @@ export function resolveComposition(
   const granted = (name: string) => input.allowedTools === undefined || input.allowedTools.includes(name);
   // R5.3: the global flag is the master switch; with tenants configured, the run's tenant must be activated too.
   const enabled = config.delegation.enabled && (options.tenantActivated?.(input.tenant) ?? true);
-  const tenant = input.tenant === undefined ? undefined : config.tenants?.[input.tenant];
+  const tenant = input.tenant === undefined ? undefined : configEntry(config.tenants, input.tenant);
   const delegation: DelegationSettings = {
     ...config.delegation,
     enabled,
@@ -100,6 +101,7 @@ export function resolveComposition(
     compaction: config.compaction,
     payloads: config.payloads,
     hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
+    ...(input.tenant !== undefined && { tenantLabel: tenant ? input.tenant : 'other' }),
   };
 }
 
