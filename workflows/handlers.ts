@@ -29,6 +29,7 @@ import {
 import { admissionWorkflowId } from '../src/rules/children.js';
 import { cutText, formatBytes, utf8Bytes } from '../src/rules/payloads.js';
 import type { AnswerChildArgs, InterjectArgs } from '../src/rules/delegation.js';
+import type { SendMessageInput } from '../src/contract/run.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import type { JsonSchema } from '../src/rules/schema-check.js';
 import { deliverInterjection } from './delegation/steering.js';
@@ -47,7 +48,7 @@ export function registerHandlers(run: AgentRunState): void {
       return { accepted: true as const };
     },
     {
-      validator: (message) => {
+      validator: (message: SendMessageInput) => {
         validateUpdate(SEND_MESSAGE_INPUT_SCHEMA, message, 'sendMessage', run.isEnded());
         checkMessageSize(run, 'sendMessage', 'message', message.message);
       },

@@ -4,6 +4,7 @@
  */
 
 // C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
