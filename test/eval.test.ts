@@ -81,7 +81,7 @@ describe('R5.2 scoring, policy and verdict', () => {
 });
 
 describe('R5.3 capability scenarios from real trajectories', () => {
-  it('R5.3 admit turns a failed exported session into a scenario, redacting secrets and personal data visibly', () => {
+  it('R5.3 admit turns a failed exported session into a scenario, redacting secrets and personal data visibly', async () => {
     const exported = {
       format: 'deputy.session',
       version: 1,
@@ -126,7 +126,7 @@ describe('R5.3 capability scenarios from real trajectories', () => {
         { type: 'run/ended', at: '2026-11-30T10:00:03.000Z', status: 'limit_reached', output: null },
       ],
     };
-    const { id, yaml } = admitSession(exported, 'run-42.json');
+    const { id, yaml } = await admitSession(exported, 'run-42.json');
     expect(id).toBe('admitted-run-42');
     expect(yaml).not.toMatch(/jane\.doe|7946|sk-live/);
     const admitted = Scenario.parse(parseYaml(yaml));

@@ -6,7 +6,7 @@
  *   watch <workflowId> [cursor]    the tree live: each run's status, tokens, cost and latest event, then a summary
  *   state <workflowId>             the run's `state` query as JSON
  *   sessions [query]               sessions from visibility (roots and children), e.g. "DeputyRootId = 'run-1'"
- *   export <workflowId>            the run's session as versioned JSON on stdout
+ *   export <workflowId> [--redact] the run's session as versioned JSON on stdout (secrets and personal data redacted)
  *   import <file> <task>           a new run that restores the session in <file> and goes on with <task>
  *   fork <workflowId> <task>       a new run from a copy of the session, with exactly its composition
  *   followup <workflowId> <task>   a new run that goes on from a finished run's session
@@ -20,6 +20,7 @@ import { DeputyClient } from '../client/client.js';
 import { loadConfig, readEnv } from '../config/load.js';
 import { describeActivations, tenantActivations } from '../eval/activation.js';
 import { admitSession } from '../eval/admit.js';
+import { Redactor, redactDeep } from '../eval/redact.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
@@ -27,7 +28,7 @@ import { terminalSafe, terminalSafeJson } from '../rules/terminal.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 
 const USAGE = `usage: deputy tree <workflowId> | watch <workflowId> [cursor] | state <workflowId> | sessions [query]
-             | export <workflowId>
+             | export <workflowId> [--redact]
              | import <file> <task> | fork <workflowId> <task> | followup <workflowId> <task>
              | tenants | eval admit <exported-session.json>`;
 
@@ -36,7 +37,7 @@ const ARITY: Record<string, [min: number, max: number]> = {
   watch: [1, 2],
   state: [1, 1],
   sessions: [0, 1],
-  export: [1, 1],
+  export: [1, 2],
   import: [2, 2],
   fork: [2, 2],
   followup: [2, 2],
@@ -66,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
       console.error(USAGE);
       return 2;
     }
-    const admitted = admitSession(JSON.parse(readFileSync(args[1]!, 'utf8')), basename(args[1]!));
+    const admitted = await admitSession(JSON.parse(readFileSync(args[1]!, 'utf8')), basename(args[1]!));
     const target = join('scenarios', `${admitted.id}.yaml`);
     mkdirSync('scenarios', { recursive: true });
     writeFileSync(target, admitted.yaml);
@@ -100,7 +101,18 @@ async function main(argv: string[]): Promise<number> {
         }
         break;
       case 'export':
-        console.log(terminalSafeJson(await deputy.exportSession(first)));
+        {
+          const exported = await deputy.exportSession(first);
+          if (second !== undefined && second !== '--redact') throw new Error(`export: unknown option ${second}`);
+          if (second === '--redact') {
+            const redactor = new Redactor();
+            const redacted = await redactDeep(exported, redactor);
+            console.log(terminalSafeJson(redacted));
+            // The list goes to stderr, so what stdout holds still imports.
+            for (const r of redactor.redactions)
+              console.error(terminalSafe(`redacted ${r.kind} at ${r.where}: ${r.placeholder}`));
+          } else console.log(terminalSafeJson(exported));
+        }
         break;
       case 'import':
         started(await deputy.importSession(JSON.parse(readFileSync(first, 'utf8')), { task: second }));
