@@ -91,11 +91,11 @@ describe('R5.3 per-tenant activation', () => {
   });
 
   it('R5.3 each evidence file is checked against itself, and the worker says why a tenant is not activated', () => {
-    expect(checkEvidence(TAMPERED, dir)).toMatchObject({
+    expect(checkEvidence(TAMPERED, PROJECT_ROOT)).toMatchObject({
       passes: false,
-      reason: 'its verdict says helps, its runs say otherwise',
+      reason: "its delegating arm's means are not those of its runs",
     });
-    expect(checkEvidence(write('completed.json', capability({}, 'completed')), dir)).toMatchObject({
+    expect(checkEvidence(write('completed.json', capability({}, 'completed')), PROJECT_ROOT)).toMatchObject({
       passes: false,
       reason: 'admitted from run-7, which completed: a capability scenario comes from a failed run',
     });
@@ -117,7 +117,7 @@ describe('R5.3 per-tenant activation', () => {
       'tenant beta: NOT activated: no passing capability evidence (a scenario admitted from a real failed run)',
       `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
       'tenant gamma: NOT activated: no passing capability evidence (a scenario admitted from a real failed run)',
-      `  fails  capability ${TAMPERED}: its verdict says helps, its runs say otherwise`,
+      `  fails  capability ${TAMPERED}: its delegating arm's means are not those of its runs`,
       `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
     ]);
     expect(
@@ -130,6 +130,9 @@ describe('R5.3 per-tenant activation', () => {
 
   it('R5.3 deputy tenants prints each tenant’s state and evidence; deputy eval admit writes a scenario', () => {
     const configFile = join(dir, 'deputy.config.json');
+    // Evidence names its scenario relative to where it is checked from: this directory has a copy of it.
+    mkdirSync(join(dir, 'scenarios'), { recursive: true });
+    copyFileSync(join(PROJECT_ROOT, twoArm.scenario.file), join(dir, twoArm.scenario.file));
     writeFileSync(
       configFile,
       JSON.stringify({

@@ -169,8 +169,16 @@ async function evaluate(path: string, options: { runs?: number; out?: string }):
     );
     const running = workers.map((w) => w.run());
     const arms = {} as Record<Arm, ArmSummary>;
+    let determinism: Evidence['determinism'];
     try {
       for (const arm of ARMS) arms[arm] = summariseArm(await runArm(deputy, scenario, arm, queues[arm]));
+      // Offline, the same script must give the same runs: the delegating arm runs once more and is compared.
+      if (!live) {
+        const [again] = await runArm(deputy, { ...scenario, runs: 1 }, 'delegating', queues.delegating);
+        const first = arms.delegating.runs[0]!;
+        const same = (r: RunScore) => JSON.stringify([r.status, r.score, r.output, r.children, r.policyFailures]);
+        determinism = { repeatedArm: 'delegating', identical: again !== undefined && same(again) === same(first) };
+      }
     } finally {
       for (const worker of workers) worker.shutdown();
       await Promise.allSettled(running);
@@ -190,6 +198,7 @@ async function evaluate(path: string, options: { runs?: number; out?: string }):
       createdAt: new Date().toISOString(),
       arms: { single: arms.single, delegating: arms.delegating },
       verdict: verdict(arms.single, arms.delegating),
+      ...(determinism && { determinism }),
     };
     const out = options.out ?? join(PROJECT_ROOT, 'evidence', `${scenario.id}.json`);
     mkdirSync(dirname(out), { recursive: true });

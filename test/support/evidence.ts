@@ -13,7 +13,8 @@ export const twoArm = JSON.parse(readFileSync(TWO_ARM, 'utf8')) as Evidence;
 export function capability(over: Partial<Evidence> = {}, from = 'limit_reached'): Evidence {
   return {
     ...twoArm,
-    scenario: { ...twoArm.scenario, kind: 'capability', file: 'scenarios/admitted-run-7.yaml' },
+    // The same scenario file (checked by its hash), recorded as admitted from a real failed run.
+    scenario: { ...twoArm.scenario, kind: 'capability' },
     admittedFrom: { sessionId: 'run-7', status: from, exportedAt: '2026-11-30T10:00:00.000Z', redactions: [] },
     ...over,
   };
