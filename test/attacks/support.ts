@@ -1,0 +1,41 @@
+/** Helpers for the attack suite: what an attacker with a plain Temporal client sees and does. */
+import type { Client } from '@temporalio/client';
+import { expect } from 'vitest';
+import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/scripted-model.js';
+
+/** Workflow tasks that failed in a run's history: an attack that wedges a run shows up here. */
+export async function failedWorkflowTasks(client: Client, workflowId: string): Promise<string[]> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).flatMap((event) =>
+    event.workflowTaskFailedEventAttributes
+      ? [event.workflowTaskFailedEventAttributes.failure?.message ?? 'workflow task failed']
+      : [],
+  );
+}
+
+/** The raw JSON of a run's history, for searching it for what must never be there. */
+export async function historyText(client: Client, workflowId: string): Promise<string> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return JSON.stringify(history, (_key, value: unknown) =>
+    value instanceof Uint8Array ? Buffer.from(value).toString('utf8') : value,
+  );
+}
+
+/** Waits until the run's `state` query reports `status`. */
+export async function untilStatus(client: Client, workflowId: string, status: string): Promise<void> {
+  await expect
+    .poll(
+      async () =>
+        ((await client.workflow.getHandle(workflowId).query('state')) as { status: string } | undefined)?.status,
+      { timeout: 20_000, interval: 100 },
+    )
+    .toBe(status);
+}
+
+/** A request whose dialogue ends with a user message that is exactly `text`. */
+export const lastUserSays = (task: string, text: string) => (r: RecordedRequest) =>
+  userSays(task)(r) && r.body.messages.at(-1)?.role === 'user' && lastMessage(r) === text;
+
+/** A request whose last message is a tool result containing `text`. */
+export const afterTool = (task: string, text: string) => (r: RecordedRequest) =>
+  userSays(task)(r) && r.body.messages.at(-1)?.role === 'tool' && lastMessage(r).includes(text);

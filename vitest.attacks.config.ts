@@ -1,0 +1,17 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * `npm run test:attacks`: the attack suite (docs/security.md). Each test drives Deputy from outside as an attacker
+ * would — a plain Temporal client, a raw HTTP request, a crafted file — against a real dev server.
+ */
+export default defineConfig({
+  test: {
+    include: ['test/attacks/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    pool: 'forks',
+    maxWorkers: 2,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    reporters: ['default', ['json', { outputFile: '.deputy/attacks-results.json' }]],
+  },
+});
