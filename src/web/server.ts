@@ -35,16 +35,20 @@ const COOKIE = 'deputy_web';
 /** SSE comment sent this often, so proxies keep an idle stream open. */
 const KEEPALIVE_MS = 15_000;
 
+/** Refuses a token anyone could guess: empty (which would match an empty cookie) or short. */
+function checkToken(token: string): void {
+  if (token.length >= MIN_TOKEN_LENGTH) return;
+  throw new ConfigError(
+    [
+      `DEPUTY_WEB_TOKEN: ${token.length} characters; the web view needs at least ${MIN_TOKEN_LENGTH} (leave it unset to have one generated)`,
+    ],
+    'environment',
+  );
+}
+
 /** Starts the web view; resolves once it listens. */
 export async function startWebServer(options: WebOptions): Promise<Server> {
-  if (options.token.length < MIN_TOKEN_LENGTH) {
-    throw new ConfigError(
-      [
-        `DEPUTY_WEB_TOKEN: ${options.token.length} characters; the web view needs at least ${MIN_TOKEN_LENGTH} (leave it unset to have one generated)`,
-      ],
-      'environment',
-    );
-  }
+  checkToken(options.token);
   const expected = Buffer.from(options.token);
   const maxStreams = options.maxStreams ?? 32;
   let streams = 0;
@@ -156,9 +160,10 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
 }
 
 async function main(): Promise<void> {
-  const deputy = await DeputyClient.connect();
-  // Set but empty is refused, not taken as "no token".
+  // Set but empty is refused (by startWebServer, before anything listens), not taken as "no token".
   const token = process.env.DEPUTY_WEB_TOKEN ?? randomBytes(18).toString('base64url');
+  checkToken(token);
+  const deputy = await DeputyClient.connect();
   const server = await startWebServer({
     deputy,
     token,

@@ -25,8 +25,7 @@ export async function historyText(client: Client, workflowId: string): Promise<s
 export async function untilStatus(client: Client, workflowId: string, status: string): Promise<void> {
   await expect
     .poll(
-      async () =>
-        ((await client.workflow.getHandle(workflowId).query('state')) as { status: string } | undefined)?.status,
+      async () => (await client.workflow.getHandle(workflowId).query<{ status: string } | undefined>('state'))?.status,
       { timeout: 20_000, interval: 100 },
     )
     .toBe(status);
