@@ -237,6 +237,7 @@ function resolveRunInput(input: ParsedRunInput, depth: number) {
     allowedTools: origin?.allowedTools,
     tenant: input.tenant,
     presetDefinition: origin?.preset?.definition ?? (restore?.select ? undefined : restore?.preset),
+    ...(!origin?.preset && !restore?.select && restore?.preset && { presetFromCaller: true }),
     ...(restore?.select && { preset: restore.select.presetId }),
     ...(restore?.model && !input.model && !restore.select && { model: restore.model }),
   };

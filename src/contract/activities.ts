@@ -23,6 +23,11 @@ export interface ResolveRunInput {
   allowedTools?: string[] | undefined;
   /** An exact preset definition to run with instead of looking `preset` up (R4.3, R4.5). */
   presetDefinition?: Preset | undefined;
+  /**
+   * The definition came from a caller (an imported or forked session), not from a parent run: its tools are narrowed
+   * to what the config's preset of that id (or, when none has it, any of the config's presets) grants.
+   */
+  presetFromCaller?: boolean | undefined;
   /** R5.3: the run's tenant; delegation is offered only when it is activated (when the config names tenants). */
   tenant?: string | undefined;
 }

@@ -222,6 +222,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               },
               required: ['maxTextBytes', 'maxInputBytes'],
             },
+            tenantLabel: { type: 'string' },
             effort: { type: 'string' },
             tools: {
               type: 'array',

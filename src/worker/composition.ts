@@ -46,7 +46,13 @@ export function resolveComposition(
   const presetId = input.presetDefinition?.id ?? input.preset ?? config.defaultPreset;
   // R4.3: a definition carried in the input (a parent's exact composition) wins over the registry, even if the
   // registry has since changed or dropped that preset.
-  const preset = input.presetDefinition ?? config.presets.find((p) => p.id === presetId);
+  const registered = config.presets.find((p) => p.id === presetId);
+  const given = input.presetDefinition ?? registered;
+  // A caller's definition may narrow what the config grants, never widen it: its tools are kept only where the
+  // config's preset of that id (or, when it has none, one of the config's presets) has them too.
+  const grantable = new Set((registered ? [registered] : config.presets).flatMap((p) => p.tools));
+  const preset =
+    given && input.presetFromCaller ? { ...given, tools: given.tools.filter((name) => grantable.has(name)) } : given;
   if (!preset) {
     const known = config.presets.map((p) => p.id).join(', ');
     throw new CompositionError(`unknown preset "${presetId}"; the config defines: ${known}`, FAILURE.UnknownPreset);

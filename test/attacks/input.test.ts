@@ -10,15 +10,17 @@ import { UpdateRejectedError } from '../../src/client/client.js';
 import { RunResume } from '../../src/contract/run.js';
 import { resolveLimits } from '../../src/rules/limits.js';
 import { ZERO_USAGE } from '../../src/rules/usage.js';
-import { toolMessages, userSays } from '../../src/testing/scripted-model.js';
+import { offeredTools, toolMessages, userSays } from '../../src/testing/scripted-model.js';
 import { resolveComposition } from '../../src/worker/composition.js';
 import { toolMap } from '../../src/worker/factory.js';
+import { DELEGATION_TOOLS } from '../support/delegation.js';
 import { testConfig, useHarness } from '../support/harness.js';
 import { failedWorkflowTasks, lastUserSays } from './support.js';
 
-// Delegation is off in this worker's config: whatever a caller sends, no run of it may delegate.
+// Delegation is off in this worker's config: whatever a caller sends, no run of it may delegate. The worker can run
+// `skill_manage`, but no preset of the config offers it.
 const config = testConfig();
-const h = useHarness({ config });
+const h = useHarness({ config, tools: DELEGATION_TOOLS });
 
 describe('attacks on what a caller sends', () => {
   it('R1.10 attack 1: a resume a caller wrote (an unpriced model, delegate with delegation off, maxDepth 9, 100 children) is refused before any model call', async () => {
@@ -62,6 +64,33 @@ describe('attacks on what a caller sends', () => {
     await expect(h.deputy.startRun({ task, resume })).rejects.toThrow(
       "invalid RunInput: resume: set only by Deputy's workflows (a run continuing as new, a parent on its child)",
     );
+  });
+
+  it('R1.10 attack 1: a session file whose preset definition adds a tool the config grants no preset runs without it', async () => {
+    const at = new Date().toISOString();
+    const widened = { ...config.presets[0]!, tools: ['calculate', 'search_notes', 'skill_manage'] };
+    const session = {
+      format: 'deputy.session',
+      version: 1,
+      sessionId: 'crafted-preset',
+      parentId: null,
+      exportedAt: at,
+      composition: { preset: widened, revision: 'r', model: 'test-model' },
+      events: [{ type: 'message/user', at, content: 'hello' }],
+    };
+    const task = 'attack 1: edit the skills';
+    h.model.add({ name: task, when: userSays(task), reply: { text: 'no such tool' } });
+    const handle = await h.deputy.importSession(session, {
+      task,
+      scopes: ['tools.calc', 'tools.notes', 'skills.write'],
+    });
+    expect((await h.deputy.result(handle.workflowId)).status).toBe('completed');
+    const [request] = h.model.requests.filter((r) => r.rule === task);
+    expect(offeredTools(request!)).toEqual(['calculate', 'search_notes']);
+    expect((await h.deputy.getState(handle.workflowId)).composition!.preset.tools).toEqual([
+      'calculate',
+      'search_notes',
+    ]);
   });
 
   it('R1.13 attack 5: a crafted session whose last turn asks for a tool call runs no tool; the call is closed with an error the model reads', async () => {
