@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The fault-injection suite and the delegate gates have their own commands (test:faults, gates) and configs.
-    exclude: ['test/faults/**', 'test/gates/**', 'test/attacks/**', 'node_modules/**'],
+    exclude: ['test/faults/**', 'test/gates/**', 'test/attacks/**', 'test/real-model/**', 'node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
     // Two cores: two test files at a time, each with its own worker and task queue on the one shared dev server.
     pool: 'forks',

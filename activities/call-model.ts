@@ -13,13 +13,14 @@ import type { ModelPrice } from '../src/contract/composition.js';
 import type { Span } from '@opentelemetry/api';
 import { captureContent, captured, modelCallSpan, recordModelCall } from './telemetry.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from '../src/rules/payloads.js';
-import { withHeartbeat } from './heartbeat.js';
 import { toModelFailure } from './model-errors.js';
-import { countCallTokens, loadEncoding } from './tokens.js';
+import { countCallTokens, countText, encodingFor, loadEncoding } from './tokens.js';
+import { readStream, type StreamedAnswer, type StreamProgress } from './model-stream.js';
+import type { CapParameter } from '../src/config/schema.js';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { RunTool, ToolSpec } from '../src/contract/tools.js';
 import type { ChatMessage } from '../src/contract/dialogue.js';
-import { activityInfo } from '@temporalio/activity';
+import { activityInfo, Context } from '@temporalio/activity';
 import type { ContextCache } from './context-cache.js';
 import { compactionPromptFromMessages, messagesAfterCompaction } from '../src/rules/compaction.js';
 
@@ -41,6 +42,8 @@ export interface CallModelDeps {
   contexts?: ContextCache;
   /** A model's price in force, for the cost a call's span reports (issue 15). */
   price?: (model: string) => ModelPrice | undefined;
+  /** Which parameter carries a model's answer cap to the endpoint, read at each call. @default 'auto' */
+  capParameter?: (model: string) => CapParameter;
 }
 
 /** Where a run's dialogue is kept: its workflow id as Temporal records it, and its chain of segments. */
@@ -74,7 +77,16 @@ export function assemble(
 }
 
 /** Builds the `callModel` activity: one Chat Completions request with tools, heartbeating, abortable (R1.1, R1.2). */
-export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolSpec, contexts, price }: CallModelDeps) {
+export function createCallModel({
+  openai,
+  apiKey,
+  timeoutMs,
+  maxTextBytes,
+  toolSpec,
+  contexts,
+  price,
+  capParameter,
+}: CallModelDeps) {
   /** Newer compositions name their tools; the worker supplies what the model sees of each. */
   const specOf = (tool: string | RunTool): ToolSpec => {
     if (typeof tool !== 'string' && tool.description !== undefined && tool.parameters !== undefined) {
@@ -99,9 +111,9 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolS
     // R2.13: count the input and ask for no more answer than the budget can pay for; a call that cannot fit is not
     // made (non-retryable: nothing about it will change on a retry).
     let maxCompletionTokens: number | null = null;
+    await loadEncoding(input.model);
+    const { counted, estimate } = countCallTokens(input.model, messages, tools);
     if (input.budget) {
-      await loadEncoding(input.model);
-      const { estimate } = countCallTokens(input.model, messages, tools);
       const fit = fitCall(estimate, input.budget);
       if (!fit.ok) {
         throw ApplicationFailure.create({
@@ -113,57 +125,49 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolS
       }
       maxCompletionTokens = fit.maxCompletionTokens;
     }
-    return withHeartbeat(async (signal) => {
-      let completion: OpenAI.Chat.Completions.ChatCompletion;
-      try {
-        completion = await openai.chat.completions.create(
-          {
-            model: input.model,
-            messages,
-            ...(tools.length > 0 && {
-              tools: tools.map((tool) => ({
-                type: 'function' as const,
-                function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-              })),
-            }),
-            ...(input.effort && { reasoning_effort: input.effort as OpenAI.ReasoningEffort }),
-            ...(maxCompletionTokens !== null && { max_completion_tokens: maxCompletionTokens }),
-          },
-          { signal, maxRetries: 0, ...(timeoutMs && { timeout: timeoutMs() }) },
-        );
-      } catch (err) {
-        if (signal.aborted) throw new CancelledFailure('model call cancelled; the HTTP request was aborted');
-        throw toModelFailure(err, input.model, apiKey);
-      }
-      const choice = completion.choices?.[0];
-      if (!choice) throw toModelFailure(new Error('the answer has no choices'), input.model, apiKey);
+    const streamed = await streamAnswer(input, messages, tools, maxCompletionTokens);
+    if (streamed.content === null && streamed.toolCalls.length === 0 && streamed.finishReason === null) {
+      throw toModelFailure(new Error('the answer stream ended without an answer'), input.model, apiKey);
+    }
+    {
       // R1.8: an answer past the budget is cut here, so the result always fits in history and the paid call is
       // never repeated because it was too big.
       const limit = maxTextBytes?.() ?? DEFAULT_PAYLOAD_LIMITS.maxTextBytes;
-      const calls = (choice.message.tool_calls ?? []).filter((call) => call.type === 'function');
+      const calls = streamed.toolCalls;
       const kept = calls.slice(0, MAX_TOOL_CALLS_PER_ANSWER);
       const dropped = calls.length - kept.length;
-      const text = choice.message.content ?? null;
+      const text = streamed.content;
       const content =
         dropped > 0
           ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
           : text;
+      // R2.13: the answer is debited at the larger of what the endpoint reports and what Deputy counted, so an
+      // endpoint that reports too little never spends past the budget unseen; the input as the endpoint counts it
+      // (its own tokenizer), or as Deputy counted it when the endpoint reports no usage.
+      const usage = {
+        inputTokens: streamed.reported?.inputTokens ?? counted,
+        outputTokens: Math.max(streamed.reported?.outputTokens ?? 0, streamed.countedOutput),
+      };
+      if (streamed.reported) {
+        noteDisagreement(input.model, streamed.reported, {
+          inputTokens: counted,
+          outputTokens: streamed.countedOutput,
+        });
+      }
       const result: CallModelResult = {
         content: content === null ? null : cutText(content, limit),
         // The arguments of all calls share one budget, so the whole result stays bounded however many there are.
         toolCalls: kept.map((call) => ({
           id: cutText(call.id, 256),
-          name: cutText(call.function.name, 256),
-          arguments: cutText(call.function.arguments, Math.max(1024, Math.floor(limit / kept.length))),
+          name: cutText(call.name, 256),
+          arguments: cutText(call.arguments, Math.max(1024, Math.floor(limit / kept.length))),
         })),
-        // An endpoint that reports no usage is charged an estimate, so limits still hold.
-        inputTokens: completion.usage?.prompt_tokens ?? estimateTokens(JSON.stringify(messages)),
-        outputTokens: completion.usage?.completion_tokens ?? estimateTokens(JSON.stringify(choice.message)),
-        finishReason: choice.finish_reason ?? null,
+        ...usage,
+        finishReason: streamed.finishReason,
       };
       const modelPrice = price?.(input.model);
       recordModelCall(span, {
-        responseModel: completion.model,
+        responseModel: streamed.model ?? input.model,
         inputTokens: result.inputTokens,
         outputTokens: result.outputTokens,
         costUsd: modelPrice && microToUsd(callCostMicroUsd(result, modelPrice)),
@@ -174,11 +178,153 @@ export function createCallModel({ openai, apiKey, timeoutMs, maxTextBytes, toolS
       if (captureContent()) {
         span.setAttributes({
           'gen_ai.input.messages': captured(messages),
-          'gen_ai.output.messages': captured(choice.message),
+          'gen_ai.output.messages': captured({ role: 'assistant', content: streamed.content, tool_calls: kept }),
         });
       }
       return result;
-    });
+    }
+  }
+
+  /**
+   * One streamed request: the answer's cap goes in the parameter the endpoint reads, Deputy stops the stream at the
+   * cap itself, and the activity heartbeats the answer's progress (live output) while tokens arrive. Before the first
+   * token it heartbeats on a timer (the endpoint may be reading a long input); once tokens flow, a stream that
+   * brings nothing for the heartbeat timeout is abandoned and the call retried, as any other fault.
+   */
+  async function streamAnswer(
+    input: CallModelInput,
+    messages: ChatMessage[],
+    tools: ToolSpec[],
+    cap: number | null,
+  ): Promise<StreamedAnswer> {
+    const context = Context.current();
+    const stallMs = context.info.heartbeatTimeoutMs || 30_000;
+    const abort = new AbortController();
+    const cancelled = context.cancellationSignal;
+    const onCancel = () => abort.abort();
+    cancelled.addEventListener('abort', onCancel);
+    let progress: StreamProgress | undefined;
+    let lastChunkAt = Date.now();
+    let beaten: StreamProgress | undefined;
+    let stalled = false;
+    const timer = setInterval(() => {
+      if (progress && Date.now() - lastChunkAt > stallMs) {
+        stalled = true;
+        abort.abort();
+        return;
+      }
+      if (progress === undefined || progress !== beaten) {
+        beaten = progress;
+        context.heartbeat(progress && liveOutput(progress));
+      }
+    }, HEARTBEAT_MS);
+    try {
+      const stream = await openai.chat.completions.create(
+        {
+          model: input.model,
+          messages,
+          stream: true,
+          stream_options: { include_usage: true },
+          ...(tools.length > 0 && {
+            tools: tools.map((tool) => ({
+              type: 'function' as const,
+              function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+            })),
+          }),
+          ...(input.effort && { reasoning_effort: input.effort as OpenAI.ReasoningEffort }),
+          ...(cap !== null && capParameters(capParameter?.(input.model) ?? 'auto', openai.baseURL, cap)),
+        },
+        { signal: abort.signal, maxRetries: 0, ...(timeoutMs && { timeout: timeoutMs() }) },
+      );
+      const { count } = encodingFor(input.model);
+      const answer = await readStream(stream, {
+        cap,
+        count: (text) => countText(text, count),
+        stop: () => abort.abort(),
+        onProgress: (next) => {
+          progress = next;
+          lastChunkAt = Date.now();
+        },
+      });
+      // The client ends a stream it aborted quietly: a cancelled or stalled call must not pass for an answer.
+      if (cancelled.aborted || stalled) throw new Error('aborted');
+      return answer;
+    } catch (err) {
+      if (cancelled.aborted) throw new CancelledFailure('model call cancelled; the HTTP request was aborted');
+      if (stalled) {
+        throw ApplicationFailure.create({
+          type: FAILURE.ModelTimeout,
+          message: `${input.model} stopped sending its answer for ${Math.round(stallMs / 1000)} s; the call is retried`,
+          nonRetryable: false,
+        });
+      }
+      throw toModelFailure(err, input.model, apiKey);
+    } finally {
+      clearInterval(timer);
+      cancelled.removeEventListener('abort', onCancel);
+    }
+  }
+}
+
+/**
+ * How often a streaming call heartbeats (when its answer moved): cancellation reaches an activity only through a
+ * heartbeat's reply, so this bounds how long a cancelled run's stream goes on.
+ */
+const HEARTBEAT_MS = 500;
+
+/** Longest partial answer a heartbeat carries (live output), in characters: the end of the text so far. */
+export const LIVE_OUTPUT_CHARS = 2000;
+
+/** What a streaming call's heartbeat carries: tokens so far and the end of the answer's text. */
+export function liveOutput(progress: StreamProgress): { outputTokens: number; partial: string } {
+  const { text, outputTokens } = progress;
+  return { outputTokens, partial: text.length > LIVE_OUTPUT_CHARS ? `…${text.slice(-LIVE_OUTPUT_CHARS)}` : text };
+}
+
+/** The request fields that carry `cap` to the endpoint (see the config's `capParameter`). */
+export function capParameters(
+  style: CapParameter,
+  baseURL: string,
+  cap: number,
+): { max_completion_tokens?: number; max_tokens?: number } {
+  const resolved =
+    style === 'auto' ? (/^https:\/\/api\.openai\.com\//.test(baseURL) ? 'max_completion_tokens' : 'both') : style;
+  if (resolved === 'max_completion_tokens') return { max_completion_tokens: cap };
+  if (resolved === 'max_tokens') return { max_tokens: cap };
+  return { max_completion_tokens: cap, max_tokens: cap };
+}
+
+/** Reported usage that disagrees with Deputy's count past this factor (either way) is logged and counted. */
+const DISAGREEMENT_FACTOR = 1.5;
+
+/** The models and directions already warned of, so a worker's log says it once, not at every call. */
+const warned = new Set<string>();
+
+/**
+ * Counts (and logs once per model and direction) an endpoint whose reported usage is far from what Deputy counted:
+ * a tokenizer apart, or worse.
+ */
+function noteDisagreement(
+  model: string,
+  reported: { inputTokens: number; outputTokens: number },
+  counted: { inputTokens: number; outputTokens: number },
+): void {
+  const far = (a: number, b: number) => Math.max(a, b) > 16 && Math.max(a, b) > DISAGREEMENT_FACTOR * Math.min(a, b);
+  for (const direction of ['input', 'output'] as const) {
+    const r = reported[`${direction}Tokens`];
+    const c = counted[`${direction}Tokens`];
+    if (!far(r, c)) continue;
+    const context = Context.current();
+    if (!warned.has(`${model} ${direction}`)) {
+      warned.add(`${model} ${direction}`);
+      const debited = direction === 'output' ? 'the larger is debited' : "the endpoint's count is debited";
+      context.log.warn(
+        `${model} reported ${r} ${direction} tokens where Deputy counted ${c}; ${debited} (said once per model; deputy_usage_disagreements counts each call)`,
+      );
+    }
+    context.metricMeter
+      .createCounter('deputy_usage_disagreements', '1', 'Model calls whose reported usage is far from the count')
+      .add(1, { model, direction });
   }
 }
 
@@ -212,9 +358,4 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
     }
     return { summary, inputTokens: reply.inputTokens, outputTokens: reply.outputTokens };
   };
-}
-
-/** A rough token count (4 characters a token) for endpoints that report no usage. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
 }

@@ -107,6 +107,7 @@ export function createActivities({
     maxTextBytes: () => config.current.payloads.maxTextBytes,
     toolSpec: toolSpecs(tools),
     contexts,
+    capParameter: (model) => configEntry(config.current.capParameterByModel, model) ?? config.current.capParameter,
     price: (model) => {
       const price = configEntry(config.current.prices, model);
       return price && priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd);

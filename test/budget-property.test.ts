@@ -6,10 +6,10 @@
  * for cost; at the end used ≤ max.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SUMMARY_SYSTEM_PROMPT } from '../src/rules/context.js';
 import { RunState } from '../src/contract/run.js';
-import type { RecordedRequest, ScriptReply, ReplyUsage } from '../src/testing/scripted-model.js';
+import type { ProviderBehaviour, RecordedRequest, ScriptReply, ReplyUsage } from '../src/testing/scripted-model.js';
 import { delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
@@ -288,24 +288,49 @@ const commands = fc.array(
   { minLength: 8, maxLength: 20 },
 );
 
+/** The providers the property runs against: as the spec's endpoint, one that ignores max_completion_tokens, one silent. */
+const PROVIDERS: [label: string, behaviour: ProviderBehaviour, runs: number][] = [
+  ['a provider that reads the cap and reports usage', { reads: 'both', reportsUsage: true }, RUNS],
+  ['a provider that ignores max_completion_tokens', { reads: 'max_tokens', reportsUsage: true }, RUNS],
+  ['a provider that reads no cap and sends no usage', { reads: 'none', reportsUsage: false }, RUNS],
+];
+
 describe('R2.13 model-based: hard budgets hold at every step of random delegation trees', () => {
-  it(`R2.13 R2.6 ${RUNS} random trees: used + reserved ≤ max after every step, for every run; used ≤ max at the end`, async () => {
+  afterEach(() => {
+    h.model.behaviour = { reads: 'both', reportsUsage: true };
+  });
+  for (const [label, behaviour, runs] of PROVIDERS) {
+    it(`R2.13 R2.6 ${runs} random trees against ${label}: used + reserved ≤ max after every step, for every run; used ≤ max at the end`, async () => {
+      h.model.behaviour = { reads: 'both', reportsUsage: true, ...behaviour };
+      await property(runs);
+    }, 600_000);
+  }
+});
+
+let rulesAdded = false;
+const puppets: Puppet[] = [];
+
+/** Drives `runs` random trees and checks the invariant after every step. */
+async function property(runs: number): Promise<void> {
+  {
     let trees = 0;
     let checks = 0;
     let steps = 0;
-    h.model.add({
-      name: 'summary',
-      when: isSummary,
-      times: Infinity,
-      reply: { text: 'Background: add.', usage: 'worst' },
-    });
-    const puppets: Puppet[] = [];
-    h.model.add({
-      name: 'puppet',
-      when: (request) => puppets.some((p) => p.actorOf(request) !== null),
-      times: Infinity,
-      reply: (request) => puppets.find((p) => p.actorOf(request) !== null)!.hold(request),
-    });
+    if (!rulesAdded) {
+      rulesAdded = true;
+      h.model.add({
+        name: 'summary',
+        when: isSummary,
+        times: Infinity,
+        reply: { text: 'Background: add.', usage: 'worst' },
+      });
+      h.model.add({
+        name: 'puppet',
+        when: (request) => puppets.some((p) => p.actorOf(request) !== null),
+        times: Infinity,
+        reply: (request) => puppets.find((p) => p.actorOf(request) !== null)!.hold(request),
+      });
+    }
     await fc.assert(
       fc.asyncProperty(commands, async (cmds) => {
         const puppet = new Puppet(`t${trees++}x${Math.random().toString(36).slice(2, 8)}`);
@@ -333,11 +358,11 @@ describe('R2.13 model-based: hard budgets hold at every step of random delegatio
         checks += real.checks;
         steps += real.steps;
       }),
-      { numRuns: RUNS, endOnFailure: true },
+      { numRuns: runs, endOnFailure: true },
     );
-    expect(trees).toBe(RUNS);
+    expect(trees).toBe(runs);
     // The sequences are long enough to say something: steps ran and budgets were observed many times.
-    expect(steps).toBeGreaterThan(RUNS * 2);
-    expect(checks).toBeGreaterThan(RUNS * 5);
-  }, 600_000);
-});
+    expect(steps).toBeGreaterThan(runs * 2);
+    expect(checks).toBeGreaterThan(runs * 5);
+  }
+}

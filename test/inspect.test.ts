@@ -68,7 +68,7 @@ describe('R2.12 deputy tree', () => {
       .split('\n')
       .map((l) => l.replace(/\s+/g, ' '));
     expect(lines).toEqual([
-      `${parentId} completed 480 tok $0.000560 2 calls [assistant]`,
+      `${parentId} completed 489 tok $0.000578 2 calls [assistant]`,
       `├─ one completed 120 tok $0.000140 1 call [assistant, context none] ${parentId}/one-1`,
       `└─ two completed 120 tok $0.000140 1 call [assistant, context none] ${parentId}/two-1`,
     ]);

@@ -68,7 +68,8 @@ describe('R1.8 payloads past the server limit end with a status, each paid call 
     const task = 'r1.8 huge answer';
     h.model.add({ name: task, when: forTask(task), times: Infinity, reply: { text: threeMegabytes('HUGE ANSWER') } });
     const workflowId = h.id('huge-answer');
-    await h.deputy.startRun({ task }, { workflowId });
+    // Budget enough for the whole answer (about 750,000 tokens): below it, Deputy would stop the stream at its cap.
+    await h.deputy.startRun({ task, limits: { maxTokens: 2_000_000, maxCostUsd: 10 } }, { workflowId });
     const result = await endsWithin(20_000, workflowId, h.deputy.result(workflowId));
     expect(result.status).toBe('completed');
     expect(result.output!.startsWith('HUGE ANSWER lorem ipsum')).toBe(true);

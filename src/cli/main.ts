@@ -150,7 +150,9 @@ async function watch(deputy: DeputyClient, rootId: string, since: string | undef
     view.apply(event);
     last = event.cursor;
     if (live) timer ??= setTimeout(redraw, 100);
-    else print(`${event.at}  ${view.runs.get(event.run)!.name}: ${describeWatchEvent(event)}`);
+    // A log gets one line per event, not one per live-output poll; a terminal shows the answer as it is written.
+    else if (event.type !== 'model/progress')
+      print(`${event.at}  ${view.runs.get(event.run)!.name}: ${describeWatchEvent(event)}`);
   }
   clearTimeout(timer);
   if (live) redraw();

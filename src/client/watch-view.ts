@@ -38,6 +38,8 @@ export function describeWatchEvent(event: WatchEvent): string {
       const calls = event.toolCalls.length > 0 ? ` → ${event.toolCalls.join(', ')}` : '';
       return `${event.model} answered (${event.inputTokens + event.outputTokens} tokens${cost})${calls}`;
     }
+    case 'model/progress':
+      return `writing (${event.outputTokens} tokens): ${clip(event.partial.slice(-80).replace(/\s+/g, ' '))}`;
     case 'model/failed':
       return `${event.model} failed: ${clip(event.error)}`;
     case 'tool/called':

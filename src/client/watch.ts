@@ -3,7 +3,8 @@
  * read from Temporal's own record of each run — its event history, followed with the server's long poll
  * (`GetWorkflowExecutionHistory` with `waitNewEvent`) — so following a tree costs the workers nothing: no query, no
  * update, no extra history. Model and tool calls are activities, children are child workflows, questions, answers
- * and interjections are signals and updates: each becomes an event as the server records it.
+ * and interjections are signed signals (each an event once a worker has checked it) and updates: each becomes an
+ * event as the server records it.
  *
  * Order: per run, history order. Across runs, causal: a child's events come after the parent's `delegation/started`
  * for it, and the parent's `delegation/joined` after the child's `run/ended`. Every event carries a cursor; `watch`
@@ -17,9 +18,23 @@ import type { temporal } from '@temporalio/proto';
 import type { CallModelInput, CallModelResult, RunToolInput, RunToolResult } from '../contract/activities.js';
 import type { ModelPrice } from '../contract/composition.js';
 import type { RunInput, RunResult } from '../contract/run.js';
+import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../contract/signals.js';
 import { callCostMicroUsd, microToUsd } from '../rules/usage.js';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+/** What a follower remembers of a scheduled activity until it ends. */
+interface ActivityInfo {
+  type: string;
+  model?: string;
+  tool?: string;
+  /** A message from another run being checked (`verifyMessage`). */
+  message?: MessageToSign;
+  /** Its end is in history: live output stops. */
+  ended?: boolean;
+}
+
+/** How often a follower reads a running model call's heartbeat for live output. */
+const LIVE_OUTPUT_POLL_MS = 250;
 type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
 const { EventType } = proto.temporal.api.enums.v1;
 
@@ -61,6 +76,11 @@ export type WatchEvent = EventBase &
         output: string | null;
       }
     | { type: 'model/started'; model: string; activity: string }
+    /**
+     * Live output: a model call's answer as it is written, read from the pending activity's heartbeat (tokens so
+     * far, the end of the text). Not resumable: its cursor is that of the event before it.
+     */
+    | { type: 'model/progress'; model: string; activity: string; outputTokens: number; partial: string }
     | {
         type: 'model/finished';
         model: string;
@@ -207,7 +227,7 @@ export async function* watchTree(
     let runId: string | undefined = startRunId;
     let skipUntil = after;
     let price: ModelPrice | undefined;
-    const activities = new Map<number, { type: string; model?: string; tool?: string }>();
+    const activities = new Map<number, ActivityInfo>();
     const children = new Map<number, string>();
     const emit = (event: HistoryEvent, body: Record<string, unknown>) => {
       const eventId = Number(event.eventId);
@@ -280,7 +300,7 @@ export async function* watchTree(
         case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
           const attributes = event.activityTaskScheduledEventAttributes!;
           const type = attributes.activityType?.name ?? '';
-          const info: { type: string; model?: string; tool?: string } = { type };
+          const info: ActivityInfo = { type };
           if (MODEL_ACTIVITIES.has(type)) {
             const input = await decode<CallModelInput>(attributes.input);
             info.model = input?.model ?? '';
@@ -288,10 +308,13 @@ export async function* watchTree(
               for (const refusal of refusalsIn(input)) await say({ type: 'delegation/refused', reason: refusal });
             }
             await say({ type: 'model/started', model: info.model, activity: type });
+            if (!replaying && attributes.activityId) live(event, attributes.activityId, info);
           } else if (type === 'runTool') {
             const input = await decode<RunToolInput>(attributes.input);
             info.tool = input?.call.name ?? '';
             await say({ type: 'tool/called', name: info.tool });
+          } else if (type === 'verifyMessage') {
+            info.message = (await decode<VerifyMessageInput>(attributes.input))?.message;
           }
           activities.set(Number(event.eventId), info);
           return;
@@ -300,6 +323,7 @@ export async function* watchTree(
           const attributes = event.activityTaskCompletedEventAttributes!;
           const info = activities.get(Number(attributes.scheduledEventId));
           if (!info) return;
+          info.ended = true;
           if (info.type === 'resolveRun') {
             price ??= (await decode<{ price: ModelPrice }>(attributes.result))?.price;
           } else if (info.model !== undefined && !replaying) {
@@ -314,6 +338,11 @@ export async function* watchTree(
               finishReason: result?.finishReason ?? null,
               toolCalls: (result?.toolCalls ?? []).map((call) => call.name),
             });
+          } else if (info.message !== undefined && !replaying) {
+            // A message from another run is an event once a worker has checked its signature: a signal anyone could
+            // have sent is not.
+            const verdict = await decode<VerifyMessageResult>(attributes.result);
+            if (verdict?.ok) await sayMessage(info.message, say);
           } else if (info.tool !== undefined && !replaying) {
             const result = await decode<RunToolResult>(attributes.result);
             await say({
@@ -333,6 +362,7 @@ export async function* watchTree(
             event.activityTaskTimedOutEventAttributes?.scheduledEventId ??
             event.activityTaskCanceledEventAttributes?.scheduledEventId;
           const info = activities.get(Number(scheduled));
+          if (info) info.ended = true;
           const error =
             event.activityTaskFailedEventAttributes?.failure?.message ??
             event.activityTaskTimedOutEventAttributes?.failure?.message ??
@@ -409,23 +439,6 @@ export async function* watchTree(
           });
           return;
         }
-        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
-          const attributes = event.workflowExecutionSignaledEventAttributes!;
-          const [arg] = (await decodeAll(attributes.input)) as [Record<string, string> | undefined];
-          if (attributes.signalName === 'deputy.question') {
-            await say({
-              type: 'question/asked',
-              child: arg?.childWorkflowId ?? '',
-              questionId: arg?.questionId ?? '',
-              question: arg?.question ?? '',
-            });
-          } else if (attributes.signalName === 'deputy.answer') {
-            await say({ type: 'question/answered', questionId: arg?.questionId ?? '', from: arg?.from ?? '' });
-          } else if (attributes.signalName === 'deputy.interjection') {
-            await say({ type: 'interjection', from: arg?.from ?? '', to: null });
-          }
-          return;
-        }
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {
           const request = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input;
           const [arg] = (await decodeAll(request?.args)) as [Record<string, string> | undefined];
@@ -464,6 +477,61 @@ export async function* watchTree(
           return;
         default:
           return;
+      }
+    }
+
+    /**
+     * Follows a model call's live output until its end is in history: the pending activity's heartbeat details, read
+     * with `DescribeWorkflowExecution` (a read of the server's records: no worker is asked).
+     */
+    function live(scheduled: HistoryEvent, activityId: string, info: ActivityInfo) {
+      void (async () => {
+        let last = '';
+        while (!info.ended && !stop.signal.aborted) {
+          await new Promise((resolve) => setTimeout(resolve, LIVE_OUTPUT_POLL_MS));
+          if (info.ended || stop.signal.aborted) return;
+          const described = await client.workflowService
+            .describeWorkflowExecution({ namespace, execution: { workflowId, runId } })
+            .catch(() => undefined);
+          const pending = described?.pendingActivities?.find((a) => a.activityId === activityId);
+          if (!pending) {
+            if (described) return; // no longer pending: it ended or is between attempts
+            continue;
+          }
+          const details = (await decode<{ outputTokens?: number; partial?: string }>(pending.heartbeatDetails)) ?? {};
+          if (typeof details.partial !== 'string' || info.ended) continue;
+          const key = `${details.outputTokens}:${details.partial}`;
+          if (key === last) continue;
+          last = key;
+          out.push({
+            run: workflowId,
+            parent,
+            seq: Number(scheduled.eventId),
+            at: new Date().toISOString(),
+            cursor: encodeCursor(positions),
+            type: 'model/progress',
+            model: info.model ?? '',
+            activity: info.type,
+            outputTokens: details.outputTokens ?? 0,
+            partial: details.partial,
+          });
+        }
+      })();
+    }
+
+    async function sayMessage(message: MessageToSign, say: (body: Record<string, unknown>) => Promise<void>) {
+      const body = (message.body ?? {}) as Record<string, string | undefined>;
+      if (message.signal === 'deputy.question') {
+        await say({
+          type: 'question/asked',
+          child: message.from,
+          questionId: body.questionId ?? '',
+          question: body.question ?? '',
+        });
+      } else if (message.signal === 'deputy.answer') {
+        await say({ type: 'question/answered', questionId: body.questionId ?? '', from: message.from });
+      } else if (message.signal === 'deputy.interjection') {
+        await say({ type: 'interjection', from: message.from, to: null });
       }
     }
 

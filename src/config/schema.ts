@@ -19,6 +19,10 @@ export const Price = z.strictObject({
 
 export { Preset };
 
+/** How a call's answer cap is sent to the endpoint (see `capParameter`). */
+export const CapParameter = z.enum(['auto', 'max_completion_tokens', 'max_tokens', 'both']);
+export type CapParameter = z.infer<typeof CapParameter>;
+
 /** Default limits; a run's own `limits` override each. */
 export const DefaultLimitsConfig = z.strictObject({
   maxTurns: z.number().int().positive().default(20),
@@ -47,6 +51,14 @@ export const DeputyConfig = z
     }),
     /** How long one model request may take; a request past it is abandoned and retried (R1.2). */
     modelTimeoutSeconds: z.number().positive().max(3600).default(120),
+    /**
+     * R2.13: which parameter carries a call's answer cap to the endpoint: `max_completion_tokens` (OpenAI; its
+     * reasoning models refuse `max_tokens`), `max_tokens` (servers that know only that), `both`, or `auto`
+     * (`max_completion_tokens` on OpenAI's own API, `both` elsewhere). An optimisation only: Deputy counts the
+     * streamed answer and stops it at the cap whatever the endpoint reads. `capParameterByModel` overrides it per model.
+     */
+    capParameter: CapParameter.default('auto'),
+    capParameterByModel: z.record(z.string(), CapParameter).optional(),
     /** Preset used when a run names none. */
     defaultPreset: z.string().default('assistant'),
     /** Scopes a run holds when its input names none. */

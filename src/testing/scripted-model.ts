@@ -23,8 +23,11 @@ export type ReplyUsage = ScriptUsage | 'worst';
 
 /** What the server answers to one request. */
 export type ScriptReply =
-  /** A final answer. */
-  | { text: string; usage?: ReplyUsage }
+  /**
+   * A final answer; streamed in pieces `chunkDelayMs` apart when the request streams, and (`stallAfterChars`) stopping
+   * for good, the connection left open, after that many characters.
+   */
+  | { text: string; usage?: ReplyUsage; chunkDelayMs?: number; stallAfterChars?: number }
   /** Tool calls; `arguments` as a string is sent raw (use it for malformed JSON). */
   | { toolCalls: { name: string; arguments: unknown; id?: string }[]; text?: string; usage?: ReplyUsage }
   /** An HTTP error with an OpenAI-style error body. */
@@ -50,6 +53,8 @@ export interface RecordedRequest {
   receivedAt: number;
   /** `Date.now()` when the answer was sent in full, if it was. */
   answeredAt?: number;
+  /** Characters of answer text written to the client (a streamed answer the client aborted wrote fewer). */
+  sentChars?: number;
 }
 
 /** The parts of a Chat Completions request body the rules look at. */
@@ -73,6 +78,21 @@ export interface ScriptRule {
 }
 
 const DEFAULT_USAGE: ScriptUsage = { prompt_tokens: 100, completion_tokens: 20 };
+
+/**
+ * How the server behaves as a provider: which cap parameter it reads (`both`, as OpenAI's own API does for the
+ * models it serves; `max_tokens`, as servers that ignore `max_completion_tokens`; `none`, a server that writes what
+ * it likes), and whether it reports usage (a streaming server that sends no usage chunk says nothing).
+ */
+export interface ProviderBehaviour {
+  /** @default 'both' */
+  reads?: 'both' | 'max_tokens' | 'none';
+  /** @default true */
+  reportsUsage?: boolean;
+}
+
+/** Characters of text a streamed chunk carries. */
+const CHUNK_CHARS = 16;
 
 /** The largest usage a request allows (see `ReplyUsage`). */
 export function worstUsage(body: ChatRequestBody): ScriptUsage {
@@ -131,19 +151,33 @@ export class ScriptedModelServer {
   private readonly rules: (ScriptRule & { used: number })[] = [];
   private readonly waiters = new Set<() => void>();
 
+  /** How the server behaves as a provider; tests may change it between runs. */
+  behaviour: Required<ProviderBehaviour>;
+
   private constructor(
     private readonly server: Server,
     /** Base URL to give the `openai` client (ends in `/v1`). */
     readonly url: string,
     private readonly quiet: boolean,
-  ) {}
+    behaviour: ProviderBehaviour,
+  ) {
+    this.behaviour = { reads: 'both', reportsUsage: true, ...behaviour };
+  }
 
   /** Starts a server on 127.0.0.1 with an ephemeral port. */
-  static async start(rules: ScriptRule[] = [], options: { quiet?: boolean } = {}): Promise<ScriptedModelServer> {
+  static async start(
+    rules: ScriptRule[] = [],
+    options: { quiet?: boolean; behaviour?: ProviderBehaviour } = {},
+  ): Promise<ScriptedModelServer> {
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    const instance = new ScriptedModelServer(server, `http://127.0.0.1:${port}/v1`, options.quiet ?? false);
+    const instance = new ScriptedModelServer(
+      server,
+      `http://127.0.0.1:${port}/v1`,
+      options.quiet ?? false,
+      options.behaviour ?? {},
+    );
     server.on('request', (req: IncomingMessage, res: ServerResponse) => void instance.handle(req, res));
     instance.add(...rules);
     return instance;
@@ -238,10 +272,10 @@ export class ScriptedModelServer {
     if (res.destroyed) return;
     const reply = typeof rule.reply === 'function' ? await rule.reply(record) : rule.reply;
     if (res.destroyed) return;
-    this.send(res, record, reply);
+    await this.send(res, record, reply);
   }
 
-  private send(res: ServerResponse, record: RecordedRequest, reply: ScriptReply): void {
+  private async send(res: ServerResponse, record: RecordedRequest, reply: ScriptReply): Promise<void> {
     if ('hang' in reply) return;
     if ('reset' in reply) {
       res.socket?.destroy();
@@ -256,6 +290,14 @@ export class ScriptedModelServer {
       return;
     }
     const usage = reply.usage === 'worst' ? worstUsage(record.body) : (reply.usage ?? DEFAULT_USAGE);
+    // A provider stops the answer at the cap it reads (approximated here by characters: 4 a token).
+    const cap = this.readCap(record.body);
+    let text = 'text' in reply ? (reply.text ?? null) : null;
+    let capped = false;
+    if (text !== null && cap !== null && text.length > cap * 4) {
+      text = text.slice(0, cap * 4);
+      capped = true;
+    }
     const toolCalls =
       'toolCalls' in reply
         ? reply.toolCalls.map((call, i) => ({
@@ -267,21 +309,86 @@ export class ScriptedModelServer {
             },
           }))
         : undefined;
+    const finishReason = toolCalls ? 'tool_calls' : capped ? 'length' : 'stop';
+    const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+    if (record.body.stream === true) {
+      const chunkDelayMs = 'chunkDelayMs' in reply ? (reply.chunkDelayMs ?? 0) : 0;
+      const stallAfterChars = 'stallAfterChars' in reply ? reply.stallAfterChars : undefined;
+      await this.stream(res, record, {
+        text,
+        toolCalls,
+        finishReason,
+        usage: fullUsage,
+        chunkDelayMs,
+        stallAfterChars,
+      });
+      return;
+    }
     const payload = {
       id: `chatcmpl-${record.index}`,
       object: 'chat.completion',
       created: 0,
       model: record.body.model,
       choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content: 'text' in reply ? (reply.text ?? null) : null, tool_calls: toolCalls },
-          finish_reason: toolCalls ? 'tool_calls' : 'stop',
-        },
+        { index: 0, message: { role: 'assistant', content: text, tool_calls: toolCalls }, finish_reason: finishReason },
       ],
-      usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      ...(this.behaviour.reportsUsage && { usage: fullUsage }),
     };
+    record.sentChars = text?.length ?? 0;
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+  }
+
+  /** The answer cap this provider reads from a request, or `null` when it reads none. */
+  private readCap(body: ChatRequestBody): number | null {
+    const { reads } = this.behaviour;
+    const value =
+      reads === 'none'
+        ? undefined
+        : reads === 'max_tokens'
+          ? body.max_tokens
+          : (body.max_completion_tokens ?? body.max_tokens);
+    return typeof value === 'number' ? value : null;
+  }
+
+  /** The answer as Server-Sent Events, as OpenAI streams it: text in pieces, each tool call whole, then usage. */
+  private async stream(
+    res: ServerResponse,
+    record: RecordedRequest,
+    answer: {
+      text: string | null;
+      toolCalls: { id: string; type: string; function: { name: string; arguments: string } }[] | undefined;
+      finishReason: string;
+      usage: ScriptUsage & { total_tokens: number };
+      chunkDelayMs: number;
+      stallAfterChars?: number | undefined;
+    },
+  ): Promise<void> {
+    const base = {
+      id: `chatcmpl-${record.index}`,
+      object: 'chat.completion.chunk',
+      created: 0,
+      model: record.body.model,
+    };
+    const write = (chunk: object) => !res.destroyed && res.write(`data: ${JSON.stringify({ ...base, ...chunk })}\n\n`);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    write({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+    record.sentChars = 0;
+    const text = answer.text ?? '';
+    for (let at = 0; at < text.length; at += CHUNK_CHARS) {
+      if (answer.chunkDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, answer.chunkDelayMs));
+      if (res.destroyed) return;
+      if (answer.stallAfterChars !== undefined && at >= answer.stallAfterChars) return; // silent, connection open
+      const piece = text.slice(at, at + CHUNK_CHARS);
+      write({ choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+      record.sentChars += piece.length;
+    }
+    for (const [index, call] of (answer.toolCalls ?? []).entries()) {
+      write({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...call }] }, finish_reason: null }] });
+    }
+    write({ choices: [{ index: 0, delta: {}, finish_reason: answer.finishReason }] });
+    const options = record.body.stream_options as { include_usage?: boolean } | undefined;
+    if (options?.include_usage && this.behaviour.reportsUsage) write({ choices: [], usage: answer.usage });
+    if (!res.destroyed) res.end('data: [DONE]\n\n');
   }
 
   private sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {

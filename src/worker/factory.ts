@@ -217,7 +217,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
         activities,
         workflowBundle,
         // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
-        maxHeartbeatThrottleInterval: '1 second',
+        maxHeartbeatThrottleInterval: '500 milliseconds',
         ...options.workerOptions,
         ...(tracing && { plugins: [...(options.workerOptions?.plugins ?? []), tracing.plugin] }),
       }),

@@ -26,7 +26,7 @@ export class DeputyPlugin extends SimplePlugin {
     return {
       ...configured,
       ...(!ownWorkflows && { workflowsPath: WORKFLOWS_PATH }),
-      ...(options.maxHeartbeatThrottleInterval === undefined && { maxHeartbeatThrottleInterval: '1 second' }),
+      ...(options.maxHeartbeatThrottleInterval === undefined && { maxHeartbeatThrottleInterval: '500 milliseconds' }),
     };
   }
 }

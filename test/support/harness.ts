@@ -64,6 +64,8 @@ export interface Harness {
     withClient?: boolean;
     /** A workflow bundle of the test's own (tracing needs its interceptors bundled). @default the shared bundle */
     workflowBundle?: WorkerOptions['workflowBundle'];
+    /** Another model endpoint (a real server). @default the scripted model */
+    modelBaseURL?: string;
   }): Promise<RunningWorker>;
   /** Stops every worker started so far (their in-flight activities are cancelled after the grace time). */
   stopWorkers(): Promise<void>;
@@ -99,7 +101,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
         taskQueue,
         backgroundTaskQueue: `${taskQueue}-bg`,
         config: options.config ?? testConfig(),
-        model: { apiKey: TEST_API_KEY, baseURL: model.url },
+        model: { apiKey: TEST_API_KEY, baseURL: options.modelBaseURL ?? model.url },
         tools: options.tools,
         hookFunctions: options.hookFunctions,
         ...(options.withClient !== false && { client }),

@@ -1,0 +1,17 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * `npm run test:real-model`: Deputy against a real OpenAI-compatible server (llama-cpp-python serving
+ * SmolLM2-135M-Instruct, installed by scripts/install-real-model.sh), one file at a time: the model takes both cores.
+ */
+export default defineConfig({
+  test: {
+    include: ['test/real-model/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    pool: 'forks',
+    fileParallelism: false,
+    testTimeout: 600_000,
+    hookTimeout: 300_000,
+    reporters: ['default', ['json', { outputFile: '.deputy/real-model-results.json' }]],
+  },
+});
