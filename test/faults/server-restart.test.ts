@@ -3,7 +3,7 @@
  * and started again on the same port; the worker and the client reconnect and every run completes.
  */
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../src/testing/ports.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -19,14 +19,6 @@ import { FAULT_CONFIG, sleep, TREE_SCOPES, treeOutput, treeRules, treeTask } fro
 
 const RUNS = 8;
 const RESTARTS = 2;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

@@ -5,21 +5,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../../src/testing/ports.js';
 import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 
 const DIR = join(PROJECT_ROOT, '.deputy', 'real-model');
 /** The model's name as runs ask for it (the server serves one model whatever the name). */
 export const REAL_MODEL = 'smollm2-135m-instruct';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A running llama-cpp-python server. */
 export interface LlamaServer {
