@@ -129,60 +129,58 @@ export function createCallModel({
     if (streamed.content === null && streamed.toolCalls.length === 0 && streamed.finishReason === null) {
       throw toModelFailure(new Error('the answer stream ended without an answer'), input.model, apiKey);
     }
-    {
-      // R1.8: an answer past the budget is cut here, so the result always fits in history and the paid call is
-      // never repeated because it was too big.
-      const limit = maxTextBytes?.() ?? DEFAULT_PAYLOAD_LIMITS.maxTextBytes;
-      const calls = streamed.toolCalls;
-      const kept = calls.slice(0, MAX_TOOL_CALLS_PER_ANSWER);
-      const dropped = calls.length - kept.length;
-      const text = streamed.content;
-      const content =
-        dropped > 0
-          ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
-          : text;
-      // R2.13: the answer is debited at the larger of what the endpoint reports and what Deputy counted, so an
-      // endpoint that reports too little never spends past the budget unseen; the input as the endpoint counts it
-      // (its own tokenizer), or as Deputy counted it when the endpoint reports no usage.
-      const usage = {
-        inputTokens: streamed.reported?.inputTokens ?? counted,
-        outputTokens: Math.max(streamed.reported?.outputTokens ?? 0, streamed.countedOutput),
-      };
-      if (streamed.reported) {
-        noteDisagreement(input.model, streamed.reported, {
-          inputTokens: counted,
-          outputTokens: streamed.countedOutput,
-        });
-      }
-      const result: CallModelResult = {
-        content: content === null ? null : cutText(content, limit),
-        // The arguments of all calls share one budget, so the whole result stays bounded however many there are.
-        toolCalls: kept.map((call) => ({
-          id: cutText(call.id, 256),
-          name: cutText(call.name, 256),
-          arguments: cutText(call.arguments, Math.max(1024, Math.floor(limit / kept.length))),
-        })),
-        ...usage,
-        finishReason: streamed.finishReason,
-      };
-      const modelPrice = price?.(input.model);
-      recordModelCall(span, {
-        responseModel: streamed.model ?? input.model,
-        inputTokens: result.inputTokens,
-        outputTokens: result.outputTokens,
-        costUsd: modelPrice && microToUsd(callCostMicroUsd(result, modelPrice)),
-        finishReason: result.finishReason,
-        toolCalls: result.toolCalls.length,
-        maxCompletionTokens,
+    // An answer past the budget is cut here, so the result always fits in history and the paid call is
+    // never repeated because it was too big.
+    const limit = maxTextBytes?.() ?? DEFAULT_PAYLOAD_LIMITS.maxTextBytes;
+    const calls = streamed.toolCalls;
+    const kept = calls.slice(0, MAX_TOOL_CALLS_PER_ANSWER);
+    const dropped = calls.length - kept.length;
+    const text = streamed.content;
+    const content =
+      dropped > 0
+        ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
+        : text;
+    // The answer is debited at the larger of what the endpoint reports and what Deputy counted, so an
+    // endpoint that reports too little never spends past the budget unseen; the input as the endpoint counts it
+    // (its own tokenizer), or as Deputy counted it when the endpoint reports no usage.
+    const usage = {
+      inputTokens: streamed.reported?.inputTokens ?? counted,
+      outputTokens: Math.max(streamed.reported?.outputTokens ?? 0, streamed.countedOutput),
+    };
+    if (streamed.reported) {
+      noteDisagreement(input.model, streamed.reported, {
+        inputTokens: counted,
+        outputTokens: streamed.countedOutput,
       });
-      if (captureContent()) {
-        span.setAttributes({
-          'gen_ai.input.messages': captured(messages),
-          'gen_ai.output.messages': captured({ role: 'assistant', content: streamed.content, tool_calls: kept }),
-        });
-      }
-      return result;
     }
+    const result: CallModelResult = {
+      content: content === null ? null : cutText(content, limit),
+      // The arguments of all calls share one budget, so the whole result stays bounded however many there are.
+      toolCalls: kept.map((call) => ({
+        id: cutText(call.id, 256),
+        name: cutText(call.name, 256),
+        arguments: cutText(call.arguments, Math.max(1024, Math.floor(limit / kept.length))),
+      })),
+      ...usage,
+      finishReason: streamed.finishReason,
+    };
+    const modelPrice = price?.(input.model);
+    recordModelCall(span, {
+      responseModel: streamed.model ?? input.model,
+      inputTokens: result.inputTokens,
+      outputTokens: result.outputTokens,
+      costUsd: modelPrice && microToUsd(callCostMicroUsd(result, modelPrice)),
+      finishReason: result.finishReason,
+      toolCalls: result.toolCalls.length,
+      maxCompletionTokens,
+    });
+    if (captureContent()) {
+      span.setAttributes({
+        'gen_ai.input.messages': captured(messages),
+        'gen_ai.output.messages': captured({ role: 'assistant', content: streamed.content, tool_calls: kept }),
+      });
+    }
+    return result;
   }
 
   /**

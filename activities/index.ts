@@ -144,7 +144,7 @@ export function createActivities({
       return { events: state.session };
     },
     /**
-     * R5.4: asks the tenant's admission workflow (started if it is not running) for a slot for a child. The sender is
+     * Asks the tenant's admission workflow (started if it is not running) for a slot for a child. The sender is
      * the workflow this activity runs for, as Temporal records it, whatever the input says.
      */
     async requestAdmission(request: AdmissionRequest): Promise<void> {
@@ -175,7 +175,7 @@ export function createActivities({
     async verifyMessage({ message, sig }: VerifyMessageInput): Promise<VerifyMessageResult> {
       return keys.verify(message, sig);
     },
-    /** R5.4: the tenant's live-child cap in the configuration now (an admission workflow never takes it from a message). */
+    /** The tenant's live-child cap in the configuration now (an admission workflow never takes it from a message). */
     async admissionCap({ tenant }: { tenant: string }): Promise<{ cap: number | null }> {
       return { cap: configEntry(config.current.tenants, tenant)?.maxLiveChildren ?? null };
     },

@@ -77,7 +77,7 @@ export function registerHandlers(run: AgentRunState): void {
   // R3.9: a child's question (checked against this run's ledger), and the answer to this run's own question.
   onSigned(questionSignal, SIGNED_QUESTION_SCHEMA, run.seenMessages, (from, body) => receiveQuestion(run, from, body));
   onSigned(answerSignal, SIGNED_ANSWER_SCHEMA, run.seenMessages, (from, body) => receiveAnswer(run, from, body));
-  // R5.4: a slot for a child this run waits to start, from its tenant's admission workflow.
+  // A slot for a child this run waits to start, from its tenant's admission workflow.
   onSigned(admittedSignal, SIGNED_ADMITTED_SCHEMA, run.seenMessages, (from, { childWorkflowId }) => {
     const admission = run.composition.delegation?.admission;
     if (!admission || from !== admissionWorkflowId(admission.tenant)) return "not from this run's admission workflow";

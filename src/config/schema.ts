@@ -52,7 +52,7 @@ export const DeputyConfig = z
     /** How long one model request may take; a request past it is abandoned and retried (R1.2). */
     modelTimeoutSeconds: z.number().positive().max(3600).default(120),
     /**
-     * R2.13: which parameter carries a call's answer cap to the endpoint: `max_completion_tokens` (OpenAI; its
+     * Which parameter carries a call's answer cap to the endpoint: `max_completion_tokens` (OpenAI; its
      * reasoning models refuse `max_tokens`), `max_tokens` (servers that know only that), `both`, or `auto`
      * (`max_completion_tokens` on OpenAI's own API, `both` elsewhere). An optimisation only: Deputy counts the
      * streamed answer and stops it at the cap whatever the endpoint reads. `capParameterByModel` overrides it per model.
