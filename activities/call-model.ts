@@ -220,7 +220,8 @@ export function createCallModel({
       const stream = await openai.chat.completions.create(
         {
           model: input.model,
-          messages,
+          // An answer that only called tools has no text: sent as "", which every endpoint reads (some refuse null).
+          messages: messages.map((m) => (m.role === 'assistant' && m.content == null ? { ...m, content: '' } : m)),
           stream: true,
           stream_options: { include_usage: true },
           ...(tools.length > 0 && {

@@ -88,7 +88,9 @@ export async function readStream(
         if (stoppedAtCap) break;
         const call = (calls[part.index] ??= { id: '', name: '', arguments: '' });
         if (part.id) call.id = part.id;
-        if (part.function?.name) call.name += take(part.function.name);
+        // OpenAI sends a call's name once; some servers repeat it in every delta of the call: taken once.
+        const name = part.function?.name;
+        if (name && call.name !== name) call.name += take(name);
         if (part.function?.arguments && !stoppedAtCap) call.arguments += take(part.function.arguments);
       }
       if (counted > before) onProgress?.({ outputTokens: counted, text: content });

@@ -6,6 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { expect, inject } from 'vitest';
 import { TEST_API_KEY, type Harness } from '../support/harness.js';
 import { spawnWorker, waitUntilReady, type WorkerProcess } from '../support/worker-process.js';
@@ -155,16 +156,37 @@ export async function modelCallAttempts(client: Client, workflowId: string) {
 
 /**
  * A finished tree run's ledger adds up: nothing still reserved, every child completed with its spend recorded,
- * and the parent's usage is its own calls plus its children's spend.
+ * and the parent's usage is its own completed calls (as its history records their results, at $1 in / $2 out per
+ * million tokens) plus its children's spend.
  */
-export function expectLedgerAddsUp(state: RunState, result: RunResult, ownCallCostMicroUsd: number): void {
+export async function expectLedgerAddsUp(
+  client: Client,
+  workflowId: string,
+  state: RunState,
+  result: RunResult,
+): Promise<void> {
   expect(state.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
   expect(state.delegations.map((entry) => entry.status)).toEqual(['completed', 'completed']);
   const childCost = state.delegations.reduce((sum, entry) => sum + (entry.actual?.costMicroUsd ?? NaN), 0);
   const childTokens = state.delegations.reduce((sum, entry) => sum + (entry.actual?.tokens ?? NaN), 0);
-  const ownCalls = result.usage.modelCalls;
-  expect(result.usage.costMicroUsd).toBe(childCost + ownCalls * ownCallCostMicroUsd);
-  expect(result.usage.totalTokens).toBe(childTokens + ownCalls * 120);
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const scheduled = new Map<string, string>();
+  const own = { inputTokens: 0, outputTokens: 0, calls: 0 };
+  for (const event of history.events ?? []) {
+    const kind = event.activityTaskScheduledEventAttributes;
+    if (kind) scheduled.set(String(event.eventId), kind.activityType?.name ?? '');
+    const done = event.activityTaskCompletedEventAttributes;
+    if (!done || scheduled.get(String(done.scheduledEventId)) !== 'callModel') continue;
+    const call = defaultPayloadConverter.fromPayload<{ inputTokens: number; outputTokens: number }>(
+      done.result!.payloads![0]!,
+    );
+    own.inputTokens += call.inputTokens;
+    own.outputTokens += call.outputTokens;
+    own.calls += 1;
+  }
+  expect(own.calls).toBe(result.usage.modelCalls);
+  expect(result.usage.costMicroUsd).toBe(childCost + own.inputTokens + 2 * own.outputTokens);
+  expect(result.usage.totalTokens).toBe(childTokens + own.inputTokens + own.outputTokens);
 }
 
 /** Deterministic pseudo-random numbers (mulberry32), so a failing run can be repeated with its seed. */

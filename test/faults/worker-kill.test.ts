@@ -73,7 +73,7 @@ describe(`worker killed (seed ${SEED})`, () => {
       expect(result, id).toMatchObject({ status: 'completed', output: treeOutput(n) });
       // Same usage as the undisturbed run: no call charged twice, none lost.
       expect(result.usage, id).toEqual(expected.usage);
-      expectLedgerAddsUp(RunState.parse(await h.deputy.getState(id)), result, 140);
+      await expectLedgerAddsUp(h.client, id, RunState.parse(await h.deputy.getState(id)), result);
     }
 
     // No completed model call was made again: every call the model answered more than once was in flight (sent,

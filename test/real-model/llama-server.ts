@@ -5,6 +5,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { freePort } from '../../src/testing/ports.js';
 import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
@@ -79,5 +81,56 @@ export async function startLlamaServer(): Promise<LlamaServer> {
         child.once('exit', () => resolve(clearTimeout(timer)));
       });
     },
+  };
+}
+
+/**
+ * A pass-through proxy in front of the server that sets `tool_choice` to `delegate` when it is offered, else to the
+ * first tool, as an operator's gateway might: the small model then always answers with a real, grammar-constrained
+ * tool call, streamed the way this server streams them (its arguments in pieces, its name repeated in every piece).
+ */
+export async function startToolForcingProxy(upstream: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      void (async () => {
+        let body = Buffer.concat(chunks).toString('utf8');
+        try {
+          const json = JSON.parse(body) as { tools?: { function: { name: string } }[]; tool_choice?: unknown };
+          const tools = json.tools ?? [];
+          const chosen = tools.find((tool) => tool.function.name === 'delegate') ?? tools[0];
+          if (chosen) json.tool_choice = { type: 'function', function: { name: chosen.function.name } };
+          body = JSON.stringify(json);
+        } catch {
+          // not JSON: passed on as it came
+        }
+        const abort = new AbortController();
+        res.on('close', () => abort.abort());
+        try {
+          const answer = await fetch(`${upstream}${(req.url ?? '').replace(/^\/v1/, '')}`, {
+            method: req.method,
+            headers: { 'content-type': 'application/json' },
+            ...(req.method !== 'GET' && { body }),
+            signal: abort.signal,
+          });
+          res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+          for await (const piece of answer.body ?? []) res.write(piece);
+          res.end();
+        } catch {
+          res.destroy();
+        }
+      })();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    stop: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -9,38 +9,46 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WatchEvent } from '../../src/client/watch.js';
 import { testConfig, createHarness, type Harness } from '../support/harness.js';
 import { failedWorkflowTasks, untilStatus } from '../attacks/support.js';
-import { REAL_MODEL, startLlamaServer, type LlamaServer } from './llama-server.js';
+import { REAL_MODEL, startLlamaServer, startToolForcingProxy, type LlamaServer } from './llama-server.js';
 import { DELEGATION_TOOLS, PARENT_SCOPES } from '../support/delegation.js';
 
 let llama: LlamaServer;
 let h: Harness;
+let forced: Harness;
+let proxy: Awaited<ReturnType<typeof startToolForcingProxy>>;
 
 beforeAll(async () => {
   llama = await startLlamaServer();
   h = await createHarness();
-  await h.startWorker({
-    modelBaseURL: llama.url,
-    tools: DELEGATION_TOOLS,
-    config: testConfig({
-      model: REAL_MODEL,
-      prices: { [REAL_MODEL]: { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
-      modelTimeoutSeconds: 300,
-      presets: [
-        {
-          id: 'assistant',
-          persona: 'You are a helpful assistant. Answer briefly.',
-          tools: ['calculate', 'search_notes'],
-        },
-      ],
-      delegation: {
-        enabled: true,
-        childDefaults: { maxTurns: 2, maxTokens: 3000, maxCostUsd: 0.01, maxToolCalls: 2 },
-      },
-    }),
-  });
+  proxy = await startToolForcingProxy(llama.url);
+  forced = await createHarness();
+  await forced.startWorker({ modelBaseURL: proxy.url, tools: DELEGATION_TOOLS, config: realConfig() });
+  await h.startWorker({ modelBaseURL: llama.url, tools: DELEGATION_TOOLS, config: realConfig() });
 }, 180_000);
 
+/** The worker's config: the real model, priced, and small child defaults. */
+function realConfig() {
+  return testConfig({
+    model: REAL_MODEL,
+    prices: { [REAL_MODEL]: { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
+    modelTimeoutSeconds: 300,
+    presets: [
+      {
+        id: 'assistant',
+        persona: 'You are a helpful assistant. Answer briefly.',
+        tools: ['calculate', 'search_notes'],
+      },
+    ],
+    delegation: {
+      enabled: true,
+      childDefaults: { maxTurns: 2, maxTokens: 3000, maxCostUsd: 0.01, maxToolCalls: 2 },
+    },
+  });
+}
+
 afterAll(async () => {
+  await forced?.close();
+  await proxy?.stop();
   await h?.close();
   await llama?.stop();
 });
@@ -142,22 +150,48 @@ describe('R2.13 R6.6 a real OpenAI-compatible server', () => {
     );
   }, 600_000);
 
-  it('R2.4 a delegating run ends with every workflow task of its tree succeeding', async () => {
-    const id = h.id('real-delegate');
-    await h.deputy.startRun(
+  it('R1.7 the real model’s real tool calls (forced by a gateway, streamed in this server’s own way) become tool calls or tool errors, and the run ends', async () => {
+    const id = forced.id('real-tools');
+    await forced.deputy.startRun(
+      { task: 'What is 12.5 times 3?', limits: { maxTurns: 3, maxToolCalls: 6, synthesisReserve: false } },
+      { workflowId: id },
+    );
+    const result = await forced.deputy.result(id);
+    expect(['completed', 'limit_reached']).toContain(result.status);
+    const state = await forced.deputy.getState(id);
+    const calls = state.session.flatMap((e) => (e.type === 'message/assistant' ? e.toolCalls : []));
+    const results = state.session.flatMap((e) => (e.type === 'tool/result' ? [e] : []));
+    expect(calls.length).toBeGreaterThan(0);
+    // The server repeats a call's name in every streamed piece: Deputy takes it once.
+    expect(new Set(calls.map((c) => c.name))).toEqual(new Set(['calculate']));
+    expect(results.map((r) => r.toolCallId).sort()).toEqual(calls.map((c) => c.id).sort());
+    expect(await failedWorkflowTasks(forced.client, id)).toEqual([]);
+    console.log(
+      `real model tool calls: ${calls.map((c) => c.arguments).join(' | ')} → ${results.map((r) => (r.isError ? `error: ${r.content.slice(0, 60)}` : r.content)).join(' | ')}; status ${result.status}`,
+    );
+  }, 300_000);
+
+  it('R2.4 a delegating run whose real model must call delegate (its briefs as the model wrote them) ends with every workflow task of its tree succeeding', async () => {
+    const id = forced.id('real-delegate');
+    await forced.deputy.startRun(
       {
-        task: 'Use the delegate tool to hand the task "add 2 and 3" to one child, then report its answer.',
+        task: 'Hand the task "add 2 and 3" to one child with the delegate tool, then report its answer.',
         scopes: PARENT_SCOPES,
-        limits: { maxTurns: 4, maxTokens: 20_000 },
+        limits: { maxTurns: 2, maxTokens: 2500, synthesisReserve: false },
       },
       { workflowId: id },
     );
-    const result = await h.deputy.result(id);
-    expect(['completed', 'limit_reached', 'failed']).toContain(result.status);
-    const state = await h.deputy.getState(id);
+    const result = await forced.deputy.result(id);
+    expect(['completed', 'limit_reached']).toContain(result.status);
+    const state = await forced.deputy.getState(id);
+    const calls = state.session.flatMap((e) => (e.type === 'message/assistant' ? e.toolCalls : []));
+    expect(calls.filter((c) => c.name === 'delegate').length).toBeGreaterThan(0);
     for (const run of [id, ...state.delegations.map((d) => d.childWorkflowId)]) {
-      expect(await failedWorkflowTasks(h.client, run), run).toEqual([]);
+      expect(await failedWorkflowTasks(forced.client, run), run).toEqual([]);
     }
-    console.log(`real model delegating run: ${state.delegations.length} child(ren), status ${result.status}`);
+    const errors = state.session.filter((e) => e.type === 'tool/result' && e.isError).length;
+    console.log(
+      `real model delegating run: ${calls.length} delegate call(s), ${errors} refused as tool errors, ${state.delegations.length} child(ren) (${state.delegations.map((d) => d.status).join(', ') || 'none'}), status ${result.status}`,
+    );
   }, 600_000);
 });
