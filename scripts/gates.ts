@@ -1,7 +1,8 @@
 /**
  * `npm run gates`: runs the delegate gate area (R5.5, test/gates/) against a real dev server, prints the table G1–G21
- * with pass or fail, and writes it to evidence/gates.json, the second evaluation artifact. Exits non-zero unless all
- * 21 gates pass.
+ * with pass or fail, and writes it to .deputy/gates.json; `npm run gates -- --evidence` writes it to
+ * evidence/gates.json, the second evaluation artifact, instead (CI runs the gates without touching committed files).
+ * Exits non-zero unless all 21 gates pass.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -43,9 +44,10 @@ for (const g of gates)
   );
 const passed = gates.filter((g) => g.status === 'pass').length;
 console.log(`\n${passed} of ${GATES} gates pass`);
-mkdirSync(join(PROJECT_ROOT, 'evidence'), { recursive: true });
+const dir = join(PROJECT_ROOT, process.argv.includes('--evidence') ? 'evidence' : '.deputy');
+mkdirSync(dir, { recursive: true });
 writeFileSync(
-  join(PROJECT_ROOT, 'evidence', 'gates.json'),
-  `${JSON.stringify({ format: 'deputy-gates/1', area: 'delegate', createdAt: new Date().toISOString(), command: 'npm run gates', passed, total: GATES, gates }, null, 2)}\n`,
+  join(dir, 'gates.json'),
+  `${JSON.stringify({ format: 'deputy-gates/1', area: 'delegate', createdAt: new Date().toISOString(), command: 'npm run gates -- --evidence', passed, total: GATES, gates }, null, 2)}\n`,
 );
 process.exit(passed === GATES && run.status === 0 ? 0 : 1);
