@@ -151,19 +151,20 @@ export function createActivities({
       const parentId = Context.current().info.workflowExecution?.workflowId;
       if (!parentId) throw ApplicationFailure.nonRetryable('requestAdmission runs only for a workflow');
       const to = admissionWorkflowId(request.tenant);
-      const message = {
+      const { childWorkflowId } = request;
+      const signed = keys.seal({
         signal: admissionAcquireSignal.name,
         from: parentId,
         to,
-        id: `acquire:${request.childWorkflowId}`,
-        body: { childWorkflowId: request.childWorkflowId },
-      };
+        id: `acquire:${childWorkflowId}`,
+        body: { childWorkflowId },
+      });
       await temporal().workflow.signalWithStart('tenantAdmission', {
         workflowId: to,
         taskQueue: backgroundTaskQueue,
         args: [{ tenant: request.tenant, cap: request.cap, sweepSeconds: request.sweepSeconds }],
         signal: admissionAcquireSignal,
-        signalArgs: [{ from: parentId, to, id: message.id, body: message.body, sig: keys.sign(message) }],
+        signalArgs: [signed],
         staticSummary: `admission of tenant ${request.tenant}: at most ${request.cap} live children`,
       });
     },

@@ -16,8 +16,6 @@ export interface StreamedAnswer {
   reported: { inputTokens: number; outputTokens: number } | undefined;
   /** The completion's tokens as Deputy counted them. */
   countedOutput: number;
-  /** Deputy stopped the stream at the cap. */
-  stoppedAtCap: boolean;
 }
 
 /** Progress of a stream, for live output. */
@@ -112,6 +110,5 @@ export async function readStream(
     finishReason,
     reported,
     countedOutput: counted,
-    stoppedAtCap,
   };
 }

@@ -47,8 +47,7 @@ const CONTINUE_AS_NEW_AFTER_EVENTS = 2000;
 
 /** The admission workflow of one tenant. */
 export async function tenantAdmission(input: AdmissionInput): Promise<void> {
-  // The cap is the configuration's, read by a worker: neither the start input nor a message sets it.
-  let cap = (await local.admissionCap({ tenant: input.tenant })).cap ?? input.cap;
+  let cap = input.cap;
   const holders = new Map(input.holders ?? []);
   const waiting = new Map(input.waiting ?? []);
   const seen = new Set(input.seen ?? []);
@@ -72,6 +71,9 @@ export async function tenantAdmission(input: AdmissionInput): Promise<void> {
     waiting: [...waiting.keys()],
   }));
   for (;;) {
+    // The cap is the configuration's, read by a worker before each pass: neither the start input nor a message sets
+    // it (the start input stands only for a tenant the configuration no longer names).
+    cap = (await local.admissionCap({ tenant: input.tenant })).cap ?? cap;
     // Grant in arrival order while there is room; a parent that cannot be told has closed: its slot goes back.
     for (const [child, parent] of waiting) {
       if (holders.size >= cap) break;
@@ -93,7 +95,6 @@ export async function tenantAdmission(input: AdmissionInput): Promise<void> {
       });
     }
     changed = false;
-    cap = (await local.admissionCap({ tenant: input.tenant })).cap ?? cap;
     const busy = holders.size > 0 || waiting.size > 0;
     const woke = await condition(() => changed, busy ? `${input.sweepSeconds} seconds` : IDLE_END);
     if (woke) continue;

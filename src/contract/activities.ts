@@ -153,7 +153,6 @@ export interface AdmissionRequest {
   cap: number;
   sweepSeconds: number;
   childWorkflowId: string;
-  parentId: string;
 }
 
 /** Result of `closedRuns`: which of the ids name a closed workflow, and which name none. */

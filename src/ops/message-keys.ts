@@ -14,7 +14,7 @@ import { chmodSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync
 import { join } from 'node:path';
 import { parseCodecKeys } from '../codec/aes-gcm.js';
 import { ConfigError } from '../contract/errors.js';
-import type { MessageToSign, VerifyMessageResult } from '../contract/signals.js';
+import type { MessageToSign, SignedMessage, VerifyMessageResult } from '../contract/signals.js';
 
 /** JSON with object keys sorted, so a signature does not depend on the order a converter wrote them in. */
 export function canonicalJson(value: unknown): string {
@@ -53,6 +53,11 @@ export class MessageKeys {
   /** `<keyId>.<mac>` over the message. */
   sign(message: MessageToSign): string {
     return `${this.#current}.${mac(this.#keys.get(this.#current)!, message)}`;
+  }
+
+  /** `message` as it travels: its envelope with the signature. */
+  seal<B>({ signal, ...envelope }: MessageToSign & { body: B }): SignedMessage<B> {
+    return { ...envelope, sig: this.sign({ signal, ...envelope }) };
   }
 
   /** Whether one of these keys signed `message`. */

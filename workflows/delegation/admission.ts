@@ -27,7 +27,7 @@ export async function admit(
   const { tenant, maxLiveChildren: cap, sweepSeconds } = admission;
   const childWorkflowId = entry.childWorkflowId;
   await requestAdmission.executeWithOptions({ summary: `requestAdmission ${tenant} ${entry.taskName}` }, [
-    { tenant, cap, sweepSeconds, childWorkflowId, parentId: run.sessionId },
+    { tenant, cap, sweepSeconds, childWorkflowId },
   ]);
   setCurrentDetails(`waiting for one of tenant ${tenant}'s ${cap} live-child slots for ${entry.taskName}`);
   try {
