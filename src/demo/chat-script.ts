@@ -61,7 +61,15 @@ export const CHAT_SCRIPT: ScriptRule[] = [
     },
   },
   {
-    when: (r) => isConcierge(r) && lastMessage(r).startsWith('answer to'),
+    // The two calls run in parallel: their results come in either order.
+    when: (r) => {
+      const results = r.body.messages.slice(-2).map((m) => (m.role === 'tool' ? (m.content ?? '') : ''));
+      return (
+        isConcierge(r) &&
+        results.some((c) => c.startsWith('answer to')) &&
+        results.some((c) => c.startsWith('delivered to'))
+      );
+    },
     reply: { text: 'Passed on: standard shipping, gift-wrapped.' },
   },
   {
