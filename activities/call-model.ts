@@ -140,11 +140,11 @@ export function createCallModel({
       dropped > 0
         ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
         : text;
-    // The answer is debited at the larger of what the endpoint reports and what Deputy counted, so an
-    // endpoint that reports too little never spends past the budget unseen; the input as the endpoint counts it
-    // (its own tokenizer), or as Deputy counted it when the endpoint reports no usage.
+    // Both directions are debited at the larger of what the endpoint reports and what Deputy counted: an
+    // endpoint that reports too little (or nothing) never spends past the budget unseen, and one whose tokenizer
+    // counts more than Deputy's is paid what it bills.
     const usage = {
-      inputTokens: streamed.reported?.inputTokens ?? counted,
+      inputTokens: Math.max(streamed.reported?.inputTokens ?? 0, counted),
       outputTokens: Math.max(streamed.reported?.outputTokens ?? 0, streamed.countedOutput),
     };
     if (streamed.reported) {
@@ -316,9 +316,8 @@ function noteDisagreement(
     const context = Context.current();
     if (!warned.has(`${model} ${direction}`)) {
       warned.add(`${model} ${direction}`);
-      const debited = direction === 'output' ? 'the larger is debited' : "the endpoint's count is debited";
       context.log.warn(
-        `${model} reported ${r} ${direction} tokens where Deputy counted ${c}; ${debited} (said once per model; deputy_usage_disagreements counts each call)`,
+        `${model} reported ${r} ${direction} tokens where Deputy counted ${c}; the larger is debited (said once per model; deputy_usage_disagreements counts each call)`,
       );
     }
     context.metricMeter

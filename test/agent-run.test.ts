@@ -9,18 +9,25 @@ describe('agentRun', () => {
     const workflowId = h.id('two-tools');
     const mine = (r: { body: { messages: { content?: string | null }[] } }) =>
       r.body.messages.some((m) => m.content === 'What is 3 times 12.5, plus tax? Use the notes.');
+    // Each call reports more input than Deputy counts (its system prompt, task and two tools' schemas come to a few
+    // hundred), so the report is what is debited: 500 in and 20 out a call, at $1 and $2 per million.
+    const usage = { prompt_tokens: 500, completion_tokens: 20 };
     h.model.add(
       {
         name: 'notes',
         when: (r) => mine(r) && toolResultCount(r) === 0,
-        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'sales tax' } }] },
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'sales tax' } }], usage },
       },
       {
         name: 'calc',
         when: (r) => mine(r) && toolResultCount(r) === 1,
-        reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'multiply', a: 37.5, b: 1.08 } }] },
+        reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'multiply', a: 37.5, b: 1.08 } }], usage },
       },
-      { name: 'answer', when: (r) => mine(r) && toolResultCount(r) === 2, reply: { text: 'The total is $40.50.' } },
+      {
+        name: 'answer',
+        when: (r) => mine(r) && toolResultCount(r) === 2,
+        reply: { text: 'The total is $40.50.', usage },
+      },
     );
     await h.deputy.startRun({ task: 'What is 3 times 12.5, plus tax? Use the notes.' }, { workflowId });
     const result = await h.deputy.result(workflowId);
@@ -29,7 +36,14 @@ describe('agentRun', () => {
       status: 'completed',
       output: 'The total is $40.50.',
       sessionId: workflowId,
-      usage: { inputTokens: 300, outputTokens: 60, totalTokens: 360, costMicroUsd: 420, modelCalls: 3, toolCalls: 2 },
+      usage: {
+        inputTokens: 1500,
+        outputTokens: 60,
+        totalTokens: 1560,
+        costMicroUsd: 1620,
+        modelCalls: 3,
+        toolCalls: 2,
+      },
     });
     const seen = h.model.requests.filter(mine);
     expect(seen.map((r) => r.rule)).toEqual(['notes', 'calc', 'answer']);

@@ -22,10 +22,12 @@ const h = useHarness({
 });
 
 const RUNS = Number(process.env.BUDGET_PROPERTY_RUNS ?? 20);
+// A delegating parent's call counts some 3,500 input tokens (its system prompt and seven tools' schemas), whatever
+// the model reports: room for several such calls beside its children's reservations.
 const PARENT_LIMITS = {
   maxTurns: 12,
-  maxTokens: 6000,
-  maxCostUsd: 0.005,
+  maxTokens: 30_000,
+  maxCostUsd: 0.03,
   maxToolCalls: 24,
   synthesisReserve: false as const,
 };
@@ -297,11 +299,11 @@ const PROVIDERS: [label: string, behaviour: ProviderBehaviour, runs: number][] =
 
 describe('R2.13 model-based: hard budgets hold at every step of random delegation trees', () => {
   afterEach(() => {
-    h.model.behaviour = { reads: 'both', reportsUsage: true };
+    h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed' };
   });
   for (const [label, behaviour, runs] of PROVIDERS) {
     it(`R2.13 R2.6 ${runs} random trees against ${label}: used + reserved ≤ max after every step, for every run; used ≤ max at the end`, async () => {
-      h.model.behaviour = { reads: 'both', reportsUsage: true, ...behaviour };
+      h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed', ...behaviour };
       await property(runs);
     }, 600_000);
   }

@@ -8,7 +8,7 @@ import type { HookInput } from '../src/contract/hooks.js';
 import { RunState } from '../src/contract/run.js';
 import { forTask, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
 import { defineTool } from '../src/contract/tools.js';
-import { listChildren } from './support/delegation.js';
+import { CHILD_USAGE, listChildren, PARENT_USAGE } from './support/delegation.js';
 import { testConfig, useHarness } from './support/harness.js';
 
 /** A tool that is still running when the delegate call is dispatched. */
@@ -90,12 +90,17 @@ const isSummaryCall = (r: RecordedRequest) => r.body.messages[0]?.content === SU
  * A parent with two finished turns whose third (active) turn says something, finishes one tool call, holds one still
  * running, and delegates `briefs`.
  */
-async function parentWithActiveTurn(task: string, briefs: unknown[]) {
+async function parentWithActiveTurn(task: string, briefs: unknown[], usage?: typeof PARENT_USAGE) {
+  const reported = usage && { usage };
   h.model.add(
-    { when: (r) => forTask(task, 0)(r) && !isSummaryCall(r), reply: { toolCalls: [calc(1, 1)] } },
+    { when: (r) => forTask(task, 0)(r) && !isSummaryCall(r), reply: { toolCalls: [calc(1, 1)], ...reported } },
     {
       when: (r) => forTask(task, 1)(r) && !isSummaryCall(r),
-      reply: { text: 'Looking at the notes.', toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }] },
+      reply: {
+        text: 'Looking at the notes.',
+        toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }],
+        ...reported,
+      },
     },
     {
       when: (r) => forTask(task, 2)(r) && !isSummaryCall(r),
@@ -106,9 +111,14 @@ async function parentWithActiveTurn(task: string, briefs: unknown[]) {
           { name: 'slow_lookup', arguments: {}, id: `${task}-slow` },
           { name: 'delegate', arguments: { briefs }, id: `${task}-dlg` },
         ],
+        ...reported,
       },
     },
-    { name: `${task}:join`, when: (r) => forTask(task, 5)(r) && !isSummaryCall(r), reply: { text: 'parent done' } },
+    {
+      name: `${task}:join`,
+      when: (r) => forTask(task, 5)(r) && !isSummaryCall(r),
+      reply: { text: 'parent done', ...reported },
+    },
   );
   const workflowId = h.id('ctx');
   await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
@@ -183,16 +193,22 @@ describe('R3.4 R3.5 R3.6 summary preparation with hooks', () => {
     const task = 'parent task: summary';
     const summary = 'The parent is pricing an order in Springfield; tax is 8%.';
     h.model.add(
-      { name: 'summary call', when: (r) => isSummaryCall(r) && userSays(task)(r), reply: { text: summary } },
+      {
+        name: 'summary call',
+        when: (r) => isSummaryCall(r) && userSays(task)(r),
+        reply: { text: summary, usage: { prompt_tokens: 2000, completion_tokens: 50 } },
+      },
       {
         name: 'summary child',
         when: userSays('Rewritten: find the shipping cost.'),
-        reply: { text: 'shipping is $4.99' },
+        reply: { text: 'shipping is $4.99', usage: CHILD_USAGE },
       },
     );
-    const parentId = await parentWithActiveTurn(task, [
-      { task_name: 'ship', message: 'REWRITE this: find shipping', context: 'summary' },
-    ]);
+    const parentId = await parentWithActiveTurn(
+      task,
+      [{ task_name: 'ship', message: 'REWRITE this: find shipping', context: 'summary' }],
+      PARENT_USAGE,
+    );
     const result = await h.deputy.result(parentId);
     expect(result.status).toBe('completed');
 
@@ -228,9 +244,8 @@ describe('R3.4 R3.5 R3.6 summary preparation with hooks', () => {
       backgroundChars: `## Background\n${summary}`.length,
       hookOutcome: 'gate: rewrite; gate: accept; audit: accept',
     });
-    // The summary call is the parent's: 3 own calls + the summary call + the child's call, 120 tokens each, but the
-    // delegate call is debited at Deputy's count of its arguments (49 output tokens), above the 20 reported.
-    expect(result.usage.totalTokens).toBe(5 * 120 + 120 + (49 - 20));
+    // The summary call is the parent's: its 4 own calls, the summary call and the child's call, each as reported.
+    expect(result.usage.totalTokens).toBe(4 * 5100 + 2050 + 520);
     expect(hookCalls.filter((c) => c.childWorkflowId === childId).map((c) => c.event)).toEqual([
       'task.submitted',
       'subagent.start',

@@ -9,11 +9,18 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../src/contract/tools.js';
-import { countText } from '../activities/tokens.js';
 import { RunState, type RunInput } from '../src/contract/run.js';
 import { forTask, toolMessages, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
 import { DEPUTY_CONTEXT_MODE, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
-import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES, squatId } from './support/delegation.js';
+import {
+  CHILD_USAGE,
+  delegateReply,
+  delegationConfig,
+  DELEGATION_TOOLS,
+  PARENT_SCOPES,
+  PARENT_USAGE,
+  squatId,
+} from './support/delegation.js';
 import { failureOf } from './support/failures.js';
 import { useHarness } from './support/harness.js';
 
@@ -81,9 +88,8 @@ describe('R2.13 hard budgets across a delegation', () => {
         { task_name: 'sum', message: 'squeeze child sum', context: 'summary', limits: { maxCostUsd: 0.0008 } },
       ],
     };
-    // The parent's first call: 100 input tokens as reported, its answer debited at Deputy's count of the delegate
-    // call (the larger of that and the 20 the scripted model reports), at $1 in / $2 out per million tokens.
-    const firstCallCost = 100 + 2 * Math.max(20, countText('delegate') + countText(JSON.stringify(briefs)));
+    // The parent's first call, as reported (more than Deputy counts for it), at $1 in / $2 out per million tokens.
+    const firstCallCost = PARENT_USAGE.prompt_tokens + 2 * PARENT_USAGE.completion_tokens;
     const max = 1600 + firstCallCost + 260;
     h.model.add(
       { name: 'squeeze summary', when: isSummaryCall, delayMs: 300, reply: { text: 'The tax is 8%.', usage: 'worst' } },
@@ -94,7 +100,7 @@ describe('R2.13 hard budgets across a delegation', () => {
         delayMs: 300,
         reply: { text: 'ok', usage: 'worst' },
       },
-      { when: (r) => forTask(task, 0)(r) && !isSummaryCall(r), reply: delegateReply(briefs) },
+      { when: (r) => forTask(task, 0)(r) && !isSummaryCall(r), reply: delegateReply(briefs, PARENT_USAGE) },
       { name: `${task}:join`, when: (r) => forTask(task, 1)(r) && !isSummaryCall(r), reply: { text: 'done' } },
     );
     const workflowId = h.id('squeeze');
@@ -141,7 +147,7 @@ describe('R2.4 identities: a taken child id never fails the parent', () => {
     const workflowId = h.id('squatted');
     const squatter = await squatId(h, `${workflowId}/taken-1`);
     h.model.add(
-      { name: 'free child', when: userSays('free child'), reply: { text: 'free done' } },
+      { name: 'free child', when: userSays('free child'), reply: { text: 'free done', usage: CHILD_USAGE } },
       {
         when: forTask(task, 0),
         reply: delegateReply({
@@ -163,7 +169,7 @@ describe('R2.4 identities: a taken child id never fails the parent', () => {
       const state = RunState.parse(await h.deputy.getState(workflowId));
       expect(state.delegations.map((d) => [d.taskName, d.status, d.actual])).toEqual([
         ['taken', 'failed', { tokens: 0, costMicroUsd: 0 }],
-        ['free', 'completed', { tokens: 120, costMicroUsd: 140 }],
+        ['free', 'completed', { tokens: 520, costMicroUsd: 540 }],
       ]);
       expect(state.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
       // The squatter is untouched.

@@ -4,11 +4,13 @@ import { UNTRUSTED_LABEL } from '../src/rules/delegation.js';
 import { RunState } from '../src/contract/run.js';
 import { forTask, offeredTools, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
 import {
+  CHILD_USAGE,
   delegateReply,
   delegationConfig,
   DELEGATION_TOOLS,
   listChildren,
   PARENT_SCOPES,
+  PARENT_USAGE,
 } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
@@ -17,11 +19,14 @@ const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
 const toolMessage = (request: RecordedRequest) =>
   request.body.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '';
 
-/** Starts a parent that delegates `args` on its first turn and answers "parent done" after the join. */
-async function delegatingParent(task: string, args: unknown, limits = {}) {
+/**
+ * Starts a parent that delegates `args` on its first turn and answers "parent done" after the join; with `usage`, both
+ * calls report it.
+ */
+async function delegatingParent(task: string, args: unknown, limits = {}, usage?: typeof PARENT_USAGE) {
   h.model.add(
-    { name: `${task}:delegate`, when: forTask(task, 0), reply: delegateReply(args) },
-    { name: `${task}:join`, when: forTask(task, 1), reply: { text: 'parent done' } },
+    { name: `${task}:delegate`, when: forTask(task, 0), reply: delegateReply(args, usage) },
+    { name: `${task}:join`, when: forTask(task, 1), reply: { text: 'parent done', ...(usage && { usage }) } },
   );
   const workflowId = h.id('parent');
   await h.deputy.startRun({ task, scopes: PARENT_SCOPES, limits }, { workflowId });
@@ -136,8 +141,18 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
   it('R2.5 R2.6 exact numbers: child limits, reservation while children run, usage after the join', async () => {
     const task = 'r2.5 numbers';
     h.model.add(
-      { name: 'num a', when: userSays('numbers child a'), delayMs: 1500, reply: { text: 'a done' } },
-      { name: 'num b', when: userSays('numbers child b'), delayMs: 1500, reply: { text: 'b done' } },
+      {
+        name: 'num a',
+        when: userSays('numbers child a'),
+        delayMs: 1500,
+        reply: { text: 'a done', usage: CHILD_USAGE },
+      },
+      {
+        name: 'num b',
+        when: userSays('numbers child b'),
+        delayMs: 1500,
+        reply: { text: 'b done', usage: CHILD_USAGE },
+      },
     );
     const parentId = await delegatingParent(
       task,
@@ -147,7 +162,8 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
           { task_name: 'b', message: 'numbers child b' },
         ],
       },
-      { maxTurns: 6, maxTokens: 10_000, maxCostUsd: 0.01, maxToolCalls: 10 },
+      { maxTurns: 6, maxTokens: 30_000, maxCostUsd: 0.03, maxToolCalls: 10 },
+      PARENT_USAGE,
     );
     await expect
       .poll(async () => (await h.deputy.getState(parentId)).delegations.map((d) => d.status), { timeout: 10_000 })
@@ -170,14 +186,13 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
     expect(childA.limits!.deadlineMs).toBe(during.limits!.deadlineMs);
 
     const result = await h.deputy.result(parentId);
-    // The parent's delegate call is debited at Deputy's count of its arguments (51 tokens), not the 20 the scripted
-    // model reports: the larger of the two (R2.13).
-    expect(result.usage).toMatchObject({ totalTokens: 511, costMicroUsd: 622, modelCalls: 2, toolCalls: 1 });
+    // The parent's two calls (5,100 tokens, 5,200 micro-USD each at $1 in / $2 out) and its children's (520, 540).
+    expect(result.usage).toMatchObject({ totalTokens: 11_240, costMicroUsd: 11_480, modelCalls: 2, toolCalls: 1 });
     const after = RunState.parse(await h.deputy.getState(parentId));
     expect(after.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
     expect(after.delegations.map((d) => [d.status, d.actual])).toEqual([
-      ['completed', { tokens: 120, costMicroUsd: 140 }],
-      ['completed', { tokens: 120, costMicroUsd: 140 }],
+      ['completed', { tokens: 520, costMicroUsd: 540 }],
+      ['completed', { tokens: 520, costMicroUsd: 540 }],
     ]);
   });
 
@@ -191,12 +206,14 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
           { task_name: 'pricey', message: 'never runs', limits: { maxCostUsd: 0.5 } },
         ],
       },
-      { maxCostUsd: 0.01 },
+      { maxCostUsd: 0.02 },
+      PARENT_USAGE,
     );
     expect((await h.deputy.result(parentId)).status).toBe('completed');
     const join = h.model.requests.find((r) => r.rule === `${task}:join`)!;
+    // "pricey" asks for more than is left and is cut to it; with "cheap" beside it, the two do not fit.
     expect(toolMessage(join)).toBe(
-      'the reservation does not fit: cost: the children need $0.010802 but only $0.009802 is left (max $0.010000, used $0.000198, reserved $0.000000); ask for smaller limits or fewer children; nothing was spawned',
+      'the reservation does not fit: cost: the children need $0.015800 but only $0.014800 is left (max $0.020000, used $0.005200, reserved $0.000000); ask for smaller limits or fewer children; nothing was spawned',
     );
     const state = RunState.parse(await h.deputy.getState(parentId));
     expect(state.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
@@ -211,12 +228,13 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
       when: userSays('invariant child'),
       times: 3,
       delayMs: 600,
-      reply: { text: 'ok' },
+      reply: { text: 'ok', usage: CHILD_USAGE },
     });
     const parentId = await delegatingParent(
       task,
       { briefs: ['x', 'y', 'z'].map((n) => ({ task_name: n, message: `invariant child ${n}` })) },
-      { maxTokens: 8000, maxCostUsd: 0.01 },
+      { maxTokens: 20_000, maxCostUsd: 0.02 },
+      PARENT_USAGE,
     );
     const done = h.deputy.result(parentId);
     let finished = false;
@@ -237,7 +255,7 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
       };
       expect(withinBudget(budget), JSON.stringify(budget)).toBe(true);
     }
-    expect((await done).usage).toMatchObject({ totalTokens: 623, costMicroUsd: 746 });
+    expect((await done).usage).toMatchObject({ totalTokens: 2 * 5100 + 3 * 520, costMicroUsd: 2 * 5200 + 3 * 540 });
   });
 });
 
@@ -365,16 +383,21 @@ describe('R2.9 a failed child is a tool error for its brief only', () => {
     const task = 'r2.9 failure';
     h.model.add(
       { name: 'fail child', when: userSays('failing child'), reply: { status: 401, message: 'bad key for child' } },
-      { name: 'ok child 1', when: userSays('fine child one'), reply: { text: 'one fine' } },
-      { name: 'ok child 2', when: userSays('fine child two'), reply: { text: 'two fine' } },
+      { name: 'ok child 1', when: userSays('fine child one'), reply: { text: 'one fine', usage: CHILD_USAGE } },
+      { name: 'ok child 2', when: userSays('fine child two'), reply: { text: 'two fine', usage: CHILD_USAGE } },
     );
-    const parentId = await delegatingParent(task, {
-      briefs: [
-        { task_name: 'fails', message: 'failing child' },
-        { task_name: 'one', message: 'fine child one' },
-        { task_name: 'two', message: 'fine child two' },
-      ],
-    });
+    const parentId = await delegatingParent(
+      task,
+      {
+        briefs: [
+          { task_name: 'fails', message: 'failing child' },
+          { task_name: 'one', message: 'fine child one' },
+          { task_name: 'two', message: 'fine child two' },
+        ],
+      },
+      {},
+      PARENT_USAGE,
+    );
     const result = await h.deputy.result(parentId);
     expect(result).toMatchObject({ status: 'completed', output: 'parent done' });
     const content = toolMessage(h.model.requests.find((r) => r.rule === `${task}:join`)!);
@@ -387,7 +410,7 @@ describe('R2.9 a failed child is a tool error for its brief only', () => {
     const failed = await h.client.workflow.getHandle(`${parentId}/fails-1`).describe();
     expect(failed.status.name).toBe('FAILED');
     // The failed child's one call was rejected before usage: it spent nothing, and the parent was charged nothing for it.
-    expect(result.usage).toMatchObject({ totalTokens: 500, costMicroUsd: 600 });
+    expect(result.usage).toMatchObject({ totalTokens: 2 * 5100 + 2 * 520, costMicroUsd: 2 * 5200 + 2 * 540 });
   });
 });
 

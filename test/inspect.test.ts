@@ -4,7 +4,14 @@ import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { userSays } from '../src/testing/scripted-model.js';
 import { renderTree, type TreeNode } from '../src/client/tree.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
-import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
+import {
+  CHILD_USAGE,
+  delegateReply,
+  delegationConfig,
+  DELEGATION_TOOLS,
+  PARENT_SCOPES,
+  PARENT_USAGE,
+} from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 import { forTask } from '../src/testing/scripted-model.js';
 
@@ -35,15 +42,18 @@ describe('R2.12 deputy tree', () => {
     h.model.add(
       {
         when: forTask(task, 0),
-        reply: delegateReply({
-          briefs: [
-            { task_name: 'one', message: 'tree child one' },
-            { task_name: 'two', message: 'tree child two' },
-          ],
-        }),
+        reply: delegateReply(
+          {
+            briefs: [
+              { task_name: 'one', message: 'tree child one' },
+              { task_name: 'two', message: 'tree child two' },
+            ],
+          },
+          PARENT_USAGE,
+        ),
       },
-      { when: userSays('tree child'), times: 2, reply: { text: 'leaf' } },
-      { when: forTask(task, 1), reply: { text: 'root done' } },
+      { when: userSays('tree child'), times: 2, reply: { text: 'leaf', usage: CHILD_USAGE } },
+      { when: forTask(task, 1), reply: { text: 'root done', usage: PARENT_USAGE } },
     );
     const parentId = h.id('tree');
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: parentId });
@@ -68,9 +78,9 @@ describe('R2.12 deputy tree', () => {
       .split('\n')
       .map((l) => l.replace(/\s+/g, ' '));
     expect(lines).toEqual([
-      `${parentId} completed 489 tok $0.000578 2 calls [assistant]`,
-      `├─ one completed 120 tok $0.000140 1 call [assistant, context none] ${parentId}/one-1`,
-      `└─ two completed 120 tok $0.000140 1 call [assistant, context none] ${parentId}/two-1`,
+      `${parentId} completed 11240 tok $0.011480 2 calls [assistant]`,
+      `├─ one completed 520 tok $0.000540 1 call [assistant, context none] ${parentId}/one-1`,
+      `└─ two completed 520 tok $0.000540 1 call [assistant, context none] ${parentId}/two-1`,
     ]);
     const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'tree'], {
       cwd: PROJECT_ROOT,

@@ -8,6 +8,13 @@ const h = useHarness();
 
 const calc = { name: 'calculate', arguments: { operation: 'add', a: 1, b: 2 } };
 
+/**
+ * What each call below reports: more input than Deputy counts for these small calls (a system prompt, the task, two
+ * tools' schemas and a few short turns come to a few hundred), so each call is debited as reported: 420 tokens,
+ * 440 micro-USD at $1 in / $2 out.
+ */
+const usage = { prompt_tokens: 400, completion_tokens: 20 };
+
 /** Runs `task` with `limits`, the model always answering with a draft text and one tool call. */
 async function runAlwaysCallingTools(task: string, limits: Limits) {
   let n = 0;
@@ -15,7 +22,7 @@ async function runAlwaysCallingTools(task: string, limits: Limits) {
     name: task,
     when: forTask(task),
     times: Infinity,
-    reply: () => ({ text: `draft ${++n}`, toolCalls: [calc] }),
+    reply: () => ({ text: `draft ${++n}`, toolCalls: [calc], usage }),
   });
   const workflowId = h.id('limit');
   await h.deputy.startRun({ task, limits }, { workflowId });
@@ -36,17 +43,17 @@ describe('R1.4 limits end a run with limit_reached and the best output so far', 
   });
 
   // R2.13: each call asks for no more answer than what is left pays for, and the call that could not fit is never
-  // made. The scripted model reports 100 input + 20 output tokens a call, 140 micro-USD at $1 in / $2 out.
+  // made.
   it.each([
     {
       limit: 'maxTokens',
       limits: { maxTokens: 1000 },
-      left: (used: number, input: number) => 1000 - used * 120 - input,
+      left: (used: number, input: number) => 1000 - used * 420 - input,
     },
     {
       limit: 'maxCostUsd',
       limits: { maxCostUsd: 0.001 },
-      left: (used: number, input: number) => Math.floor((1000 - used * 140 - input) / 2),
+      left: (used: number, input: number) => Math.floor((1000 - used * 440 - input) / 2),
     },
   ] as const)(
     'R1.4 R2.13 $limit: every call fits what is left; the one that cannot is not made',
@@ -123,16 +130,17 @@ describe('R1.4 synthesis reserve', () => {
   it('R1.4 a token reserve starts synthesis early; a tool call after synthesis never runs', async () => {
     const task = 'synthesis on tokens';
     h.model.add(
-      { when: forTask(task, 0), reply: { text: 'step 1', toolCalls: [calc] } },
-      { when: forTask(task, 1), reply: { text: 'step 2', toolCalls: [calc] } },
+      { when: forTask(task, 0), reply: { text: 'step 1', toolCalls: [calc], usage } },
+      { when: forTask(task, 1), reply: { text: 'step 2', toolCalls: [calc], usage } },
       // A misbehaving model calls a tool although none was offered: the tool does not run.
-      { name: 'synthesis', when: forTask(task, 2), reply: { text: 'step 3', toolCalls: [calc] } },
+      { name: 'synthesis', when: forTask(task, 2), reply: { text: 'step 3', toolCalls: [calc], usage } },
     );
     const workflowId = h.id('synthesis-tokens');
-    await h.deputy.startRun({ task, limits: { maxTokens: 1000, synthesisReserve: { tokens: 800 } } }, { workflowId });
+    // 420 tokens a call: 1,580 are left after the first (above the reserve), 1,160 after the second (below it).
+    await h.deputy.startRun({ task, limits: { maxTokens: 2000, synthesisReserve: { tokens: 1500 } } }, { workflowId });
     const result = await h.deputy.result(workflowId);
     expect(result).toMatchObject({ status: 'limit_reached', output: 'step 3', limit: 'maxTokens' });
-    expect(result.usage).toMatchObject({ modelCalls: 3, toolCalls: 2, totalTokens: 360 });
+    expect(result.usage).toMatchObject({ modelCalls: 3, toolCalls: 2, totalTokens: 3 * 420 });
     const requests = h.model.requests.filter(forTask(task));
     expect(requests.map((r) => offeredTools(r).length)).toEqual([2, 2, 0]);
     expect(lastMessage(requests[2]!)?.content).toBe(SYNTHESIS_INSTRUCTION);

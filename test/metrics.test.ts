@@ -7,7 +7,7 @@ import { Runtime } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runtimeTelemetry } from '../src/ops/metrics.js';
 import { freePort } from '../src/testing/ports.js';
-import { forTask } from '../src/testing/scripted-model.js';
+import { forTask, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
 import type { Harness } from './support/harness.js';
 import type * as Delegation from './support/delegation.js';
 
@@ -92,5 +92,36 @@ describe('issue 15 Deputy metrics', () => {
     expect(await metric('deputy_model_calls_total', tags, 7)).toBe(7);
     expect(await metric('deputy_model_tokens_total', [...tags, 'direction="input"'])).toBeGreaterThan(0);
     expect(await metric('deputy_cost_microusd_total', tags)).toBeGreaterThan(0);
+  });
+
+  it('R2.13 a reported usage far from what Deputy counted is counted, each direction once per call', async () => {
+    const name = 'deputy_usage_disagreements_total';
+    const input = ['model="test-model"', 'direction="input"'];
+    const output = ['model="test-model"', 'direction="output"'];
+    const before = { input: await metric(name, input, 0), output: await metric(name, output, 0) };
+    const task = `metrics: an endpoint that reports 1 token each way for ${'a long prompt '.repeat(50)}`;
+    h.model.add({
+      when: forTask(task),
+      reply: { text: 'a long answer '.repeat(100), usage: { prompt_tokens: 1, completion_tokens: 1 } },
+    });
+    const id = h.id('disagrees');
+    await h.deputy.startRun({ task }, { workflowId: id });
+    expect((await h.deputy.result(id)).status).toBe('completed');
+    expect(await metric(name, input, before.input + 1)).toBe(before.input + 1);
+    expect(await metric(name, output, before.output + 1)).toBe(before.output + 1);
+
+    // A report within the margin of the count is not a disagreement.
+    const agreeing = 'metrics: an endpoint whose report agrees';
+    // Deputy's count with its margin (×1.25 + 16 for a model its tokenizer does not know): within 1.5× of the count.
+    const agreeingUsage = (request: RecordedRequest) => ({
+      prompt_tokens: worstUsage(request.body).prompt_tokens,
+      completion_tokens: 1,
+    });
+    h.model.add({ when: forTask(agreeing), reply: (request) => ({ text: 'ok', usage: agreeingUsage(request) }) });
+    const quiet = h.id('agrees');
+    await h.deputy.startRun({ task: agreeing }, { workflowId: quiet });
+    expect((await h.deputy.result(quiet)).status).toBe('completed');
+    expect(await metric(name, input, 0)).toBe(before.input + 1);
+    expect(await metric(name, output, 0)).toBe(before.output + 1);
   });
 });

@@ -7,13 +7,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { capParameters } from '../activities/call-model.js';
 import type { WatchEvent } from '../src/client/watch.js';
-import { userSays, type ProviderBehaviour } from '../src/testing/scripted-model.js';
+import { userSays, worstUsage, type ProviderBehaviour } from '../src/testing/scripted-model.js';
 import { testConfig, useHarness } from './support/harness.js';
 
 const h = useHarness({ config: testConfig() });
 
 afterEach(() => {
-  h.model.behaviour = { reads: 'both', reportsUsage: true };
+  h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed' };
 });
 
 /** About `n` words of prose: far more than any cap below. */
@@ -28,7 +28,7 @@ const PROVIDERS: [string, ProviderBehaviour][] = [
 describe('R2.13 caps Deputy enforces itself', () => {
   for (const [label, behaviour] of PROVIDERS) {
     it(`R2.13 a provider that ${label}: every maxTokens from 100 to 2,000 holds while the model is asked for 5,000 words`, async () => {
-      h.model.behaviour = { reads: 'both', reportsUsage: true, ...behaviour };
+      h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed', ...behaviour };
       const figures: string[] = [];
       for (const maxTokens of [100, 300, 600, 1000, 2000]) {
         const task = `caps [${label}] ${maxTokens}: write 5,000 words`;
@@ -74,20 +74,38 @@ describe('R2.13 caps Deputy enforces itself', () => {
     expect(capParameters('max_tokens', 'https://api.openai.com/v1', 50)).toEqual({ max_tokens: 50 });
   });
 
-  it('R2.13 usage debited is the larger of the report and the count: a provider that reports 1 output token for a long answer is charged what it wrote', async () => {
-    const task = 'caps: an under-reporting provider';
+  it('R2.13 usage debited is the larger of the report and the count: a provider that reports 1 token each way for a long prompt and answer is charged what Deputy counted', async () => {
+    const task = `caps: an under-reporting provider; the task itself is long: ${words(100)}`;
     const text = words(200);
     h.model.add({
-      name: task,
+      name: 'under-report',
       when: userSays(task),
-      reply: { text, usage: { prompt_tokens: 50, completion_tokens: 1 } },
+      reply: { text, usage: { prompt_tokens: 1, completion_tokens: 1 } },
     });
     const id = h.id('under-report');
     await h.deputy.startRun({ task, limits: { maxTokens: 50_000, synthesisReserve: false } }, { workflowId: id });
     const result = await h.deputy.result(id);
     expect(result.output).toBe(text);
-    expect(result.usage.inputTokens).toBe(50);
+    // 100 × "wordN is here" in the task alone: hundreds of tokens however they are counted.
+    expect(result.usage.inputTokens).toBeGreaterThan(300);
     expect(result.usage.outputTokens).toBeGreaterThan(600); // 200 × "wordN is here", counted with the tokenizer
+    // Exactly Deputy's count: the estimate a call is fitted with is that count with the margin for a model the
+    // tokenizer does not know (×1.25 + 16).
+    const [request] = h.model.requests.filter((r) => r.rule === 'under-report');
+    expect(Math.ceil(result.usage.inputTokens * 1.25) + 16).toBe(worstUsage(request!.body).prompt_tokens);
+  });
+
+  it('R2.13 usage debited is the larger of the report and the count: a provider whose tokenizer counts more input than Deputy is charged its own figure', async () => {
+    const task = 'caps: an over-counting provider';
+    h.model.add({
+      name: task,
+      when: userSays(task),
+      reply: { text: 'short', usage: { prompt_tokens: 9000, completion_tokens: 700 } },
+    });
+    const id = h.id('over-report');
+    await h.deputy.startRun({ task, limits: { maxTokens: 50_000, synthesisReserve: false } }, { workflowId: id });
+    const result = await h.deputy.result(id);
+    expect(result.usage).toMatchObject({ inputTokens: 9000, outputTokens: 700, totalTokens: 9700 });
   });
 });
 

@@ -24,7 +24,7 @@ import { useHarness } from './support/harness.js';
 const h = useHarness({
   config: delegationConfig({
     maxDepth: 2,
-    childDefaults: { maxTurns: 6, maxTokens: 12_000, maxCostUsd: 0.01, maxToolCalls: 5 },
+    childDefaults: { maxTurns: 6, maxTokens: 40_000, maxCostUsd: 0.05, maxToolCalls: 5 },
   }),
   tools: DELEGATION_TOOLS,
 });

@@ -55,19 +55,21 @@ describe('§6 contract: a backend in any language starts agentRun by type name a
 
   it('§6 R1.5 the state query shows usage, remaining limits and the session events in order', async () => {
     const task = 'state query';
+    // More than Deputy counts for these calls, so each is debited as reported: 520 tokens.
+    const usage = { prompt_tokens: 500, completion_tokens: 20 };
     h.model.add(
       {
         when: forTask(task, 0),
-        reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 2, b: 2 } }] },
+        reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 2, b: 2 } }], usage },
       },
-      { when: forTask(task, 1), reply: { text: 'four' } },
+      { when: forTask(task, 1), reply: { text: 'four', usage } },
     );
     const workflowId = h.id('state');
     await h.deputy.startRun({ task, limits: { maxTurns: 5 } }, { workflowId });
     await h.deputy.result(workflowId);
     const state = RunState.parse(await h.deputy.getState(workflowId));
     expect(state.status).toBe('completed');
-    expect(state.remaining).toMatchObject({ turns: 3, toolCalls: 19, tokens: 100_000 - 240 });
+    expect(state.remaining).toMatchObject({ turns: 3, toolCalls: 19, tokens: 100_000 - 2 * 520 });
     expect(state.session.map((e) => e.type)).toEqual([
       'session/header',
       'message/user',

@@ -180,7 +180,7 @@ async function summarise(
   const u = result.usage;
   console.log(terminalSafe(`\nstatus: ${result.status}${result.error ? ` (${result.error})` : ''}`));
   console.log(
-    `usage:  ${u.modelCalls} model calls of its own; ${u.totalTokens} tokens and $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree${demo.live ? '' : ' (scripted usage)'}`,
+    `usage:  ${u.modelCalls} model calls of its own; ${u.totalTokens} tokens and $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree${demo.live ? '' : ' (offline: the scripted model bills what Deputy counts)'}`,
   );
   console.log(
     `\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(await settledTree(demo.deputy, workflowId))}`,

@@ -49,7 +49,8 @@ export async function withDemoEnvironment(
   if (live) {
     say(`model: ${config.model} at ${env.openaiBaseUrl ?? 'https://api.openai.com/v1'} (live: OPENAI_* is set)`);
   } else {
-    scripted = await ScriptedModelServer.start(script);
+    // Billing as a provider with Deputy's tokenizer would, so the figures shown are the run's real size.
+    scripted = await ScriptedModelServer.start(script, { behaviour: { usage: 'counted' } });
     say(`model: offline scripted model at ${scripted.url} (set OPENAI_API_KEY or OPENAI_BASE_URL for a real one)`);
   }
 

@@ -74,7 +74,7 @@ async function main(): Promise<void> {
     console.log(`usage:  ${u.modelCalls} model calls and ${u.toolCalls} tool calls of its own`);
     console.log(`        ${u.totalTokens} tokens for the whole tree (${u.inputTokens} in + ${u.outputTokens} out)`);
     console.log(
-      `cost:   $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree (${u.costMicroUsd} micro-USD${live ? '' : ', scripted usage'})`,
+      `cost:   $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree (${u.costMicroUsd} micro-USD${live ? '' : ', offline: the scripted model bills what Deputy counts'})`,
     );
     const tree = await settledTree(deputy, workflowId);
     console.log(`\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(tree)}`);

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { countCallTokens } from '../../activities/tokens.js';
+import { countCallTokens, encodingFor, loadEncoding } from '../../activities/tokens.js';
 import type { ChatMessage } from '../contract/session.js';
 
 /** Token counts a reply reports; defaults are fixed so tests can assert exact usage. */
@@ -15,11 +15,12 @@ export interface ScriptUsage {
 }
 
 /**
+ * `counted`: what a provider with Deputy's tokenizer would bill: the request's input and the answer as written.
  * `worst`: the largest usage the request allows, as a provider that bills to the limit would report it: the input
  * as Deputy's own estimate counts it (its upper bound), and an answer of exactly `max_completion_tokens` (or 1000
  * tokens when the request sets none).
  */
-export type ReplyUsage = ScriptUsage | 'worst';
+export type ReplyUsage = ScriptUsage | 'worst' | 'counted';
 
 /** What the server answers to one request. */
 export type ScriptReply =
@@ -89,22 +90,42 @@ export interface ProviderBehaviour {
   reads?: 'both' | 'max_tokens' | 'none';
   /** @default true */
   reportsUsage?: boolean;
+  /**
+   * What a reply that names no usage reports: `fixed`, 100 input and 20 output tokens a call (figures tests can
+   * write down), or `counted` (see `ReplyUsage`), as a real provider would, for the offline demo.
+   * @default 'fixed'
+   */
+  usage?: 'fixed' | 'counted';
 }
 
 /** Characters of text a streamed chunk carries. */
 const CHUNK_CHARS = 16;
 
-/** The largest usage a request allows (see `ReplyUsage`). */
-export function worstUsage(body: ChatRequestBody): ScriptUsage {
+/** A request's input as Deputy's tokenizer counts it: `counted` exactly, `estimate` with its margin. */
+function inputCount(body: ChatRequestBody): { counted: number; estimate: number } {
   const tools = (body.tools ?? []).map((tool) => ({
     name: tool.function.name,
     description: tool.function.description ?? '',
     parameters: (tool.function.parameters ?? {}) as Record<string, unknown>,
   }));
+  return countCallTokens(body.model, body.messages as ChatMessage[], tools);
+}
+
+/** The largest usage a request allows (see `ReplyUsage`). */
+export function worstUsage(body: ChatRequestBody): ScriptUsage {
   const maxCompletion = body.max_completion_tokens;
   return {
-    prompt_tokens: countCallTokens(body.model, body.messages as ChatMessage[], tools).estimate,
+    prompt_tokens: inputCount(body).estimate,
     completion_tokens: typeof maxCompletion === 'number' ? maxCompletion : 1000,
+  };
+}
+
+/** The usage a provider counting as Deputy does bills for a request and the pieces of its answer (see `ReplyUsage`). */
+function countedUsage(body: ChatRequestBody, answer: string[]): ScriptUsage {
+  const { count } = encodingFor(body.model);
+  return {
+    prompt_tokens: inputCount(body).counted,
+    completion_tokens: answer.reduce((sum, piece) => sum + count(piece), 0),
   };
 }
 
@@ -161,7 +182,7 @@ export class ScriptedModelServer {
     private readonly quiet: boolean,
     behaviour: ProviderBehaviour,
   ) {
-    this.behaviour = { reads: 'both', reportsUsage: true, ...behaviour };
+    this.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed', ...behaviour };
   }
 
   /** Starts a server on 127.0.0.1 with an ephemeral port. */
@@ -289,7 +310,6 @@ export class ScriptedModelServer {
       this.sendError(res, reply.status, reply.message ?? `scripted error ${reply.status}`, reply.headers);
       return;
     }
-    const usage = reply.usage === 'worst' ? worstUsage(record.body) : (reply.usage ?? DEFAULT_USAGE);
     // A provider stops the answer at the cap it reads (approximated here by characters: 4 a token).
     const cap = this.readCap(record.body);
     let text = 'text' in reply ? (reply.text ?? null) : null;
@@ -310,6 +330,17 @@ export class ScriptedModelServer {
           }))
         : undefined;
     const finishReason = toolCalls ? 'tool_calls' : capped ? 'length' : 'stop';
+    const asked = reply.usage ?? (this.behaviour.usage === 'counted' ? 'counted' : DEFAULT_USAGE);
+    if (asked === 'worst' || asked === 'counted') await loadEncoding(record.body.model);
+    const usage =
+      asked === 'worst'
+        ? worstUsage(record.body)
+        : asked === 'counted'
+          ? countedUsage(record.body, [
+              text ?? '',
+              ...(toolCalls ?? []).flatMap((c) => [c.function.name, c.function.arguments]),
+            ])
+          : asked;
     const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
     if (record.body.stream === true) {
       const chunkDelayMs = 'chunkDelayMs' in reply ? (reply.chunkDelayMs ?? 0) : 0;

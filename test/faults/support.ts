@@ -75,6 +75,14 @@ export function treeOutput(n: number): string {
 }
 
 /**
+ * What the tree's calls report: more than Deputy counts for them (a parent's call a few thousand tokens with the
+ * delegation tools' schemas, a kid's a few hundred), so each is debited as reported and a tree's usage does not shift
+ * by a token or two with its random id.
+ */
+const PARENT_USAGE = { prompt_tokens: 5000, completion_tokens: 100 };
+const KID_USAGE = { prompt_tokens: 500, completion_tokens: 20 };
+
+/**
  * Rules for tree runs: the parent delegates two children (context none); each child multiplies `n` with the
  * `calculate` tool and reports the result; the parent's final answer quotes what its children reported.
  */
@@ -97,9 +105,12 @@ export function treeRules(prefix: string, delayMs?: () => number): ScriptRule[] 
         const [, which, n] = userMatch(request, kid)!;
         if (toolResultCount(request) === 0) {
           const b = FACTORS[which as 'a' | 'b'];
-          return { toolCalls: [{ name: 'calculate', arguments: { operation: 'multiply', a: Number(n), b } }] };
+          return {
+            toolCalls: [{ name: 'calculate', arguments: { operation: 'multiply', a: Number(n), b } }],
+            usage: KID_USAGE,
+          };
         }
-        return { text: `kid-${which}=${lastMessage(request)}` };
+        return { text: `kid-${which}=${lastMessage(request)}`, usage: KID_USAGE };
       },
     },
     {
@@ -115,10 +126,10 @@ export function treeRules(prefix: string, delayMs?: () => number): ScriptRule[] 
             message: `${prefix} kid ${which} ${n}`,
             context: 'none',
           }));
-          return { toolCalls: [{ name: 'delegate', arguments: { briefs } }] };
+          return { toolCalls: [{ name: 'delegate', arguments: { briefs } }], usage: PARENT_USAGE };
         }
         const reported = [...new Set([...lastMessage(request).matchAll(/kid-[ab]=\d+/g)].map((m) => m[0]))].sort();
-        return { text: `final ${reported.join(' ')}` };
+        return { text: `final ${reported.join(' ')}`, usage: PARENT_USAGE };
       },
     },
   ];

@@ -16,11 +16,13 @@ import {
 } from '../../src/testing/scripted-model.js';
 import { capability, evidenceDir, TWO_ARM } from '../support/evidence.js';
 import {
+  CHILD_USAGE,
   delegateReply,
   delegationConfig,
   DELEGATION_TOOLS,
   listChildren,
   PARENT_SCOPES,
+  PARENT_USAGE,
   squatId,
 } from '../support/delegation.js';
 import { createHarness, useHarness } from '../support/harness.js';
@@ -46,11 +48,18 @@ const afterTools = (task: string) => (r: RecordedRequest) =>
 async function delegating(
   task: string,
   args: unknown,
-  options: { limits?: Record<string, unknown>; tenant?: string; child?: ScriptReply; childDelayMs?: number } = {},
+  options: {
+    limits?: Record<string, unknown>;
+    tenant?: string;
+    child?: ScriptReply;
+    childDelayMs?: number;
+    usage?: typeof PARENT_USAGE;
+  } = {},
 ) {
+  const usage = options.usage && { usage: options.usage };
   h.model.add(
-    { name: `${task}:delegate`, when: forTask(task, 0), reply: delegateReply(args) },
-    { name: `${task}:join`, when: afterTools(task), reply: { text: `${task}: joined` } },
+    { name: `${task}:delegate`, when: forTask(task, 0), reply: { ...delegateReply(args), ...usage } },
+    { name: `${task}:join`, when: afterTools(task), reply: { text: `${task}: joined`, ...usage } },
     {
       name: `${task}:child`,
       when: (r) => !forTask(task)(r) && userSays(`${task} child`)(r),
@@ -179,10 +188,15 @@ describe('delegate gates', () => {
 
   it('G9 debit at join: the child’s actual spend moves from reserved to used when it is joined', async () => {
     const task = 'g9 debit';
-    const { result, final } = await delegating(task, { briefs: [brief(task, 'a')] });
+    const { result, final } = await delegating(
+      task,
+      { briefs: [brief(task, 'a')] },
+      { usage: PARENT_USAGE, child: { text: `${task} child done`, usage: CHILD_USAGE } },
+    );
     expect(final.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
-    expect(final.delegations[0]!.actual).toEqual({ tokens: 120, costMicroUsd: 140 });
-    expect(result.usage).toMatchObject({ totalTokens: 360, costMicroUsd: 420 });
+    expect(final.delegations[0]!.actual).toEqual({ tokens: 520, costMicroUsd: 540 });
+    // The parent's two calls as reported (5,100 tokens and 5,200 micro-USD each) and the child's actual spend.
+    expect(result.usage).toMatchObject({ totalTokens: 2 * 5100 + 520, costMicroUsd: 2 * 5200 + 540 });
   });
 
   it('G10 synthesis reserve: the synthesis call offers no tools, delegate included', async () => {
@@ -332,7 +346,11 @@ describe('delegate gates', () => {
 
   it('G19 ledger row: every child has its row — invocation, ids, task, status, reserved and actual, summary, preparation', async () => {
     const task = 'g19 ledger';
-    const { id, final } = await delegating(task, { briefs: [brief(task, 'a', { context: 'all' })] });
+    const { id, final } = await delegating(
+      task,
+      { briefs: [brief(task, 'a', { context: 'all' })] },
+      { child: { text: `${task} child done`, usage: CHILD_USAGE } },
+    );
     expect(final.delegations).toEqual([
       {
         invocation: 1,
@@ -342,7 +360,7 @@ describe('delegate gates', () => {
         preset: 'assistant',
         status: 'completed',
         reserved: { tokens: 2000, costMicroUsd: 3000 },
-        actual: { tokens: 120, costMicroUsd: 140 },
+        actual: { tokens: 520, costMicroUsd: 540 },
         summary: `${task} child done`,
         artifacts: [],
         preparation: { contextMode: 'all', backgroundChars: expect.any(Number) as number, hookOutcome: null },

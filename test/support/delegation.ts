@@ -38,9 +38,17 @@ export function delegationConfig(delegation: Record<string, unknown> = {}): Depu
   });
 }
 
-/** A scripted reply that calls `delegate` with `args`. */
-export function delegateReply(args: unknown) {
-  return { toolCalls: [{ name: 'delegate', arguments: args }] };
+/**
+ * Usage for tests that assert exact figures: more than Deputy counts for such calls (a delegating parent's system
+ * prompt and seven tools' schemas come to about 3,800 tokens, a child's call to a few hundred), so each call is debited
+ * exactly as reported, not at a count that shifts by a token or two with the run's random id.
+ */
+export const PARENT_USAGE = { prompt_tokens: 5000, completion_tokens: 100 };
+export const CHILD_USAGE = { prompt_tokens: 500, completion_tokens: 20 };
+
+/** A scripted reply that calls `delegate` with `args` (reporting `usage`, if given). */
+export function delegateReply(args: unknown, usage?: { prompt_tokens: number; completion_tokens: number }) {
+  return { toolCalls: [{ name: 'delegate', arguments: args }], ...(usage && { usage }) };
 }
 
 /**
