@@ -7,8 +7,15 @@ import type {
   SummarizeContextInput,
   SummarizeContextResult,
 } from '../src/contract/activities.js';
-import { fitCall } from '../src/rules/budget.js';
-import { callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
+import { fitCall, type CallBudget } from '../src/rules/budget.js';
+import {
+  addTokens,
+  callCostMicroUsd,
+  callTokensOf,
+  microToUsd,
+  NO_TOKENS,
+  type CallTokens,
+} from '../src/rules/usage.js';
 import type { ModelPrice } from '../src/contract/composition.js';
 import type { Span } from '@opentelemetry/api';
 import { captureContent, captured, modelCallSpan, recordModelCall } from './telemetry.js';
@@ -113,21 +120,35 @@ export function createCallModel({
     let maxCompletionTokens: number | null = null;
     await loadEncoding(input.model);
     const { counted, estimate } = countCallTokens(input.model, messages, tools);
+    // Earlier attempts of this call that were billed and gave no usable answer are paid from the same budget, and
+    // debited with this one.
+    const carried = carriedBilling();
     if (input.budget) {
-      const fit = fitCall(estimate, input.budget);
+      const fit = fitCall(estimate, lessBilled(input.budget, carried));
       if (!fit.ok) {
         throw ApplicationFailure.create({
           type: FAILURE.BudgetExceeded,
           message: `not calling ${input.model}: ${fit.message} (${fit.limit})`,
           nonRetryable: true,
-          details: [{ limit: fit.limit, inputTokens: estimate }],
+          details: [{ limit: fit.limit, inputTokens: estimate, ...billedDetail(carried) }],
         });
       }
       maxCompletionTokens = fit.maxCompletionTokens;
     }
-    const streamed = await streamAnswer(input, messages, tools, maxCompletionTokens);
+    const streamed = await streamAnswer(input, messages, tools, maxCompletionTokens, { carried, inputTokens: counted });
+    if (streamed.impossibleUsage) noteImpossibleUsage(input.model, streamed.impossibleUsage);
+    // Both directions are debited at the larger of what the endpoint reports and what Deputy counted: an
+    // endpoint that reports too little (or nothing) never spends past the budget unseen, and one whose tokenizer
+    // counts more than Deputy's is paid what it bills.
+    const spent = {
+      inputTokens: Math.max(streamed.reported?.inputTokens ?? 0, counted),
+      outputTokens: Math.max(streamed.reported?.outputTokens ?? 0, streamed.countedOutput),
+    };
     if (streamed.content === null && streamed.toolCalls.length === 0 && streamed.finishReason === null) {
-      throw toModelFailure(new Error('the answer stream ended without an answer'), input.model, apiKey);
+      throw billedFailure(
+        toModelFailure(new Error('the answer stream ended without an answer'), input.model, apiKey),
+        addTokens(carried, spent),
+      );
     }
     // An answer past the budget is cut here, so the result always fits in history and the paid call is
     // never repeated because it was too big.
@@ -140,13 +161,7 @@ export function createCallModel({
       dropped > 0
         ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
         : text;
-    // Both directions are debited at the larger of what the endpoint reports and what Deputy counted: an
-    // endpoint that reports too little (or nothing) never spends past the budget unseen, and one whose tokenizer
-    // counts more than Deputy's is paid what it bills.
-    const usage = {
-      inputTokens: Math.max(streamed.reported?.inputTokens ?? 0, counted),
-      outputTokens: Math.max(streamed.reported?.outputTokens ?? 0, streamed.countedOutput),
-    };
+    const usage = addTokens(carried, spent);
     if (streamed.reported) {
       noteDisagreement(input.model, streamed.reported, {
         inputTokens: counted,
@@ -194,8 +209,17 @@ export function createCallModel({
     messages: ChatMessage[],
     tools: ToolSpec[],
     cap: number | null,
+    bill: { carried: CallTokens; inputTokens: number },
   ): Promise<StreamedAnswer> {
     const context = Context.current();
+    // What this call has been billed so far, earlier attempts included: once the endpoint accepts the request its
+    // input is paid for, and every token of the answer that arrived. Each heartbeat carries it, so an attempt that
+    // dies (a stall, a timeout, a killed worker) leaves it to the next attempt, or to the workflow in the failure.
+    let opened = false;
+    const billed = () =>
+      opened
+        ? addTokens(bill.carried, { inputTokens: bill.inputTokens, outputTokens: progress?.outputTokens ?? 0 })
+        : bill.carried;
     const stallMs = context.info.heartbeatTimeoutMs || 30_000;
     const abort = new AbortController();
     const cancelled = context.cancellationSignal;
@@ -213,7 +237,7 @@ export function createCallModel({
       }
       if (progress === undefined || progress !== beaten) {
         beaten = progress;
-        context.heartbeat(progress && liveOutput(progress));
+        context.heartbeat({ ...(progress && liveOutput(progress)), ...billedDetail(billed()) });
       }
     }, HEARTBEAT_MS);
     try {
@@ -235,6 +259,7 @@ export function createCallModel({
         },
         { signal: abort.signal, maxRetries: 0, ...(timeoutMs && { timeout: timeoutMs() }) },
       );
+      opened = true;
       const { count } = encodingFor(input.model);
       const answer = await readStream(stream, {
         cap,
@@ -249,20 +274,76 @@ export function createCallModel({
       if (cancelled.aborted || stalled) throw new Error('aborted');
       return answer;
     } catch (err) {
-      if (cancelled.aborted) throw new CancelledFailure('model call cancelled; the HTTP request was aborted');
-      if (stalled) {
-        throw ApplicationFailure.create({
-          type: FAILURE.ModelTimeout,
-          message: `${input.model} stopped sending its answer for ${Math.round(stallMs / 1000)} s; the call is retried`,
-          nonRetryable: false,
-        });
+      const spent = billed();
+      if (cancelled.aborted) {
+        throw new CancelledFailure('model call cancelled; the HTTP request was aborted', [billedDetail(spent)]);
       }
-      throw toModelFailure(err, input.model, apiKey);
+      if (stalled) {
+        throw billedFailure(
+          ApplicationFailure.create({
+            type: FAILURE.ModelTimeout,
+            message: `${input.model} stopped sending its answer for ${Math.round(stallMs / 1000)} s; the call is retried`,
+            nonRetryable: false,
+          }),
+          spent,
+        );
+      }
+      throw billedFailure(toModelFailure(err, input.model, apiKey), spent);
     } finally {
       clearInterval(timer);
       cancelled.removeEventListener('abort', onCancel);
     }
   }
+}
+
+/** What earlier attempts of this activity were billed without an answer: the `billed` of their last heartbeat. */
+function carriedBilling(): CallTokens {
+  const details = Context.current().info.heartbeatDetails as { billed?: unknown } | undefined;
+  return callTokensOf(details?.billed) ?? NO_TOKENS;
+}
+
+/** `{ billed }` for a heartbeat or a failure's details, or nothing when nothing was billed. */
+function billedDetail(billed: CallTokens): { billed?: CallTokens } {
+  return billed.inputTokens + billed.outputTokens > 0 ? { billed } : {};
+}
+
+/** A call's budget less what its earlier attempts were billed. */
+function lessBilled(budget: CallBudget, billed: CallTokens): CallBudget {
+  return {
+    ...budget,
+    tokens: budget.tokens === null ? null : budget.tokens - billed.inputTokens - billed.outputTokens,
+    costMicroUsd: budget.costMicroUsd === null ? null : budget.costMicroUsd - callCostMicroUsd(billed, budget.price),
+  };
+}
+
+/**
+ * `failure` carrying what the call was billed (see `billedBy`), which is also heartbeated, so the next attempt
+ * debits it with its own answer if the failure is retried.
+ */
+export function billedFailure(failure: ApplicationFailure, billed: CallTokens): ApplicationFailure {
+  if (billed.inputTokens + billed.outputTokens === 0) return failure;
+  Context.current().heartbeat({ billed });
+  const [first] = failure.details ?? [];
+  return ApplicationFailure.create({
+    type: failure.type ?? undefined,
+    message: failure.message,
+    nonRetryable: failure.nonRetryable ?? false,
+    cause: failure.cause,
+    details: [{ ...(typeof first === 'object' && first), billed }],
+    ...(typeof failure.nextRetryDelay === 'number' && { nextRetryDelay: failure.nextRetryDelay }),
+  });
+}
+
+/** The models already warned of for impossible usage reports. */
+const warnedImpossible = new Set<string>();
+
+/** Logs (once per model) an endpoint that reported usage that is no token count: ignored, Deputy's count is debited. */
+function noteImpossibleUsage(model: string, usage: unknown): void {
+  if (warnedImpossible.has(model)) return;
+  warnedImpossible.add(model);
+  Context.current().log.warn(
+    `${model} reported usage that is not a token count (${cutText(JSON.stringify(usage) ?? String(usage), 200)}); it is ignored and Deputy's count debited (said once per model)`,
+  );
 }
 
 /**
@@ -342,11 +423,15 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
       ...(input.budget && { budget: input.budget }),
     });
     if (!reply.content?.trim()) {
-      throw ApplicationFailure.create({
-        type: FAILURE.ModelEmptyAnswer,
-        message: `${input.model} returned an empty background summary`,
-        nonRetryable: false,
-      });
+      // Paid for all the same: the retry debits it with its own answer, or the workflow with the failure.
+      throw billedFailure(
+        ApplicationFailure.create({
+          type: FAILURE.ModelEmptyAnswer,
+          message: `${input.model} returned an empty background summary`,
+          nonRetryable: false,
+        }),
+        { inputTokens: reply.inputTokens, outputTokens: reply.outputTokens },
+      );
     }
     const summary = reply.content.trim();
     const run = input.context && contextKey(input.context);

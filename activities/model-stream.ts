@@ -4,6 +4,7 @@
  * allows, whatever cap parameter it reads (or ignores).
  */
 import type OpenAI from 'openai';
+import { callTokensOf } from '../src/rules/usage.js';
 
 /** What a stream came to. */
 export interface StreamedAnswer {
@@ -14,6 +15,8 @@ export interface StreamedAnswer {
   finishReason: string | null;
   /** Usage as the endpoint reported it, if it did (a stream aborted at the cap never gets it). */
   reported: { inputTokens: number; outputTokens: number } | undefined;
+  /** A usage report that was no token count, ignored (see `reported`). */
+  impossibleUsage?: unknown;
   /** The completion's tokens as Deputy counted them. */
   countedOutput: number;
 }
@@ -44,6 +47,7 @@ export async function readStream(
   const calls: { id: string; name: string; arguments: string }[] = [];
   let finishReason: string | null = null;
   let reported: StreamedAnswer['reported'];
+  let impossibleUsage: unknown;
   let model: string | undefined;
   let counted = 0;
   let stoppedAtCap = false;
@@ -71,7 +75,14 @@ export async function readStream(
     for await (const chunk of stream) {
       model ??= chunk.model;
       if (chunk.usage) {
-        reported = { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens };
+        // A report that is no token count (negative, fractional, not a number) is no report: it must never lower
+        // what is debited.
+        const tokens = callTokensOf({
+          inputTokens: chunk.usage.prompt_tokens,
+          outputTokens: chunk.usage.completion_tokens,
+        });
+        if (tokens) reported = tokens;
+        else impossibleUsage = chunk.usage;
       }
       const choice = chunk.choices?.[0];
       if (!choice) continue;
@@ -109,6 +120,7 @@ export async function readStream(
     toolCalls: calls.filter((call) => call !== undefined),
     finishReason,
     reported,
+    ...(impossibleUsage !== undefined && { impossibleUsage }),
     countedOutput: counted,
   };
 }

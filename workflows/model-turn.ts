@@ -168,6 +168,7 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
         return null;
       },
       failed: (err) => {
+        run.debitBilled(err);
         const limit = budgetExceeded(err);
         if (limit) return limit;
         throw err;
@@ -247,6 +248,7 @@ function callTurn(
         return null;
       },
       failed: (err): LimitName | null | Promise<LimitName | null> => {
+        run.debitBilled(err);
         const limit = budgetExceeded(err);
         if (!limit) throw err;
         // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose (R1.4).

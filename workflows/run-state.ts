@@ -26,7 +26,8 @@ import { remaining } from '../src/rules/limits.js';
 import { closeUnansweredToolCalls } from '../src/rules/restore.js';
 import { renderPersona } from '../src/rules/persona.js';
 import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
-import { addSpend, microToUsd, ZERO_USAGE, type Spend } from '../src/rules/usage.js';
+import { addSpend, callCostMicroUsd, microToUsd, ZERO_USAGE, type Spend } from '../src/rules/usage.js';
+import { billedBy } from '../src/rules/failure-message.js';
 import { countRunEnded } from './metrics.js';
 
 export type { ParsedRunInput };
@@ -262,6 +263,12 @@ export class AgentRunState {
     this.usage = addSpend(this.usage, spend);
     // A lean run shows the cost once its tool turn is over (`showCost`), not after every child.
     if (!this.lean) this.showCost();
+  }
+
+  /** Debits what a model call that failed was billed for (its failed attempts, see `billedBy`), if anything. */
+  debitBilled(err: unknown): void {
+    const billed = billedBy(err);
+    if (billed) this.debit({ ...billed, costMicroUsd: callCostMicroUsd(billed, this.composition.price) });
   }
 
   /** Shows the run's cost so far in its search attributes. */

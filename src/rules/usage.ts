@@ -83,3 +83,25 @@ export function addSpend(usage: Usage, spend: Spend): Usage {
     costMicroUsd: usage.costMicroUsd + spend.costMicroUsd,
   };
 }
+
+/** No tokens. */
+export const NO_TOKENS: CallTokens = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
+/** A token count as an endpoint or a record may carry it: a non-negative safe integer, else `null`. */
+export function tokenCount(value: unknown): number | null {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
+}
+
+/** `value` as input and output tokens, when both are counts (see `tokenCount`); anything else is `null`. */
+export function callTokensOf(value: unknown): CallTokens | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const { inputTokens, outputTokens } = value as Record<string, unknown>;
+  const input = tokenCount(inputTokens);
+  const output = tokenCount(outputTokens);
+  return input === null || output === null ? null : { inputTokens: input, outputTokens: output };
+}
+
+/** The sum of two token counts. */
+export function addTokens(a: CallTokens, b: CallTokens): CallTokens {
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
+}

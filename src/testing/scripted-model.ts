@@ -26,9 +26,9 @@ export type ReplyUsage = ScriptUsage | 'worst' | 'counted';
 export type ScriptReply =
   /**
    * A final answer; streamed in pieces `chunkDelayMs` apart when the request streams, and (`stallAfterChars`) stopping
-   * for good, the connection left open, after that many characters.
+   * for good, the connection left open, or (`cutAfterChars`) dropping the connection, after that many characters.
    */
-  | { text: string; usage?: ReplyUsage; chunkDelayMs?: number; stallAfterChars?: number }
+  | { text: string; usage?: ReplyUsage; chunkDelayMs?: number; stallAfterChars?: number; cutAfterChars?: number }
   /** Tool calls; `arguments` as a string is sent raw (use it for malformed JSON). */
   | { toolCalls: { name: string; arguments: unknown; id?: string }[]; text?: string; usage?: ReplyUsage }
   /** An HTTP error with an OpenAI-style error body. */
@@ -345,6 +345,7 @@ export class ScriptedModelServer {
     if (record.body.stream === true) {
       const chunkDelayMs = 'chunkDelayMs' in reply ? (reply.chunkDelayMs ?? 0) : 0;
       const stallAfterChars = 'stallAfterChars' in reply ? reply.stallAfterChars : undefined;
+      const cutAfterChars = 'cutAfterChars' in reply ? reply.cutAfterChars : undefined;
       await this.stream(res, record, {
         text,
         toolCalls,
@@ -352,6 +353,7 @@ export class ScriptedModelServer {
         usage: fullUsage,
         chunkDelayMs,
         stallAfterChars,
+        cutAfterChars,
       });
       return;
     }
@@ -392,6 +394,7 @@ export class ScriptedModelServer {
       usage: ScriptUsage & { total_tokens: number };
       chunkDelayMs: number;
       stallAfterChars?: number | undefined;
+      cutAfterChars?: number | undefined;
     },
   ): Promise<void> {
     const base = {
@@ -409,6 +412,10 @@ export class ScriptedModelServer {
       if (answer.chunkDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, answer.chunkDelayMs));
       if (res.destroyed) return;
       if (answer.stallAfterChars !== undefined && at >= answer.stallAfterChars) return; // silent, connection open
+      if (answer.cutAfterChars !== undefined && at >= answer.cutAfterChars) {
+        res.socket?.destroy();
+        return;
+      }
       const piece = text.slice(at, at + CHUNK_CHARS);
       write({ choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
       record.sentChars += piece.length;

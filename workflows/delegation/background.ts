@@ -70,6 +70,8 @@ export async function generateBackground(
     return { ok: true, background: { source: 'summary', content } };
   } catch (err) {
     run.reserved = release(budgetOf(run.limits, run.usage, run.reserved), hold).reserved;
+    // Attempts that were billed and gave no summary (an empty one, a stream cut short) are paid all the same.
+    run.debitBilled(err);
     if (isCancellation(err)) throw err;
     const limit = budgetExceeded(err);
     const why = limit

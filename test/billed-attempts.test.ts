@@ -1,0 +1,177 @@
+/**
+ * R2.15: every billed attempt is debited, retried or not. A model call whose attempt was billed and gave no usable
+ * answer (a stream dropped mid-answer, an empty summary) is retried by Temporal; what that attempt was billed — its
+ * input once the endpoint accepted the request, and every token of the answer that arrived — is debited with the
+ * retry's answer, or with the failure when no attempt succeeds. A usage report that is no token count is ignored,
+ * never a credit.
+ */
+import { describe, expect, it } from 'vitest';
+import { RunState } from '../src/contract/run.js';
+import { forTask, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
+import {
+  CHILD_USAGE,
+  delegateReply,
+  delegationConfig,
+  DELEGATION_TOOLS,
+  PARENT_SCOPES,
+  PARENT_USAGE,
+} from './support/delegation.js';
+import { useHarness } from './support/harness.js';
+
+const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
+
+/** About `n` words of prose. */
+const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i % 97} is here`).join(' ');
+
+/**
+ * Deputy's count of a request's input, from the estimate it is fitted with: the count × 1.25, rounded up, + 16 for a
+ * model the tokenizer does not know (one count gives each estimate).
+ */
+function countedInput(request: RecordedRequest): number {
+  const estimate = worstUsage(request.body).prompt_tokens;
+  let count = Math.max(0, Math.floor((estimate - 16) / 1.25) - 2);
+  while (Math.ceil(count * 1.25) + 16 < estimate) count += 1;
+  return count;
+}
+
+const isSummaryCall = (r: RecordedRequest) =>
+  (r.body.messages[0]?.content ?? '').startsWith('You write the background');
+
+describe('R2.15 every billed attempt is debited', () => {
+  it('R2.15 a stream dropped mid-answer is retried; the dropped attempt (its input and the answer that arrived) is debited with the retry', async () => {
+    const task = 'billed: the connection drops mid-answer';
+    h.model.add(
+      { name: 'dropped', when: userSays(task), reply: { text: words(200), chunkDelayMs: 5, cutAfterChars: 400 } },
+      {
+        name: 'answered',
+        when: userSays(task),
+        reply: { text: 'the whole answer', usage: { prompt_tokens: 5000, completion_tokens: 20 } },
+      },
+    );
+    const id = h.id('dropped');
+    await h.deputy.startRun({ task }, { workflowId: id });
+    const result = await h.deputy.result(id);
+    expect(result).toMatchObject({ status: 'completed', output: 'the whole answer' });
+    const dropped = h.model.requests.find((r) => r.rule === 'dropped')!;
+    expect(dropped.sentChars).toBe(400);
+    expect(result.usage.modelCalls).toBe(1);
+    // The dropped attempt's input as Deputy counted it (the endpoint never reported it), with the retry's 5,000.
+    const billedInput = result.usage.inputTokens - 5000;
+
+    expect(billedInput).toBeGreaterThan(0);
+    expect(Math.ceil(billedInput * 1.25) + 16).toBe(worstUsage(dropped.body).prompt_tokens);
+    // 400 characters of "wordN is here" arrived before the drop: far more than 40 tokens, with the retry's 20.
+    expect(result.usage.outputTokens).toBeGreaterThan(20 + 40);
+    expect(result.usage.costMicroUsd).toBe(result.usage.inputTokens + 2 * result.usage.outputTokens);
+  }, 60_000);
+
+  it('R2.15 an empty background summary is paid for; the retry that writes one is debited with it', async () => {
+    const task = 'billed: an empty summary first';
+    // Billed as Deputy counts: the summary's hold pays for its retry too.
+    h.model.add(
+      {
+        name: 'empty summary',
+        when: (r) => isSummaryCall(r) && userSays(task)(r),
+        reply: { text: '', usage: 'counted' },
+      },
+      {
+        name: 'summary',
+        when: (r) => isSummaryCall(r) && userSays(task)(r),
+        reply: { text: 'Background: the order ships to Springfield.', usage: 'counted' },
+      },
+      {
+        name: 'billed child',
+        when: userSays('billed summary child'),
+        reply: { text: 'child done', usage: CHILD_USAGE },
+      },
+      {
+        when: (r) => forTask(task, 0)(r) && !isSummaryCall(r),
+        reply: delegateReply(
+          { briefs: [{ task_name: 'c', message: 'billed summary child', context: 'summary' }] },
+          PARENT_USAGE,
+        ),
+      },
+      {
+        name: `${task}:join`,
+        when: (r) => forTask(task, 1)(r) && !isSummaryCall(r),
+        reply: { text: 'parent done', usage: PARENT_USAGE },
+      },
+    );
+    const id = h.id('empty-summary');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
+    const result = await h.deputy.result(id);
+    expect(result).toMatchObject({ status: 'completed', output: 'parent done' });
+    const [first, second] = h.model.requests.filter((r) => r.rule === 'empty summary' || r.rule === 'summary');
+    expect([first!.rule, second!.rule]).toEqual(['empty summary', 'summary']);
+    // Two own calls, the child, and both summary attempts: the empty one's input included.
+    const summaries = result.usage.totalTokens - 2 * 5100 - 520;
+    const written = summaries - countedInput(first!) - countedInput(second!);
+    expect(written, 'the summary text, as counted').toBeGreaterThanOrEqual(5);
+    expect(written).toBeLessThanOrEqual(30);
+    expect(RunState.parse(await h.deputy.getState(id)).reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
+  });
+
+  it('R2.15 a summary that stays empty on every attempt: the child never starts, the hold is released and every attempt is debited', async () => {
+    const task = 'billed: the summary stays empty';
+    h.model.add(
+      {
+        name: 'always empty',
+        when: (r) => isSummaryCall(r) && userSays(task)(r),
+        times: Infinity,
+        reply: { text: '', usage: 'counted' },
+      },
+      {
+        when: (r) => forTask(task, 0)(r) && !isSummaryCall(r),
+        reply: delegateReply(
+          { briefs: [{ task_name: 'c', message: 'never starts', context: 'summary' }] },
+          PARENT_USAGE,
+        ),
+      },
+      {
+        name: `${task}:join`,
+        when: (r) => forTask(task, 1)(r) && !isSummaryCall(r),
+        reply: { text: 'went on without it', usage: PARENT_USAGE },
+      },
+    );
+    const id = h.id('always-empty');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
+    const result = await h.deputy.result(id);
+    expect(result).toMatchObject({ status: 'completed', output: 'went on without it' });
+    // The attempts share the summary's hold: they go on until five were made or the next one no longer fits in what
+    // the earlier ones left of it.
+    const attempts = h.model.requests.filter((r) => r.rule === 'always empty');
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    expect(attempts.length).toBeLessThanOrEqual(5);
+    const state = RunState.parse(await h.deputy.getState(id));
+    expect(state.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
+    // The child never started; the summary is the parent's own spend, so the child's row shows none.
+    expect(state.delegations.map((d) => [d.status, d.actual, d.summary])).toEqual([
+      [
+        'rejected',
+        { tokens: 0, costMicroUsd: 0 },
+        'could not prepare the background: test-model returned an empty background summary; the child was not started',
+      ],
+    ]);
+    const billed = attempts.reduce((sum, r) => sum + countedInput(r), 0);
+    expect(result.usage.totalTokens).toBe(2 * 5100 + billed);
+    expect(result.usage.costMicroUsd).toBe(2 * 5200 + billed);
+  }, 60_000);
+
+  it('R2.15 a usage report that is no token count (negative, not a number) is ignored: Deputy’s count is debited, never less, never NaN', async () => {
+    const task = `billed: impossible usage for ${words(40)}`;
+    h.model.add({
+      name: 'impossible',
+      when: userSays(task),
+      // A string where a count belongs: JSON lets an endpoint send one.
+      reply: { text: words(50), usage: { prompt_tokens: -90_000, completion_tokens: 'many' as unknown as number } },
+    });
+    const id = h.id('impossible');
+    await h.deputy.startRun({ task }, { workflowId: id });
+    const result = await h.deputy.result(id);
+    expect(result.status).toBe('completed');
+    const request = h.model.requests.find((r) => r.rule === 'impossible')!;
+    expect(result.usage.inputTokens).toBe(countedInput(request));
+    expect(result.usage.outputTokens).toBeGreaterThan(100); // 50 × "wordN is here"
+    expect(result.usage.costMicroUsd).toBe(result.usage.inputTokens + 2 * result.usage.outputTokens);
+  });
+});
