@@ -10,6 +10,9 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../src/contract/tools.js';
 import { RunState, type RunInput } from '../src/contract/run.js';
+import { loadTree } from '../src/client/inspect.js';
+import { renderTree } from '../src/client/tree.js';
+import type { WatchEvent } from '../src/client/watch.js';
 import { forTask, toolMessages, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
 import { DEPUTY_CONTEXT_MODE, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
 import {
@@ -119,8 +122,96 @@ describe('R2.13 hard budgets across a delegation', () => {
     expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxCostUsd' });
   });
 
-  it('R2.13 R2.6 a child whose provider reports more than its reservation is charged its reservation, no more', async () => {
-    const task = 'r2.13 lying child';
+  it('R2.15 a summary billed far past its hold is absorbed by the reservations of children not yet started: used + reserved never passes max, and they start with the limits they were cut to', async () => {
+    const task = 'r2.15 absorb an over-billed summary';
+    h.model.add(
+      // The summary for "a" is billed 4,000 input tokens: far past its hold (Deputy counts a few hundred).
+      {
+        name: 'billed summary',
+        when: (r) => isSummaryCall(r) && userSays('absorb child a')(r),
+        reply: { text: 'Background for a.', usage: { prompt_tokens: 4000, completion_tokens: 10 } },
+      },
+      // The summary for "b" is still being written meanwhile, holding its own worst case.
+      {
+        name: 'slow summary',
+        when: (r) => isSummaryCall(r) && userSays('absorb child b')(r),
+        delayMs: 1500,
+        reply: { text: 'Background for b.', usage: 'counted' },
+      },
+      {
+        name: 'absorb child',
+        when: (r) => !isSummaryCall(r) && userSays('absorb child')(r),
+        times: 2,
+        reply: { text: 'ok' },
+      },
+      {
+        when: (r) => forTask(task, 0)(r) && !isSummaryCall(r),
+        reply: delegateReply(
+          {
+            briefs: ['a', 'b'].map((n) => ({ task_name: n, message: `absorb child ${n}`, context: 'summary' })),
+          },
+          PARENT_USAGE,
+        ),
+      },
+      { when: (r) => forTask(task, 1)(r) && !isSummaryCall(r), reply: { text: 'done' } },
+    );
+    const workflowId = h.id('absorb');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES, limits: { maxTokens: 12_000 } }, { workflowId });
+    const { result, observations } = await watchInvariant(workflowId);
+    expect(observations).toBeGreaterThan(3);
+    expect(result.usage.totalTokens).toBeLessThanOrEqual(12_000);
+    const state = RunState.parse(await h.deputy.getState(workflowId));
+    const [a, b] = state.delegations;
+    // Each was reserved 2,000 tokens (delegation.childDefaults); together they gave up what the summary overran.
+    expect(a!.reserved.tokens + b!.reserved.tokens).toBeLessThan(4000);
+    expect(a!.reserved.tokens).toBeGreaterThanOrEqual(1);
+    for (const entry of [a!, b!]) {
+      const child = RunState.parse(await h.deputy.getState(entry.childWorkflowId));
+      expect(child.limits?.maxTokens, entry.taskName).toBe(entry.reserved.tokens);
+    }
+  });
+
+  it("R2.15 the parent's synthesis reserve is never lent to a child: a brief asking for everything gets what is left after it, and the parent still writes its final answer", async () => {
+    const task = 'r2.15 keep the synthesis reserve';
+    h.model.add(
+      // The child bills everything its cap allows.
+      { name: 'greedy child', when: userSays('spend all you get'), reply: { text: 'spent', usage: 'worst' } },
+      {
+        when: forTask(task, 0),
+        reply: {
+          text: 'Delegating.',
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [{ task_name: 'greedy', message: 'spend all you get', limits: { maxTokens: 50_000 } }],
+              },
+            },
+          ],
+          usage: PARENT_USAGE,
+        },
+      },
+      { name: 'final', when: forTask(task, 1), reply: { text: 'final answer', usage: 'counted' } },
+    );
+    const workflowId = h.id('keep');
+    await h.deputy.startRun(
+      { task, scopes: PARENT_SCOPES, limits: { maxTokens: 10_000, synthesisReserve: { tokens: 3000 } } },
+      { workflowId },
+    );
+    const result = await h.deputy.result(workflowId);
+    const [entry] = RunState.parse(await h.deputy.getState(workflowId)).delegations;
+    // 10,000 − 5,100 used by the delegate call − 3,000 kept for the final answer.
+    expect(entry!.reserved.tokens).toBe(1900);
+    const child = RunState.parse(await h.deputy.getState(entry!.childWorkflowId));
+    expect(child.limits?.maxTokens).toBe(1900);
+    // It spent nearly all of it; what is left is the reserve, and the parent's next call still fits in it.
+    expect(child.usage.totalTokens).toBeGreaterThan(1500);
+    expect(result).toMatchObject({ status: 'completed', output: 'final answer' });
+    expect(result.usage.totalTokens).toBeLessThanOrEqual(10_000);
+  });
+
+  it('R2.15 R2.6 a child whose provider bills more than its reservation is charged all of it; the overrun is shown in the ledger, the tree and the watch, and the parent stops at its limit', async () => {
+    const task = 'r2.15 over-billing child';
     h.model.add(
       {
         name: 'liar',
@@ -132,12 +223,37 @@ describe('R2.13 hard budgets across a delegation', () => {
     );
     const workflowId = h.id('liar');
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES, limits: { maxTokens: 10_000 } }, { workflowId });
-    const { result } = await watchInvariant(workflowId);
+    const result = await h.deputy.result(workflowId);
     const state = RunState.parse(await h.deputy.getState(workflowId));
-    // The child's reservation is delegation.childDefaults.maxTokens (2000) and $0.003.
-    expect(state.delegations[0]).toMatchObject({ status: 'completed', reserved: { tokens: 2000, costMicroUsd: 3000 } });
-    expect(state.delegations[0]!.actual).toEqual({ tokens: 2000, costMicroUsd: 3000 });
-    expect(result.usage.totalTokens).toBeLessThanOrEqual(10_000);
+    // The child's reservation is delegation.childDefaults.maxTokens (2000) and $0.003; it was billed 90,000 input
+    // tokens ($0.09) and is charged all of it.
+    const [entry] = state.delegations;
+    expect(entry).toMatchObject({ status: 'completed', reserved: { tokens: 2000, costMicroUsd: 3000 } });
+    const child = await h.deputy.result(entry!.childWorkflowId);
+    expect(entry!.actual).toEqual({ tokens: child.usage.totalTokens, costMicroUsd: child.usage.costMicroUsd });
+    expect(child.usage.inputTokens).toBe(90_000);
+    expect(entry!.overrun).toEqual({
+      tokens: child.usage.totalTokens - 2000,
+      costMicroUsd: child.usage.costMicroUsd - 3000,
+    });
+    // The parent's usage includes it: past its own max, so no further call fits and it ends at its limit.
+    expect(result.usage.totalTokens).toBeGreaterThan(90_000);
+    expect(result).toMatchObject({ status: 'limit_reached', limit: 'maxTokens' });
+    expect(h.model.requests.some((r) => r.rule === `${task}:join`)).toBe(false);
+    // Shown: in the tree, and in the watch's join event.
+    const tree = renderTree(await loadTree(h.client, workflowId));
+    expect(tree).toContain(
+      `overran its reservation by ${entry!.overrun!.tokens} tok $${(entry!.overrun!.costMicroUsd / 1e6).toFixed(6)}`,
+    );
+    const joined: WatchEvent[] = [];
+    for await (const event of h.deputy.watch(workflowId)) if (event.type === 'delegation/joined') joined.push(event);
+    expect(joined).toMatchObject([
+      {
+        type: 'delegation/joined',
+        child: entry!.childWorkflowId,
+        overrun: { tokens: entry!.overrun!.tokens, costUsd: entry!.overrun!.costMicroUsd / 1e6 },
+      },
+    ]);
   });
 });
 

@@ -7,7 +7,7 @@ import { Runtime } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runtimeTelemetry } from '../src/ops/metrics.js';
 import { freePort } from '../src/testing/ports.js';
-import { forTask, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
 import type { Harness } from './support/harness.js';
 import type * as Delegation from './support/delegation.js';
 
@@ -92,6 +92,30 @@ describe('issue 15 Deputy metrics', () => {
     expect(await metric('deputy_model_calls_total', tags, 7)).toBe(7);
     expect(await metric('deputy_model_tokens_total', [...tags, 'direction="input"'])).toBeGreaterThan(0);
     expect(await metric('deputy_cost_microusd_total', tags)).toBeGreaterThan(0);
+  });
+
+  it('R2.15 a child charged past its reservation is counted, with the cost past it', async () => {
+    const { delegateReply, PARENT_SCOPES } = support;
+    const task = 'metrics: an over-billing child';
+    h.model.add(
+      {
+        when: userSays('metrics: bill a lot'),
+        reply: { text: 'ok', usage: { prompt_tokens: 90_000, completion_tokens: 0 } },
+      },
+      {
+        when: forTask(task, 0),
+        reply: delegateReply({ briefs: [{ task_name: 'big', message: 'metrics: bill a lot' }] }),
+      },
+    );
+    const id = h.id('overrun');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES, limits: { maxTokens: 10_000 } }, { workflowId: id });
+    expect((await h.deputy.result(id)).status).toBe('limit_reached');
+    const [entry] = (await h.deputy.getState(id)).delegations;
+    expect(entry!.overrun!.costMicroUsd).toBeGreaterThan(80_000);
+    expect(await metric('deputy_reservation_overruns_total', [])).toBe(1);
+    expect(await metric('deputy_overrun_microusd_total', [], entry!.overrun!.costMicroUsd)).toBe(
+      entry!.overrun!.costMicroUsd,
+    );
   });
 
   it('R2.13 a reported usage far from what Deputy counted is counted, each direction once per call', async () => {

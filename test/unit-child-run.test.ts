@@ -218,6 +218,17 @@ describe('R2.6 R2.13 settling a child’s reservation', () => {
     ).toEqual({
       reserved: { tokens: 2000, costMicroUsd: 3000 },
       charge: { inputTokens: 100, outputTokens: 20, costMicroUsd: 140 },
+      overrun: null,
+    });
+  });
+
+  it('R2.15 a child that spent past its reservation is charged all of it, and the overrun says by how much', () => {
+    expect(
+      settleReservation(budget, plan.reservation, { inputTokens: 1500, outputTokens: 100, costMicroUsd: 2500 }),
+    ).toEqual({
+      reserved: { tokens: 2000, costMicroUsd: 3000 },
+      charge: { inputTokens: 1500, outputTokens: 100, costMicroUsd: 2500 },
+      overrun: { tokens: 600, costMicroUsd: 500 },
     });
   });
 
@@ -229,21 +240,27 @@ describe('R2.6 R2.13 settling a child’s reservation', () => {
     });
   });
 
-  it('R2.13 property: the charge never exceeds the reservation, and used + reserved never grows', () => {
+  it('R2.15 property: the charge is the whole spend; used + reserved grows by exactly the overrun', () => {
     fc.assert(
       fc.property(
         fc.option(fc.record({ inputTokens: fc.nat(1e6), outputTokens: fc.nat(1e6), costMicroUsd: fc.nat(1e7) }), {
           nil: null,
         }),
         (spent) => {
-          const { reserved, charge } = settleReservation(budget, plan.reservation, spent);
-          expect(charge.inputTokens + charge.outputTokens).toBeLessThanOrEqual(plan.reservation.tokens);
-          expect(charge.costMicroUsd).toBeLessThanOrEqual(plan.reservation.costMicroUsd);
-          expect(budget.used.tokens + charge.inputTokens + charge.outputTokens + reserved.tokens).toBeLessThanOrEqual(
-            budget.used.tokens + budget.reserved.tokens,
+          const { reserved, charge, overrun } = settleReservation(budget, plan.reservation, spent);
+          if (spent) expect(charge).toEqual(spent);
+          const tokens = charge.inputTokens + charge.outputTokens;
+          expect(budget.used.tokens + tokens + reserved.tokens).toBe(
+            budget.used.tokens +
+              budget.reserved.tokens +
+              (overrun?.tokens ?? 0) -
+              Math.max(0, plan.reservation.tokens - tokens),
           );
-          expect(budget.used.costMicroUsd + charge.costMicroUsd + reserved.costMicroUsd).toBeLessThanOrEqual(
-            budget.used.costMicroUsd + budget.reserved.costMicroUsd,
+          expect(budget.used.costMicroUsd + charge.costMicroUsd + reserved.costMicroUsd).toBe(
+            budget.used.costMicroUsd +
+              budget.reserved.costMicroUsd +
+              (overrun?.costMicroUsd ?? 0) -
+              Math.max(0, plan.reservation.costMicroUsd - charge.costMicroUsd),
           );
         },
       ),

@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { countCallTokens, countText, encodingFor, loadEncoding } from '../activities/tokens.js';
-import { chargeFor, fitCall, MIN_COMPLETION_TOKENS, upperBoundTokens, worstCase } from '../src/rules/budget.js';
+import {
+  fitCall,
+  overrunOf,
+  shrinkToFit,
+  MIN_COMPLETION_TOKENS,
+  upperBoundTokens,
+  worstCase,
+} from '../src/rules/budget.js';
 import { cutText, formatBytes, jsonFits, utf8Bytes, wasCut } from '../src/rules/payloads.js';
 import { callCostMicroUsd, priceFromUsdPerMTok } from '../src/rules/usage.js';
 
@@ -73,21 +80,50 @@ describe('R2.13 hard budgets: counting and fitting a call', () => {
     );
   });
 
-  it("R2.13 a child's charge never exceeds its reservation", () => {
+  it('R2.15 shrinkToFit takes the excess from pending reservations in order, each keeping 1; the rest is left', () => {
+    const budget = {
+      maxTokens: 10_000,
+      maxCostMicroUsd: 5000,
+      used: { tokens: 9000, costMicroUsd: 1000 },
+      reserved: { tokens: 3000, costMicroUsd: 2000 },
+    };
     expect(
-      chargeFor({ inputTokens: 900, outputTokens: 300, costMicroUsd: 5000 }, { tokens: 1000, costMicroUsd: 2000 }),
+      shrinkToFit(budget, [
+        { tokens: 1500, costMicroUsd: 1000 },
+        { tokens: 1500, costMicroUsd: 1000 },
+      ]),
     ).toEqual({
-      inputTokens: 900,
-      outputTokens: 100,
-      costMicroUsd: 2000,
+      cuts: [
+        { tokens: 1499, costMicroUsd: 0 },
+        { tokens: 501, costMicroUsd: 0 },
+      ],
+      left: { tokens: 0, costMicroUsd: 0 },
     });
+    const over = { ...budget, used: { tokens: 12_000, costMicroUsd: 4500 } };
     expect(
-      chargeFor({ inputTokens: 100, outputTokens: 20, costMicroUsd: 140 }, { tokens: 1000, costMicroUsd: 2000 }),
+      shrinkToFit(over, [
+        { tokens: 1500, costMicroUsd: 1000 },
+        { tokens: 1500, costMicroUsd: 1000 },
+      ]),
     ).toEqual({
-      inputTokens: 100,
-      outputTokens: 20,
-      costMicroUsd: 140,
+      cuts: [
+        { tokens: 1499, costMicroUsd: 999 },
+        { tokens: 1499, costMicroUsd: 501 },
+      ],
+      left: { tokens: 2002, costMicroUsd: 0 },
     });
+  });
+
+  it("R2.15 a child's charge is its whole spend; what passed its reservation is the overrun, shown", () => {
+    expect(
+      overrunOf({ inputTokens: 900, outputTokens: 300, costMicroUsd: 5000 }, { tokens: 1000, costMicroUsd: 2000 }),
+    ).toEqual({ tokens: 200, costMicroUsd: 3000 });
+    expect(
+      overrunOf({ inputTokens: 900, outputTokens: 100, costMicroUsd: 2000 }, { tokens: 1000, costMicroUsd: 2000 }),
+    ).toBeNull();
+    expect(
+      overrunOf({ inputTokens: 100, outputTokens: 20, costMicroUsd: 2001 }, { tokens: 1000, costMicroUsd: 2000 }),
+    ).toEqual({ tokens: 0, costMicroUsd: 1 });
   });
 
   it('R2.13 input is counted with the model’s encoding; unknown models get the wider margin', async () => {

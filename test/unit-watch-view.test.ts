@@ -66,7 +66,7 @@ describe('issue 16 TreeView', () => {
     });
     expect(describeWatchEvent(ended)).toBe('completed (maxTurns, synthesised)');
     view.apply(ended);
-    const joined = ev(root, null, { type: 'delegation/joined', child, status: 'completed', usage });
+    const joined = ev(root, null, { type: 'delegation/joined', child, status: 'completed', usage, overrun: null });
     view.apply(joined);
     expect(describeWatchEvent(joined)).toBe('research-1 joined: completed (no tool calls)');
 

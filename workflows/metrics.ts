@@ -60,10 +60,18 @@ export function countDelegationsStarted(run: AgentRunState, children: number): v
 }
 
 /** A child settled (its reservation released): by the status it ended with. */
-export function countDelegationSettled(run: AgentRunState, status: string): void {
+export function countDelegationSettled(
+  run: AgentRunState,
+  status: string,
+  overrun: { tokens: number; costMicroUsd: number } | null = null,
+): void {
   const tags = runTags(run);
   counter('deputy_reservations_settled', '1', 'Reservations settled').add(1, tags);
   counter('deputy_delegations_ended', '1', 'Children ended, by status').add(1, { ...tags, status });
+  if (overrun) {
+    counter('deputy_reservation_overruns', '1', 'Children charged past their reservation').add(1, tags);
+    counter('deputy_overrun_microusd', 'micro-USD', 'Cost charged past reservations').add(overrun.costMicroUsd, tags);
+  }
 }
 
 /** A run ended: by status, the limit that ended it (`none`) and whether a synthesis wrote its answer. */

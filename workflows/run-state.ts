@@ -20,8 +20,17 @@ import type {
 import { DEPUTY_COST_USD, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
 import { SESSION_VERSION, startsWith, toChatMessages, type ChatMessage } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
-import { available, budgetOf, ZERO_AMOUNT, type Amount, type CallBudget } from '../src/rules/budget.js';
+import {
+  available,
+  budgetOf,
+  overLimits,
+  shrinkToFit,
+  ZERO_AMOUNT,
+  type Amount,
+  type CallBudget,
+} from '../src/rules/budget.js';
 import type { ChildOutcome, DelegationSettings } from '../src/rules/delegation.js';
+import type { ChildPlan } from '../src/rules/child-run.js';
 import { remaining } from '../src/rules/limits.js';
 import { closeUnansweredToolCalls } from '../src/rules/restore.js';
 import { renderPersona } from '../src/rules/persona.js';
@@ -85,6 +94,11 @@ export class AgentRunState {
   /** Tokens and cost held for live children and in-flight summaries (R2.6, R2.13). */
   reserved: Amount = ZERO_AMOUNT;
   readonly ledger: LedgerEntry[] = [];
+  /**
+   * Children reserved whose limits are not given yet (hooks, a background being written): the reservations a debit
+   * past the free budget may shrink (see `absorbOverrun`).
+   */
+  readonly preparing = new Map<LedgerEntry, ChildPlan>();
   /** Children dispatched in the background (R2.14), by workflow id; a segment carries none (no live child at a CAN). */
   readonly background = new Map<string, BackgroundChild>();
   endRequested = false;
@@ -261,8 +275,47 @@ export class AgentRunState {
   /** Adds spend (a compaction, a summary, a child's charge) to the run's usage. */
   debit(spend: Spend): void {
     this.usage = addSpend(this.usage, spend);
+    this.absorbOverrun();
     // A lean run shows the cost once its tool turn is over (`showCost`), not after every child.
     if (!this.lean) this.showCost();
+  }
+
+  /**
+   * A debit larger than its hold (an endpoint that counts more than Deputy's estimate) is taken back from the
+   * reservations of children not yet started, so used + reserved ≤ max holds; their limits shrink with them. What
+   * nothing absorbs stops the run at its limit, and shows as its overrun.
+   */
+  absorbOverrun(): void {
+    if (!this.limits || this.preparing.size === 0) return;
+    const pending = [...this.preparing];
+    const { cuts } = shrinkToFit(
+      budgetOf(this.limits, this.usage, this.reserved),
+      pending.map(([, plan]) => plan.reservation),
+    );
+    pending.forEach(([entry, plan], i) => {
+      const cut = cuts[i]!;
+      if (cut.tokens === 0 && cut.costMicroUsd === 0) return;
+      plan.reservation = {
+        tokens: plan.reservation.tokens - cut.tokens,
+        costMicroUsd: plan.reservation.costMicroUsd - cut.costMicroUsd,
+      };
+      if (plan.limits.maxTokens !== undefined) plan.limits = { ...plan.limits, maxTokens: plan.reservation.tokens };
+      if (plan.limits.maxCostUsd !== undefined) {
+        plan.limits = { ...plan.limits, maxCostUsd: microToUsd(plan.reservation.costMicroUsd) };
+      }
+      entry.reserved = plan.reservation;
+      this.reserved = {
+        tokens: this.reserved.tokens - cut.tokens,
+        costMicroUsd: this.reserved.costMicroUsd - cut.costMicroUsd,
+      };
+    });
+  }
+
+  /** What this run keeps for its own final answer (its synthesis reserve): never lent to its children. */
+  get synthesisKeep(): Amount {
+    return this.limits?.synthesis
+      ? { tokens: this.limits.reserveTokens, costMicroUsd: this.limits.reserveCostMicroUsd }
+      : ZERO_AMOUNT;
   }
 
   /** Debits what a model call that failed was billed for (its failed attempts, see `billedBy`), if anything. */
@@ -364,6 +417,9 @@ export class AgentRunState {
     this.append({ type: 'run/ended', at: now(), status: final, output });
     this.setStatus(final, [this.costAttribute()]);
     if (!this.leaner || final === 'failed' || final === 'cancelled') upsertMemo({ deputyUsage: this.usage });
+    // Spend past the limits (an endpoint billed past the cap) is shown, never hidden: readable without a worker.
+    const overrun = this.limits && overLimits(this.usage, this.limits);
+    if (overrun) upsertMemo({ deputyOverrun: overrun });
     setCurrentDetails(
       `${final}; ${this.usage.modelCalls} model calls, $${microToUsd(this.usage.costMicroUsd).toFixed(6)}`,
     );

@@ -5,7 +5,8 @@
  */
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { stateQuery } from '../contract/messages.js';
-import { RunResult, Usage, type RunState } from '../contract/run.js';
+import { AmountSchema, RunResult, Usage, type RunState } from '../contract/run.js';
+import { overLimits } from '../rules/budget.js';
 import {
   DEPUTY_CONTEXT_MODE,
   DEPUTY_COST_USD,
@@ -64,6 +65,10 @@ async function toNode(
         : await endUsage(client, info.workflowId),
     costUsd: attrs.get(DEPUTY_COST_USD) ?? null,
   };
+  const overrun = running
+    ? state?.limits && overLimits(state.usage, state.limits)
+    : AmountSchema.safeParse(info.memo?.deputyOverrun).data;
+  if (overrun) node.overrun = overrun;
   return { node, state };
 }
 
@@ -87,6 +92,7 @@ export async function loadTree(client: Client, workflowId: string): Promise<Tree
       ...node,
       ...(entry.background && { background: true }),
       ...(entry.interjections && { interjections: entry.interjections }),
+      ...(entry.overrun && { overrun: entry.overrun }),
       ...(open && { openQuestion: `${open.id}: ${open.question.replace(/\s+/g, ' ').slice(0, 80)}` }),
     };
   });

@@ -21,6 +21,8 @@ export interface TreeNode {
   openQuestion?: string | null;
   /** R3.7: interjections delivered to it; known while its parent runs. */
   interjections?: number;
+  /** R2.15: how far its spend passed its reservation (a root: its limits), when an endpoint billed past the cap. */
+  overrun?: { tokens: number; costMicroUsd: number };
 }
 
 const pad = (text: string, width: number) => (text.length >= width ? text : text + ' '.repeat(width - text.length));
@@ -49,6 +51,9 @@ export function renderTree(nodes: readonly TreeNode[]): string {
       node.background ? 'background' : '',
       node.interjections ? `${node.interjections} interjection${node.interjections === 1 ? '' : 's'}` : '',
       node.openQuestion ? `asks ${node.openQuestion}` : '',
+      node.overrun
+        ? `overran its ${node.parentId ? 'reservation' : 'limits'} by ${node.overrun.tokens} tok $${microToUsd(node.overrun.costMicroUsd).toFixed(6)}`
+        : '',
     ].filter(Boolean);
     lines.push(
       `${head} ${pad(node.status, 21)} ${pad(figures, 32)} ${node.preset ? `[${[node.preset, node.contextMode && `context ${node.contextMode}`].filter(Boolean).join(', ')}] ` : ''}${node.taskName ? node.workflowId : ''}${notes.length > 0 ? `  · ${notes.join(' · ')}` : ''}`.trimEnd(),

@@ -58,7 +58,10 @@ export function describeWatchEvent(event: WatchEvent): string {
     case 'delegation/joined': {
       // Issue 16: a child that answered without calling a tool looked nothing up.
       const unverified = event.status === 'completed' && event.usage?.toolCalls === 0 ? ' (no tool calls)' : '';
-      return `${event.child.slice(event.child.lastIndexOf('/') + 1)} joined: ${event.status}${unverified}`;
+      const overran = event.overrun
+        ? `; overran its reservation by ${event.overrun.tokens} tok $${event.overrun.costUsd.toFixed(6)}`
+        : '';
+      return `${event.child.slice(event.child.lastIndexOf('/') + 1)} joined: ${event.status}${unverified}${overran}`;
     }
     case 'question/asked':
       return `question ${event.questionId}: ${clip(event.question)}`;

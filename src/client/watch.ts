@@ -19,7 +19,7 @@ import type { CallModelInput, CallModelResult, RunToolInput, RunToolResult } fro
 import type { ModelPrice } from '../contract/composition.js';
 import type { RunInput, RunResult } from '../contract/run.js';
 import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../contract/signals.js';
-import { callCostMicroUsd, microToUsd } from '../rules/usage.js';
+import { callCostMicroUsd, microToUsd, usdToMicro } from '../rules/usage.js';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 /** What a follower remembers of a scheduled activity until it ends. */
@@ -101,7 +101,14 @@ export type WatchEvent = EventBase &
         reserved: { maxTokens: number | null; maxCostUsd: number | null };
       }
     | { type: 'delegation/refused'; reason: string }
-    | { type: 'delegation/joined'; child: string; status: string; usage: WatchUsage | null }
+    | {
+        type: 'delegation/joined';
+        child: string;
+        status: string;
+        usage: WatchUsage | null;
+        /** How far the child's spend passed what was reserved for it (an endpoint billed past the cap), or `null`. */
+        overrun: { tokens: number; costUsd: number } | null;
+      }
     | { type: 'question/asked'; child: string; questionId: string; question: string }
     | { type: 'question/answered'; questionId: string; from: string }
     | { type: 'interjection'; from: string; to: string | null }
@@ -175,6 +182,17 @@ const usageOf = (usage: RunResult['usage'] | undefined): WatchUsage | null =>
         toolCalls: usage.toolCalls,
       }
     : null;
+/** How far a child's spend passed what was reserved for it (its token and cost caps), or `null`. */
+const overrunOf = (
+  usage: RunResult['usage'] | undefined,
+  reserved: { maxTokens: number | null; maxCostUsd: number | null } | undefined,
+): { tokens: number; costUsd: number } | null => {
+  if (!usage || !reserved) return null;
+  const tokens = reserved.maxTokens === null ? 0 : Math.max(0, usage.totalTokens - reserved.maxTokens);
+  const costMicroUsd =
+    reserved.maxCostUsd === null ? 0 : Math.max(0, usage.costMicroUsd - usdToMicro(reserved.maxCostUsd));
+  return tokens > 0 || costMicroUsd > 0 ? { tokens, costUsd: microToUsd(costMicroUsd) } : null;
+};
 const MODEL_ACTIVITIES = new Set(['callModel', 'compactSession', 'summarizeContext']);
 
 /**
@@ -229,6 +247,8 @@ export async function* watchTree(
     let price: ModelPrice | undefined;
     const activities = new Map<number, ActivityInfo>();
     const children = new Map<number, string>();
+    /** What each child's start reserved (its token and cost caps), to tell an overrun at its join. */
+    const reservations = new Map<string, { maxTokens: number | null; maxCostUsd: number | null }>();
     const emit = (event: HistoryEvent, body: Record<string, unknown>) => {
       const eventId = Number(event.eventId);
       out.push({
@@ -396,12 +416,12 @@ export async function* watchTree(
           if (replaying && !(child in positions)) return;
           positions[child] ??= ['', 0, workflowId]; // before the event: its cursor resumes the child from its start
           const input = await decode<RunInput>(attributes.input);
-          await say({
-            type: 'delegation/started',
-            child,
-            taskName: input?.origin?.taskName ?? child,
-            reserved: { maxTokens: input?.limits?.maxTokens ?? null, maxCostUsd: input?.limits?.maxCostUsd ?? null },
-          });
+          const reserved = {
+            maxTokens: input?.limits?.maxTokens ?? null,
+            maxCostUsd: input?.limits?.maxCostUsd ?? null,
+          };
+          reservations.set(child, reserved);
+          await say({ type: 'delegation/started', child, taskName: input?.origin?.taskName ?? child, reserved });
           return;
         }
         case EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED: {
@@ -436,6 +456,7 @@ export async function* watchTree(
             child,
             status: result?.status ?? closingStatus(event.eventType),
             usage: usageOf(result?.usage),
+            overrun: overrunOf(result?.usage, reservations.get(child)),
           });
           return;
         }

@@ -206,6 +206,8 @@ export const LedgerEntry = z.object({
   status: z.enum(['reserved', 'running', 'completed', 'failed', 'cancelled', 'limit_reached', 'rejected']),
   reserved: AmountSchema,
   actual: AmountSchema.nullable(),
+  /** R2.15: how far `actual` passed `reserved` (an endpoint billed past the cap Deputy enforced); absent when not. */
+  overrun: AmountSchema.optional(),
   /** A bounded summary of the child's output or error. */
   summary: z.string().nullable(),
   artifacts: z.array(z.string()),

@@ -71,11 +71,13 @@ export function deriveChildLimits(input: {
   nowMs: number;
   requested: BriefLimits | undefined;
   defaults: BriefLimits;
+  /** What the parent keeps for its own final answer (its synthesis reserve): never lent to a child. */
+  keep?: Amount;
 }): Limits {
   const { parentLimits, parentUsage, reserved, nowMs, defaults } = input;
   const requested = input.requested ?? {};
   const rem = remaining(parentLimits, parentUsage, nowMs);
-  const free = available(budgetOf(parentLimits, parentUsage, reserved));
+  const free = available(budgetOf(parentLimits, parentUsage, sum(reserved, input.keep ?? ZERO_AMOUNT)));
   const askedCost = requested.maxCostUsd ?? defaults.maxCostUsd;
   const cost = minOf(askedCost === undefined ? undefined : usdToMicro(askedCost), free.costMicroUsd);
   const askedDeadline = requested.deadline ?? defaults.deadline;
@@ -116,18 +118,21 @@ const usd = (micro: number) => `$${microToUsd(micro).toFixed(6)}`;
 export function reserve(
   budget: Budget,
   amounts: Amount[],
+  keep: Amount = ZERO_AMOUNT,
 ): { ok: true; budget: Budget } | { ok: false; error: string } {
   const want = sum(...amounts);
-  const free = available(budget);
+  const free = available({ ...budget, reserved: sum(budget.reserved, keep) });
   const problems: string[] = [];
   if (free.costMicroUsd !== null && want.costMicroUsd > free.costMicroUsd) {
+    const kept = keep.costMicroUsd > 0 ? `, kept for this run's final answer ${usd(keep.costMicroUsd)}` : '';
     problems.push(
-      `cost: the children need ${usd(want.costMicroUsd)} but only ${usd(free.costMicroUsd)} is left (max ${usd(budget.maxCostMicroUsd!)}, used ${usd(budget.used.costMicroUsd)}, reserved ${usd(budget.reserved.costMicroUsd)})`,
+      `cost: the children need ${usd(want.costMicroUsd)} but only ${usd(free.costMicroUsd)} is left (max ${usd(budget.maxCostMicroUsd!)}, used ${usd(budget.used.costMicroUsd)}, reserved ${usd(budget.reserved.costMicroUsd)}${kept})`,
     );
   }
   if (free.tokens !== null && want.tokens > free.tokens) {
+    const kept = keep.tokens > 0 ? `, kept for this run's final answer ${keep.tokens}` : '';
     problems.push(
-      `tokens: the children need ${want.tokens} but only ${free.tokens} are left (max ${budget.maxTokens}, used ${budget.used.tokens}, reserved ${budget.reserved.tokens})`,
+      `tokens: the children need ${want.tokens} but only ${free.tokens} are left (max ${budget.maxTokens}, used ${budget.used.tokens}, reserved ${budget.reserved.tokens}${kept})`,
     );
   }
   if (problems.length > 0) {
@@ -201,15 +206,49 @@ export function worstCase(inputTokens: number, maxCompletionTokens: number, pric
   };
 }
 
-/** What a finished child is charged (R2.6, R2.13): its reported spend, never more than its reservation. */
-export function chargeFor(spent: Spend, reservation: Amount): Spend {
-  const tokens = Math.min(spent.inputTokens + spent.outputTokens, reservation.tokens || Infinity);
-  const inputTokens = Math.min(spent.inputTokens, tokens);
-  return {
-    inputTokens,
-    outputTokens: tokens - inputTokens,
-    costMicroUsd: Math.min(spent.costMicroUsd, reservation.costMicroUsd || Infinity),
+/**
+ * R2.15: what to take back from reservations of children not yet started so that used + reserved ≤ max again after
+ * a debit larger than its hold (an endpoint counted more than Deputy's estimate): per reservation, in order, as much
+ * of the excess as it has (each keeps at least 1, so its child still starts, with limits it cannot spend past).
+ * `left` is the excess nothing could absorb (the run then stops at its limit, and shows it).
+ */
+export function shrinkToFit(budget: Budget, reservations: readonly Amount[]): { cuts: Amount[]; left: Amount } {
+  const excess = (max: number | null, used: number, held: number) =>
+    max === null ? 0 : Math.max(0, used + held - max);
+  const left = {
+    tokens: excess(budget.maxTokens, budget.used.tokens, budget.reserved.tokens),
+    costMicroUsd: excess(budget.maxCostMicroUsd, budget.used.costMicroUsd, budget.reserved.costMicroUsd),
   };
+  const cuts = reservations.map((reservation) => {
+    const cut = {
+      tokens: Math.min(left.tokens, Math.max(0, reservation.tokens - 1)),
+      costMicroUsd: Math.min(left.costMicroUsd, Math.max(0, reservation.costMicroUsd - 1)),
+    };
+    left.tokens -= cut.tokens;
+    left.costMicroUsd -= cut.costMicroUsd;
+    return cut;
+  });
+  return { cuts, left };
+}
+
+/**
+ * How far a run's usage passed its token and cost limits (a child's are its reservation): an endpoint that bills past
+ * the cap Deputy enforced. `null` when it stayed inside.
+ */
+export function overLimits(usage: Usage, limits: Pick<ResolvedLimits, 'maxTokens' | 'maxCostMicroUsd'>): Amount | null {
+  const tokens = limits.maxTokens === null ? 0 : Math.max(0, usage.totalTokens - limits.maxTokens);
+  const costMicroUsd = limits.maxCostMicroUsd === null ? 0 : Math.max(0, usage.costMicroUsd - limits.maxCostMicroUsd);
+  return tokens > 0 || costMicroUsd > 0 ? { tokens, costMicroUsd } : null;
+}
+
+/**
+ * How far a child's charge passed its reservation (per amount, never negative): an endpoint that counts more than
+ * Deputy's estimate can bill past a cap Deputy enforced. Shown, never hidden; `null` when it stayed inside.
+ */
+export function overrunOf(charge: Spend, reservation: Amount): Amount | null {
+  const tokens = Math.max(0, charge.inputTokens + charge.outputTokens - reservation.tokens);
+  const costMicroUsd = Math.max(0, charge.costMicroUsd - reservation.costMicroUsd);
+  return tokens > 0 || costMicroUsd > 0 ? { tokens, costMicroUsd } : null;
 }
 
 /**

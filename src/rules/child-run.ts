@@ -10,7 +10,7 @@ import { RUN_RESULT_SCHEMA } from '../contract/json-schemas.js';
 import { checkSchema } from './schema-check.js';
 import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
-import { chargeFor, release, type Amount, type Budget } from './budget.js';
+import { overrunOf, release, type Amount, type Budget } from './budget.js';
 import {
   bounded,
   DELEGATE_SCOPE,
@@ -223,17 +223,15 @@ export function cancelledEnd(): ChildEnd {
 }
 
 /**
- * R2.6/R2.13: settles a child's reservation: released, and its spend charged — what it reported, never more than
- * its reservation, or the whole reservation when it ended without reporting (never under-count).
+ * R2.6/R2.15: settles a child's reservation: released, and its spend charged in full — what it reported, even past
+ * its reservation (then `overrun` says by how much), or the whole reservation when it ended without reporting (never
+ * under-count).
  */
 export function settleReservation(
   budget: Budget,
   reservation: Amount,
   spent: Spend | null,
-): { reserved: Amount; charge: Spend } {
-  const charge = chargeFor(
-    spent ?? { inputTokens: reservation.tokens, outputTokens: 0, costMicroUsd: reservation.costMicroUsd },
-    reservation,
-  );
-  return { reserved: release(budget, reservation).reserved, charge };
+): { reserved: Amount; charge: Spend; overrun: Amount | null } {
+  const charge = spent ?? { inputTokens: reservation.tokens, outputTokens: 0, costMicroUsd: reservation.costMicroUsd };
+  return { reserved: release(budget, reservation).reserved, charge, overrun: overrunOf(charge, reservation) };
 }

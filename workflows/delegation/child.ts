@@ -85,7 +85,8 @@ export async function runChild(
   const settle = (status: LedgerEntry['status'], summary: string) => {
     if (settled) return;
     settled = true;
-    const { reserved, charge } = settleReservation(
+    run.preparing.delete(entry);
+    const { reserved, charge, overrun } = settleReservation(
       budgetOf(run.limits, run.usage, run.reserved),
       plan.reservation,
       spent,
@@ -93,8 +94,9 @@ export async function runChild(
     run.reserved = reserved;
     run.debit(charge);
     entry.status = status;
-    countDelegationSettled(run, status);
+    countDelegationSettled(run, status, overrun);
     entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
+    if (overrun) entry.overrun = overrun;
     entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
     closeQuestions(entry);
   };
@@ -150,6 +152,8 @@ export async function runChild(
     }
     entry.preparation.backgroundChars = background ? background.content.length : null;
 
+    // Its limits are given now: a later overrun of the parent can no longer shrink them.
+    run.preparing.delete(entry);
     const input = childInput(
       plan,
       { ...brief, message: task },

@@ -135,6 +135,7 @@ export async function bookAndRun(
   const reservation = reserve(
     budgetOf(run.limits, run.usage, run.reserved),
     plans.map((plan) => plan.reservation),
+    run.synthesisKeep,
   );
   if (!reservation.ok) return refused(run, 'budget', `${reservation.error}; nothing was spawned`);
   run.reserved = reservation.budget.reserved;
@@ -157,6 +158,7 @@ export async function bookAndRun(
       ...(plan.restore && { followupOf: plan.restore.from }),
     };
     run.ledger.push(entry);
+    run.preparing.set(entry, plan);
     return entry;
   });
 

@@ -45,6 +45,7 @@ export function planChild(
     nowMs: Date.now(),
     requested: brief.limits,
     defaults: settings.childDefaults,
+    keep: run.synthesisKeep,
   });
   if (limits.maxTurns === 0 || limits.maxTokens === 0 || limits.maxCostUsd === 0) {
     return {
