@@ -4,6 +4,7 @@
  * does not end a task while they are live, and cancels them when it ends.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { RunState } from '../src/contract/run.js';
 import { loadTree } from '../src/client/inspect.js';
 import { renderTree } from '../src/client/tree.js';
@@ -262,6 +263,45 @@ describe('R2.14 background delegation', () => {
     const heard = lastMessage(h.model.requests.find((r) => r.rule === 'with result')!);
     expect(heard).toContain('slow says 42');
     expect((await state(id)).delegations.map((d) => d.status)).toEqual(['completed']);
+  });
+
+  it('R2.16 the live status is derived from what the run waits on: a delegate that ends while a wait of the same turn still waits leaves it waiting_for_children', async () => {
+    const task = 'bg status: wait and delegate in one turn';
+    const slow = gate();
+    h.model.add(
+      {
+        when: forTask(task, 0),
+        reply: delegateReply({ briefs: [{ task_name: 'slow', message: 'status slow child', wait: false }] }),
+      },
+      {
+        when: forTask(task, 1),
+        reply: {
+          toolCalls: [
+            { name: 'wait', arguments: { task_names: ['slow'] } },
+            { name: 'delegate', arguments: { briefs: [{ task_name: 'fast', message: 'status fast child' }] } },
+          ],
+        },
+      },
+      { name: 'status done', when: forTask(task, 3), reply: { text: 'both in' } },
+      { when: childTask('status slow child'), reply: async () => (await slow.opened, { text: 'slow done' }) },
+      { when: childTask('status fast child'), reply: { text: 'fast done' } },
+    );
+    const id = h.id('bg-status');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
+    // The delegate of the second turn has joined its child; the wait of the same turn still waits for "slow".
+    await expect
+      .poll(async () => (await state(id)).delegations.map((d) => [d.taskName, d.status]), { timeout: 10_000 })
+      .toEqual([
+        ['slow', 'running'],
+        ['fast', 'completed'],
+      ]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await state(id)).status).toBe('waiting_for_children');
+    const described = await h.client.workflow.getHandle(id).describe();
+    const status = defineSearchAttributeKey('DeputyStatus', SearchAttributeType.KEYWORD);
+    expect(described.typedSearchAttributes.get(status)).toBe('waiting_for_children');
+    slow.open();
+    expect(await h.deputy.result(id)).toMatchObject({ status: 'completed', output: 'both in' });
   });
 
   /** A conversation whose model dispatches one background child that never answers, and waits for its person. */

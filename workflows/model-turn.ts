@@ -163,6 +163,7 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
       done: (compacted): LimitName | null => {
         const costMicroUsd = callCostMicroUsd(compacted, price);
         run.usage = addSpend(run.usage, { ...compacted, costMicroUsd });
+        run.absorbOverrun();
         countModelCall(run, compacted, costMicroUsd);
         run.events = applyCompaction(plan, compacted.summary, now());
         return null;
@@ -233,6 +234,8 @@ function callTurn(
     {
       done: (reply) => {
         run.usage = addModelCall(run.usage, reply, price);
+        // An endpoint that counted more than Deputy's estimate may have billed past what was free.
+        run.absorbOverrun();
         countModelCall(run, reply, callCostMicroUsd(reply, price));
         run.append({
           type: 'message/assistant',

@@ -349,6 +349,19 @@ export class AgentRunState {
     return this.ledger.some((entry) => isLive(entry) && !entry.background);
   }
 
+  /** `wait` calls of the current turn still waiting for background children. */
+  waitingCalls = 0;
+
+  /**
+   * The live status from what the run waits on now, never from the tool that just finished: its own question to its
+   * parent, a child a tool call of this turn waits for, else running.
+   */
+  liveStatus(): 'waiting_for_answer' | 'waiting_for_children' | 'running' {
+    if (this.openQuestions.size > 0) return 'waiting_for_answer';
+    if (this.waitingCalls > 0 || this.hasLiveWaitedChildren()) return 'waiting_for_children';
+    return 'running';
+  }
+
   /** True while a child's question to this run waits for an answer (R3.9). */
   hasOpenQuestions(): boolean {
     return this.ledger.some((entry) => entry.questions?.some((q) => q.status === 'open'));

@@ -75,7 +75,7 @@ export async function awaitBackground(run: AgentRunState): Promise<void> {
   run.setStatus('waiting_for_children');
   setCurrentDetails('waiting for background children before ending');
   await condition(() => run.inbox.length > 0 || !run.hasLiveBackground());
-  run.setStatusWithCost('running');
+  run.setStatusWithCost(run.liveStatus());
 }
 
 /** The `wait` tool: joins background children (all live ones, or those named) within a timeout. */
@@ -115,11 +115,16 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
     run.setStatus('waiting_for_children');
     // R3.9: a question from one of them ends the wait too, so the model can answer it.
     const ids = chosen.map((c) => c.entry.childWorkflowId);
-    await condition(
-      () => chosen.every((c) => c.outcome !== undefined) || questionWaiting(run, ids),
-      `${timeout} seconds`,
-    );
-    run.setStatusWithCost('running');
+    run.waitingCalls += 1;
+    try {
+      await condition(
+        () => chosen.every((c) => c.outcome !== undefined) || questionWaiting(run, ids),
+        `${timeout} seconds`,
+      );
+    } finally {
+      run.waitingCalls -= 1;
+    }
+    run.setStatusWithCost(run.liveStatus());
   }
   // A child cancelled meanwhile is already `reported`: only real outcomes are left. One already reported now was taken
   // by another `wait` call of this turn (nothing joins the dialogue during a turn).

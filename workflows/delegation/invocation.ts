@@ -212,7 +212,7 @@ export async function bookAndRun(
     }
   } finally {
     // Another invocation of the same turn may still have live children (background ones do not hold the parent).
-    run.setStatusWithCost(run.hasLiveWaitedChildren() ? 'waiting_for_children' : 'running');
+    run.setStatusWithCost(run.liveStatus());
   }
   const done = outcomes ?? ended.filter((o): o is ChildOutcome => o !== undefined);
   const parts = [

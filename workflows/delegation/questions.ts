@@ -48,12 +48,11 @@ export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<
       run.deadlineOnActivities && deadlineMs !== null
         ? await condition(answered, Math.max(1, deadlineMs - Date.now()))
         : await condition(answered).then(() => true);
-    run.setStatus('running');
+    const answer = run.openQuestions.get(questionId);
+    run.openQuestions.delete(questionId);
+    run.setStatus(run.liveStatus());
     if (!inTime) return toolError(`no answer to ${questionId} arrived before this run's deadline`);
-    return {
-      content: `Answer from the run that delegated to you: ${run.openQuestions.get(questionId)}`,
-      isError: false,
-    };
+    return { content: `Answer from the run that delegated to you: ${answer}`, isError: false };
   } finally {
     run.openQuestions.delete(questionId);
   }
