@@ -213,6 +213,22 @@ export const LedgerEntry = z.object({
   artifacts: z.array(z.string()),
   /** A follow-up's source: the finished child whose session it goes on from (R4.5). */
   followupOf: z.string().optional(),
+  /** The child was started (a brief refused at its start, its id held by another run, never was). */
+  started: z.boolean().optional(),
+  /**
+   * R2.16: what its brief narrowed (role, model, effort, tools, limits as asked, return shape), which a follow-up of
+   * it keeps.
+   */
+  narrowing: z
+    .object({
+      role: z.string().optional(),
+      model: z.string().optional(),
+      effort: z.string().optional(),
+      allowedTools: z.array(z.string()).optional(),
+      limits: z.record(z.string(), z.unknown()).optional(),
+      returnShape: z.record(z.string(), z.unknown()).optional(),
+    })
+    .optional(),
   /** R2.14: dispatched with `wait: false`; its end arrives as a `subagent/result` event. */
   background: z.boolean().optional(),
   /** R3.7: interjections delivered to the child (by this run's model or through the client). */

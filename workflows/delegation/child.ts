@@ -3,7 +3,13 @@
  * settlement of its reservation. Deterministic code only.
  */
 import type { ContextRendering } from '../../src/contract/preset.js';
-import { ChildWorkflowCancellationType, isCancellation, ParentClosePolicy, patched } from '@temporalio/workflow';
+import {
+  ChildWorkflowCancellationType,
+  isCancellation,
+  ParentClosePolicy,
+  patched,
+  WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
 import { budgetOf } from '../../src/rules/budget.js';
 import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
 import { bounded, callEvidence, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
@@ -188,6 +194,8 @@ export async function runChild(
       args: [input],
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+      // A closed child keeps its id: the same invocation after a reset attaches to it instead of running it twice.
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       // Its parent is Temporal's own link (and in its id): the summary says what it was asked.
       // R2.14: Temporal UI lists a background child as such (replay does not compare summaries).
       staticSummary: `${brief.task_name}${brief.wait === false ? ' (background)' : ''}: ${bounded(task.replace(/\s+/g, ' '), 100)}`,
@@ -217,6 +225,7 @@ export async function runChild(
       return outcome('failed', null, started.reason, started.reason);
     }
     entry.status = 'running';
+    entry.started = true;
     spent = null;
     const ended =
       started.kind === 'started'

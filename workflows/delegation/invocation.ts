@@ -115,6 +115,19 @@ export async function runDelegation(call: ToolCall, run: AgentRunState): Promise
   return bookAndRun(call, plans, returnShape, run, snapshot);
 }
 
+/** What a brief narrowed, for the ledger: a follow-up of its child keeps it (R2.16). Nothing when it narrowed nothing. */
+function narrowingOf(brief: Brief, returnShape: Record<string, unknown> | undefined): Pick<LedgerEntry, 'narrowing'> {
+  const narrowing: NonNullable<LedgerEntry['narrowing']> = {
+    ...(brief.role !== undefined && { role: brief.role }),
+    ...(brief.model !== undefined && { model: brief.model }),
+    ...(brief.effort !== undefined && { effort: brief.effort }),
+    ...(brief.allowed_tools !== undefined && { allowedTools: brief.allowed_tools }),
+    ...(brief.limits !== undefined && { limits: brief.limits }),
+    ...(returnShape !== undefined && { returnShape }),
+  };
+  return Object.keys(narrowing).length > 0 ? { narrowing } : {};
+}
+
 /** R2.6/R2.8: reserves for every plan all or nothing, books them in the ledger, runs them and joins them. */
 export async function bookAndRun(
   call: ToolCall,
@@ -156,6 +169,7 @@ export async function bookAndRun(
       artifacts: plan.brief.artifacts ?? [],
       preparation: { contextMode: plan.contextMode, backgroundChars: null, hookOutcome: null },
       ...(plan.restore && { followupOf: plan.restore.from }),
+      ...narrowingOf(plan.brief, returnShape),
     };
     run.ledger.push(entry);
     run.preparing.set(entry, plan);

@@ -69,11 +69,11 @@ async function explainTakenId(entry: LedgerEntry): Promise<StartedOrNot> {
     return null;
   });
   // Temporal itself records the parent; the memo names the invocation and the task.
+  // Running or closed: the same invocation after a reset or a retry joins the child it started, never a second one.
   if (
     existing?.parentId === workflowInfo().workflowId &&
     existing?.invocationId === entry.invocationId &&
-    existing?.taskName === entry.taskName &&
-    existing.running
+    existing?.taskName === entry.taskName
   ) {
     return { kind: 'attached' };
   }

@@ -7,7 +7,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import { sendSigned } from '../signed-messages.js';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { cutText, jsonBytes, formatBytes } from '../../src/rules/payloads.js';
-import type { InterjectArgs } from '../../src/rules/delegation.js';
+import type { Brief, InterjectArgs } from '../../src/rules/delegation.js';
 import { INTERJECT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { interjectionSignal } from '../../src/contract/messages.js';
@@ -89,6 +89,10 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
       `child "${taskName}" is ${source.status}; follow up once it has finished (or interject while it runs)`,
     );
   }
+  // Only a child this run really started: the id of one refused at its start belongs to another run.
+  if (!source.started) {
+    return toolError(`child "${taskName}" was never started (${source.summary ?? source.status}); nothing was spawned`);
+  }
   if (run.ledger.length + 1 > run.delegationSettings.maxChildrenPerRun) {
     return toolError(
       `this run has started ${run.ledger.length} of its ${run.delegationSettings.maxChildrenPerRun} children; nothing was spawned`,
@@ -112,7 +116,19 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     if (!definition) return toolError('this run has no preset definition to share (an older run); nothing was spawned');
     childComposition = { definition, revision: run.composition.presetRevision ?? '', selected: false };
   }
-  const plan = planChild({ task_name: taskName, message }, childComposition, run);
+  // The same child continued (R2.16): every narrowing of the brief it follows, its role's model included.
+  const narrowing = source.narrowing ?? {};
+  const role = narrowing.role ?? (decision.kind === 'independent' ? decision.presetId : undefined);
+  const brief: Brief = {
+    task_name: taskName,
+    message,
+    ...(role !== undefined && { role }),
+    ...(narrowing.model !== undefined && { model: narrowing.model }),
+    ...(narrowing.effort !== undefined && { effort: narrowing.effort as Brief['effort'] }),
+    ...(narrowing.allowedTools !== undefined && { allowed_tools: narrowing.allowedTools }),
+    ...(narrowing.limits !== undefined && { limits: narrowing.limits }),
+  };
+  const plan = planChild(brief, childComposition, run);
   if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
   if (jsonBytes(events) > run.payloads.maxInputBytes) {
     return toolError(
@@ -126,5 +142,5 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     snapshotMark: run.snapshotMarks.get(source.childWorkflowId),
     restore: { from: source.childWorkflowId, events },
   };
-  return bookAndRun(call, [followup], undefined, run, { events: [], mark: run.appended });
+  return bookAndRun(call, [followup], narrowing.returnShape, run, { events: [], mark: run.appended });
 }
