@@ -15,6 +15,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { DeputyClient } from '../src/client/client.js';
 import { parseConfig } from '../src/config/load.js';
+import { DEFAULT_PERSONA } from '../src/config/schema.js';
 import { startDevServer } from '../src/testing/dev-server.js';
 import type { RunInput } from '../src/contract/run.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
@@ -290,6 +291,42 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // A child with an explicit role (its own preset) and a follow-up of it: the follow-up restores its session and
+    // keeps its role.
+    name: 'role-child',
+    input: { task: 'fixture: role child', scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
+    rules: [
+      { when: userSays('fixture role child: and the shipping?'), reply: { text: 'shipping is $4.99' } },
+      {
+        when: forTask('fixture: role child', 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [{ task_name: 'look', message: 'fixture role child: the tax rate', role: 'researcher' }],
+              },
+            },
+          ],
+        },
+      },
+      {
+        when: userSays('fixture role child: the tax rate', 0),
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }] },
+      },
+      { when: userSays('fixture role child: the tax rate', 1), reply: { text: 'the tax is 8%' } },
+      {
+        when: forTask('fixture: role child', 1),
+        reply: {
+          toolCalls: [
+            { name: 'followup', arguments: { task_name: 'look', message: 'fixture role child: and the shipping?' } },
+          ],
+        },
+      },
+      { when: forTask('fixture: role child', 2), reply: { text: 'tax 8%, shipping $4.99' } },
+    ],
+  },
+  {
     name: 'cancelled',
     input: { task: 'fixture: cancel' },
     rules: [{ name: 'hang', when: forTask('fixture: cancel'), reply: { hang: true } }],
@@ -307,14 +344,20 @@ async function main(): Promise<void> {
   const server = await startDevServer();
   const model = await ScriptedModelServer.start(SCENARIOS.flatMap((s) => s.rules));
   const taskQueue = 'fixtures';
+  const client = new Client({ connection: server.env.connection });
   const worker = await createDeputyWorker({
     connection: server.env.nativeConnection,
+    client,
     taskQueue,
     backgroundTaskQueue: `${taskQueue}-background`,
     config: parseConfig({
       model: 'test-model',
       prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
       delegation: { enabled: true },
+      presets: [
+        { id: 'assistant', persona: DEFAULT_PERSONA, tools: ['calculate', 'search_notes'] },
+        { id: 'researcher', persona: 'You research with the notes.', tools: ['search_notes'] },
+      ],
       // Small enough that the compacting scenario compacts; the other scenarios stay far below it.
       compaction: { thresholdTokens: 700, keepRecentTurns: 2, continueAsNewAfterEvents: 100_000 },
       hooks: [{ name: 'audit', events: ['task.submitted', 'subagent.start', 'subagent.end'], function: 'audit' }],
@@ -322,7 +365,6 @@ async function main(): Promise<void> {
     hookFunctions: { audit: async () => ({ decision: 'accept' as const }) },
     model: { apiKey: 'sk-fixture', baseURL: model.url },
   });
-  const client = new Client({ connection: server.env.connection });
   const deputy = new DeputyClient(client, { taskQueue });
   try {
     await worker.runUntil(async () => {

@@ -35,7 +35,7 @@ export const DefaultLimitsConfig = z.strictObject({
 
 const CHILD_DEFAULTS = { maxTurns: 10, maxTokens: 50_000, maxCostUsd: 0.25, maxToolCalls: 20 };
 
-const DEFAULT_PERSONA =
+export const DEFAULT_PERSONA =
   'You are Deputy, a careful assistant. Use the tools you are given when they help, then answer concisely.';
 
 /** The config file's schema; `{}` is a valid config. */
