@@ -149,6 +149,10 @@ describe('R3.1 R3.2 R3.3 what a child sees of its parent', () => {
     expect(all.body.messages.map((m) => m.role)).toEqual(['system', 'user', 'user']);
     const [block, own] = userMessages(all);
     expect(block!.startsWith(`${PARENT_CONTEXT_HEADING}\n`)).toBe(true);
+    // The parent's history gives the broader goal; the child's own assignment is narrower and comes after it.
+    expect(block).toContain(
+      'it shows the broader goal your assignment serves. Your own task is narrower and follows it',
+    );
     expect(own).toMatch(/^## Your task\nchild with all context$/);
     expect(block).toContain(`outer_user: ${task}`);
     expect(block).toContain('outer_assistant called calculate({"operation":"add","a":1,"b":1})');

@@ -281,6 +281,20 @@ describe('R2.7 tools and scopes only narrow', () => {
     expect(await listChildren(h.client, parentId)).toEqual([]);
   });
 
+  it('R2.7 a brief without allowed_tools gets every tool of its parent that its preset has, neverInherit excepted (Deputy does not ask each brief for an explicit subset)', async () => {
+    h.model.add({ name: 'default tools', when: userSays('default tools child'), reply: { text: 'ok' } });
+    const parentId = await delegatingParent('r2.7 default tools', {
+      briefs: [{ task_name: 'plain', message: 'default tools child' }],
+    });
+    await h.deputy.result(parentId);
+    // The parent holds calculate, search_notes and skill_manage (neverInherit), and the steering tools.
+    expect(offeredTools(h.model.requests.find((r) => r.rule === 'default tools')!)).toEqual([
+      'calculate',
+      'search_notes',
+      'ask_parent',
+    ]);
+  });
+
   it('R2.7 a child gets allowed_tools ∩ parent ∩ preset tools, and only the scopes they need', async () => {
     h.model.add(
       { name: 'narrow plain', when: userSays('narrow plain child'), reply: { text: 'ok' } },
