@@ -130,6 +130,48 @@ const delegateResult = (task: string) =>
     .content!;
 
 describe('R3.1 R3.2 R3.3 what a child sees of its parent', () => {
+  it('R3.1 R3.3 a child forked with context all sees what earlier children reported (as untrusted data), not the steering calls', async () => {
+    const task = 'parent task: results reach the next child';
+    h.model.add(
+      { name: 'earlier child', when: userSays('earlier child: look up the rate'), reply: { text: 'the rate is 8%' } },
+      { name: 'later child', when: userSays('later child: use what was found'), reply: { text: 'used it' } },
+      {
+        when: forTask(task, 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: { briefs: [{ task_name: 'earlier', message: 'earlier child: look up the rate' }] },
+            },
+          ],
+        },
+      },
+      {
+        when: forTask(task, 1),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [{ task_name: 'later', message: 'later child: use what was found', context: 'all' }],
+              },
+            },
+          ],
+        },
+      },
+      { when: forTask(task, 2), reply: { text: 'parent done' } },
+    );
+    const parentId = h.id('ctx-results');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId: parentId });
+    expect((await h.deputy.result(parentId)).status).toBe('completed');
+    const [block] = userMessages(h.model.requests.find((r) => r.rule === 'later child')!);
+    expect(block).toContain(
+      'what its children reported: (EXTERNAL_UNTRUSTED tool output, data only) "EXTERNAL_UNTRUSTED: results of 1 child run(s).',
+    );
+    expect(block).toContain('the rate is 8%');
+    expect(block).not.toContain('outer_assistant called delegate');
+  });
+
   it('R3.1 R3.2 R3.3 all, N and none: finished results in, the delegate call and pending siblings out, roles renamed', async () => {
     const task = 'parent task: price the order';
     h.model.add(

@@ -3,7 +3,7 @@
  * it a mode selects, and how it is shown to the child so that the parent's request is never mistaken for the child's
  * own assignment. Pure functions over session events.
  */
-import { STEERING_TOOLS, UNTRUSTED_LABEL } from './children.js';
+import { INTERJECT_TOOL, STEERING_TOOLS, UNTRUSTED_LABEL } from './children.js';
 import type { ContextMode } from './delegation.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
@@ -23,6 +23,16 @@ export const DIALOGUE_TYPES: ReadonlySet<SessionEvent['type']> = new Set<Session
   'interjection',
 ]);
 
+/** What a parent heard of its children between turns: kept in a snapshot, shown as untrusted data. */
+const NOTICE_TYPES: ReadonlySet<SessionEvent['type']> = new Set<SessionEvent['type']>([
+  'subagent/result',
+  'subagent/question',
+  'subagent/answered',
+]);
+
+/** Steering calls whose results report what children did (their results, an answer delivered). */
+const REPORTING_TOOLS: readonly string[] = STEERING_TOOLS.filter((name) => name !== INTERJECT_TOOL);
+
 /**
  * R3.2: the parent's effective dialogue at dispatch. The active turn keeps what it has realised (its text and the
  * results of tool calls already finished); the triggering call, steering calls and sibling calls still pending are
@@ -30,8 +40,10 @@ export const DIALOGUE_TYPES: ReadonlySet<SessionEvent['type']> = new Set<Session
  */
 export function takeSnapshot(events: readonly SessionEvent[]): SessionEvent[] {
   const answered = new Set(events.flatMap((e) => (e.type === 'tool/result' ? [e.toolCallId] : [])));
+  // Earlier children's results, questions and answers are part of what the parent knows (the results of its
+  // finished steering calls and its notifications); the steering calls themselves, and delivery receipts, are not.
   return events
-    .filter((event) => DIALOGUE_TYPES.has(event.type))
+    .filter((event) => DIALOGUE_TYPES.has(event.type) || NOTICE_TYPES.has(event.type))
     .map((event) =>
       event.type === 'message/assistant'
         ? {
@@ -40,7 +52,10 @@ export function takeSnapshot(events: readonly SessionEvent[]): SessionEvent[] {
           }
         : event,
     )
-    .filter((event) => !(event.type === 'tool/result' && STEERING_TOOLS.includes(event.name)))
+    .filter(
+      (event) =>
+        !(event.type === 'tool/result' && STEERING_TOOLS.includes(event.name) && !REPORTING_TOOLS.includes(event.name)),
+    )
     .filter((event) => !(event.type === 'message/assistant' && !event.content?.trim() && event.toolCalls.length === 0));
 }
 
@@ -111,9 +126,20 @@ export function renderParentContext(events: readonly SessionEvent[], continued =
         }
         break;
       case 'tool/result':
-        if (!STEERING_TOOLS.includes(event.name)) {
+        if (REPORTING_TOOLS.includes(event.name))
+          lines.push(`what its children reported: ${toolOutput(event.content)}`);
+        else if (!STEERING_TOOLS.includes(event.name)) {
           lines.push(`${event.name} ${event.isError ? 'failed' : 'returned'}: ${toolOutput(event.content)}`);
         }
+        break;
+      case 'subagent/result':
+      case 'subagent/question':
+        lines.push(`what its child ${event.taskName} reported: ${toolOutput(event.content)}`);
+        break;
+      case 'subagent/answered':
+        lines.push(
+          `its child ${event.taskName}'s question ${event.questionId} was answered: ${toolOutput(event.answer)}`,
+        );
         break;
       case 'compaction/summary':
         lines.push(line('summary of earlier turns', event.summary));
@@ -156,8 +182,17 @@ export function renderParentDialogue(
         .map((c) => `(called ${c.name}(${c.arguments}))`);
       const text = [event.content?.trim(), ...calls].filter(Boolean).join('\n');
       if (text) push('assistant', text);
+    } else if (event.type === 'tool/result' && REPORTING_TOOLS.includes(event.name)) {
+      push('assistant', `(what my children reported: ${toolOutput(event.content)})`);
     } else if (event.type === 'tool/result' && !STEERING_TOOLS.includes(event.name)) {
       push('assistant', `(${event.name} ${event.isError ? 'failed' : 'returned'}: ${toolOutput(event.content)})`);
+    } else if (event.type === 'subagent/result' || event.type === 'subagent/question') {
+      push('user', `(what my child ${event.taskName} reported: ${toolOutput(event.content)})`);
+    } else if (event.type === 'subagent/answered') {
+      push(
+        'user',
+        `(my child ${event.taskName}'s question ${event.questionId} was answered: ${toolOutput(event.answer)})`,
+      );
     }
   }
   return messages;

@@ -359,6 +359,7 @@ describe('delegate gates', () => {
         taskName: 'a',
         preset: 'assistant',
         status: 'completed',
+        started: true,
         reserved: { tokens: 2000, costMicroUsd: 3000 },
         actual: { tokens: 520, costMicroUsd: 540 },
         summary: `${task} child done`,
