@@ -21,7 +21,7 @@ export interface TreeNode {
   openQuestion?: string | null;
   /** R3.7: interjections delivered to it; known while its parent runs. */
   interjections?: number;
-  /** R2.15: how far its spend passed its reservation (a root: its limits), when an endpoint billed past the cap. */
+  /** How far its spend passed its reservation (a root: its limits), when an endpoint billed past the cap. */
   overrun?: { tokens: number; costMicroUsd: number };
 }
 

@@ -206,7 +206,7 @@ export const LedgerEntry = z.object({
   status: z.enum(['reserved', 'running', 'completed', 'failed', 'cancelled', 'limit_reached', 'rejected']),
   reserved: AmountSchema,
   actual: AmountSchema.nullable(),
-  /** R2.15: how far `actual` passed `reserved` (an endpoint billed past the cap Deputy enforced); absent when not. */
+  /** How far `actual` passed `reserved` (an endpoint billed past the cap Deputy enforced); absent when not. */
   overrun: AmountSchema.optional(),
   /** A bounded summary of the child's output or error. */
   summary: z.string().nullable(),
@@ -216,7 +216,7 @@ export const LedgerEntry = z.object({
   /** The child was started (a brief refused at its start, its id held by another run, never was). */
   started: z.boolean().optional(),
   /**
-   * R2.16: what its brief narrowed (role, model, effort, tools, limits as asked, return shape), which a follow-up of
+   * What its brief narrowed (role, model, effort, tools, limits as asked, return shape), which a follow-up of
    * it keeps.
    */
   narrowing: z

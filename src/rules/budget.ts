@@ -207,7 +207,7 @@ export function worstCase(inputTokens: number, maxCompletionTokens: number, pric
 }
 
 /**
- * R2.15: what to take back from reservations of children not yet started so that used + reserved ≤ max again after
+ * What to take back from reservations of children not yet started so that used + reserved ≤ max again after
  * a debit larger than its hold (an endpoint counted more than Deputy's estimate): per reservation, in order, as much
  * of the excess as it has (each keeps at least 1, so its child still starts, with limits it cannot spend past).
  * `left` is the excess nothing could absorb (the run then stops at its limit, and shows it).

@@ -223,7 +223,7 @@ export function cancelledEnd(): ChildEnd {
 }
 
 /**
- * R2.6/R2.15: settles a child's reservation: released, and its spend charged in full — what it reported, even past
+ * Settles a child's reservation: released, and its spend charged in full — what it reported, even past
  * its reservation (then `overrun` says by how much), or the whole reservation when it ended without reporting (never
  * under-count).
  */

@@ -115,7 +115,7 @@ export async function runDelegation(call: ToolCall, run: AgentRunState): Promise
   return bookAndRun(call, plans, returnShape, run, snapshot);
 }
 
-/** What a brief narrowed, for the ledger: a follow-up of its child keeps it (R2.16). Nothing when it narrowed nothing. */
+/** What a brief narrowed, for the ledger: a follow-up of its child keeps it. Nothing when it narrowed nothing. */
 function narrowingOf(brief: Brief, returnShape: Record<string, unknown> | undefined): Pick<LedgerEntry, 'narrowing'> {
   const narrowing: NonNullable<LedgerEntry['narrowing']> = {
     ...(brief.role !== undefined && { role: brief.role }),

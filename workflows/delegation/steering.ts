@@ -116,7 +116,7 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     if (!definition) return toolError('this run has no preset definition to share (an older run); nothing was spawned');
     childComposition = { definition, revision: run.composition.presetRevision ?? '', selected: false };
   }
-  // The same child continued (R2.16): every narrowing of the brief it follows, its role's model included.
+  // The same child continued: every narrowing of the brief it follows, its role's model included.
   const narrowing = source.narrowing ?? {};
   const role = narrowing.role ?? (decision.kind === 'independent' ? decision.presetId : undefined);
   const brief: Brief = {
