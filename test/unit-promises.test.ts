@@ -124,6 +124,10 @@ describe('R2.13 hard budgets: counting and fitting a call', () => {
     expect(
       overrunOf({ inputTokens: 100, outputTokens: 20, costMicroUsd: 2001 }, { tokens: 1000, costMicroUsd: 2000 }),
     ).toEqual({ tokens: 0, costMicroUsd: 1 });
+    // A child with no token cap (its parent had none) held back no tokens: it cannot pass a cap it did not have.
+    expect(
+      overrunOf({ inputTokens: 900, outputTokens: 300, costMicroUsd: 2000 }, { tokens: 0, costMicroUsd: 2000 }),
+    ).toBeNull();
   });
 
   it('R2.13 input is counted with the model’s encoding; unknown models get the wider margin', async () => {

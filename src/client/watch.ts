@@ -20,6 +20,7 @@ import type { ModelPrice } from '../contract/composition.js';
 import type { RunInput, RunResult } from '../contract/run.js';
 import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../contract/signals.js';
 import { callCostMicroUsd, microToUsd, usdToMicro } from '../rules/usage.js';
+import { overLimits } from '../rules/budget.js';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 /** What a follower remembers of a scheduled activity until it ends. */
@@ -187,11 +188,14 @@ const overrunOf = (
   usage: RunResult['usage'] | undefined,
   reserved: { maxTokens: number | null; maxCostUsd: number | null } | undefined,
 ): { tokens: number; costUsd: number } | null => {
-  if (!usage || !reserved) return null;
-  const tokens = reserved.maxTokens === null ? 0 : Math.max(0, usage.totalTokens - reserved.maxTokens);
-  const costMicroUsd =
-    reserved.maxCostUsd === null ? 0 : Math.max(0, usage.costMicroUsd - usdToMicro(reserved.maxCostUsd));
-  return tokens > 0 || costMicroUsd > 0 ? { tokens, costUsd: microToUsd(costMicroUsd) } : null;
+  const over =
+    usage &&
+    reserved &&
+    overLimits(usage, {
+      maxTokens: reserved.maxTokens,
+      maxCostMicroUsd: reserved.maxCostUsd === null ? null : usdToMicro(reserved.maxCostUsd),
+    });
+  return over ? { tokens: over.tokens, costUsd: microToUsd(over.costMicroUsd) } : null;
 };
 const MODEL_ACTIVITIES = new Set(['callModel', 'compactSession', 'summarizeContext']);
 

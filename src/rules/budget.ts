@@ -235,7 +235,10 @@ export function shrinkToFit(budget: Budget, reservations: readonly Amount[]): { 
  * How far a run's usage passed its token and cost limits (a child's are its reservation): an endpoint that bills past
  * the cap Deputy enforced. `null` when it stayed inside.
  */
-export function overLimits(usage: Usage, limits: Pick<ResolvedLimits, 'maxTokens' | 'maxCostMicroUsd'>): Amount | null {
+export function overLimits(
+  usage: Pick<Usage, 'totalTokens' | 'costMicroUsd'>,
+  limits: Pick<ResolvedLimits, 'maxTokens' | 'maxCostMicroUsd'>,
+): Amount | null {
   const tokens = limits.maxTokens === null ? 0 : Math.max(0, usage.totalTokens - limits.maxTokens);
   const costMicroUsd = limits.maxCostMicroUsd === null ? 0 : Math.max(0, usage.costMicroUsd - limits.maxCostMicroUsd);
   return tokens > 0 || costMicroUsd > 0 ? { tokens, costMicroUsd } : null;
@@ -243,12 +246,14 @@ export function overLimits(usage: Usage, limits: Pick<ResolvedLimits, 'maxTokens
 
 /**
  * How far a child's charge passed its reservation (per amount, never negative): an endpoint that counts more than
- * Deputy's estimate can bill past a cap Deputy enforced. Shown, never hidden; `null` when it stayed inside.
+ * Deputy's estimate can bill past a cap Deputy enforced. Shown, never hidden; `null` when it stayed inside. A
+ * reservation of 0 holds nothing back for that amount: the child had no cap on it, so it cannot pass one.
  */
 export function overrunOf(charge: Spend, reservation: Amount): Amount | null {
-  const tokens = Math.max(0, charge.inputTokens + charge.outputTokens - reservation.tokens);
-  const costMicroUsd = Math.max(0, charge.costMicroUsd - reservation.costMicroUsd);
-  return tokens > 0 || costMicroUsd > 0 ? { tokens, costMicroUsd } : null;
+  return overLimits(
+    { totalTokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd },
+    { maxTokens: reservation.tokens || null, maxCostMicroUsd: reservation.costMicroUsd || null },
+  );
 }
 
 /**
