@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { DeputyClient } from '../src/client/client.js';
 import { DEMO_SCRIPT, DEMO_TASK } from '../src/demo/script.js';
 import { startCluster, type Cluster } from '../src/testing/cluster.js';
@@ -160,6 +161,13 @@ async function main(): Promise<number> {
           (e) => e.type === 'message/assistant' && e.content === 'second answer',
         );
       for (let i = 0; i < 300 && !(await answered()); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      // A query can show a turn before the workflow task that wrote it is committed (two workers share the queue);
+      // the status attribute is written by that task's own command, so once it reads waiting_for_user the answer is
+      // in the history the end will be decided on.
+      const status = defineSearchAttributeKey('DeputyStatus', SearchAttributeType.KEYWORD);
+      const idle = async () =>
+        (await client.workflow.getHandle(id).describe()).typedSearchAttributes.get(status) === 'waiting_for_user';
+      for (let i = 0; i < 100 && !(await idle()); i++) await new Promise((resolve) => setTimeout(resolve, 100));
       await deputy.endConversation(id, 'done');
       const result = await deputy.result(id);
       check(
