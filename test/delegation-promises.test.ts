@@ -5,7 +5,6 @@
  * who claim authority (origin, presets, forks) that Temporal does not record.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../src/contract/tools.js';
@@ -22,6 +21,7 @@ import {
   DELEGATION_TOOLS,
   PARENT_SCOPES,
   PARENT_USAGE,
+  resetToBeforeSpawn,
   squatId,
 } from './support/delegation.js';
 import { failureOf } from './support/failures.js';
@@ -313,16 +313,7 @@ describe('R2.4 a retried spawn finds the existing child', () => {
     const first = await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId });
     await expect.poll(() => stubbornRunning, { timeout: 15_000 }).toBe(true);
     // Reset the parent to the workflow task that started the child: its new attempt spawns the same invocation again.
-    const history = await first.fetchHistory();
-    const spawnAt = history.events!.findIndex((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
-    const taskCompleted = history.events!.slice(0, spawnAt).findLast((e) => e.workflowTaskCompletedEventAttributes)!;
-    await h.client.workflowService.resetWorkflowExecution({
-      namespace: 'default',
-      workflowExecution: { workflowId, runId: first.firstExecutionRunId },
-      workflowTaskFinishEventId: taskCompleted.eventId,
-      requestId: randomUUID(),
-      reason: 'test: a retried spawn',
-    });
+    await resetToBeforeSpawn(h.client, first, 'test: a retried spawn');
     const result = await h.deputy.result(workflowId);
     expect(result).toMatchObject({ status: 'completed', output: 'parent done' });
     // One child run, never a duplicate; the reset parent's brief reports how it ended.

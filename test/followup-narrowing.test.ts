@@ -4,7 +4,6 @@
  * really started, and the same invocation after a reset attaches to the child it started even once that child has
  * closed.
  */
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
 import { forTask, offeredTools, toolMessages, userSays } from '../src/testing/scripted-model.js';
@@ -14,6 +13,7 @@ import {
   DELEGATION_TOOLS,
   listChildren,
   PARENT_SCOPES,
+  resetToBeforeSpawn,
   squatId,
 } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
@@ -136,16 +136,7 @@ describe('R2.16 the same invocation after a reset attaches to the child it start
     const workflowId = h.id('reset-closed');
     const first = await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId });
     expect((await h.deputy.result(workflowId)).status).toBe('completed');
-    const history = await first.fetchHistory();
-    const spawnAt = history.events!.findIndex((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
-    const taskCompleted = history.events!.slice(0, spawnAt).findLast((e) => e.workflowTaskCompletedEventAttributes)!;
-    await h.client.workflowService.resetWorkflowExecution({
-      namespace: 'default',
-      workflowExecution: { workflowId, runId: first.firstExecutionRunId },
-      workflowTaskFinishEventId: taskCompleted.eventId,
-      requestId: randomUUID(),
-      reason: 'test: a reset after the child closed',
-    });
+    await resetToBeforeSpawn(h.client, first, 'test: a reset after the child closed');
     await expect
       .poll(async () => (await h.client.workflow.getHandle(workflowId).describe()).runId, { timeout: 10_000 })
       .not.toBe(first.firstExecutionRunId);

@@ -24,6 +24,7 @@ import {
   available,
   budgetOf,
   overLimits,
+  release,
   shrinkToFit,
   ZERO_AMOUNT,
   type Amount,
@@ -304,10 +305,7 @@ export class AgentRunState {
         plan.limits = { ...plan.limits, maxCostUsd: microToUsd(plan.reservation.costMicroUsd) };
       }
       entry.reserved = plan.reservation;
-      this.reserved = {
-        tokens: this.reserved.tokens - cut.tokens,
-        costMicroUsd: this.reserved.costMicroUsd - cut.costMicroUsd,
-      };
+      this.reserved = release(budgetOf(this.limits, this.usage, this.reserved), cut).reserved;
     });
   }
 

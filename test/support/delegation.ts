@@ -1,5 +1,6 @@
 /** Helpers for delegation tests: a config with delegation on, delegate calls, and visibility lookups. */
-import type { Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { z } from 'zod';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import type { DeputyConfig } from '../../src/config/load.js';
@@ -68,4 +69,25 @@ export async function listChildren(client: Client, parentId: string) {
   const children = [];
   for await (const info of client.workflow.list({ query: `DeputyParentId = '${parentId}'` })) children.push(info);
   return children.sort((a, b) => a.workflowId.localeCompare(b.workflowId));
+}
+
+/**
+ * R2.4/R2.16: resets a parent to the workflow task before its first child was started, so its new attempt spawns the
+ * same invocation again.
+ */
+export async function resetToBeforeSpawn(
+  client: Client,
+  first: WorkflowHandleWithFirstExecutionRunId,
+  reason: string,
+): Promise<void> {
+  const history = await first.fetchHistory();
+  const spawnAt = history.events!.findIndex((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
+  const taskCompleted = history.events!.slice(0, spawnAt).findLast((e) => e.workflowTaskCompletedEventAttributes)!;
+  await client.workflowService.resetWorkflowExecution({
+    namespace: 'default',
+    workflowExecution: { workflowId: first.workflowId, runId: first.firstExecutionRunId },
+    workflowTaskFinishEventId: taskCompleted.eventId,
+    requestId: randomUUID(),
+    reason,
+  });
 }
