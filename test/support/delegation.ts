@@ -72,7 +72,7 @@ export async function listChildren(client: Client, parentId: string) {
 }
 
 /**
- * R2.4/R2.16: resets a parent to the workflow task before its first child was started, so its new attempt spawns the
+ * Resets a parent to the workflow task before its first child was started, so its new attempt spawns the
  * same invocation again.
  */
 export async function resetToBeforeSpawn(
