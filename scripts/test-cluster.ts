@@ -10,7 +10,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { DeputyClient } from '../src/client/client.js';
 import { DEMO_SCRIPT, DEMO_TASK } from '../src/demo/script.js';
 import { startCluster, type Cluster } from '../src/testing/cluster.js';
@@ -154,20 +153,16 @@ async function main(): Promise<number> {
       );
       const id = `cluster-conversation-${queue}`;
       await deputy.startRun({ task, mode: 'conversation', scopes: SCOPES }, { workflowId: id });
+      // Each message is sent once the previous answer is in: a message that arrives before the first model call is
+      // read with the task in that same call (so the script would answer both with its first reply).
+      const said = async (text: string) =>
+        (await deputy.getState(id)).session.some((e) => e.type === 'message/assistant' && e.content === text);
+      const until = async (text: string) => {
+        for (let i = 0; i < 300 && !(await said(text)); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      };
+      await until('hello');
       await deputy.sendMessage(id, 'second message (cluster)');
-      // Ended once the second answer is in the session (not merely asked for).
-      const answered = async () =>
-        (await deputy.getState(id)).session.some(
-          (e) => e.type === 'message/assistant' && e.content === 'second answer',
-        );
-      for (let i = 0; i < 300 && !(await answered()); i++) await new Promise((resolve) => setTimeout(resolve, 100));
-      // A query can show a turn before the workflow task that wrote it is committed (two workers share the queue);
-      // the status attribute is written by that task's own command, so once it reads waiting_for_user the answer is
-      // in the history the end will be decided on.
-      const status = defineSearchAttributeKey('DeputyStatus', SearchAttributeType.KEYWORD);
-      const idle = async () =>
-        (await client.workflow.getHandle(id).describe()).typedSearchAttributes.get(status) === 'waiting_for_user';
-      for (let i = 0; i < 100 && !(await idle()); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      await until('second answer');
       await deputy.endConversation(id, 'done');
       const result = await deputy.result(id);
       check(
