@@ -96,4 +96,42 @@ describe('R4.1 R4.2 R4.3 R4.4 explicit or inherited composition', () => {
     );
     store.set(base);
   });
+  it('R4.5 R2.16 a follow-up of a role child whose preset is no longer registered is refused, naming it; nothing is spawned', async () => {
+    store.set(base);
+    const task = 'presets: follow a removed role';
+    h.model.add(
+      {
+        when: forTask(task, 0),
+        reply: delegateReply({
+          briefs: [{ task_name: 'look', message: 'role child before removal', role: 'researcher' }],
+        }),
+      },
+      {
+        name: 'follow removed',
+        when: forTask(task, 1),
+        delayMs: 1500,
+        reply: { toolCalls: [{ name: 'followup', arguments: { task_name: 'look', message: 'role child: go on' } }] },
+      },
+      { name: 'follow refused', when: forTask(task, 2), reply: { text: 'done' } },
+      { when: userSays('role child before removal'), reply: { text: 'found it' } },
+      { name: 'never', when: userSays('role child: go on'), reply: { text: 'must not run' } },
+    );
+    const parentId = h.id('follow-removed');
+    const revision = presetRevision(base.presets.find((p) => p.id === 'researcher')!);
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: parentId });
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'follow removed'));
+    store.set(parseConfig({ ...base, presets: base.presets.filter((p) => p.id !== 'researcher') }));
+    try {
+      expect((await h.deputy.result(parentId)).status).toBe('completed');
+    } finally {
+      store.set(base);
+    }
+    const refused = h.model.requests.find((r) => r.rule === 'follow refused')!;
+    expect(refused.body.messages.at(-1)!.content).toBe(
+      `cannot restore "look": it selected preset "researcher" (revision ${revision}), which is no longer registered; nothing was spawned`,
+    );
+    expect(h.model.requests.some((r) => r.rule === 'never')).toBe(false);
+    const state = RunState.parse(await h.deputy.getState(parentId));
+    expect(state.delegations.map((d) => d.taskName)).toEqual(['look']);
+  });
 });
