@@ -165,7 +165,7 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
         run.usage = addSpend(run.usage, { ...compacted, costMicroUsd });
         run.absorbOverrun();
         countModelCall(run, compacted, costMicroUsd);
-        run.events = applyCompaction(plan, compacted.summary, now());
+        run.compacted(applyCompaction(plan, compacted.summary, now()), plan.replaced);
         return null;
       },
       failed: (err) => {

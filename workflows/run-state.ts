@@ -86,6 +86,11 @@ export class AgentRunState {
   readonly snapshotMarks = new Map<string, number>();
   /** Events appended over the run's life (compaction does not lower it). */
   appended = 0;
+  /**
+   * When each event of the dialogue was appended (the value of `appended` after it): what a child saw is what came
+   * before its mark, wherever a compaction has since moved the event.
+   */
+  readonly #appendedAt = new WeakMap<SessionEvent, number>();
   segment = 1;
   usage = ZERO_USAGE;
   status: LiveStatus = 'starting';
@@ -158,6 +163,9 @@ export class AgentRunState {
       }),
     );
     run.appended = resume.appended;
+    // A segment starts with no live child, so no mark of this one is older than the events it carries; counted back
+    // from the end, as they were appended.
+    run.events.forEach((event, i) => run.#appendedAt.set(event, run.appended - (run.events.length - 1 - i)));
     for (const [child, mark] of Object.entries(resume.snapshotMarks)) run.snapshotMarks.set(child, mark);
     run.segment = resume.segment;
     for (const key of resume.seenMessages ?? []) run.seenMessages.add(key);
@@ -254,7 +262,23 @@ export class AgentRunState {
 
   append(event: SessionEvent): void {
     this.appended += 1;
+    this.#appendedAt.set(event, this.appended);
     this.events.push(event);
+  }
+
+  /**
+   * The dialogue once a compaction has replaced `replaced` by its summary: the summary counts as appended with the
+   * newest event it took in, so a child that had not seen that event is sent the summary.
+   */
+  compacted(events: SessionEvent[], replaced: readonly SessionEvent[]): void {
+    const newest = Math.max(0, ...replaced.map((event) => this.#appendedAt.get(event) ?? 0));
+    for (const event of events) if (!this.#appendedAt.has(event)) this.#appendedAt.set(event, newest);
+    this.events = events;
+  }
+
+  /** True when `event` was appended after `mark` (a value of `appended`). */
+  appendedAfter(event: SessionEvent, mark: number): boolean {
+    return (this.#appendedAt.get(event) ?? 0) > mark;
   }
 
   setStatus(next: LiveStatus, extra: SearchAttributeUpdatePair[] = []): void {

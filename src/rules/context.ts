@@ -59,6 +59,29 @@ export function takeSnapshot(events: readonly SessionEvent[]): SessionEvent[] {
     .filter((event) => !(event.type === 'message/assistant' && !event.content?.trim() && event.toolCalls.length === 0));
 }
 
+/**
+ * R3.7: what an interjection adds for a child that has seen the dialogue up to a point — the events it has not seen
+ * (`unseen`), in dialogue order, as a snapshot. A result whose call the child saw while it was still pending comes
+ * with that call, so no result arrives without what asked for it.
+ */
+export function takeContinuedSnapshot(
+  events: readonly SessionEvent[],
+  unseen: (event: SessionEvent) => boolean,
+): SessionEvent[] {
+  const fresh = events.filter(unseen);
+  const called = new Set(fresh.flatMap((e) => (e.type === 'message/assistant' ? e.toolCalls.map((c) => c.id) : [])));
+  const orphans = new Set(
+    fresh.flatMap((e) => (e.type === 'tool/result' && !called.has(e.toolCallId) ? [e.toolCallId] : [])),
+  );
+  const asked = events.flatMap((e) =>
+    e.type === 'message/assistant' && !unseen(e) ? e.toolCalls.filter((call) => orphans.has(call.id)) : [],
+  );
+  const at = fresh.findIndex((e) => e.type === 'tool/result' && orphans.has(e.toolCallId));
+  if (at < 0 || asked.length === 0) return takeSnapshot(fresh);
+  const calls: SessionEvent = { type: 'message/assistant', at: fresh[at]!.at, content: '', toolCalls: asked };
+  return takeSnapshot([...fresh.slice(0, at), calls, ...fresh.slice(at)]);
+}
+
 /** Splits dialogue into turns: the user messages before a model answer, the answer, and its tool results. */
 export function splitTurns(events: readonly SessionEvent[]): SessionEvent[][] {
   const turns: SessionEvent[][] = [];

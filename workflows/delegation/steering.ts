@@ -12,7 +12,7 @@ import { INTERJECT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { interjectionSignal } from '../../src/contract/messages.js';
 import { loadZodContract, parseToolArgs } from '../validation.js';
-import { renderParentContext, takeSnapshot } from '../../src/rules/context.js';
+import { renderParentContext, takeContinuedSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
 import { planChild, toolError, type ChildPlan } from './plan.js';
 import { bookAndRun } from './invocation.js';
@@ -39,8 +39,7 @@ export async function deliverInterjection(
   let content = args.message;
   const mark = run.snapshotMarks.get(entry.childWorkflowId);
   if (entry.preparation.contextMode !== 'none' && mark !== undefined) {
-    const events = run.events;
-    const fresh = takeSnapshot(events.slice(Math.max(0, events.length - (run.appended - mark))));
+    const fresh = takeContinuedSnapshot(run.events, (event) => run.appendedAfter(event, mark));
     if (fresh.length > 0)
       content = `${renderParentContext(fresh, true)}\n\n## Message from your parent\n${args.message}`;
     run.snapshotMarks.set(entry.childWorkflowId, run.appended);
