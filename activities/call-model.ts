@@ -51,6 +51,8 @@ export interface CallModelDeps {
   price?: (model: string) => ModelPrice | undefined;
   /** Which parameter carries a model's answer cap to the endpoint, read at each call. @default 'auto' */
   capParameter?: (model: string) => CapParameter;
+  /** The most times Deputy's count of a model's input its endpoint may bill it (see the config), read at each call. */
+  inputCountFactor?: (model: string) => number | undefined;
 }
 
 /** Where a run's dialogue is kept: its workflow id as Temporal records it, and its chain of segments. */
@@ -93,6 +95,7 @@ export function createCallModel({
   contexts,
   price,
   capParameter,
+  inputCountFactor,
 }: CallModelDeps) {
   /** Newer compositions name their tools; the worker supplies what the model sees of each. */
   const specOf = (tool: string | RunTool): ToolSpec => {
@@ -119,7 +122,7 @@ export function createCallModel({
     // made (non-retryable: nothing about it will change on a retry).
     let maxCompletionTokens: number | null = null;
     await loadEncoding(input.model);
-    const { counted, estimate } = countCallTokens(input.model, messages, tools);
+    const { counted, estimate } = countCallTokens(input.model, messages, tools, inputCountFactor?.(input.model));
     // Earlier attempts of this call that were billed and gave no usable answer are paid from the same budget, and
     // debited with this one.
     const carried = carriedBilling();

@@ -108,6 +108,8 @@ export function createActivities({
     toolSpec: toolSpecs(tools),
     contexts,
     capParameter: (model) => configEntry(config.current.capParameterByModel, model) ?? config.current.capParameter,
+    inputCountFactor: (model) =>
+      configEntry(config.current.inputCountFactorByModel, model) ?? config.current.inputCountFactor,
     price: (model) => {
       const price = configEntry(config.current.prices, model);
       return price && priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd);

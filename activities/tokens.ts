@@ -84,13 +84,18 @@ export function countText(text: string, count: (text: string) => number = countO
   return total + count(text.slice(last));
 }
 
-/** A call's input as the model's tokenizer counts it (`counted`) and with the margin (`estimate`, an upper bound). */
+/**
+ * A call's input as the model's tokenizer counts it (`counted`) and with the margin (`estimate`, an upper bound): the
+ * tokenizer's factor, or `billedFactor` (the most times that count the endpoint may bill) when it is larger.
+ */
 export function countCallTokens(
   model: string,
   messages: readonly ChatMessage[],
   tools: readonly Pick<ToolSpec, 'name' | 'description' | 'parameters'>[],
+  billedFactor = 1,
 ): { counted: number; estimate: number } {
-  const { count, factor } = encodingFor(model);
+  const { count, factor: margin } = encodingFor(model);
+  const factor = Math.max(margin, billedFactor);
   let counted = INPUT_COUNT.perRequest;
   for (const message of messages) {
     counted += INPUT_COUNT.perMessage + count(message.role);

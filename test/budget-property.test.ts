@@ -10,16 +10,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SUMMARY_SYSTEM_PROMPT } from '../src/rules/context.js';
 import { RunState } from '../src/contract/run.js';
 import type { ProviderBehaviour, RecordedRequest, ScriptReply, ReplyUsage } from '../src/testing/scripted-model.js';
+import { ConfigStore } from '../src/config/store.js';
+import { parseConfig } from '../src/config/load.js';
 import { delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
-const h = useHarness({
-  config: delegationConfig({
-    maxChildrenPerRun: 8,
-    childDefaults: { maxTurns: 4, maxTokens: 1500, maxCostUsd: 0.0015, maxToolCalls: 4 },
-  }),
-  tools: DELEGATION_TOOLS,
+const base = delegationConfig({
+  maxChildrenPerRun: 8,
+  childDefaults: { maxTurns: 4, maxTokens: 1500, maxCostUsd: 0.0015, maxToolCalls: 4 },
 });
+const store = new ConfigStore(base);
+const h = useHarness({ config: store, tools: DELEGATION_TOOLS });
 
 const RUNS = Number(process.env.BUDGET_PROPERTY_RUNS ?? 20);
 // A delegating parent's call counts some 3,500 input tokens (its system prompt and seven tools' schemas), whatever
@@ -72,7 +73,9 @@ class Puppet {
   answer(actor: string, reply: ScriptReply) {
     const held = this.pending.get(actor)!;
     this.pending.delete(actor);
-    held.answer(reply);
+    // A provider that honours the cap it is sent writes no more: a call with little room gets a short answer.
+    const cap = held.request.body.max_completion_tokens;
+    held.answer(billing && typeof cap === 'number' && cap < 40 ? { text: 'ok' } : reply);
   }
 }
 
@@ -93,6 +96,8 @@ interface Real {
   checks: number;
   /** Steps that ran (the model allowed them). */
   steps: number;
+  /** Whether used + reserved ≤ max is checked (the provider honours the cap it is sent). */
+  bounded: boolean;
 }
 
 const usage = (worst: boolean): ReplyUsage => (worst ? 'worst' : NORMAL);
@@ -134,7 +139,7 @@ async function checkTree(real: Real, final = false) {
     runs.push({ id: entry.childWorkflowId, state: RunState.parse(await h.deputy.getState(entry.childWorkflowId)) });
   }
   for (const { id, state } of runs) {
-    if (!state.limits) continue;
+    if (!state.limits || !real.bounded) continue;
     real.checks += 1;
     const tokens = state.usage.totalTokens + state.reserved.tokens;
     const cost = state.usage.costMicroUsd + state.reserved.costMicroUsd;
@@ -304,16 +309,107 @@ describe('R2.13 model-based: hard budgets hold at every step of random delegatio
   for (const [label, behaviour, runs] of PROVIDERS) {
     it(`R2.13 R2.6 ${runs} random trees against ${label}: used + reserved ≤ max after every step, for every run; used ≤ max at the end`, async () => {
       h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed', ...behaviour };
-      await property(runs);
+      await property(runs, { bounded: true, billed: false });
     }, 600_000);
   }
 });
 
+/** Fixed for a run of the suite (`BUDGET_PROPERTY_SEED` replays one): the provider's own random choices. */
+const SEED = Number(process.env.BUDGET_PROPERTY_SEED ?? Date.now() % 1_000_000);
+
+/** A small seeded generator (the provider's choices are not fast-check's: they depend on what the run sends). */
+function seeded(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+/**
+ * A provider as a ledger sees one: it counts a call's input at 1 to 3 times Deputy's count (its own tokenizer), bills
+ * one attempt in seven with a usage report and no answer (Deputy retries it), and, when it over-delivers, bills up to
+ * 200 answer tokens past what it sent (tokens it made and never streamed, reasoning for one).
+ */
+function billingProvider(overDelivers: boolean): ProviderBehaviour {
+  const random = seeded(SEED + (overDelivers ? 1 : 0));
+  billedWithoutAnswer = 0;
+  return {
+    reads: 'both',
+    reportsUsage: true,
+    bill: (_request, counted) => ({
+      prompt_tokens: Math.ceil(counted.prompt_tokens * (1 + 2 * random())),
+      completion_tokens: counted.completion_tokens + (overDelivers ? Math.ceil(200 * random()) : 0),
+    }),
+    billsWithoutAnswer: () => random() < 1 / 7 && ++billedWithoutAnswer > 0,
+  };
+}
+let billedWithoutAnswer = 0;
+
+describe(`R2.15 model-based: every billed token is counted (provider seed ${SEED})`, () => {
+  afterEach(() => {
+    h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed' };
+    store.set(base);
+    billing = false;
+  });
+  it(`R2.15 R2.13 ${RUNS} random trees against a provider that bills failed attempts and counts input up to 3× Deputy's: each run is charged exactly what it was billed, and used + reserved ≤ max after every step (its input factor declared)`, async () => {
+    store.set(parseConfig({ ...base, inputCountFactor: 3 }));
+    h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed', ...billingProvider(false) };
+    billing = true;
+    await property(RUNS, { bounded: true, billed: true });
+    expect(billedWithoutAnswer).toBeGreaterThan(0);
+  }, 600_000);
+  it(`R2.15 ${RUNS} random trees against a provider that also bills past the cap: each run is charged exactly what it was billed`, async () => {
+    h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed', ...billingProvider(true) };
+    billing = true;
+    await property(RUNS, { bounded: false, billed: true });
+    expect(billedWithoutAnswer).toBeGreaterThan(0);
+  }, 600_000);
+});
+
+/** While a billing provider runs: calls with little room are answered briefly, as a provider honouring the cap would. */
+let billing = false;
+
+/**
+ * The ledger against the provider's bills: every request the provider billed belongs to one run of the tree (a
+ * background summary to the parent that paid for it); each run's own calls are charged exactly what they were billed.
+ */
+async function checkBills(real: Real) {
+  const billedTo = new Map<string, number>();
+  for (const request of h.model.requests) {
+    if (!request.billed) continue;
+    const actor = isSummary(request)
+      ? JSON.stringify(request.body.messages).includes(real.puppet.runId)
+        ? 'parent'
+        : null
+      : real.puppet.actorOf(request);
+    if (actor === null) continue;
+    const tokens = request.billed.prompt_tokens + request.billed.completion_tokens;
+    billedTo.set(actor, (billedTo.get(actor) ?? 0) + tokens);
+  }
+  const parent = RunState.parse(await h.deputy.getState(real.parentId));
+  const children = parent.delegations.filter((d) => d.status !== 'reserved' && d.status !== 'rejected');
+  const charged = children.reduce((sum, d) => sum + (d.actual?.tokens ?? 0), 0);
+  expect(parent.usage.totalTokens - charged, `${real.parentId}: its own calls`).toBe(billedTo.get('parent') ?? 0);
+  for (const entry of children) {
+    const child = RunState.parse(await h.deputy.getState(entry.childWorkflowId));
+    expect(child.usage.totalTokens, entry.childWorkflowId).toBe(billedTo.get(childActor(entry)) ?? 0);
+    // Charged what it reported at its end; a child cancelled before it could report is charged its whole
+    // reservation, never less than it spent.
+    const actual = entry.actual?.tokens ?? 0;
+    if (entry.status === 'cancelled')
+      expect(actual, entry.childWorkflowId).toBeGreaterThanOrEqual(child.usage.totalTokens);
+    else expect(actual, `${entry.childWorkflowId}: charged to its parent`).toBe(child.usage.totalTokens);
+  }
+}
+
 let rulesAdded = false;
 const puppets: Puppet[] = [];
 
-/** Drives `runs` random trees and checks the invariant after every step. */
-async function property(runs: number): Promise<void> {
+/** Drives `runs` random trees and checks the invariant after every step (`bounded`), and the bills at the end. */
+async function property(runs: number, check: { bounded: boolean; billed: boolean }): Promise<void> {
   {
     let trees = 0;
     let checks = 0;
@@ -342,7 +438,7 @@ async function property(runs: number): Promise<void> {
           { task: puppet.parentTask, scopes: PARENT_SCOPES, limits: PARENT_LIMITS },
           { workflowId: parentId },
         );
-        const real: Real = { puppet, parentId, checks: 0, steps: 0 };
+        const real: Real = { puppet, parentId, checks: 0, steps: 0, bounded: check.bounded };
         const model: Model = { ended: false, parentWaiting: false, live: [], finished: [], next: 1 };
         await settle(model, real);
         await fc.asyncModelRun(() => ({ model, real }), cmds);
@@ -357,6 +453,7 @@ async function property(runs: number): Promise<void> {
           await h.deputy.result(entry.childWorkflowId);
         }
         await checkTree(real, true);
+        if (check.billed) await checkBills(real);
         checks += real.checks;
         steps += real.steps;
       }),
@@ -365,6 +462,6 @@ async function property(runs: number): Promise<void> {
     expect(trees).toBe(runs);
     // The sequences are long enough to say something: steps ran and budgets were observed many times.
     expect(steps).toBeGreaterThan(runs * 2);
-    expect(checks).toBeGreaterThan(runs * 5);
+    if (check.bounded) expect(checks).toBeGreaterThan(runs * 5);
   }
 }

@@ -59,6 +59,14 @@ export const DeputyConfig = z
      */
     capParameter: CapParameter.default('auto'),
     capParameterByModel: z.record(z.string(), CapParameter).optional(),
+    /**
+     * How many times Deputy's own count of a call's input the endpoint may bill it, at most: a call holds its input
+     * at this factor (or the tokenizer's own margin, 1.05 for models it knows and 1.25 for others, if larger), so an
+     * endpoint whose tokenizer counts more than Deputy's never bills past what the call held. `inputCountFactorByModel`
+     * overrides it per model.
+     */
+    inputCountFactor: z.number().min(1).max(10).optional(),
+    inputCountFactorByModel: z.record(z.string(), z.number().min(1).max(10)).optional(),
     /** Preset used when a run names none. */
     defaultPreset: z.string().default('assistant'),
     /** Scopes a run holds when its input names none. */

@@ -56,6 +56,8 @@ export interface RecordedRequest {
   answeredAt?: number;
   /** Characters of answer text written to the client (a streamed answer the client aborted wrote fewer). */
   sentChars?: number;
+  /** The usage the provider reported for this request (what it billed), if it sent a report. */
+  billed?: ScriptUsage;
 }
 
 /** The parts of a Chat Completions request body the rules look at. */
@@ -96,6 +98,17 @@ export interface ProviderBehaviour {
    * @default 'fixed'
    */
   usage?: 'fixed' | 'counted';
+  /**
+   * What the provider bills a request, from what a provider counting as Deputy does would bill it (`counted`: its
+   * input, and the answer as written, piece by piece): replaces any usage the reply names. A provider whose tokenizer
+   * counts input differently, or that bills answer tokens it never sends, is written here.
+   */
+  bill?: (request: RecordedRequest, counted: ScriptUsage) => ScriptUsage;
+  /**
+   * Requests answered with a usage report and no answer at all (the provider billed the attempt and gave nothing
+   * usable), whatever the script says; the script answers the retry.
+   */
+  billsWithoutAnswer?: (request: RecordedRequest) => boolean;
 }
 
 /** Characters of text a streamed chunk carries. */
@@ -120,12 +133,16 @@ export function worstUsage(body: ChatRequestBody): ScriptUsage {
   };
 }
 
-/** The usage a provider counting as Deputy does bills for a request and the pieces of its answer (see `ReplyUsage`). */
-function countedUsage(body: ChatRequestBody, answer: string[]): ScriptUsage {
+/**
+ * The usage a provider counting as Deputy does bills for a request and the pieces of its answer (see `ReplyUsage`):
+ * text as it is streamed, in pieces of `CHUNK_CHARS`, each counted as it arrives.
+ */
+function countedUsage(body: ChatRequestBody, text: string, calls: string[]): ScriptUsage {
   const { count } = encodingFor(body.model);
+  const pieces = body.stream === true ? (text.match(new RegExp(`[^]{1,${CHUNK_CHARS}}`, 'g')) ?? []) : [text];
   return {
     prompt_tokens: inputCount(body).counted,
-    completion_tokens: answer.reduce((sum, piece) => sum + count(piece), 0),
+    completion_tokens: [...pieces, ...calls].reduce((sum, piece) => sum + count(piece), 0),
   };
 }
 
@@ -173,7 +190,7 @@ export class ScriptedModelServer {
   private readonly waiters = new Set<() => void>();
 
   /** How the server behaves as a provider; tests may change it between runs. */
-  behaviour: Required<ProviderBehaviour>;
+  behaviour: Required<Pick<ProviderBehaviour, 'reads' | 'reportsUsage' | 'usage'>> & ProviderBehaviour;
 
   private constructor(
     private readonly server: Server,
@@ -291,12 +308,22 @@ export class ScriptedModelServer {
     const delayMs = typeof rule.delayMs === 'function' ? rule.delayMs() : (rule.delayMs ?? 0);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (res.destroyed) return;
+    if (this.behaviour.billsWithoutAnswer?.(record)) {
+      rule.used -= 1; // the script answers the retry
+      await this.send(res, record, { toolCalls: [], usage: 'counted' }, true);
+      return;
+    }
     const reply = typeof rule.reply === 'function' ? await rule.reply(record) : rule.reply;
     if (res.destroyed) return;
     await this.send(res, record, reply);
   }
 
-  private async send(res: ServerResponse, record: RecordedRequest, reply: ScriptReply): Promise<void> {
+  private async send(
+    res: ServerResponse,
+    record: RecordedRequest,
+    reply: ScriptReply,
+    noAnswer = false,
+  ): Promise<void> {
     if ('hang' in reply) return;
     if ('reset' in reply) {
       res.socket?.destroy();
@@ -330,16 +357,20 @@ export class ScriptedModelServer {
           }))
         : undefined;
     const finishReason = toolCalls ? 'tool_calls' : capped ? 'length' : 'stop';
-    const asked = reply.usage ?? (this.behaviour.usage === 'counted' ? 'counted' : DEFAULT_USAGE);
+    const { bill } = this.behaviour;
+    const asked = bill ? 'counted' : (reply.usage ?? (this.behaviour.usage === 'counted' ? 'counted' : DEFAULT_USAGE));
     if (asked === 'worst' || asked === 'counted') await loadEncoding(record.body.model);
+    const counted = () =>
+      countedUsage(
+        record.body,
+        text ?? '',
+        (toolCalls ?? []).flatMap((c) => [c.function.name, c.function.arguments]),
+      );
     const usage =
       asked === 'worst'
         ? worstUsage(record.body)
         : asked === 'counted'
-          ? countedUsage(record.body, [
-              text ?? '',
-              ...(toolCalls ?? []).flatMap((c) => [c.function.name, c.function.arguments]),
-            ])
+          ? (bill ?? ((_, c) => c))(record, counted())
           : asked;
     const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
     if (record.body.stream === true) {
@@ -348,8 +379,8 @@ export class ScriptedModelServer {
       const cutAfterChars = 'cutAfterChars' in reply ? reply.cutAfterChars : undefined;
       await this.stream(res, record, {
         text,
-        toolCalls,
-        finishReason,
+        toolCalls: noAnswer ? undefined : toolCalls,
+        finishReason: noAnswer ? null : finishReason,
         usage: fullUsage,
         chunkDelayMs,
         stallAfterChars,
@@ -367,6 +398,7 @@ export class ScriptedModelServer {
       ],
       ...(this.behaviour.reportsUsage && { usage: fullUsage }),
     };
+    if (this.behaviour.reportsUsage) record.billed = usage;
     record.sentChars = text?.length ?? 0;
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
   }
@@ -390,7 +422,8 @@ export class ScriptedModelServer {
     answer: {
       text: string | null;
       toolCalls: { id: string; type: string; function: { name: string; arguments: string } }[] | undefined;
-      finishReason: string;
+      /** `null`: no answer at all, only the usage report. */
+      finishReason: string | null;
       usage: ScriptUsage & { total_tokens: number };
       chunkDelayMs: number;
       stallAfterChars?: number | undefined;
@@ -405,8 +438,19 @@ export class ScriptedModelServer {
     };
     const write = (chunk: object) => !res.destroyed && res.write(`data: ${JSON.stringify({ ...base, ...chunk })}\n\n`);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    write({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
     record.sentChars = 0;
+    if (answer.finishReason === null) {
+      if (this.behaviour.reportsUsage) {
+        write({ choices: [], usage: answer.usage });
+        record.billed = {
+          prompt_tokens: answer.usage.prompt_tokens,
+          completion_tokens: answer.usage.completion_tokens,
+        };
+      }
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    write({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
     const text = answer.text ?? '';
     for (let at = 0; at < text.length; at += CHUNK_CHARS) {
       if (answer.chunkDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, answer.chunkDelayMs));
@@ -425,7 +469,10 @@ export class ScriptedModelServer {
     }
     write({ choices: [{ index: 0, delta: {}, finish_reason: answer.finishReason }] });
     const options = record.body.stream_options as { include_usage?: boolean } | undefined;
-    if (options?.include_usage && this.behaviour.reportsUsage) write({ choices: [], usage: answer.usage });
+    if (options?.include_usage && this.behaviour.reportsUsage) {
+      write({ choices: [], usage: answer.usage });
+      record.billed = { prompt_tokens: answer.usage.prompt_tokens, completion_tokens: answer.usage.completion_tokens };
+    }
     if (!res.destroyed) res.end('data: [DONE]\n\n');
   }
 
