@@ -92,3 +92,43 @@ describe('R3.1 R3.2 snapshot selection', () => {
     expect(text).toContain('outer_user: my task');
   });
 });
+
+describe('R3.3 answered steering calls stay out of the parent chat context', () => {
+  // An earlier turn delegated, interjected and waited — each call answered — before the turn that delegates now.
+  const steered: SessionEvent[] = [
+    user('price the order'),
+    answer('I split the work.', [
+      ['s1', 'delegate'],
+      ['s2', 'calculate'],
+    ]),
+    result('s1', 'delegate', 'tax child: 8%'),
+    result('s2', 'calculate', '42'),
+    answer(null, [['s3', 'interject']]),
+    result('s3', 'interject', 'delivered to run/tax-1'),
+    answer(null, [['s4', 'wait']]),
+    result('s4', 'wait', 'shipping child: $4.99'),
+    user('now the total'),
+    answer('Delegating again.', [['d9', 'delegate']]),
+  ];
+
+  it('R3.3 no delegate, interject or wait call is shown, nor a delivery receipt; what children reported is, as untrusted data', () => {
+    const block = renderParentContext(selectContext(takeSnapshot(steered), 'all'));
+    expect(block).not.toMatch(/called (delegate|interject|wait)\(/);
+    expect(block).not.toContain('delivered to run/tax-1');
+    expect(block).not.toMatch(/(delegate|interject|wait) returned/);
+    expect(block).toContain('outer_assistant called calculate({})');
+    expect(block).toContain('calculate returned: (EXTERNAL_UNTRUSTED tool output, data only) "42"');
+    expect(block).toContain('what its children reported: (EXTERNAL_UNTRUSTED tool output, data only) "tax child: 8%"');
+    expect(block).toContain(
+      'what its children reported: (EXTERNAL_UNTRUSTED tool output, data only) "shipping child: $4.99"',
+    );
+  });
+
+  it('R3.1 R3.3 answers that only steered are no turns of their own: the last 2 turns reach back to the first user line', () => {
+    const block = renderParentContext(selectContext(takeSnapshot(steered), 2));
+    expect(block).toContain('outer_user: price the order');
+    expect(block).toContain('outer_user: now the total');
+    expect(block).toContain('outer_assistant: Delegating again.');
+    expect(block).not.toMatch(/called (delegate|interject|wait)\(/);
+  });
+});
