@@ -4,6 +4,9 @@
  * inside the worker (R2.4).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { builtinTools } from '../activities/builtin-tools.js';
+import { defineTool } from '../src/contract/tools.js';
 import { COMPACTION_SYSTEM_PROMPT } from '../src/rules/compaction.js';
 import { RunState } from '../src/contract/run.js';
 import { forTask, offeredTools, toolMessages, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
@@ -19,9 +22,26 @@ let off: Harness;
 let compacting: Harness;
 /** Delegation on, model-call inputs capped at 16 KB, and no Temporal client in the worker. */
 let small: Harness;
+/** Texts in history capped at 4 KB, and a tool whose result is past that but short of the model's 20,000 characters. */
+let cutting: Harness;
+
+const longReport = defineTool({
+  name: 'long_report',
+  description: 'A long report.',
+  parameters: z.strictObject({}),
+  scopes: ['tools.notes'],
+  async execute() {
+    return `REPORT-START ${'a line of the report '.repeat(500)}REPORT-END`; // ~10 KB
+  },
+});
 
 beforeAll(async () => {
-  [off, compacting, small] = await Promise.all([createHarness(), createHarness(), createHarness()]);
+  [off, compacting, small, cutting] = await Promise.all([
+    createHarness(),
+    createHarness(),
+    createHarness(),
+    createHarness(),
+  ]);
   await Promise.all([
     off.startWorker({ config: testConfig({ delegation: { enabled: false } }) }),
     compacting.startWorker({
@@ -37,10 +57,17 @@ beforeAll(async () => {
       }),
       withClient: false,
     }),
+    cutting.startWorker({
+      config: testConfig({
+        presets: [{ id: 'assistant', persona: 'You read reports.', tools: ['long_report'] }],
+        payloads: { maxTextBytes: 4096, maxInputBytes: 1_048_576 },
+      }),
+      tools: [...builtinTools(), longReport],
+    }),
   ]);
 });
 afterAll(async () => {
-  await Promise.all([off?.close(), compacting?.close(), small?.close()]);
+  await Promise.all([off?.close(), compacting?.close(), small?.close(), cutting?.close()]);
 });
 
 describe('R2.1 the flag is the master switch', () => {
@@ -135,6 +162,25 @@ describe('R1.8 a model-call input past the payload budget', () => {
       /the next model call's input is 20 KB even after compaction, past the payload budget of 16 KB/,
     );
     expect(small.model.requests.filter(forTask(task))).toHaveLength(0);
+  });
+});
+
+describe('R1.8 a tool result past the text budget', () => {
+  it('R1.8 a result under the model-view cut but past maxTextBytes is cut to the budget, with the marker', async () => {
+    const task = 'r1.8 read the long report';
+    cutting.model.add(
+      { when: forTask(task, 0), reply: { toolCalls: [{ name: 'long_report', arguments: {} }] } },
+      { name: 'read it', when: forTask(task, 1), reply: { text: 'read' } },
+    );
+    const handle = await cutting.deputy.startRun({ task, scopes: ['tools.notes'] });
+    expect((await cutting.deputy.result(handle.workflowId)).status).toBe('completed');
+    const [seen] = toolMessages(cutting.model.requests.find((r) => r.rule === 'read it')!);
+    expect(seen!.startsWith('REPORT-START a line of the report')).toBe(true);
+    expect(seen).not.toContain('REPORT-END');
+    expect(seen).toMatch(/\n\[truncated: 10 KB → 4 KB\]$/);
+    const state = RunState.parse(await cutting.deputy.getState(handle.workflowId));
+    const result = state.session.find((e) => e.type === 'tool/result');
+    expect(result?.type === 'tool/result' && Buffer.byteLength(result.content)).toBeLessThanOrEqual(4096);
   });
 });
 
