@@ -103,6 +103,25 @@ describe('R6.3 encrypted history', () => {
     expect(Buffer.from(input.metadata!['encryption-key-id']!).toString()).toBe('k2');
   });
 
+  it('R6.3 a payload relabelled with another key id of the ring is refused, not decrypted with whichever key fits', async () => {
+    const ring = new AesGcmCodec([
+      ['k2', K2],
+      ['k1', K1],
+    ]);
+    const [sealed] = await new AesGcmCodec([['k1', K1]]).encode([
+      { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"the task"') },
+    ]);
+    expect(Buffer.from(sealed!.metadata!['encryption-key-id']!).toString()).toBe('k1');
+    const [opened] = await ring.decode([sealed!]);
+    expect(Buffer.from(opened!.data!).toString()).toBe('"the task"');
+    const relabelled = { ...sealed!, metadata: { ...sealed!.metadata, 'encryption-key-id': Buffer.from('k2') } };
+    await expect(ring.decode([relabelled])).rejects.toThrow(
+      'payload encrypted with key "k2" does not decrypt with the key held under that id (a wrong key, or damaged data)',
+    );
+    const unlabelled = { ...sealed!, metadata: { encoding: sealed!.metadata!.encoding! } };
+    await expect(ring.decode([unlabelled])).rejects.toThrow(/encrypted with key "", which is not among/);
+  });
+
   it('R6.3 keys are checked: each id:base64 of 32 bytes', () => {
     expect(() => parseCodecKeys('k1:' + Buffer.alloc(16).toString('base64'), 'DEPUTY_CODEC_KEYS')).toThrow(
       /key "k1" is 16 bytes; AES-256 needs 32/,
