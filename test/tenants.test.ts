@@ -24,6 +24,8 @@ const TAMPERED = write(
   capability({ arms: { ...twoArm.arms, delegating: { ...twoArm.arms.delegating, meanScore: 0.25 } } }),
 );
 
+const UNHELPFUL = join(PROJECT_ROOT, 'evidence', 'single-lookup.json');
+
 const base = delegationConfig();
 const config = {
   ...base,
@@ -31,6 +33,8 @@ const config = {
     acme: { evidence: [CAPABILITY, TWO_ARM], admissionSweepSeconds: 30 },
     beta: { evidence: [TWO_ARM], admissionSweepSeconds: 30 },
     gamma: { evidence: [TAMPERED, TWO_ARM], admissionSweepSeconds: 30 },
+    // Honest evidence that delegation does not help its work (the shipped single look-up case).
+    epsilon: { evidence: [CAPABILITY, UNHELPFUL], admissionSweepSeconds: 30 },
   },
 };
 const store = new ConfigStore(config);
@@ -52,6 +56,7 @@ describe('R5.3 per-tenant activation', () => {
     for (const [tenant, task] of [
       ['beta', 'tenant beta: only two-arm evidence'],
       ['gamma', 'tenant gamma: tampered capability evidence'],
+      ['epsilon', 'tenant epsilon: honest evidence that delegation does not help'],
       ['delta', 'tenant delta: not configured'],
       [undefined, 'no tenant at all'],
     ] as const) {
@@ -99,7 +104,7 @@ describe('R5.3 per-tenant activation', () => {
       passes: false,
       reason: 'admitted from run-7, which completed: a capability scenario comes from a failed run',
     });
-    const unhelpful = join(PROJECT_ROOT, 'evidence', 'single-lookup.json');
+    const unhelpful = UNHELPFUL;
     expect(checkEvidence(unhelpful, PROJECT_ROOT)).toMatchObject({ passes: false, kind: 'two-arm' });
     // Evidence made from a scenario that has changed since does not count.
     const scenarioDir = mkdtempSync(join(tmpdir(), 'deputy-scenario-'));
@@ -119,6 +124,9 @@ describe('R5.3 per-tenant activation', () => {
       'tenant gamma: NOT activated: no passing capability evidence (a scenario admitted from a real failed run)',
       `  fails  capability ${TAMPERED}: its delegating arm's means are not those of its runs`,
       `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
+      'tenant epsilon: NOT activated: no passing two-arm evidence',
+      `  passes capability ${CAPABILITY}: delegation helps: 100% vs 50% with no added policy failure`,
+      `  fails  two-arm ${UNHELPFUL}: delegation does not help: 100% vs 100%, at 2.0× the cost`,
     ]);
     expect(
       tenantActivations({ ...config, delegation: { ...config.delegation, enabled: false } }, PROJECT_ROOT)[0],
