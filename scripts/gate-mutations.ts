@@ -1,13 +1,15 @@
 /**
  * `npm run gates:mutations`: proves each delegate gate can fail. For every gate, it breaks the rule the gate checks
- * (one or more edits to the source), runs that gate alone against a real dev server, expects it to fail, and puts
- * the source back. Prints one line per gate; exits non-zero if any gate survived its mutation. Not part of CI (it
- * takes a few minutes); its last result is in the README.
+ * (one or more edits to the source) in a copy of the project, runs that gate alone there against a real dev server,
+ * expects it to fail, and puts the copy back. The work tree is never written to, so an interrupted run leaves nothing
+ * broken. Prints one line per gate; exits non-zero if any gate survived its mutation. Not part of CI (it takes a few
+ * minutes); its last result is in the README.
  */
-import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { findTemporalCli, PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
 type Edit = [file: string, from: string, to: string];
 
@@ -210,43 +212,60 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   },
 };
 
+/** A copy of the project's tracked files (its dependencies linked), where the mutations are made. */
+function copyOfProject(): string {
+  const copy = mkdtempSync(join(tmpdir(), 'deputy-gate-mutations-'));
+  const files = execFileSync('git', ['ls-files', '-z'], { cwd: PROJECT_ROOT, encoding: 'utf8' }).split('\0');
+  for (const file of files.filter(Boolean)) {
+    mkdirSync(dirname(join(copy, file)), { recursive: true });
+    copyFileSync(join(PROJECT_ROOT, file), join(copy, file));
+  }
+  symlinkSync(join(PROJECT_ROOT, 'node_modules'), join(copy, 'node_modules'));
+  return copy;
+}
+
+const copy = copyOfProject();
+const env = { ...process.env, TEMPORAL_CLI_PATH: findTemporalCli() ?? '' };
 let survived = 0;
 let tried = 0;
 const only = process.env.GATES?.split(',');
-for (const [gate, { rule, edits }] of Object.entries(MUTATIONS).filter(([g]) => !only || only.includes(g))) {
-  const originals = new Map<string, string>();
-  try {
-    for (const [file, from, to] of edits) {
-      const path = join(PROJECT_ROOT, file);
-      const text = originals.get(path) ?? readFileSync(path, 'utf8');
-      if (!originals.has(path)) originals.set(path, text);
-      const current = readFileSync(path, 'utf8');
-      if (!current.includes(from)) throw new Error(`${gate}: "${from.slice(0, 60)}" is not in ${file}`);
-      writeFileSync(path, current.replace(from, to));
+try {
+  for (const [gate, { rule, edits }] of Object.entries(MUTATIONS).filter(([g]) => !only || only.includes(g))) {
+    const originals = new Map<string, string>();
+    try {
+      for (const [file, from, to] of edits) {
+        const path = join(copy, file);
+        if (!originals.has(path)) originals.set(path, readFileSync(path, 'utf8'));
+        const current = readFileSync(path, 'utf8');
+        if (!current.includes(from)) throw new Error(`${gate}: "${from.slice(0, 60)}" is not in ${file}`);
+        writeFileSync(path, current.replace(from, to));
+      }
+      const run = spawnSync(
+        process.execPath,
+        [
+          'node_modules/vitest/vitest.mjs',
+          'run',
+          '--config',
+          'vitest.gates.config.ts',
+          '-t',
+          `^delegate gates ${gate} `,
+          '--testTimeout',
+          '25000',
+          '--reporter',
+          'dot',
+        ],
+        { cwd: copy, encoding: 'utf8', env },
+      );
+      tried += 1;
+      const failed = run.status !== 0 && /\d+ failed/.test(run.stdout + run.stderr);
+      if (!failed) survived += 1;
+      console.log(`${gate.padEnd(4)} ${failed ? 'fails when broken' : 'SURVIVED'}: ${rule}`);
+    } finally {
+      for (const [path, text] of originals) writeFileSync(path, text);
     }
-    const run = spawnSync(
-      process.execPath,
-      [
-        'node_modules/vitest/vitest.mjs',
-        'run',
-        '--config',
-        'vitest.gates.config.ts',
-        '-t',
-        `^delegate gates ${gate} `,
-        '--testTimeout',
-        '25000',
-        '--reporter',
-        'dot',
-      ],
-      { cwd: PROJECT_ROOT, encoding: 'utf8' },
-    );
-    tried += 1;
-    const failed = run.status !== 0 && /\d+ failed/.test(run.stdout + run.stderr);
-    if (!failed) survived += 1;
-    console.log(`${gate.padEnd(4)} ${failed ? 'fails when broken' : 'SURVIVED'}: ${rule}`);
-  } finally {
-    for (const [path, text] of originals) writeFileSync(path, text);
   }
+} finally {
+  rmSync(copy, { recursive: true, force: true });
 }
 console.log(`\n${tried - survived} of ${tried} gates fail when their rule is broken`);
 process.exit(survived === 0 ? 0 : 1);

@@ -1,0 +1,31 @@
+// @ts-check
+// Mutation testing of Deputy's pure code (`npm run test:mutation`): which changes to the rules the tests catch.
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  mutate: [
+    'src/rules/**/*.ts',
+    'src/contract/**/*.ts',
+    'src/eval/{activation,score,redact,scenario}.ts',
+    'src/client/watch-view.ts',
+    'src/codec/aes-gcm.ts',
+  ],
+  // The state directory holds servers and virtualenvs: never copied into the sandbox.
+  ignorePatterns: ['/.deputy', '/mutation'],
+  testRunner: 'vitest',
+  vitest: { configFile: 'vitest.mutation.config.ts' },
+  coverageAnalysis: 'perTest',
+  // A module-level value (a schema, a table) is used by every test: its mutants would each rerun the whole suite.
+  ignoreStatic: true,
+  checkers: [],
+  tsconfigFile: 'tsconfig.json',
+  typescriptChecker: { prioritizePerformanceOverAccuracy: true },
+  concurrency: 2,
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: '.deputy/mutation/index.html' },
+  jsonReporter: { fileName: '.deputy/mutation/report.json' },
+  tempDirName: '.deputy/stryker-tmp',
+  incremental: true,
+  incrementalFile: 'mutation/stryker-incremental.json',
+  thresholds: { high: 85, low: 80, break: null },
+  timeoutMS: 10_000,
+};
