@@ -10,7 +10,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { DeputyClient } from '../src/client/client.js';
-import { AesGcmCodec, parseCodecKeys } from '../src/codec/aes-gcm.js';
+import { AesGcmCodec } from '../src/codec/aes-gcm.js';
 import { codecHandler } from '../src/codec/server.js';
 import { forTask } from '../src/testing/scripted-model.js';
 import { createHarness, type Harness } from './support/harness.js';
@@ -101,36 +101,6 @@ describe('R6.3 encrypted history', () => {
     const raw = await rawHistory(h, fresh);
     const input = raw.history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
     expect(Buffer.from(input.metadata!['encryption-key-id']!).toString()).toBe('k2');
-  });
-
-  it('R6.3 a payload relabelled with another key id of the ring is refused, not decrypted with whichever key fits', async () => {
-    const ring = new AesGcmCodec([
-      ['k2', K2],
-      ['k1', K1],
-    ]);
-    const [sealed] = await new AesGcmCodec([['k1', K1]]).encode([
-      { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"the task"') },
-    ]);
-    expect(Buffer.from(sealed!.metadata!['encryption-key-id']!).toString()).toBe('k1');
-    const [opened] = await ring.decode([sealed!]);
-    expect(Buffer.from(opened!.data!).toString()).toBe('"the task"');
-    const relabelled = { ...sealed!, metadata: { ...sealed!.metadata, 'encryption-key-id': Buffer.from('k2') } };
-    await expect(ring.decode([relabelled])).rejects.toThrow(
-      'payload encrypted with key "k2" does not decrypt with the key held under that id (a wrong key, or damaged data)',
-    );
-    const unlabelled = { ...sealed!, metadata: { encoding: sealed!.metadata!.encoding! } };
-    await expect(ring.decode([unlabelled])).rejects.toThrow(/encrypted with key "", which is not among/);
-  });
-
-  it('R6.3 keys are checked: each id:base64 of 32 bytes', () => {
-    expect(() => parseCodecKeys('k1:' + Buffer.alloc(16).toString('base64'), 'DEPUTY_CODEC_KEYS')).toThrow(
-      /key "k1" is 16 bytes; AES-256 needs 32/,
-    );
-    expect(() => parseCodecKeys('nokey', 'DEPUTY_CODEC_KEYS')).toThrow(/is not id:base64/);
-    expect(parseCodecKeys(`a:${K1.toString('base64')}, b:${K2.toString('base64')}`, 'x').map(([id]) => id)).toEqual([
-      'a',
-      'b',
-    ]);
   });
 
   it('R6.3 the codec server decodes for Temporal UI with its token and only for the UI origin', async () => {

@@ -21,21 +21,7 @@ const h = useHarness({ config: store, tools: DELEGATION_TOOLS });
 const fixture = (name: string): unknown =>
   JSON.parse(readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'sessions', `${name}.json`), 'utf8'));
 
-const CASES = [
-  ['a-selected-before-descriptor', { kind: 'independent', presetId: 'researcher' }],
-  ['b-selected-preset-removed', { kind: 'independent', presetId: 'retired' }],
-  ['c-preset-only-in-header', { kind: 'implicit' }],
-  ['d-fork-of-a-selected-child', { kind: 'implicit' }],
-  ['e-selection-after-descriptor', { kind: 'implicit' }],
-] as const;
-
 describe('R4.5 cold restoration', () => {
-  it.each(CASES)('R4.5 %s decides %o', (name, expected) => {
-    const parsed = parseSessionExport(fixture(name));
-    if (!parsed.ok) throw new Error(parsed.problems.join('\n'));
-    expect(decideRestoration(parsed.session.events)).toMatchObject(expected);
-  });
-
   it('R4.5 imported: an independent session runs with its preset as registered now; implicit ones with the exported composition', async () => {
     store.set(base);
     const personaOf = async (name: string) => {
