@@ -18,8 +18,8 @@ export const PATTERNS: readonly { kind: string; pattern: RegExp }[] = [
   { kind: 'bearer token', pattern: /\bBearer\s+[A-Za-z0-9._~+/-]{16,}=*/g },
   { kind: 'url credentials', pattern: /(?<=\b[a-z][a-z0-9+.-]*:\/\/)[^\s/:@]+:[^\s/@]+(?=@)/gi },
   { kind: 'email address', pattern: /[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)*\.\p{L}{2,}/gu },
+  { kind: 'card number', pattern: /\b\d(?:[ -]?\d){12,18}\b/g },
   { kind: 'phone number', pattern: /(?<![\w$])\+?\d[\d ().-]{7,}\d(?!\w)/g },
-  { kind: 'card number', pattern: /\b(?:\d[ -]?){13,19}\b/g },
   { kind: 'IBAN', pattern: /\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b/g },
   { kind: 'high-entropy token', pattern: /[A-Za-z0-9+/_=.-]{24,}/g },
 ];
@@ -38,6 +38,12 @@ function entropy(text: string): number {
 /** A long token counts as a secret only when it mixes letters and digits and is random enough. */
 function looksRandom(token: string): boolean {
   return /[A-Za-z]/.test(token) && /\d/.test(token) && entropy(token) >= ENTROPY_BITS;
+}
+
+/** A match that is no secret after all: a long token that is not random, a date that reads like a phone number. */
+function kept(kind: string, value: string): boolean {
+  if (kind === 'high-entropy token') return !looksRandom(value);
+  return kind === 'phone number' && /^\d{4}-\d{2}-\d{2}$/.test(value);
 }
 
 /** One redaction, for review. */
@@ -65,9 +71,7 @@ export class Redactor {
     }
     let out = replaceRanges(text, found, (value, kind) => this.#placeholder(value, kind, where));
     for (const { kind, pattern } of PATTERNS) {
-      out = out.replace(pattern, (value) =>
-        kind === 'high-entropy token' && !looksRandom(value) ? value : this.#placeholder(value, kind, where),
-      );
+      out = out.replace(pattern, (value) => (kept(kind, value) ? value : this.#placeholder(value, kind, where)));
     }
     return out;
   }
