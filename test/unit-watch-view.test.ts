@@ -83,3 +83,116 @@ describe('issue 16 TreeView', () => {
     );
   });
 });
+
+describe('issue 16 each event in one line', () => {
+  const one = (body: Record<string, unknown>) => describeWatchEvent(ev('r/a-1', 'r', body));
+  it('says what every kind of event was, cost, calls, reservations and overruns included', () => {
+    const long = `a   long\n\ntask ${'word '.repeat(30)}`;
+    expect(one({ type: 'run/started', taskName: 'a', depth: 1, task: long })).toBe(
+      `started: ${'a long task word word word word word word word word word word'.slice(0, 59)}…`,
+    );
+    expect(one({ type: 'run/started', taskName: 'a', depth: 1, task: ' short \n task ' })).toBe('started: short task');
+    expect(one({ type: 'run/ended', status: 'completed' })).toBe('completed');
+    expect(one({ type: 'run/ended', status: 'limit_reached', limit: 'maxTurns' })).toBe('limit_reached (maxTurns)');
+    expect(one({ type: 'run/ended', status: 'completed', limit: 'maxTokens', synthesis: true })).toBe(
+      'completed (maxTokens, synthesised)',
+    );
+    expect(one({ type: 'model/started', model: 'm', activity: 'callModel' })).toBe('calling m');
+    expect(one({ type: 'model/started', model: 'm', activity: 'compactSession' })).toBe('compactSession m');
+    const finished = { type: 'model/finished', model: 'm', activity: 'callModel', inputTokens: 100, outputTokens: 20 };
+    expect(one({ ...finished, costUsd: 0.0021, toolCalls: ['calculate', 'delegate'] })).toBe(
+      'm answered (120 tokens, $0.002100) → calculate, delegate',
+    );
+    expect(one({ ...finished, costUsd: null, toolCalls: [] })).toBe('m answered (120 tokens)');
+    expect(one({ type: 'model/progress', model: 'm', outputTokens: 7, partial: `${'x'.repeat(100)}\n the end` })).toBe(
+      `writing (7 tokens): ${'x'.repeat(59)}…`,
+    );
+    expect(one({ type: 'model/progress', model: 'm', outputTokens: 2, partial: 'so\nfar' })).toBe(
+      'writing (2 tokens): so far',
+    );
+    expect(one({ type: 'model/failed', model: 'm', error: 'boom' })).toBe('m failed: boom');
+    expect(one({ type: 'tool/called', name: 'calculate' })).toBe('running calculate');
+    expect(one({ type: 'tool/result', name: 'calculate', ok: true, bytes: 12 })).toBe('calculate ok (12 B)');
+    expect(one({ type: 'tool/result', name: 'calculate', ok: false, bytes: 3 })).toBe('calculate failed (3 B)');
+    const started = { type: 'delegation/started', child: 'r/a-1/b-1', taskName: 'b' };
+    expect(one({ ...started, reserved: { maxTokens: 2000, maxCostUsd: 0.003 } })).toBe(
+      'delegated b (reserved 2000 tokens, $0.003000)',
+    );
+    expect(one({ ...started, reserved: { maxTokens: null, maxCostUsd: 0.003 } })).toBe(
+      'delegated b (reserved $0.003000)',
+    );
+    expect(one({ ...started, reserved: { maxTokens: 5, maxCostUsd: null } })).toBe('delegated b (reserved 5 tokens)');
+    expect(one({ ...started, reserved: { maxTokens: null, maxCostUsd: null } })).toBe('delegated b');
+    expect(one({ type: 'delegation/refused', reason: 'too many' })).toBe('delegation refused: too many');
+    const joined = { type: 'delegation/joined', child: 'r/a-1/b-1', status: 'completed' };
+    expect(one({ ...joined, usage: { ...usage, toolCalls: 0 } })).toBe('b-1 joined: completed (no tool calls)');
+    expect(one({ ...joined, usage: { ...usage, toolCalls: 2 } })).toBe('b-1 joined: completed');
+    expect(one({ ...joined, status: 'failed', usage: { ...usage, toolCalls: 0 } })).toBe('b-1 joined: failed');
+    expect(one({ ...joined, usage: null, overrun: { tokens: 40, costUsd: 0.00012 } })).toBe(
+      'b-1 joined: completed; overran its reservation by 40 tok $0.000120',
+    );
+    expect(one({ type: 'question/asked', questionId: 'q1.1', question: 'which?' })).toBe('question q1.1: which?');
+    expect(one({ type: 'question/answered', questionId: 'q1.1', from: 'client' })).toBe('answer to q1.1 (from client)');
+    expect(one({ type: 'interjection', from: 'r' })).toBe('interjection from r');
+    expect(one({ type: 'message/received' })).toBe('message received');
+  });
+});
+
+describe('issue 16 the tree as lines', () => {
+  it('an empty view says so; a grandchild is indented under its parent; its question wakes only the run that asked', () => {
+    const empty = new TreeView();
+    expect(empty.rows()).toEqual([]);
+    expect(empty.lines()).toEqual([]);
+    expect(empty.summary()).toBe('unknown: 0 runs, 0 model calls, 0 tool calls, 0 tokens, $0.000000');
+    const view = new TreeView();
+    const [root, mid, leaf] = ['root', 'root/mid-1', 'root/mid-1/leaf-1'];
+    for (const event of [
+      ev(root, null, { type: 'run/started', taskName: null, depth: 0, task: 'plan' }),
+      ev(root, null, {
+        type: 'delegation/started',
+        child: mid,
+        taskName: 'mid',
+        reserved: { maxTokens: 9, maxCostUsd: null },
+      }),
+      ev(mid, root, { type: 'run/started', taskName: 'mid', depth: 1, task: 'sub' }),
+      ev(leaf, mid, { type: 'run/started', taskName: 'leaf', depth: 2, task: 'leaf' }),
+      ev(leaf, mid, {
+        type: 'model/finished',
+        model: 'm',
+        activity: 'callModel',
+        inputTokens: 5,
+        outputTokens: 5,
+        costUsd: null,
+        finishReason: 'stop',
+        toolCalls: [],
+      }),
+      ev(leaf, mid, { type: 'tool/result', name: 'calculate', ok: true, bytes: 1 }),
+      ev(mid, root, { type: 'question/asked', child: leaf, questionId: 'q1.1', question: 'which?' }),
+      ev(mid, root, { type: 'question/answered', questionId: 'q9.9', from: 'client' }),
+    ]) {
+      view.apply(event);
+    }
+    expect(view.runs.get(leaf)!.status).toBe('waiting_for_answer');
+    expect([...view.questions.values()]).toEqual([
+      { questionId: 'q1.1', child: leaf, taskName: 'leaf', question: 'which?' },
+    ]);
+    view.apply(ev(mid, root, { type: 'question/answered', questionId: 'q1.1', from: 'client' }));
+    expect(view.runs.get(leaf)!.status).toBe('running');
+    expect(view.questions.size).toBe(0);
+    view.apply(ev(mid, root, { type: 'question/answered', questionId: 'q1.1', from: 'client' }));
+    view.apply(ev(root, null, { type: 'run/ended', status: 'completed' }));
+    expect(view.rows().map((r) => [r.name, r.depth, r.treeTokens])).toEqual([
+      ['root', 0, 10],
+      ['mid', 1, 10],
+      ['leaf', 2, 10],
+    ]);
+    const lines = view.lines();
+    expect(
+      lines[0]!.startsWith(`${'root'.padEnd(28)} ${'completed'.padEnd(18)}       0 tok $0.000000  completed`),
+    ).toBe(true);
+    expect(lines[1]!.startsWith('  └ mid')).toBe(true);
+    expect(lines[2]!.startsWith(`${'    └ leaf'.padEnd(28)} running            `)).toBe(true);
+    expect(lines[2]).toContain('     10 tok $0.000000  calculate ok (1 B)');
+    expect(view.summary()).toBe('completed: 3 runs, 1 model calls, 1 tool calls, 10 tokens, $0.000000');
+  });
+});
