@@ -77,7 +77,9 @@ export function checkSchema(schema: JsonSchema, value: unknown): SchemaVerdict {
       if (ref === '#') return visit(schema, v, path);
       const match = /^#\/\$defs\/([^/]+)$/.exec(ref);
       const target =
-        match && typeof schema === 'object' ? (schema.$defs as Record<string, JsonSchema>)[match[1]!] : undefined;
+        match && typeof schema === 'object'
+          ? (schema.$defs as Record<string, JsonSchema> | undefined)?.[match[1]!]
+          : undefined;
       if (target === undefined) throw new Unsure();
       return visit(target, v, path);
     }
