@@ -1,23 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderParentContext, selectContext, splitTurns, takeSnapshot } from '../src/rules/context.js';
 import type { SessionEvent } from '../src/contract/session.js';
-
-const at = '2026-01-01T00:00:00.000Z';
-const user = (content: string): SessionEvent => ({ type: 'message/user', at, content });
-const answer = (content: string | null, calls: [id: string, name: string][] = []): SessionEvent => ({
-  type: 'message/assistant',
-  at,
-  content,
-  toolCalls: calls.map(([id, name]) => ({ id, name, arguments: '{}' })),
-});
-const result = (id: string, name: string, content: string): SessionEvent => ({
-  type: 'tool/result',
-  at,
-  toolCallId: id,
-  name,
-  content,
-  isError: false,
-});
+import { answer, at, result, user } from './support/events.js';
 
 const SESSION: SessionEvent[] = [
   { type: 'session/header', at, version: 1, sessionId: 's', parentId: null, depth: 0, preset: 'p', model: 'm' },

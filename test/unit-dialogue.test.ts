@@ -13,6 +13,7 @@ import {
   type ChatMessage,
 } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
+import { answer, at, result, user } from './support/events.js';
 import {
   renderParentContext,
   renderParentDialogue,
@@ -21,22 +22,6 @@ import {
   takeContinuedSnapshot,
 } from '../src/rules/context.js';
 
-const at = '2026-01-01T00:00:00.000Z';
-const user = (content: string): SessionEvent => ({ type: 'message/user', at, content });
-const answer = (content: string | null, calls: [id: string, name: string][] = []): SessionEvent => ({
-  type: 'message/assistant',
-  at,
-  content,
-  toolCalls: calls.map(([id, name]) => ({ id, name, arguments: `{"id":"${id}"}` })),
-});
-const result = (id: string, name: string, content: string, isError = false): SessionEvent => ({
-  type: 'tool/result',
-  at,
-  toolCallId: id,
-  name,
-  content,
-  isError,
-});
 const notices: SessionEvent[] = [
   { type: 'interjection', at, from: 'parent-1', content: 'use euros' },
   { type: 'subagent/result', at, taskName: 'tax', childWorkflowId: 'p/tax-1', content: '8%' },
@@ -79,7 +64,7 @@ describe('R1.1 a session as Chat Completions messages', () => {
       {
         role: 'assistant',
         content: null,
-        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calculate', arguments: '{"id":"c1"}' } }],
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calculate', arguments: '{}' } }],
       },
       { role: 'tool', tool_call_id: 'c1', content: '42' },
       { role: 'assistant', content: 'done' },
@@ -168,7 +153,7 @@ describe('R3.3 the copied dialogue with its roles kept', () => {
       {
         role: 'assistant',
         content: [
-          'on it\n(called calculate({"id":"c1"}))',
+          'on it\n(called calculate({}))',
           '(calculate returned: (EXTERNAL_UNTRUSTED tool output, data only) "42")',
           '(what my children reported: (EXTERNAL_UNTRUSTED tool output, data only) "tax: 8%")',
           '(search_notes failed: (EXTERNAL_UNTRUSTED tool output, data only) "no notes")',
@@ -243,7 +228,7 @@ describe('R3.7 the continued block', () => {
         type: 'message/assistant',
         at,
         content: '',
-        toolCalls: [{ id: 'c2', name: 'search_notes', arguments: '{"id":"c2"}' }],
+        toolCalls: [{ id: 'c2', name: 'search_notes', arguments: '{}' }],
       },
       events[3],
       events[4],

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import type { SessionEvent } from '../src/contract/session.js';
+import { answer, at, result, user } from './support/events.js';
 import {
   applyCompaction,
   compactionPrompt,
@@ -21,22 +22,6 @@ import { closeUnansweredToolCalls, NOT_RUN_ON_RESTORE } from '../src/rules/resto
 import { decideRestoration, forkEvents, parseSessionExport } from '../src/rules/sessions.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
-const at = '2026-01-01T00:00:00.000Z';
-const user = (content: string): SessionEvent => ({ type: 'message/user', at, content });
-const answer = (content: string | null, calls: [id: string, name: string][] = []): SessionEvent => ({
-  type: 'message/assistant',
-  at,
-  content,
-  toolCalls: calls.map(([id, name]) => ({ id, name, arguments: '{"q":1}' })),
-});
-const result = (id: string, name: string, content: string): SessionEvent => ({
-  type: 'tool/result',
-  at,
-  toolCallId: id,
-  name,
-  content,
-  isError: false,
-});
 const fixture = (name: string): unknown =>
   JSON.parse(readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'sessions', `${name}.json`), 'utf8'));
 

@@ -60,7 +60,7 @@ export function takeSnapshot(events: readonly SessionEvent[]): SessionEvent[] {
 }
 
 /**
- * R3.7: what an interjection adds for a child that has seen the dialogue up to a point — the events it has not seen
+ * What an interjection adds for a child that has seen the dialogue up to a point: the events it has not seen
  * (`unseen`), in dialogue order, as a snapshot. A result whose call the child saw while it was still pending comes
  * with that call, so no result arrives without what asked for it.
  */
