@@ -31,7 +31,7 @@ import { activityInfo, Context } from '@temporalio/activity';
 import type { ContextCache } from './context-cache.js';
 import { compactionPromptFromMessages, messagesAfterCompaction } from '../src/rules/compaction.js';
 
-/** Tool calls one answer may make; more would not fit in one history payload (R1.8). */
+/** Tool calls one answer may make; more would not fit in one history payload. */
 export const MAX_TOOL_CALLS_PER_ANSWER = 64;
 
 /** Dependencies of the `callModel` activity. */
@@ -41,13 +41,13 @@ export interface CallModelDeps {
   apiKey: string | undefined;
   /** How long one request may take, read at each call (the config can change while the worker runs). */
   timeoutMs?: () => number;
-  /** Longest answer text written to history, in UTF-8 bytes (R1.8), read at each call. */
+  /** Longest answer text written to history, in UTF-8 bytes, read at each call. */
   maxTextBytes?: () => number;
   /** The spec of a tool a call names without one (the worker's registered tools and the steering tools). */
   toolSpec?: (name: string) => ToolSpec | undefined;
-  /** The dialogues this worker last sent, per run, so a call's input carries only what is new (issue 12). */
+  /** The dialogues this worker last sent, per run, so a call's input carries only what is new. */
   contexts?: ContextCache;
-  /** A model's price in force, for the cost a call's span reports (issue 15). */
+  /** A model's price in force, for the cost a call's span reports. */
   price?: (model: string) => ModelPrice | undefined;
   /** Which parameter carries a model's answer cap to the endpoint, read at each call. @default 'auto' */
   capParameter?: (model: string) => CapParameter;
@@ -61,7 +61,7 @@ function contextKey(context: CallContext): string | undefined {
   return execution && `${execution.workflowId}/${context.chain ?? execution.runId}`;
 }
 
-/** The whole dialogue of a call that sent only what is new since the run's last call (issue 12). */
+/** The whole dialogue of a call that sent only what is new since the run's last call. */
 export function assemble(
   input: Pick<CallModelInput, 'messages' | 'context'>,
   contexts: ContextCache | undefined,
@@ -85,7 +85,7 @@ export function assemble(
   return messages;
 }
 
-/** Builds the `callModel` activity: one Chat Completions request with tools, heartbeating, abortable (R1.1, R1.2). */
+/** Builds the `callModel` activity: one Chat Completions request with tools, heartbeating, abortable. */
 export function createCallModel({
   openai,
   apiKey,
@@ -118,7 +118,7 @@ export function createCallModel({
   async function call(input: CallModelInput, span: Span): Promise<CallModelResult> {
     const tools = input.tools.map(specOf);
     const messages = assemble(input, contexts);
-    // R2.13: count the input and ask for no more answer than the budget can pay for; a call that cannot fit is not
+    // Count the input and ask for no more answer than the budget can pay for; a call that cannot fit is not
     // made (non-retryable: nothing about it will change on a retry).
     let maxCompletionTokens: number | null = null;
     await loadEncoding(input.model);
@@ -411,9 +411,9 @@ function noteDisagreement(
 }
 
 /**
- * Builds `summarizeContext` (R3.4): one model call without tools that writes a child's background. As
- * `compactSession` (R1.6) with `compact`, it writes the prompt from the run's dialogue this worker holds, and keeps
- * the dialogue as it reads after the compaction, so the run's next call sends only what is new (issue 12).
+ * Builds `summarizeContext`: one model call without tools that writes a child's background. As
+ * `compactSession` with `compact`, it writes the prompt from the run's dialogue this worker holds, and keeps
+ * the dialogue as it reads after the compaction, so the run's next call sends only what is new.
  */
 export function createSummarizeContext(callModel: ReturnType<typeof createCallModel>, contexts?: ContextCache) {
   return async function summarizeContext(input: SummarizeContextInput): Promise<SummarizeContextResult> {

@@ -1,5 +1,5 @@
 /**
- * The dialogues a worker last sent the model, per run (issue 12): a model call's input carries only what is new since
+ * The dialogues a worker last sent the model, per run: a model call's input carries only what is new since
  * the run's previous call, and the worker puts the prompt back together from here. Only a cache: on a miss (another
  * worker, a restart, an eviction) the call fails with `ModelCall.ContextUnknown` and the workflow sends the whole
  * dialogue again. Keyed by what Temporal records of the calling run, never by what its input claims.

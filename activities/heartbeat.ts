@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
  */
 export async function withHeartbeat<T>(work: (signal: AbortSignal) => Promise<T>, everyMs = 1000): Promise<T> {
   const context = Context.current();
-  // Issue 12: no heartbeat at the start: a call that ends within `everyMs` costs the server no heartbeat round trip.
+  // No heartbeat at the start: a call that ends within `everyMs` costs the server no heartbeat round trip.
   const timer = setInterval(() => context.heartbeat(), everyMs);
   try {
     return await work(context.cancellationSignal);

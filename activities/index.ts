@@ -59,14 +59,14 @@ import { Context } from '@temporalio/activity';
 /** Dependencies of every activity. */
 export interface ActivityDeps {
   openai: OpenAI;
-  /** The worker's data converter has an external payload store: tools' whole results are kept there (issue 15). */
+  /** The worker's data converter has an external payload store: tools' whole results are kept there. */
   payloadStore?: boolean;
   /** The configuration now: read at every call, so a reload takes effect without a restart. */
   config: ConfigStore;
   tools: ReadonlyMap<string, ToolDefinition>;
   /** Only to redact it from error text. */
   apiKey?: string | undefined;
-  /** Task queue children run on (R2.4). */
+  /** Task queue children run on. */
   backgroundTaskQueue: string;
   /** A Temporal client, for reading other runs' sessions (follow-ups). */
   client?: Client | undefined;
@@ -89,7 +89,7 @@ export function createActivities({
   messageKeys,
 }: ActivityDeps) {
   const keys = messageKeys ?? MessageKeys.fromEnv();
-  // R5.3: evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
+  // Evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
   const activated = activationLookup(process.cwd());
   const temporal = (): Client => {
     if (client) return client;
@@ -140,7 +140,7 @@ export function createActivities({
         throw err;
       }
     },
-    /** Reads a run's session through its `state` query (R4.5 follow-ups). */
+    /** Reads a run's session through its `state` query (for follow-ups). */
     async loadSession({ workflowId }: LoadSessionInput): Promise<LoadSessionResult> {
       const state = await temporal().workflow.getHandle(workflowId).query(stateQuery);
       return { events: state.session };
@@ -182,7 +182,7 @@ export function createActivities({
     async admissionCap({ tenant }: { tenant: string }): Promise<{ cap: number | null }> {
       return { cap: configEntry(config.current.tenants, tenant)?.maxLiveChildren ?? null };
     },
-    /** R5.4: which of these workflows have closed, and which do not exist (the admission sweep). */
+    /** Which of these workflows have closed, and which do not exist (the admission sweep). */
     async closedRuns({ workflowIds }: { workflowIds: string[] }): Promise<ClosedRunsResult> {
       const result: ClosedRunsResult = { closed: [], missing: [] };
       for (const workflowId of workflowIds) {
@@ -196,25 +196,21 @@ export function createActivities({
       }
       return result;
     },
-    /** R2.4: what Temporal records of the run holding a child's id, to tell this parent's own child from a squatter. */
+    /** What Temporal records of the run holding a child's id, to tell this parent's own child from a squatter. */
     async describeRun({ workflowId }: RunRef): Promise<DescribeRunResult> {
       const client = temporal();
       const described = await client.workflow.getHandle(workflowId).describe();
-      const memo = described.memo ?? {};
       const text = (value: unknown) => (typeof value === 'string' ? value : null);
-      const origin =
-        memo.deputyInvocationId === undefined && described.type === 'agentRun'
-          ? await startOrigin(client, workflowId, described.runId)
-          : undefined;
+      const origin = described.type === 'agentRun' ? await startOrigin(client, workflowId, described.runId) : undefined;
       return {
         workflowType: described.type,
         running: described.status.name === 'RUNNING',
         parentId: described.parentExecution?.workflowId ?? null,
-        invocationId: text(origin ? origin.invocationId : memo.deputyInvocationId),
-        taskName: text(origin ? origin.taskName : memo.deputyTaskName),
+        invocationId: text(origin?.invocationId),
+        taskName: text(origin?.taskName),
       };
     },
-    /** R2.4: waits for a run this parent attached to (it did not start it in this execution) and reads its end. */
+    /** Waits for a run this parent attached to (it did not start it in this execution) and reads its end. */
     async awaitRun({ workflowId }: RunRef): Promise<AwaitRunResult> {
       const handle = temporal().workflow.getHandle(workflowId);
       return withHeartbeat(async (signal) => {
@@ -262,7 +258,7 @@ function toolSpecs(tools: ReadonlyMap<string, ToolDefinition>): (name: string) =
 /** The activities' type, for `proxyActivities<DeputyActivities>` in workflow code. */
 export type DeputyActivities = ReturnType<typeof createActivities>;
 
-/** The `origin` a run was started with, read from the first event of its current execution (R2.4). */
+/** The `origin` a run was started with, read from the first event of its current execution. */
 async function startOrigin(
   client: Client,
   workflowId: string,

@@ -1,5 +1,5 @@
 /**
- * Translates errors from the `openai` client into Temporal `ApplicationFailure`s (R1.2): transient ones retry with
+ * Translates errors from the `openai` client into Temporal `ApplicationFailure`s: transient ones retry with
  * backoff (honouring `retry-after`), caller errors fail the turn at once with a message that says what to fix.
  */
 import { FAILURE } from '../src/contract/failures.js';

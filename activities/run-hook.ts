@@ -76,7 +76,7 @@ export function createRunHook(config: ConfigStore, functions: ReadonlyMap<string
         nonRetryable: true,
       });
     }
-    // R1.8: a hook's answer past the payload budget is cut, so it always fits in history.
+    // A hook's answer past the payload budget is cut, so it always fits in history.
     const maxBytes = config.current.payloads.maxTextBytes;
     return {
       ...decision.data,

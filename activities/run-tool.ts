@@ -21,12 +21,12 @@ const toolError = (content: string): RunToolResult => ({ content, isError: true 
 
 /**
  * Builds the `runTool` activity. Bad arguments (invalid JSON, schema failures) and refused tools become a tool error
- * the model sees (R1.7); an exception thrown by the tool itself is left to Temporal's retry policy.
+ * the model sees; an exception thrown by the tool itself is left to Temporal's retry policy.
  */
 export function createRunTool(
   tools: ReadonlyMap<string, ToolDefinition>,
   maxTextBytes: () => number = () => DEFAULT_PAYLOAD_LIMITS.maxTextBytes,
-  /** With an external payload store: the longest whole result kept beside the model's view (issue 15). */
+  /** With an external payload store: the longest whole result kept beside the model's view. */
   wholeMaxBytes?: number,
 ) {
   return async function runTool(input: RunToolInput): Promise<RunToolResult> {
@@ -65,13 +65,13 @@ export function createRunTool(
     }
     const text = (typeof value === 'string' ? value : JSON.stringify(value)) ?? '';
     const content = boundResult(text, maxTextBytes());
-    // R1.8 at the store's limit: the whole result goes to the store (history holds its reference).
+    // At the store's limit: the whole result goes to the store (history holds its reference).
     const keepWhole = wholeMaxBytes !== undefined && content !== text;
     return { content, isError: false, ...(keepWhole && { whole: cutText(text, wholeMaxBytes) }) };
   }
 }
 
-/** R1.8: a result past the model's view (20,000 characters) or the payload budget is cut with a visible marker. */
+/** A result past the model's view (20,000 characters) or the payload budget is cut with a visible marker. */
 function boundResult(text: string, maxBytes: number): string {
   if (text.length <= MAX_TOOL_RESULT_CHARS) return cutText(text, maxBytes);
   const kept = text.slice(0, MAX_TOOL_RESULT_CHARS);
@@ -80,7 +80,7 @@ function boundResult(text: string, maxBytes: number): string {
 
 /**
  * A tool's own error goes to Temporal's retry policy as it was thrown (type, retryability), but with its message
- * bounded: an error of megabytes would not fit in history, and its retries would never end (R1.8).
+ * bounded: an error of megabytes would not fit in history, and its retries would never end.
  */
 function boundedFailure(err: unknown, tool: string): unknown {
   if (!(err instanceof Error) || utf8Bytes(err.message) <= MAX_ERROR_BYTES) return err;

@@ -1,5 +1,5 @@
 /**
- * GenAI spans (issue 15): each model call and tool call inside Deputy's activities is a span under the activity's own
+ * GenAI spans: each model call and tool call inside Deputy's activities is a span under the activity's own
  * span (Temporal's OpenTelemetry interceptor opens that one), named and attributed after OpenTelemetry's GenAI
  * semantic conventions. Spans carry names, counts, sizes, cost and outcomes, never prompt or output text, unless the
  * operator opts in with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Without a registered tracer

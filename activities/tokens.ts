@@ -1,5 +1,5 @@
 /**
- * Counting a model call's input with a real tokenizer (R2.13), so a call's worst case is known before it is made.
+ * Counting a model call's input with a real tokenizer, so a call's worst case is known before it is made.
  * `gpt-tokenizer` holds OpenAI's own encodings; models it does not know are counted with o200k and a wider margin.
  */
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
@@ -18,7 +18,7 @@ const O200K_MODELS = /^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|chatgpt-4o|o\d)/;
 const CL100K_MODELS = /^(gpt-4|gpt-3\.5)/;
 
 /**
- * Issue 12: a run's calls send the same persona, tool schemas and earlier turns again and again; each text is counted
+ * A run's calls send the same persona, tool schemas and earlier turns again and again; each text is counted
  * once. Two generations of at most `MEMO_ENTRIES` texts and `MEMO_CHARS` characters each (a full generation becomes
  * the old one, the older is dropped), so the memory it holds stays bounded.
  */

@@ -4,9 +4,10 @@
  *
  *   npm run fixtures
  *
- * Regenerate only on purpose: a workflow change that breaks replay of the committed histories needs `patched()`
- * or a new fixture with its reason in the commit message. To add histories of a new shape beside the old ones,
- * record some scenarios under another prefix, e.g. `FIXTURES=delegating-parent FIXTURE_PREFIX=fixture-leaner-`.
+ * Regenerate only on purpose: until 1.0 a workflow change that breaks replay re-records the fixtures (the reason in
+ * the commit message); from 1.0 on it needs a flag (docs/versioning.md), and the old histories stay. To add histories
+ * of a new shape beside the old ones, record some scenarios under another prefix, e.g.
+ * `FIXTURES=delegating-parent FIXTURE_PREFIX=fixture-flag-name-`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
 /** Activity options shared by the workflow modules. Deterministic code only. */
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
 
-/** Model calls (turns, summaries, compaction): heartbeating, abortable, retried with backoff (R1.2). */
+/** Model calls (turns, summaries, compaction): heartbeating, abortable, retried with backoff. */
 export const MODEL_CALL_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '10 seconds',
@@ -11,8 +11,8 @@ export const MODEL_CALL_OPTIONS: ActivityOptions = {
 };
 
 /**
- * Look-ups in the worker's configuration and in Temporal (resolveRun, resolvePresets, loadSession). A run recorded
- * since issue 12 resolves its composition as a local activity (no server round trip; the replay suite runs it with
+ * Look-ups in the worker's configuration and in Temporal (resolveRun, resolvePresets, loadSession). A run
+ * resolves its composition as a local activity (no server round trip; the replay suite runs it with
  * maxCachedWorkflows 0, where Core once stalled on this, temporalio/sdk-rust#1482); the others are regular activities.
  */
 export const LOOKUP_OPTIONS: ActivityOptions = {
@@ -26,7 +26,7 @@ export const LOOKUP_OPTIONS: ActivityOptions = {
  */
 export function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
   // `then`, not `async`/`await`, and one promise is its own settlement: each promise in workflow code costs the SDK
-  // a stack capture (issue 12).
+  // a stack capture.
   if (promises.length === 1) return promises[0]!.then((value) => [value]);
   return Promise.allSettled(promises).then((settled) => {
     const failed = settled.find((result) => result.status === 'rejected');

@@ -1,5 +1,5 @@
 /**
- * Tenant admission (R5.4): one `tenantAdmission` workflow per tenant (id `deputy-admission-<tenant>`) holds the
+ * Tenant admission: one `tenantAdmission` workflow per tenant (id `deputy-admission-<tenant>`) holds the
  * tenant's live-child slots across all of its runs. Parents ask for a slot before starting a child and give it back
  * when the child has ended; slots are granted first come, first served, up to the cap. Durable: its state is its
  * history, so a worker crash loses no slot and grants none twice. A slot whose holder (or a waiter whose parent) has

@@ -1,15 +1,13 @@
 /**
  * The `agentRun` workflow: one agent run, durable on Temporal. Deterministic code only: every effect (model calls,
- * tools, config lookups) is an activity, so retries, timeouts and cancellation come from history (R1.1).
+ * tools, config lookups) is an activity, so retries, timeouts and cancellation come from history.
  */
 import {
   ApplicationFailure,
   CancellationScope,
   ContinueAsNew,
   isCancellation,
-  patched,
   proxyLocalActivities,
-  proxyActivities,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
@@ -33,14 +31,8 @@ import { AgentRunState, type ParsedRunInput } from './run-state.js';
 
 export { SYNTHESIS_INSTRUCTION } from './model-turn.js';
 
-const { resolveRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
-/** Issue 12: a lean run looks its composition up in the worker's config without a server round trip. */
+/** A run looks its composition up in the worker's config without a server round trip. */
 const local = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
-
-/** Issue 12: fewer search-attribute upserts and no `resolveRun` for inheriting children. */
-export const LEAN_HISTORY_PATCH = 'deputy-lean-history';
-/** Issue 12, second pass: each fact once more (no usage memo beside a result, ...), the deadline on activities. */
-export const LEANER_HISTORY_PATCH = 'deputy-leaner-history';
 
 /** Runs one agent: parse, start or resume, register handlers, loop until an answer or a limit, finish. */
 export async function agentRun(rawInput: RunInput): Promise<RunResult> {
@@ -54,7 +46,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const treeAttributes = [
     { key: SA.DEPUTY_ROOT_ID, value: run.rootId },
     { key: SA.DEPUTY_DEPTH, value: run.depth },
-    // R5.3: a root's tenant joins the upsert it makes anyway; a child gets it from its parent at its start.
+    // A root's tenant joins the upsert it makes anyway; a child gets it from its parent at its start.
     ...(!run.origin && run.tenant ? [{ key: SA.DEPUTY_TENANT, value: run.tenant }] : []),
     ...(run.origin
       ? [
@@ -64,41 +56,26 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         ]
       : []),
   ];
-  // Issue 12: one upsert when the run starts running (its parent set the tree's attributes on a child at its start),
-  // the cost once a turn needs it, not after every step; runs recorded before keep their history's upserts.
-  // A child whose parent passed its invocation id (or, before, its composition) down is new by construction: no patch
-  // marker needed. A root records one marker: the newest shape's (the older one is asked only when replaying).
-  run.historyShape = historyShape(input);
-  if (!run.lean) upsertSearchAttributes([...treeAttributes, { key: SA.DEPUTY_STATUS, value: run.status }]);
   let loopScope: CancellationScope | undefined;
   let deadlineHit = false;
   try {
     if (!input.resume) {
-      // Issue 12: an implicit child got its composition from its parent; anything else looks it up.
-      const composition =
-        compositionFromInput(input) ??
-        (await (run.lean ? local.resolveRun : resolveRun)(resolveRunInput(input, run.depth)));
+      // An implicit child got its composition from its parent; anything else looks it up.
+      const composition = compositionFromInput(input) ?? (await local.resolveRun(resolveRunInput(input, run.depth)));
       run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
     }
-    // A lean run sets what its start did not: a parent starts a child with its root and parent ids, a leaner parent
-    // with all of its attributes, status `running` included (issue 12: no upsert, no visibility write of its own).
-    const running = [
+    // One upsert when the run starts running, of what its start did not set: a parent starts a child with all of
+    // its attributes, status `running` included, so a child writes none.
+    const present = workflowInfo().typedSearchAttributes.getAll();
+    const missing = [
+      ...treeAttributes,
       { key: SA.DEPUTY_STATUS, value: 'running' },
       { key: SA.DEPUTY_PRESET, value: run.composition.preset },
-    ] as const;
-    const present = run.lean ? workflowInfo().typedSearchAttributes.getAll() : [];
-    const unset = <P extends { key: { name: string }; value: unknown }>(pairs: readonly P[]) =>
-      pairs.filter(({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value));
-    if (run.leaner) {
-      run.status = 'running';
-      const missing = unset([...treeAttributes, ...running]);
-      if (missing.length > 0) upsertSearchAttributes(missing);
-    } else {
-      // Recorded before (a segment that continued as new included): the status and preset always, as then.
-      run.setStatus('running', [...(run.lean ? unset(treeAttributes) : []), running[1]]);
-    }
+    ].filter(({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value));
+    run.status = 'running';
+    if (missing.length > 0) upsertSearchAttributes(missing);
     const { deadlineMs } = run.limits;
-    run.deadlineOnActivities = run.leaner && deadlineMs !== null && waitsOnlyOnActivities(run);
+    run.deadlineOnActivities = deadlineMs !== null && waitsOnlyOnActivities(run);
     if (deadlineMs !== null && !run.deadlineOnActivities) {
       // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.
       const scope = (loopScope = new CancellationScope());
@@ -111,7 +88,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       );
     }
     const outcome = loopScope ? await loopScope.run(() => agentLoop(run)) : await agentLoop(run);
-    // R2.14: background children still live when the run ends (a conversation over, a limit) are cancelled first.
+    // Background children still live when the run ends (a conversation over, a limit) are cancelled first.
     if (run.hasLiveBackground()) await stopBackground(run);
     run.end(outcome.status, outcome.output);
     return run.result({
@@ -121,7 +98,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     });
   } catch (err) {
     if (err instanceof ContinueAsNew) throw err;
-    // R2.14: so are those of a run that ends otherwise (cancelled with the run or its loop, or not yet: a failure).
+    // So are those of a run that ends otherwise (cancelled with the run or its loop, or not yet: a failure).
     if (run.hasLiveBackground()) await stopBackground(run);
     if (
       (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) ||
@@ -134,7 +111,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     const cancelled = isCancellation(err);
     run.end(cancelled ? 'cancelled' : 'failed', bestOutput(run.events));
     if (run.origin && !cancelled) {
-      // A child's parent reads the child's spend from the failure's details (R2.6, R2.9).
+      // A child's parent reads the child's spend from the failure's details.
       throw ApplicationFailure.create({
         type: FAILURE.ChildFailed,
         message: failureMessage(err),
@@ -147,12 +124,6 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   }
 }
 
-/** Which of issue 12's history shapes this run records (see `AgentRunState.historyShape`). */
-function historyShape(input: ParsedRunInput): 0 | 1 | 2 {
-  if (input.origin?.invocationId !== undefined || patched(LEANER_HISTORY_PATCH)) return 2;
-  return input.origin?.composition !== undefined || patched(LEAN_HISTORY_PATCH) ? 1 : 0;
-}
-
 /**
  * A task run offered no steering tool waits only on activities (model calls, tools, compaction; hooks end at their
  * own timeouts): nothing else (children, messages) can hold it past its deadline.
@@ -163,7 +134,7 @@ function waitsOnlyOnActivities(run: AgentRunState): boolean {
   );
 }
 
-/** R1.4: an activity bounded by the deadline ended the run's loop at (or after) it: the deadline, not a failure. */
+/** An activity bounded by the deadline ended the run's loop at (or after) it: the deadline, not a failure. */
 function deadlinePassedOnActivity(run: AgentRunState): boolean {
   const { deadlineMs } = run.limits ?? { deadlineMs: null };
   return run.deadlineOnActivities && deadlineMs !== null && Date.now() >= deadlineMs;
@@ -180,7 +151,7 @@ function fastParse(rawInput: RunInput): ParsedRunInput | undefined {
   return fitsSchema(RUN_INPUT_SCHEMA, raw) ? checkOrigin(raw as ParsedRunInput) : undefined;
 }
 
-/** R1.7: input that fails its schema is rejected naming each field. */
+/** Input that fails its schema is rejected naming each field. */
 async function parseInput(rawInput: RunInput): Promise<ParsedRunInput> {
   const { RunInput, describeIssues } = await loadZodContract();
   const parsed = RunInput.safeParse(rawInput);
@@ -194,7 +165,7 @@ async function parseInput(rawInput: RunInput): Promise<ParsedRunInput> {
   return checkOrigin(parsed.data);
 }
 
-/** R1.9: `origin` only on a real Temporal child of the parent it names. */
+/** `origin` only on a real Temporal child of the parent it names. */
 function checkOrigin(input: ParsedRunInput): ParsedRunInput {
   const { parent } = workflowInfo();
   const { origin } = input;

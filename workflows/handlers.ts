@@ -1,6 +1,6 @@
 /**
  * The `state` query, the `sendMessage` / `endConversation` / `interject` / `answerChild` updates and the signals
- * between parent and child runs (interjections, questions and answers), registered from a run's state. Update validators reject bad payloads naming the field (R1.7), and any update
+ * between parent and child runs (interjections, questions and answers), registered from a run's state. Update validators reject bad payloads naming the field, and any update
  * once the run has ended. Deterministic code only.
  */
 import { ApplicationFailure, setHandler } from '@temporalio/workflow';
@@ -74,7 +74,7 @@ export function registerHandlers(run: AgentRunState): void {
     if (from !== run.origin?.parentId) return "an interjection not from this run's parent";
     run.inbox.push({ from, content: cutText(content, run.payloads.maxTextBytes), interjection: true });
   });
-  // R3.9: a child's question (checked against this run's ledger), and the answer to this run's own question.
+  // A child's question (checked against this run's ledger), and the answer to this run's own question.
   onSigned(questionSignal, SIGNED_QUESTION_SCHEMA, run.seenMessages, (from, body) => receiveQuestion(run, from, body));
   onSigned(answerSignal, SIGNED_ANSWER_SCHEMA, run.seenMessages, (from, body) => receiveAnswer(run, from, body));
   // A slot for a child this run waits to start, from its tenant's admission workflow.

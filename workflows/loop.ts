@@ -1,6 +1,6 @@
 /**
  * The agent loop: ask `nextStep` what to do (an explicit union, as in the OpenAI Agents SDK's runner) and do it,
- * with user messages joining between turns and continue-as-new when Temporal suggests it (R1.6). Deterministic code
+ * with user messages joining between turns and continue-as-new when Temporal suggests it. Deterministic code
  * only.
  */
 import { allHandlersFinished, condition, continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
@@ -32,8 +32,8 @@ function drainInbox(run: AgentRunState): void {
       run.append({ type: 'subagent/result', at: now(), taskName, childWorkflowId, content: item.content });
       const child = run.background.get(childWorkflowId);
       if (child) child.reported = true;
-      // R2.12: the child's charge shows in the parent's cost once its result is in.
-      if (run.lean && run.costMoved()) run.showCost();
+      // The child's charge shows in the parent's cost once its result is in.
+      if (run.costMoved()) run.showCost();
       continue;
     }
     if ('question' in item) {
@@ -54,7 +54,7 @@ function drainInbox(run: AgentRunState): void {
   }
 }
 
-/** R1.6: Temporal suggests continuing as new (or history grows long), and nothing is in flight. */
+/** Temporal suggests continuing as new (or history grows long), and nothing is in flight. */
 function continueAsNewDue(run: AgentRunState): boolean {
   const { compaction } = run.composition;
   if (!compaction) return false;
@@ -63,7 +63,7 @@ function continueAsNewDue(run: AgentRunState): boolean {
   return !run.hasLiveChildren();
 }
 
-/** R1.6: continues as new once every handler has finished. */
+/** Continues as new once every handler has finished. */
 async function continueAsNewNow(run: AgentRunState): Promise<void> {
   await condition(allHandlersFinished);
   await continueAsNew<(input: RunInput) => Promise<unknown>>({ ...run.input, resume: run.toResume() });
@@ -85,7 +85,7 @@ export async function agentLoop(run: AgentRunState): Promise<Outcome> {
         const plan = compactionPlan(run);
         if (plan) await compact(run, plan);
         const stopped = await modelTurn(run, step.synthesisFor, step.offerTools);
-        // R2.13: a call whose worst case no longer fits is not made; the run ends with its best output so far.
+        // A call whose worst case no longer fits is not made; the run ends with its best output so far.
         if (stopped) return { status: 'limit_reached', output: bestOutput(run.events), limit: stopped };
         break;
       }
@@ -104,7 +104,7 @@ export async function agentLoop(run: AgentRunState): Promise<Outcome> {
         break;
       }
       case 'final': {
-        // R2.14: a task run does not end while background children are live: it waits, then reads their results.
+        // A task run does not end while background children are live: it waits, then reads their results.
         if (mode === 'task' && run.hasLiveBackground()) {
           await awaitBackground(run);
           break;

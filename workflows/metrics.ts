@@ -1,5 +1,5 @@
 /**
- * Deputy's own metrics (issue 15), recorded from workflow code through Temporal's workflow metric meter: they leave
+ * Deputy's own metrics, recorded from workflow code through Temporal's workflow metric meter: they leave
  * the sandbox through the SDK's metrics sink, are not recorded again when a history is replayed (a worker that
  * restarts does not count twice), and are exported wherever the worker's runtime exports the SDK's own metrics
  * (`DEPUTY_METRICS_ADDRESS`: a Prometheus `/metrics` endpoint). The SDK tags each with namespace, task queue and

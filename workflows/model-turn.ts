@@ -1,5 +1,5 @@
 /**
- * One model turn and the compaction before it (R1.1, R1.6, R1.8, R2.13). Deterministic code only: the model call
+ * One model turn and the compaction before it. Deterministic code only: the model call
  * and the summary are activities.
  */
 import { ApplicationFailure, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
@@ -23,11 +23,11 @@ import type { RunTool } from '../src/contract/tools.js';
 import { MODEL_CALL_OPTIONS } from './activity-options.js';
 import { now, type AgentRunState } from './run-state.js';
 
-/** Appended to a synthesis call, which offers no tools (R1.4). */
+/** Appended to a synthesis call, which offers no tools. */
 export const SYNTHESIS_INSTRUCTION =
   'Your budget for this run is nearly used up. Do not call any tools. Give your final answer now, using what you already know.';
 
-/** A lean run's cost search attribute is updated every this many model turns (issue 12: one event fewer a turn). */
+/** A lean run's cost search attribute is updated every this many model turns (one event fewer a turn). */
 const COST_SHOWN_EVERY = 5;
 
 /** The most a compaction summary may write (the prompt asks for 300 words). */
@@ -44,7 +44,7 @@ function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTool
   if (synthesisFor) messages.push({ role: 'system', content: SYNTHESIS_INSTRUCTION });
   const tools: (string | RunTool)[] = [];
   if (offerTools) {
-    // R3.9: `answer_child` only while a child's question is open (its spec costs every call); every child may ask.
+    // `answer_child` only while a child's question is open (its spec costs every call); every child may ask.
     const answering = run.hasOpenQuestions();
     for (const tool of run.composition.tools) {
       if (tool.name !== ANSWER_CHILD_TOOL || answering) tools.push(tool.parameters ? tool : tool.name);
@@ -55,7 +55,7 @@ function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTool
 }
 
 /**
- * Issue 12: a call's messages as what is new since the run's last call, which the worker that made it holds; the
+ * A call's messages as what is new since the run's last call, which the worker that made it holds; the
  * whole dialogue when nothing before is reusable, or `whole` (that worker is gone). History then grows by roughly
  * what each turn produced, not by the whole dialogue every turn.
  */
@@ -82,7 +82,7 @@ function sendingWhatIsNew<T, R>(
   whole = false,
 ): Promise<R> {
   const sent = sinceLastCall(run, messages, whole);
-  // One `then` for the call and its booking: each promise in workflow code costs the SDK a stack capture (issue 12).
+  // One `then` for the call and its booking: each promise in workflow code costs the SDK a stack capture.
   return call(sent).then(
     (result) => {
       run.lastCall = { seq: sent.context.seq, messages: held(result) };
@@ -118,7 +118,7 @@ function callWithContext<R>(
 }
 
 /**
- * R1.6: summarises the oldest turns once the effective dialogue passes the threshold (or, `forced`, whenever there
+ * Summarises the oldest turns once the effective dialogue passes the threshold (or, `forced`, whenever there
  * are turns to spare, because the next input is too large); their raw form is gone. Returns the limit that stopped
  * a compaction that does not fit the budget, else `null`.
  */
@@ -140,7 +140,7 @@ export function compactionPlan(run: AgentRunState, forced = false): CompactionPl
 export function compact(run: AgentRunState, plan: CompactionPlan): Promise<LimitName | null> {
   const { model, price } = run.composition;
   setCurrentDetails(`compacting ${plan.replaced.length} events`);
-  // Issue 12: the worker holds the dialogue; the call names the messages to compact, after the persona and before
+  // The worker holds the dialogue; the call names the messages to compact, after the persona and before
   // the recent turns, and sends only what is new since the last call.
   const messages = toChatMessages(run.events, run.persona);
   const from = run.persona ? 1 : 0;
@@ -179,8 +179,8 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
 }
 
 /**
- * One model call. R1.8: an input past the payload budget forces a compaction first, and fails the run (typed,
- * non-retryable) if that cannot help. R2.13: a call that does not fit the budget becomes a synthesis call when
+ * One model call. An input past the payload budget forces a compaction first, and fails the run (typed,
+ * non-retryable) if that cannot help. A call that does not fit the budget becomes a synthesis call when
  * tools were offered; returns the limit when not even that fits, else `null`.
  */
 export function modelTurn(
@@ -193,7 +193,7 @@ export function modelTurn(
   return callTurn(run, synthesisFor, input);
 }
 
-/** A turn whose input is past the payload budget: compacted first, refused if it still does not fit (R1.8). */
+/** A turn whose input is past the payload budget: compacted first, refused if it still does not fit. */
 async function compactedTurn(
   run: AgentRunState,
   synthesisFor: LimitName | null,
@@ -216,7 +216,7 @@ async function compactedTurn(
 
 /**
  * The model call of a turn and its booking. `then`, not `async`/`await`: each promise in workflow code costs the SDK a
- * stack capture (issue 12).
+ * stack capture.
  */
 function callTurn(
   run: AgentRunState,
@@ -244,17 +244,17 @@ function callTurn(
           toolCalls: reply.toolCalls,
           ...(synthesisFor && { synthesisFor }),
         });
-        // A lean run shows its cost every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its
+        // The cost is shown every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its
         // end (the `state` query has it exact at any time); a conversation after every answer, as it then waits.
         const shown = reply.toolCalls.length > 0 ? turn % COST_SHOWN_EVERY === 0 : run.input.mode === 'conversation';
-        if (!run.lean || shown) run.showCost();
+        if (shown) run.showCost();
         return null;
       },
       failed: (err): LimitName | null | Promise<LimitName | null> => {
         run.debitBilled(err);
         const limit = budgetExceeded(err);
         if (!limit) throw err;
-        // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose (R1.4).
+        // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose.
         if (synthesisFor === null && run.limits.synthesis) return modelTurn(run, limit, false);
         return limit;
       },

@@ -50,11 +50,11 @@ export type InboxItem =
   | {
       from: string;
       content: string;
-      /** R3.9: a child's question, or (`answered`) news that a person answered one directly. */
+      /** A child's question, or (`answered`) news that a person answered one directly. */
       question: { taskName: string; childWorkflowId: string; questionId: string; answered?: boolean };
     };
 
-/** A child dispatched with `wait: false` (R2.14), as its parent follows it. */
+/** A child dispatched with `wait: false`, as its parent follows it. */
 export interface BackgroundChild {
   entry: LedgerEntry;
   /** Cancelled when the parent ends first; cancelling the parent cancels it too. */
@@ -82,7 +82,7 @@ export class AgentRunState {
   readonly tenant: string | undefined;
   events: SessionEvent[] = [];
   readonly inbox: InboxItem[] = [];
-  /** Per child: `appended` when its context was last sent (R3.7). */
+  /** Per child: `appended` when its context was last sent. */
   readonly snapshotMarks = new Map<string, number>();
   /** Events appended over the run's life (compaction does not lower it). */
   appended = 0;
@@ -97,7 +97,7 @@ export class AgentRunState {
   /** Set once at the start (or the resume); read only after it. */
   composition!: ResolveRunResult;
   limits!: ResolvedLimits;
-  /** Tokens and cost held for live children and in-flight summaries (R2.6, R2.13). */
+  /** Tokens and cost held for live children and in-flight summaries. */
   reserved: Amount = ZERO_AMOUNT;
   readonly ledger: LedgerEntry[] = [];
   /**
@@ -105,34 +105,28 @@ export class AgentRunState {
    * past the free budget may shrink (see `absorbOverrun`).
    */
   readonly preparing = new Map<LedgerEntry, ChildPlan>();
-  /** Children dispatched in the background (R2.14), by workflow id; a segment carries none (no live child at a CAN). */
+  /** Children dispatched in the background, by workflow id; a segment carries none (no live child at a CAN). */
   readonly background = new Map<string, BackgroundChild>();
   endRequested = false;
-  /** R3.9: this run's questions to its parent that wait for an answer (`undefined` until it arrives). */
+  /** This run's questions to its parent that wait for an answer (`undefined` until it arrives). */
   readonly openQuestions = new Map<string, string | undefined>();
-  /** R5.4: children the tenant's admission workflow has given a slot to. */
+  /** Children the tenant's admission workflow has given a slot to. */
   readonly admitted = new Set<string>();
   /** Messages from other runs accepted so far (`<from> <id>`): a repeat of one is refused. */
   readonly seenMessages = new Set<string>();
   /** Questions asked in this segment (their ids are `q<segment>.<n>`). */
   questionsAsked = 0;
   /**
-   * Which of issue 12's history shapes the run records (replaying what it was recorded with): 0 before it; 1 lean
-   * (one upsert at the start, the cost when it moved, the composition looked up locally); 2 leaner (no usage memo
-   * beside a result, no memo on a child's start, children's results one line each, the deadline on activities).
-   */
-  historyShape: 0 | 1 | 2 = 0;
-  /**
-   * Issue 12: a leaner task run that cannot delegate only ever waits on activities, so its deadline bounds each of
+   * A task run that cannot delegate only ever waits on activities, so its deadline bounds each of
    * them (schedule-to-close) instead of a timer racing a cancellation scope.
    */
   deadlineOnActivities = false;
   /** The cost the search attribute shows (kept by `showCost` and `setStatusWithCost`). */
   private shownCostMicroUsd = 0;
-  /** Model calls made with a context sequence number (issue 12), and the messages of the last one that succeeded. */
+  /** Model calls made with a context sequence number, and the messages of the last one that succeeded. */
   contextSeq = 0;
   lastCall: { seq: number; messages: ChatMessage[] } | undefined;
-  /** The run's first execution: its segments share the dialogue a worker holds (issue 12). */
+  /** The run's first execution: its segments share the dialogue a worker holds. */
   contextChain: string | undefined;
 
   constructor(
@@ -145,7 +139,7 @@ export class AgentRunState {
     this.tenant = input.tenant;
   }
 
-  /** A new segment of a run that continued as new (R1.6): everything goes on as it was. */
+  /** A new segment of a run that continued as new: everything goes on as it was. */
   static fromResume(input: ParsedRunInput, sessionId: string, resume: RunResume): AgentRunState {
     const run = new AgentRunState(input, sessionId);
     run.composition = resume.composition;
@@ -218,7 +212,7 @@ export class AgentRunState {
     };
   }
 
-  /** Starts the session of a new run: header, selection and descriptor (R4.4), seeds, background, the task. */
+  /** Starts the session of a new run: header, selection and descriptor, seeds, background, the task. */
   begin(composition: ResolveRunResult, limits: ResolvedLimits): void {
     this.composition = composition;
     this.limits = limits;
@@ -233,7 +227,7 @@ export class AgentRunState {
       preset: composition.preset,
       model: composition.model,
     });
-    // R4.4: an independently selected child records its selection before its own descriptor; an implicit one does not.
+    // An independently selected child records its selection before its own descriptor; an implicit one does not.
     if (origin?.preset?.selected) {
       this.append({
         type: 'agent-preset/selected',
@@ -286,9 +280,9 @@ export class AgentRunState {
     upsertSearchAttributes([{ key: DEPUTY_STATUS, value: next }, ...extra]);
   }
 
-  /** A lean run's status change carries its cost when that moved since it was last shown (one upsert, not two). */
+  /** A status change carries the cost when that moved since it was last shown (one upsert, not two). */
   setStatusWithCost(next: LiveStatus): void {
-    const moved = this.lean && this.costMoved();
+    const moved = this.costMoved();
     this.setStatus(next, moved ? [this.costAttribute()] : []);
     if (moved) this.shownCostMicroUsd = this.usage.costMicroUsd;
   }
@@ -300,9 +294,8 @@ export class AgentRunState {
   /** Adds spend (a compaction, a summary, a child's charge) to the run's usage. */
   debit(spend: Spend): void {
     this.usage = addSpend(this.usage, spend);
+    // The cost is shown once the tool turn is over (`showCost`), not after every child.
     this.absorbOverrun();
-    // A lean run shows the cost once its tool turn is over (`showCost`), not after every child.
-    if (!this.lean) this.showCost();
   }
 
   /**
@@ -384,12 +377,12 @@ export class AgentRunState {
     return 'running';
   }
 
-  /** True while a child's question to this run waits for an answer (R3.9). */
+  /** True while a child's question to this run waits for an answer. */
   hasOpenQuestions(): boolean {
     return this.ledger.some((entry) => entry.questions?.some((q) => q.status === 'open'));
   }
 
-  /** True while a child dispatched in the background has not ended (R2.14). */
+  /** True while a child dispatched in the background has not ended. */
   hasLiveBackground(): boolean {
     for (const child of this.background.values()) if (child.outcome === undefined) return true;
     return false;
@@ -400,14 +393,6 @@ export class AgentRunState {
     const settings = this.composition.delegation;
     if (!settings) throw new Error('this run has no delegation settings (a history from before delegation)');
     return settings;
-  }
-
-  get lean(): boolean {
-    return this.historyShape >= 1;
-  }
-
-  get leaner(): boolean {
-    return this.historyShape >= 2;
   }
 
   /** Options that end an activity at the run's deadline, when the deadline bounds activities (not a timer). */
@@ -425,13 +410,13 @@ export class AgentRunState {
     return renderPersona(presetDefinition);
   }
 
-  /** Size budgets of what the run writes to history (R1.8); histories from before them use the defaults. */
+  /** Size budgets of what the run writes to history; histories from before them use the defaults. */
   get payloads(): PayloadLimits {
     // Updates may arrive before the composition is resolved: the defaults hold until then.
     return (this.composition as ResolveRunResult | undefined)?.payloads ?? DEFAULT_PAYLOAD_LIMITS;
   }
 
-  /** What one model call may spend now (R2.13): what is free after reservations; none when the run has no caps. */
+  /** What one model call may spend now: what is free after reservations; none when the run has no caps. */
   callBudget(maxCompletionTokens?: number): CallBudget | undefined {
     const free = available(budgetOf(this.limits, this.usage, this.reserved));
     if (free.tokens === null && free.costMicroUsd === null && maxCompletionTokens === undefined) return undefined;
@@ -446,12 +431,12 @@ export class AgentRunState {
 
   /**
    * Records the end: `run/ended`, status, cost, the details line, and the usage memo (readable without a worker) when
-   * the run's result will not carry its usage: a leaner run that returns a `RunResult` leaves it there (issue 12).
+   * the run's result will not carry its usage: a run that returns a `RunResult` leaves it there.
    */
   end(final: RunStatus, output: string | null): void {
     this.append({ type: 'run/ended', at: now(), status: final, output });
     this.setStatus(final, [this.costAttribute()]);
-    if (!this.leaner || final === 'failed' || final === 'cancelled') upsertMemo({ deputyUsage: this.usage });
+    if (final === 'failed' || final === 'cancelled') upsertMemo({ deputyUsage: this.usage });
     // Spend past the limits (an endpoint billed past the cap) is shown, never hidden: readable without a worker.
     const overrun = this.limits && overLimits(this.usage, this.limits);
     if (overrun) upsertMemo({ deputyOverrun: overrun });

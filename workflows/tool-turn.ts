@@ -1,6 +1,6 @@
 /**
  * One tool turn: the calls of the last model answer run in parallel, each result joining the session as soon as it
- * is in (so a child dispatched meanwhile sees it, R3.2). Steering tools run in the workflow through a name → handler
+ * is in (so a child dispatched meanwhile sees it). Steering tools run in the workflow through a name → handler
  * table; every other tool is the `runTool` activity. Deterministic code only.
  */
 import { isCancellation, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
@@ -37,11 +37,11 @@ const STEERING: Record<string, (call: ToolCall, run: AgentRunState) => Promise<R
 
 /**
  * One call's result; never rejects but with a cancellation (a failing tool is a tool error the model reads). A `then`
- * chain, not an `async` frame: each promise in workflow code costs the SDK a stack capture (issue 12).
+ * chain, not an `async` frame: each promise in workflow code costs the SDK a stack capture.
  */
 function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
   const steer = Object.hasOwn(STEERING, call.name) ? STEERING[call.name] : undefined;
-  // R3.9: every child may ask its parent; it is a channel back, not a capability.
+  // Every child may ask its parent; it is a channel back, not a capability.
   if (call.name === ASK_PARENT_TOOL && run.origin) {
     return settled(
       () => runAskParent(call, run),
@@ -49,7 +49,7 @@ function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[])
     );
   }
   if (steer && allowedTools.includes(call.name) && run.composition.delegation) {
-    // R2.4: no infrastructure error on a delegation path fails the parent: the model reads it as a tool error.
+    // No infrastructure error on a delegation path fails the parent: the model reads it as a tool error.
     return settled(
       () => steer(call, run),
       (err) => ({ content: `"${call.name}" failed: ${failureMessage(err)}; nothing more was done`, isError: true }),
@@ -77,7 +77,7 @@ function settled(start: () => Promise<RunToolResult>, failed: (err: unknown) => 
   }
 }
 
-/** Runs `calls`; answers `refused` with a tool error because `maxToolCalls` leaves no room for them (R1.4). */
+/** Runs `calls`; answers `refused` with a tool error because `maxToolCalls` leaves no room for them. */
 export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
   setCurrentDetails(`turn ${run.usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
   const allowedTools = run.composition.tools.map((tool) => tool.name);
@@ -90,9 +90,9 @@ export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: T
     ),
   );
   run.usage = addToolCalls(run.usage, calls.length);
-  // Children and summaries charged during the turn: a lean run shows the cost once for all of them, unless the status
+  // Children and summaries charged during the turn: the cost is shown once for all of them, unless the status
   // change at the delegation's end already showed it.
-  if (run.lean && run.usage.costMicroUsd !== costBefore && run.costMoved()) run.showCost();
+  if (run.usage.costMicroUsd !== costBefore && run.costMoved()) run.showCost();
   for (const call of refused) {
     run.append({
       type: 'tool/result',

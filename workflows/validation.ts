@@ -1,5 +1,5 @@
 /**
- * Checking what comes into a run without evaluating zod on the hot path (issue 12): the JSON Schemas generated from
+ * Checking what comes into a run without evaluating zod on the hot path: the JSON Schemas generated from
  * the zod contract answer first; zod itself, loaded on first use, decides what they do not vouch for and words the
  * errors. Deterministic code only.
  */
@@ -32,7 +32,7 @@ export function assertFits(schema: JsonSchema, value: unknown, what: string): vo
 type ToolArgsName = 'AnswerChildArgs' | 'AskParentArgs' | 'InterjectArgs' | 'WaitArgs';
 
 /**
- * R1.7: a steering tool's arguments (`raw`, JSON text; empty reads as `{}`), or a tool error naming what is wrong.
+ * A steering tool's arguments (`raw`, JSON text; empty reads as `{}`), or a tool error naming what is wrong.
  * The generated JSON Schema vouches first; zod decides and words the rest. `hint` says what to send instead of bad JSON.
  */
 export async function parseToolArgs<T>(

@@ -10,7 +10,7 @@
  *   import <file> <task>           a new run that restores the session in <file> and goes on with <task>
  *   fork <workflowId> <task>       a new run from a copy of the session, with exactly its composition
  *   followup <workflowId> <task>   a new run that goes on from a finished run's session
- *   tenants                        each configured tenant: activated or not, and why (its evidence, R5.3)
+ *   tenants                        each configured tenant: activated or not, and why (its evidence)
  *   eval admit <exported.json>     a capability scenario from an exported failed session (npm run eval runs it)
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -76,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const connection = await Connection.connect({ address: env.temporalAddress });
   try {
-    // With DEPUTY_CODEC_KEYS set, encrypted runs read decoded (R6.3).
+    // With DEPUTY_CODEC_KEYS set, encrypted runs read decoded.
     const dataConverter = deputyDataConverter();
     const client = new Client({
       connection,

@@ -82,7 +82,7 @@ function rejected(err: unknown): never {
   throw err;
 }
 
-/** A child's question waiting for an answer (R3.9), as `openQuestions` reports it. */
+/** A child's question waiting for an answer, as `openQuestions` reports it. */
 export interface OpenQuestion {
   /** The run that asked, and the run it asked (its parent, which holds the question in its ledger). */
   childWorkflowId: string;
@@ -125,9 +125,9 @@ export class DeputyClient {
       address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233',
     });
     const namespace = options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
-    // R6.3: with DEPUTY_CODEC_KEYS set, what this client writes is encrypted and what it reads decrypted.
+    // With DEPUTY_CODEC_KEYS set, what this client writes is encrypted and what it reads decrypted.
     const dataConverter = deputyDataConverter();
-    // Issue 15: with OTEL_EXPORTER_OTLP_ENDPOINT set, a run's trace starts at this client's start call. The
+    // With OTEL_EXPORTER_OTLP_ENDPOINT set, a run's trace starts at this client's start call. The
     // OpenTelemetry SDK is loaded only then: a service that only starts runs loads nothing heavier than the client.
     const tracing = tracingWanted() ? (await import('../ops/tracing.js')).deputyTracing() : undefined;
     const client = new Client({
@@ -177,7 +177,7 @@ export class DeputyClient {
   }
 
   /**
-   * Sends a message to a live child of `parentId` (R3.7). A child dispatched with context also receives what the
+   * Sends a message to a live child of `parentId`. A child dispatched with context also receives what the
    * parent said and did since its snapshot. Returns the child's workflow id.
    */
   async interject(parentId: string, taskName: string, message: string): Promise<string> {
@@ -190,7 +190,7 @@ export class DeputyClient {
   }
 
   /**
-   * Answers a child's open question directly (R3.9), as a person would. The question is held by the child's parent,
+   * Answers a child's open question directly, as a person would. The question is held by the child's parent,
    * which Temporal records (not the caller): the answer goes through the parent's `answerChild` update, which refuses
    * a question already answered or no longer open. Returns the question's id.
    */
@@ -217,7 +217,7 @@ export class DeputyClient {
   }
 
   /**
-   * Issue 16: the tree under `rootId` as one stream of typed events (runs started and ended, model and tool calls,
+   * The tree under `rootId` as one stream of typed events (runs started and ended, model and tool calls,
    * delegations, questions, answers, interjections), read from Temporal's histories with the server's long poll, so
    * following costs the workers nothing. Resumable: `watch(rootId, { since: event.cursor })`. Ends when every run of
    * the tree has ended; on a finished tree it replays its events.
@@ -226,7 +226,7 @@ export class DeputyClient {
     return watchTree(this.temporal, rootId, options);
   }
 
-  /** The questions children of the tree `rootId` heads asked and nobody has answered yet (R3.9), oldest first. */
+  /** The questions children of the tree `rootId` heads asked and nobody has answered yet, oldest first. */
   async openQuestions(rootId: string): Promise<OpenQuestion[]> {
     const runs = [rootId];
     const query = `${treeQuery(rootId)} AND ExecutionStatus = 'Running'`;
@@ -265,7 +265,7 @@ export class DeputyClient {
       .catch(rejected);
   }
 
-  /** Exports a run's session as versioned JSON (R4.5): its events in effective form and its composition. */
+  /** Exports a run's session as versioned JSON: its events in effective form and its composition. */
   async exportSession(workflowId: string): Promise<SessionExport> {
     const state = await this.getState(workflowId);
     const header = state.session.find((e) => e.type === 'session/header');
@@ -283,7 +283,7 @@ export class DeputyClient {
   }
 
   /**
-   * Imports an exported session into a new run that goes on with `task` (R4.5). A session that selected its preset
+   * Imports an exported session into a new run that goes on with `task`. A session that selected its preset
    * independently runs with that preset as registered now, and fails if it is gone; any other runs with the
    * exported composition. Throws `InputError` with one line per problem in the file.
    */
@@ -311,7 +311,7 @@ export class DeputyClient {
     );
   }
 
-  /** Forks a run (R4.6): a new run that starts from a copy of its session, with exactly its composition. */
+  /** Forks a run: a new run that starts from a copy of its session, with exactly its composition. */
   async fork(
     workflowId: string,
     run: { task: string; preset?: string } & Omit<RunInput, 'restore' | 'resume' | 'origin' | 'preset'>,
@@ -338,7 +338,7 @@ export class DeputyClient {
   }
 
   /**
-   * Continues a finished run (a child, typically) with a new message in a new run (R4.5): its session, background
+   * Continues a finished run (a child, typically) with a new message in a new run: its session, background
    * included, is restored, and its composition decided by the restoration rule.
    */
   async followup(workflowId: string, message: string, options: StartRunOptions = {}) {

@@ -1,6 +1,6 @@
 /**
  * Reads a delegation tree from Temporal: the runs sharing a root id (visibility), with usage from each live run's
- * `state` query, a finished run's result, or (a run that failed or was cancelled, or one recorded before issue 12) its
+ * `state` query, a finished run's result, or (a run that failed or was cancelled, or one recorded in the older shape) its
  * memo.
  */
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';

@@ -15,11 +15,11 @@ export interface TreeNode {
   /** Tokens and cost include the run's children once they have been joined. */
   usage: Usage | null;
   costUsd: number | null;
-  /** R2.14: dispatched in the background (its parent goes on); known while the parent runs. */
+  /** Dispatched in the background (its parent goes on); known while the parent runs. */
   background?: boolean;
-  /** R3.9: the question it asked that waits for an answer (`q1.1: Which city?`); known while its parent runs. */
+  /** The question it asked that waits for an answer (`q1.1: Which city?`); known while its parent runs. */
   openQuestion?: string | null;
-  /** R3.7: interjections delivered to it; known while its parent runs. */
+  /** Interjections delivered to it; known while its parent runs. */
   interjections?: number;
   /** How far its spend passed its reservation (a root: its limits), when an endpoint billed past the cap. */
   overrun?: { tokens: number; costMicroUsd: number };

@@ -1,5 +1,5 @@
 /**
- * A watched tree as a person reads it (issue 16): per run its status, tokens, cost and latest event, folded from
+ * A watched tree as a person reads it: per run its status, tokens, cost and latest event, folded from
  * `DeputyClient.watch` events. `deputy watch` prints it; the web view receives the same events and folds them alike.
  */
 import type { WatchEvent } from './watch.js';
@@ -56,7 +56,7 @@ export function describeWatchEvent(event: WatchEvent): string {
     case 'delegation/refused':
       return `delegation refused: ${clip(event.reason)}`;
     case 'delegation/joined': {
-      // Issue 16: a child that answered without calling a tool looked nothing up.
+      // A child that answered without calling a tool looked nothing up.
       const unverified = event.status === 'completed' && event.usage?.toolCalls === 0 ? ' (no tool calls)' : '';
       const overran = event.overrun
         ? `; overran its reservation by ${event.overrun.tokens} tok $${event.overrun.costUsd.toFixed(6)}`

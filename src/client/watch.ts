@@ -1,5 +1,5 @@
 /**
- * Watching a delegation tree (issue 16): one ordered stream of typed events across a root run and every descendant,
+ * Watching a delegation tree: one ordered stream of typed events across a root run and every descendant,
  * read from Temporal's own record of each run — its event history, followed with the server's long poll
  * (`GetWorkflowExecutionHistory` with `waitNewEvent`) — so following a tree costs the workers nothing: no query, no
  * update, no extra history. Model and tool calls are activities, children are child workflows, questions, answers

@@ -1,8 +1,8 @@
 /**
- * Encrypted history (R6.3): a payload codec that encrypts every payload Deputy's client and workers write to
+ * Encrypted history: a payload codec that encrypts every payload Deputy's client and workers write to
  * Temporal — prompts, dialogue, outputs — with AES-256-GCM, so Temporal's database holds ciphertext. Each payload
  * names its key (`encryption-key-id`), so keys rotate by adding one: the first key encrypts, every key decrypts.
- * Search attributes are not payloads of this kind and stay plain; they never carry dialogue text (R2.12).
+ * Search attributes are not payloads of this kind and stay plain; they never carry dialogue text.
  *
  * Keys come from `DEPUTY_CODEC_KEYS` (`id:base64,id:base64`, the first one current) or `DEPUTY_CODEC_KEYS_FILE`
  * (a file with the same text). Without either, nothing is encrypted.
@@ -118,8 +118,8 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmCodec 
 }
 
 /**
- * The data converter client and workers use: Temporal's default, with the codec (R6.3) and the external payload
- * store (issue 15) when the environment configures them.
+ * The data converter client and workers use: Temporal's default, with the codec and the external payload
+ * store when the environment configures them.
  */
 export function deputyDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
   const codec = codecFromEnv(env);

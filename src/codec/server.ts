@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run codec-server`: Temporal UI's remote codec endpoint (R6.3), so an authorised person reads encrypted runs in
+ * `npm run codec-server`: Temporal UI's remote codec endpoint, so an authorised person reads encrypted runs in
  * the UI. `POST /decode` and `POST /encode` take and return `{ payloads: [{ metadata: { k: base64 }, data: base64 }] }`.
  * Only the UI's origin may call it (CORS, `DEPUTY_UI_ORIGIN`, default http://localhost:8233), and every request must
  * carry `Authorization: Bearer $DEPUTY_CODEC_SERVER_TOKEN`, or name it as the endpoint's first path segment

@@ -1,5 +1,5 @@
 /**
- * Deputy's configuration: the config file named by `DEPUTY_CONFIG` (JSON or YAML) plus the environment (SPEC §6),
+ * Deputy's configuration: the config file named by `DEPUTY_CONFIG` (JSON or YAML) plus the environment,
  * validated by zod once at start-up (schema in `schema.ts`). Every problem becomes one readable line.
  */
 import { readFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { parseConfig, type DeputyConfig } from './schema.js';
 
 export { DefaultLimitsConfig, DeputyConfig, parseConfig, Preset, Price } from './schema.js';
 
-/** Settings read from the environment (SPEC §6). */
+/** Settings read from the environment. */
 export interface DeputyEnv {
   temporalAddress: string;
   temporalNamespace: string;
@@ -72,7 +72,7 @@ export function loadConfig(env: DeputyEnv): DeputyConfig {
     raw = document.toJS();
   }
   const config = parseConfig(raw, env.configPath ?? 'built-in defaults');
-  // R5.3: evidence paths are relative to the config file.
+  // Evidence paths are relative to the config file.
   const base = env.configPath ? dirname(resolve(env.configPath)) : process.cwd();
   const tenants = config.tenants
     ? Object.fromEntries(

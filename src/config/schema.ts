@@ -1,5 +1,5 @@
 /**
- * The config file's schema (R4.1, SPEC §6): prices, presets, limits, delegation, compaction, payloads and hooks.
+ * The config file's schema: prices, presets, limits, delegation, compaction, payloads and hooks.
  * Workflow-safe (zod only); the Node loader that reads the file and the environment is `load.ts`.
  */
 import { z } from 'zod';
@@ -49,7 +49,7 @@ export const DeputyConfig = z
       'gpt-4.1': { inputPerMTokUsd: 2, outputPerMTokUsd: 8 },
       'gpt-4o-mini': { inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 },
     }),
-    /** How long one model request may take; a request past it is abandoned and retried (R1.2). */
+    /** How long one model request may take; a request past it is abandoned and retried. */
     modelTimeoutSeconds: z.number().positive().max(3600).default(120),
     /**
      * Which parameter carries a call's answer cap to the endpoint: `max_completion_tokens` (OpenAI; its
@@ -90,7 +90,7 @@ export const DeputyConfig = z
         neverInherit: z.array(z.string()).default(['skill_manage']),
         /** Limits a child gets when its brief asks for none; always capped by the parent's remaining. */
         childDefaults: BriefLimits.default(CHILD_DEFAULTS),
-        /** R3.10: the context a brief without `context` gets; a preset's `defaultContext` overrides it. */
+        /** The context a brief without `context` gets; a preset's `defaultContext` overrides it. */
         defaultContext: ContextMode.optional(),
       })
       .default({
@@ -102,7 +102,7 @@ export const DeputyConfig = z
         childDefaults: CHILD_DEFAULTS,
       }),
     /**
-     * R5.3: tenants and the evidence files that activate delegation for each. Absent: the global flag alone decides.
+     * Tenants and the evidence files that activate delegation for each. Absent: the global flag alone decides.
      * Present: a run is offered delegation only when its tenant is named here and its evidence passes.
      */
     tenants: z
@@ -110,14 +110,14 @@ export const DeputyConfig = z
         z.string(),
         z.strictObject({
           evidence: z.array(z.string().min(1)).min(1),
-          /** R5.4: at most this many live children across all of the tenant's runs; absent: no cap. */
+          /** At most this many live children across all of the tenant's runs; absent: no cap. */
           maxLiveChildren: z.number().int().positive().optional(),
-          /** R5.4: how often slots held by runs that closed without giving them back are reclaimed. */
+          /** How often slots held by runs that closed without giving them back are reclaimed. */
           admissionSweepSeconds: z.number().int().positive().default(30),
         }),
       )
       .optional(),
-    /** R1.6: when the effective dialogue is summarised, and when a run continues as new. */
+    /** When the effective dialogue is summarised, and when a run continues as new. */
     compaction: z
       .strictObject({
         /** Summarise the oldest turns once the effective dialogue passes this many (estimated) tokens. */
@@ -128,7 +128,7 @@ export const DeputyConfig = z
         continueAsNewAfterEvents: z.number().int().positive().default(8000),
       })
       .default({ thresholdTokens: 60_000, keepRecentTurns: 4, continueAsNewAfterEvents: 8000 }),
-    /** R1.8: size budgets of what runs write to Temporal history (its default payload limit is 2 MB). */
+    /** Size budgets of what runs write to Temporal history (its default payload limit is 2 MB). */
     payloads: z
       .strictObject({
         /** One model answer, tool result, child output, background, interjection or hook answer; longer is cut. */

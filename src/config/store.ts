@@ -1,12 +1,12 @@
 /**
- * The configuration a worker runs with now (R4.1): activities read it at call time, so a reload (SIGHUP, a change to
+ * The configuration a worker runs with now: activities read it at call time, so a reload (SIGHUP, a change to
  * the file, or `set` in tests) changes what "the preset registered now" means without a restart. A run keeps the
  * composition it resolved at its start.
  */
 import { createHash } from 'node:crypto';
 import type { DeputyConfig, Preset } from './load.js';
 
-/** A preset's revision: a short content hash of its definition (R4.1). */
+/** A preset's revision: a short content hash of its definition. */
 export function presetRevision(preset: Preset): string {
   const canonical = JSON.stringify(preset, Object.keys(preset).sort());
   return createHash('sha256')

@@ -21,14 +21,14 @@ export interface ResolveRunInput {
   depth?: number | undefined;
   /** Tool names a parent granted; `undefined` for a root. */
   allowedTools?: string[] | undefined;
-  /** An exact preset definition to run with instead of looking `preset` up (R4.3, R4.5). */
+  /** An exact preset definition to run with instead of looking `preset` up. */
   presetDefinition?: Preset | undefined;
   /**
    * The definition came from a caller (an imported or forked session), not from a parent run: its tools are narrowed
    * to what the config's preset of that id (or, when none has it, any of the config's presets) grants.
    */
   presetFromCaller?: boolean | undefined;
-  /** R5.3: the run's tenant; delegation is offered only when it is activated (when the config names tenants). */
+  /** The run's tenant; delegation is offered only when it is activated (when the config names tenants). */
   tenant?: string | undefined;
 }
 
@@ -39,11 +39,11 @@ export interface SummarizeContextInput {
   model: string;
   /** The prompt; for `compactSession` with `compact`, the run's dialogue (what is new since `context`'s base). */
   messages: ChatMessage[];
-  /** `compactSession` only (issue 12): where `messages` start from, as for `callModel`. */
+  /** `compactSession` only: where `messages` start from, as for `callModel`. */
   context?: CallContext;
-  /** `compactSession` only (issue 12): the messages of the dialogue to compact; the worker writes the prompt. */
+  /** `compactSession` only: the messages of the dialogue to compact; the worker writes the prompt. */
   compact?: CompactionRange;
-  /** What the call may spend (R2.13); absent in older histories. */
+  /** What the call may spend; absent in older histories. */
   budget?: CallBudget;
 }
 
@@ -98,16 +98,16 @@ export interface CallModelInput {
   /** Tools offered on this call (a name: the worker fills in the registered spec); empty for a synthesis call. */
   tools: (string | RunTool)[];
   /**
-   * Issue 12: this is call `seq` of the run; with `baseSeq`, `messages` are only what follows the first `base` messages
+   * This is call `seq` of the run; with `baseSeq`, `messages` are only what follows the first `base` messages
    * of call `baseSeq`, which the worker holds (else it fails with `ModelCall.ContextUnknown`). Absent: `messages` are
    * the whole dialogue (older histories, summaries).
    */
   context?: CallContext;
-  /** What the call may spend (R2.13): it sets `max_completion_tokens` to fit, or is not made. Absent: no cap. */
+  /** What the call may spend: it sets `max_completion_tokens` to fit, or is not made. Absent: no cap. */
   budget?: CallBudget;
 }
 
-/** Where a model call's messages start from (issue 12). */
+/** Where a model call's messages start from. */
 export interface CallContext {
   seq: number;
   /** The run's first execution: a run that continued as new goes on from the dialogue of its previous segment. */
@@ -136,18 +136,18 @@ export interface RunToolInput {
 
 /** Result of `runTool`: the text the model sees, and whether it is an error. */
 export interface RunToolResult {
-  /** What the model reads (R1.8: at most 20,000 characters, and within `payloads.maxTextBytes`). */
+  /** What the model reads (at most 20,000 characters, and within `payloads.maxTextBytes`). */
   content: string;
   isError: boolean;
   /**
-   * Issue 15: the tool's whole result when it was longer than `content` and the worker has an external payload store
+   * The tool's whole result when it was longer than `content` and the worker has an external payload store
    * (cut only past the store's limit, with a marker): kept in the store, referenced from history, read by nobody's
    * model.
    */
   whole?: string;
 }
 
-/** Input of `requestAdmission` (R5.4): which tenant, its cap, and the child asking for a slot. */
+/** Input of `requestAdmission`: which tenant, its cap, and the child asking for a slot. */
 export interface AdmissionRequest {
   tenant: string;
   cap: number;
@@ -161,7 +161,7 @@ export interface ClosedRunsResult {
   missing: string[];
 }
 
-/** Input of `describeRun` and `awaitRun`: a run that holds a child's workflow id (R2.4). */
+/** Input of `describeRun` and `awaitRun`: a run that holds a child's workflow id. */
 export interface RunRef {
   workflowId: string;
 }
@@ -172,7 +172,7 @@ export interface DescribeRunResult {
   running: boolean;
   /** The parent Temporal records (never what the run's input claims). */
   parentId: string | null;
-  /** From the origin a delegating parent gives the children it starts (or the memo it wrote before issue 12). */
+  /** From the origin a delegating parent gives the children it starts. */
   invocationId: string | null;
   taskName: string | null;
 }

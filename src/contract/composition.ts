@@ -1,5 +1,5 @@
 /**
- * A run's composition (R4.1): what `resolveRun` answers once at the run's start and the run keeps for its whole life,
+ * A run's composition: what `resolveRun` answers once at the run's start and the run keeps for its whole life,
  * across continue-as-new. One zod schema for the activity result and the resume input. Workflow-safe.
  */
 import { z } from 'zod';
@@ -8,7 +8,7 @@ import { HookSpec } from './hooks.js';
 import { Preset } from './preset.js';
 import { RunTool } from './tools.js';
 
-/** Budget held back so the run can still write its final answer (R1.4); `false` turns synthesis off. */
+/** Budget held back so the run can still write its final answer; `false` turns synthesis off. */
 export const SynthesisReserve = z.union([
   z.literal(false),
   z.strictObject({
@@ -39,7 +39,7 @@ export const DefaultLimits = z.object({
 });
 export type DefaultLimits = z.infer<typeof DefaultLimits>;
 
-/** When the effective dialogue is summarised, and when a run continues as new (R1.6). */
+/** When the effective dialogue is summarised, and when a run continues as new. */
 export const CompactionSettings = z.object({
   thresholdTokens: z.number().int().positive(),
   keepRecentTurns: z.number().int().positive(),
@@ -47,7 +47,7 @@ export const CompactionSettings = z.object({
 });
 export type CompactionSettings = z.infer<typeof CompactionSettings>;
 
-/** Size budgets of what a run writes to history, in UTF-8 bytes (R1.8). */
+/** Size budgets of what a run writes to history, in UTF-8 bytes. */
 export const PayloadLimits = z.object({
   /** One model answer, tool result, child output, background, interjection or hook answer. */
   maxTextBytes: z.number().int().positive(),
@@ -59,9 +59,9 @@ export type PayloadLimits = z.infer<typeof PayloadLimits>;
 /** Result of `resolveRun`: the run's composition, frozen for its whole life. */
 export const ResolveRunResult = z.object({
   preset: z.string(),
-  /** Content hash of the preset definition in force (R4.1); absent in older histories. */
+  /** Content hash of the preset definition in force; absent in older histories. */
   presetRevision: z.string().optional(),
-  /** The resolved definition, carried to implicit children (R4.3); absent in older histories. */
+  /** The resolved definition, carried to implicit children; absent in older histories. */
   presetDefinition: Preset.optional(),
   /** System prompt: the preset's persona and its skills; newer runs render it from `presetDefinition`. */
   persona: z.string().optional(),
@@ -78,7 +78,7 @@ export const ResolveRunResult = z.object({
   hooks: z.array(HookSpec).optional(),
   /** Compaction and continue-as-new settings; absent in older histories (no compaction). */
   compaction: CompactionSettings.optional(),
-  /** Size budgets of what the run writes to history (R1.8); absent in older histories (the defaults). */
+  /** Size budgets of what the run writes to history; absent in older histories (the defaults). */
   payloads: PayloadLimits.optional(),
   /**
    * The tenant as metrics tag it: the run's tenant when the config names it, `other` for any other string a caller
@@ -89,7 +89,7 @@ export const ResolveRunResult = z.object({
 export type ResolveRunResult = z.infer<typeof ResolveRunResult>;
 
 /**
- * What a child without a role of its own takes from its parent's composition (issue 12), carried in its input so it
+ * What a child without a role of its own takes from its parent's composition, carried in its input so it
  * starts without a look-up; the rest (preset, model, scopes) is in the input already. `delegation` and `hooks` only
  * for a child that may delegate.
  */

@@ -1,5 +1,5 @@
 /**
- * Reading a session (R1.5): its effective dialogue as Chat Completions messages, its pending tool calls, its best
+ * Reading a session: its effective dialogue as Chat Completions messages, its pending tool calls, its best
  * output. Zod-free, so workflow code imports it without evaluating the contract's schemas.
  */
 import type { SessionEvent, ToolCall } from './session.js';

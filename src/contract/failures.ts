@@ -3,17 +3,17 @@
  * `Area.Problem`). Callers match on these strings; they are part of the contract.
  */
 export const FAILURE = {
-  /** A run's input failed its schema, or claims an origin Temporal does not record (R1.7, R1.9). Non-retryable. */
+  /** A run's input failed its schema, or claims an origin Temporal does not record. Non-retryable. */
   RunInputInvalid: 'RunInput.Invalid',
-  /** A child run failed; its details carry its `RunResult` so the parent can read its spend (R2.6). */
+  /** A child run failed; its details carry its `RunResult` so the parent can read its spend. */
   ChildFailed: 'AgentRun.Failed',
-  /** The next model-call input is past `payloads.maxInputBytes` even after compaction (R1.8). Non-retryable. */
+  /** The next model-call input is past `payloads.maxInputBytes` even after compaction. Non-retryable. */
   PayloadTooLarge: 'Payload.TooLarge',
-  /** An interjection could not be delivered to the child (R3.7). */
+  /** An interjection could not be delivered to the child. */
   InterjectNotDelivered: 'Interject.NotDelivered',
-  /** An answer could not be delivered to the child that asked (R3.9). */
+  /** An answer could not be delivered to the child that asked. */
   AnswerNotDelivered: 'Answer.NotDelivered',
-  /** A model call was not made: its worst case does not fit the run's budget (R2.13). Non-retryable. */
+  /** A model call was not made: its worst case does not fit the run's budget. Non-retryable. */
   BudgetExceeded: 'ModelCall.BudgetExceeded',
   ModelTimeout: 'ModelCall.Timeout',
   ModelConflict: 'ModelCall.Conflict',
@@ -29,7 +29,7 @@ export const FAILURE = {
   ModelMalformedResponse: 'ModelCall.MalformedResponse',
   ModelEmptyAnswer: 'ModelCall.EmptyAnswer',
   /**
-   * A model call sent only what is new since the run's last call, and this worker does not hold the rest (issue 12).
+   * A model call sent only what is new since the run's last call, and this worker does not hold the rest.
    * Non-retryable: the workflow sends the whole dialogue instead.
    */
   ContextUnknown: 'ModelCall.ContextUnknown',

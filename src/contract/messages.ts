@@ -18,7 +18,7 @@ export const stateQuery = defineQuery<RunState>('state');
 /** Puts a user message into a live run; resolves once the message is in the session. */
 export const sendMessageUpdate = defineUpdate<{ accepted: true }, [SendMessageInput]>('sendMessage');
 
-/** Sends a message to a live child of this run (R3.7): `{ task_name, message }`. */
+/** Sends a message to a live child of this run: `{ task_name, message }`. */
 export const interjectUpdate = defineUpdate<{ delivered: true; childWorkflowId: string }, [InterjectArgs]>('interject');
 
 /** How a parent delivers an interjection to its child (workflow to workflow). */
@@ -27,28 +27,28 @@ export const interjectionSignal = defineSignal<[SignedMessage<InterjectionBody>]
 /** Ends a conversation-mode run after its current turn. */
 export const endConversationUpdate = defineUpdate<{ accepted: true }, [EndConversationInput]>('endConversation');
 
-/** A child's question to its parent (R3.9, workflow to workflow); the parent checks the child is its own, live. */
+/** A child's question to its parent (workflow to workflow); the parent checks the child is its own, live. */
 export const questionSignal = defineSignal<[SignedMessage<QuestionBody>]>('deputy.question');
 
-/** A parent's answer to its child's open question (R3.9, workflow to workflow). */
+/** A parent's answer to its child's open question (workflow to workflow). */
 export const answerSignal = defineSignal<[SignedMessage<AnswerBody>]>('deputy.answer');
 
-/** Answers a child's open question directly (R3.9): `{ task_name, answer, question_id? }`, sent to the child's parent. */
+/** Answers a child's open question directly: `{ task_name, answer, question_id? }`, sent to the child's parent. */
 export const answerChildUpdate = defineUpdate<
   { delivered: true; childWorkflowId: string; questionId: string },
   [AnswerChildArgs]
 >('answerChild');
 
-/** R5.4: a parent asks its tenant's admission workflow for a live-child slot for `childWorkflowId`. */
+/** A parent asks its tenant's admission workflow for a live-child slot for `childWorkflowId`. */
 export const admissionAcquireSignal = defineSignal<[SignedMessage<AdmissionAcquireBody>]>('deputy.admission.acquire');
 
-/** R5.4: a child's slot is free again (it ended, or its parent stopped waiting for one). */
+/** A child's slot is free again (it ended, or its parent stopped waiting for one). */
 export const admissionReleaseSignal = defineSignal<[SignedMessage<AdmissionReleaseBody>]>('deputy.admission.release');
 
-/** R5.4: the admission workflow tells a parent its child may start. */
+/** The admission workflow tells a parent its child may start. */
 export const admittedSignal = defineSignal<[SignedMessage<AdmittedBody>]>('deputy.admitted');
 
-/** R5.4: an admission workflow's state: the children holding a slot and those waiting for one, oldest first. */
+/** An admission workflow's state: the children holding a slot and those waiting for one, oldest first. */
 export const admissionStateQuery = defineQuery<{ tenant: string; cap: number; holders: string[]; waiting: string[] }>(
   'admissionState',
 );

@@ -1,6 +1,6 @@
 /**
- * The preset schema (R4.1): a composition a run starts from. Kept apart from the config loader so workflow code can
- * validate preset definitions that arrive in a run's input (R1.9).
+ * The preset schema: a composition a run starts from. Kept apart from the config loader so workflow code can
+ * validate preset definitions that arrive in a run's input.
  */
 import { z } from 'zod';
 
@@ -8,11 +8,11 @@ import { z } from 'zod';
 export const Effort = z.enum(['minimal', 'low', 'medium', 'high']);
 export type Effort = z.infer<typeof Effort>;
 
-/** How a child is shown its parent's context (R3.3): a text block, or dialogue with roles kept. */
+/** How a child is shown its parent's context: a text block, or dialogue with roles kept. */
 export const ContextRendering = z.enum(['block', 'dialogue']);
 export type ContextRendering = z.infer<typeof ContextRendering>;
 
-/** How much of the parent's context a child sees (R3.1). */
+/** How much of the parent's context a child sees. */
 export const ContextMode = z.union([z.enum(['none', 'all', 'summary']), z.number().int().positive()]);
 export type ContextMode = z.infer<typeof ContextMode>;
 
@@ -27,7 +27,7 @@ export const Preset = z.strictObject({
   /** How a child with this preset is shown its parent's context: a text block (default) or dialogue with roles kept. */
   contextRendering: ContextRendering.default('block'),
   /**
-   * R3.10: the context a child of a run with this preset gets when its brief names none; overrides
+   * The context a child of a run with this preset gets when its brief names none; overrides
    * `delegation.defaultContext`. A conversation layer may fork its dialogue by default, an inner layer stays isolated.
    */
   defaultContext: ContextMode.optional(),

@@ -46,21 +46,21 @@ export const ChildOrigin = z.strictObject({
   /** The parent's invocation number that spawned this child. */
   invocation: z.number().int().positive(),
   /**
-   * The tool call that spawned it (R2.4: a later attempt of that invocation recognises its own child); older parents
+   * The tool call that spawned it (so a later attempt of that invocation recognises its own child); older parents
    * wrote it to the child's memo instead.
    */
   invocationId: z.string().min(1).optional(),
-  /** Tool names the parent granted (R2.7); the child's preset and scopes narrow them further. */
+  /** Tool names the parent granted; the child's preset and scopes narrow them further. */
   allowedTools: z.array(z.string()),
   contextMode: ContextMode,
   /**
-   * The child's composition (R4.2, R4.3): the preset registered at spawn when the brief named a role (`selected`),
+   * The child's composition: the preset registered at spawn when the brief named a role (`selected`),
    * else the parent's exact definition.
    */
   preset: z.strictObject({ definition: Preset, revision: z.string(), selected: z.boolean() }).optional(),
-  /** The rest of an implicit child's composition, from its parent's: it starts without a look-up (issue 12). */
+  /** The rest of an implicit child's composition, from its parent's: it starts without a look-up. */
   composition: InheritedComposition.optional(),
-  /** The parent's context as prepared for this child (R3.5): a `context/background` event before its task. */
+  /** The parent's context as prepared for this child: a `context/background` event before its task. */
   background: z
     .strictObject({
       source: z.enum(['parent-chat', 'summary']),
@@ -97,7 +97,7 @@ export const RunInput = z
     /** Set by a parent run on its children; never set it yourself. */
     origin: ChildOrigin.optional(),
     /**
-     * A session this run starts from (R4.5, R4.6): import, fork or follow-up. With `select`, the preset is resolved in
+     * A session this run starts from: import, fork or follow-up. With `select`, the preset is resolved in
      * the registry now and the run fails if it is gone; otherwise the run uses `preset` exactly.
      */
     restore: z
@@ -105,16 +105,16 @@ export const RunInput = z
         kind: z.enum(['import', 'fork', 'followup']),
         events: z.array(SessionEvent),
         select: z.strictObject({ presetId: z.string(), revision: z.string() }).optional(),
-        /** The exact preset definition to run with (validated like the config's presets, R1.9). */
+        /** The exact preset definition to run with (validated like the config's presets). */
         preset: Preset.optional(),
         model: z.string().optional(),
       })
       .optional(),
-    /** Set when a run continues as new (R1.6): its state so far. Never set it yourself. */
+    /** Set when a run continues as new: its state so far. Never set it yourself. */
     resume: z.lazy(() => RunResume).optional(),
   })
   .superRefine((input, ctx) => {
-    // R4.6: a fork runs with exactly its source's composition, whoever starts it (the client or plain JSON).
+    // A fork runs with exactly its source's composition, whoever starts it (the client or plain JSON).
     if (input.restore?.kind !== 'fork') return;
     if (input.preset !== undefined) {
       ctx.addIssue({
@@ -148,7 +148,7 @@ export const LiveStatus = z.enum([
   'running',
   'waiting_for_user',
   'waiting_for_children',
-  /** R3.9: a child waiting for the answer to its `ask_parent` question. */
+  /** A child waiting for the answer to its `ask_parent` question. */
   'waiting_for_answer',
   ...RunStatus.options,
 ]);
@@ -195,7 +195,7 @@ export type Remaining = z.infer<typeof Remaining>;
 /** Tokens and integer micro-USD. */
 export const AmountSchema = z.object({ tokens: z.number().int(), costMicroUsd: z.number().int() });
 
-/** One child in a parent's delegations ledger (R2.11). */
+/** One child in a parent's delegations ledger. */
 export const LedgerEntry = z.object({
   invocation: z.number().int(),
   /** Id of the model's `delegate` tool call. */
@@ -211,7 +211,7 @@ export const LedgerEntry = z.object({
   /** A bounded summary of the child's output or error. */
   summary: z.string().nullable(),
   artifacts: z.array(z.string()),
-  /** A follow-up's source: the finished child whose session it goes on from (R4.5). */
+  /** A follow-up's source: the finished child whose session it goes on from. */
   followupOf: z.string().optional(),
   /** The child was started (a brief refused at its start, its id held by another run, never was). */
   started: z.boolean().optional(),
@@ -229,11 +229,11 @@ export const LedgerEntry = z.object({
       returnShape: z.record(z.string(), z.unknown()).optional(),
     })
     .optional(),
-  /** R2.14: dispatched with `wait: false`; its end arrives as a `subagent/result` event. */
+  /** Dispatched with `wait: false`; its end arrives as a `subagent/result` event. */
   background: z.boolean().optional(),
-  /** R3.7: interjections delivered to the child (by this run's model or through the client). */
+  /** Interjections delivered to the child (by this run's model or through the client). */
   interjections: z.number().int().nonnegative().optional(),
-  /** R3.9: the questions the child asked, and what became of each. */
+  /** The questions the child asked, and what became of each. */
   questions: z
     .array(
       z.object({
@@ -256,7 +256,7 @@ export const LedgerEntry = z.object({
 });
 export type LedgerEntry = z.infer<typeof LedgerEntry>;
 
-/** What a run carries into its next segment when it continues as new (R1.6). */
+/** What a run carries into its next segment when it continues as new. */
 export const RunResume = z.object({
   segment: z.number().int().positive(),
   /** The session in effective form: compacted turns are not carried. */
@@ -271,9 +271,9 @@ export const RunResume = z.object({
       from: z.string(),
       content: z.string(),
       interjection: z.boolean().optional(),
-      /** A background child's result waiting to join the dialogue (R2.14). */
+      /** A background child's result waiting to join the dialogue. */
       subagent: z.object({ taskName: z.string(), childWorkflowId: z.string() }).optional(),
-      /** A child's question (R3.9), or news that one was answered directly. */
+      /** A child's question, or news that one was answered directly. */
       question: z
         .object({
           taskName: z.string(),
@@ -289,7 +289,7 @@ export const RunResume = z.object({
   /** Messages from other runs accepted so far (`<from> <id>`), so a repeat is refused in the next segment too. */
   seenMessages: z.array(z.string()).optional(),
   /**
-   * Issue 12: the model-call counter, and the last call a worker may still hold (its number and how many of the
+   * The model-call counter, and the last call a worker may still hold (its number and how many of the
    * session's messages it sent), so the next segment sends only what is new; absent in older histories.
    */
   context: z
@@ -306,11 +306,11 @@ export const RunState = z.object({
   usage: Usage,
   limits: ResolvedLimits.nullable(),
   remaining: Remaining.nullable(),
-  /** The composition the run resolved at its start: preset definition, revision, model (R4.1). */
+  /** The composition the run resolved at its start: preset definition, revision, model. */
   composition: z.object({ preset: Preset, revision: z.string(), model: z.string() }).nullable(),
-  /** Tokens and cost held for live children (R2.6). */
+  /** Tokens and cost held for live children. */
   reserved: AmountSchema,
-  /** Every child this run has reserved or started (R2.11). */
+  /** Every child this run has reserved or started. */
   delegations: z.array(LedgerEntry),
   /** The session's events in effective form. */
   session: z.array(SessionEvent),

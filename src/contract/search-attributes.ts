@@ -1,4 +1,4 @@
-/** Search attributes every run carries (R2.12), so a person can find and follow runs in Temporal UI. */
+/** Search attributes every run carries, so a person can find and follow runs in Temporal UI. */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 export const DEPUTY_ROOT_ID = defineSearchAttributeKey('DeputyRootId', SearchAttributeType.KEYWORD);
@@ -9,7 +9,7 @@ export const DEPUTY_PRESET = defineSearchAttributeKey('DeputyPreset', SearchAttr
 export const DEPUTY_STATUS = defineSearchAttributeKey('DeputyStatus', SearchAttributeType.KEYWORD);
 export const DEPUTY_CONTEXT_MODE = defineSearchAttributeKey('DeputyContextMode', SearchAttributeType.KEYWORD);
 export const DEPUTY_COST_USD = defineSearchAttributeKey('DeputyCostUsd', SearchAttributeType.DOUBLE);
-/** R5.3: the tenant a run belongs to (activation and admission are per tenant). */
+/** The tenant a run belongs to (activation and admission are per tenant). */
 export const DEPUTY_TENANT = defineSearchAttributeKey('DeputyTenant', SearchAttributeType.KEYWORD);
 
 /** The visibility query of every run of the tree `rootId` heads. */

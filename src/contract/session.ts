@@ -1,5 +1,5 @@
 /**
- * The session: a run's ordered, append-only event log (R1.5), and the pure functions that read it.
+ * The session: a run's ordered, append-only event log, and the pure functions that read it.
  * Must stay importable from workflow code: no Node built-ins, no I/O.
  */
 import { z } from 'zod';
@@ -12,7 +12,7 @@ export type ToolCall = z.infer<typeof ToolCall>;
 
 const at = z.iso.datetime();
 
-/** Fields every event has: when it happened, and whether it was copied from another session by a fork (R4.5). */
+/** Fields every event has: when it happened, and whether it was copied from another session by a fork. */
 const common = { at, inherited: z.boolean().optional() };
 
 /** The names of the limits a run can reach. */
@@ -62,7 +62,7 @@ export const SessionEvent = z.discriminatedUnion('type', [
     dialogue: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })).optional(),
   }),
   z.object({ type: z.literal('interjection'), ...common, content: z.string(), from: z.string() }),
-  /** R2.14: a background child's end, between turns; `content` is the same untrusted envelope as a waited result. */
+  /** A background child's end, between turns; `content` is the same untrusted envelope as a waited result. */
   z.object({
     type: z.literal('subagent/result'),
     ...common,
@@ -70,7 +70,7 @@ export const SessionEvent = z.discriminatedUnion('type', [
     childWorkflowId: z.string(),
     content: z.string(),
   }),
-  /** R3.9: a child's question, between turns; `content` is an untrusted envelope with its task name and id. */
+  /** A child's question, between turns; `content` is an untrusted envelope with its task name and id. */
   z.object({
     type: z.literal('subagent/question'),
     ...common,
@@ -79,7 +79,7 @@ export const SessionEvent = z.discriminatedUnion('type', [
     questionId: z.string(),
     content: z.string(),
   }),
-  /** R3.9: a child's question answered by someone else than this run's model (a person, through `answerChild`). */
+  /** A child's question answered by someone else than this run's model (a person, through `answerChild`). */
   z.object({
     type: z.literal('subagent/answered'),
     ...common,

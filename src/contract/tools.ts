@@ -42,7 +42,7 @@ export type ToolSpec = z.infer<typeof ToolSpec>;
 
 /**
  * A tool in a run's composition: its name and scopes, and its description and parameters only in histories from
- * before issue 12 (newer runs leave them to the worker, which knows them from the registered tool).
+ * before the worker knew them (newer runs leave them to the worker, which knows them from the registered tool).
  */
 export const RunTool = ToolSpec.partial({ description: true, parameters: true });
 export type RunTool = z.infer<typeof RunTool>;

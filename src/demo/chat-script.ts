@@ -27,7 +27,7 @@ export const CHAT_SCRIPT: ScriptRule[] = [
     when: said(CHAT_LINES.order),
     reply: {
       text: "I'll have a researcher look up Springfield's sales tax and the shipping in the background.",
-      // No `context`: the concierge preset forks its dialogue by default (R3.10), so the researcher sees the order.
+      // No `context`: the concierge preset forks its dialogue by default, so the researcher sees the order.
       toolCalls: [
         {
           name: 'delegate',

@@ -1,7 +1,7 @@
 /**
  * What both demos run on: the model (a real endpoint when OPENAI_* is set, else the offline scripted one), Temporal
  * (TEMPORAL_ADDRESS, else an embedded dev server persisted under .deputy/), a worker and a client. Delegation is on
- * unless AGENT_DELEGATION_ENABLED=false says otherwise (R5.1).
+ * unless AGENT_DELEGATION_ENABLED=false says otherwise.
  */
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -71,7 +71,7 @@ export async function withDemoEnvironment(
     }
     const connection = await NativeConnection.connect({ address });
     const clientConnection = await Connection.connect({ address });
-    // R6.3: with DEPUTY_CODEC_KEYS set, the demo's runs are encrypted in history too.
+    // With DEPUTY_CODEC_KEYS set, the demo's runs are encrypted in history too.
     const dataConverter = deputyDataConverter();
     const deputy = new DeputyClient(
       new Client({

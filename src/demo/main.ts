@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     );
     if (result.status !== 'completed') process.exitCode = 1;
     if (process.argv.includes('--ui')) {
-      // Issue 15: the links above stay live (server, UI, worker, codec server) until Ctrl-C.
+      // The links above stay live (server, UI, worker, codec server) until Ctrl-C.
       console.log(`\nTemporal UI stays up at ${uiBase}; press Ctrl-C to stop`);
       await untilInterrupted();
     } else if (!process.env.TEMPORAL_ADDRESS) {

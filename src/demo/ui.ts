@@ -1,5 +1,5 @@
 /**
- * `npm run ui` (issue 15): Temporal UI on the runs the demos persisted (`.deputy/state/temporal.db`), until Ctrl-C.
+ * `npm run ui`: Temporal UI on the runs the demos persisted (`.deputy/state/temporal.db`), until Ctrl-C.
  * With DEPUTY_CODEC_KEYS set, the UI reads encrypted payloads through a codec server this process starts.
  * Also what `npm run demo -- --ui` keeps open after its run.
  */

@@ -1,5 +1,5 @@
 /**
- * Per-tenant activation (R5.3): a tenant named in the config gets delegation only on evidence that passes — at least
+ * Per-tenant activation: a tenant named in the config gets delegation only on evidence that passes — at least
  * one capability scenario admitted from a real failed run and one two-arm case, each an evidence file whose
  * delegating arm beats its single-agent arm with no added policy failure. Each file is checked against its scenario:
  * the scenario must be on disk and unchanged, every recorded run is re-scored against it, the means and the verdict

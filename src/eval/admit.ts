@@ -1,5 +1,5 @@
 /**
- * `deputy eval admit`: an exported session of a failed single-agent run becomes a capability scenario (R5.3) — its
+ * `deputy eval admit`: an exported session of a failed single-agent run becomes a capability scenario — its
  * task and the messages before it, the notes its tools returned, the tools it used — with secrets and personal data
  * redacted in every text it keeps (see `redact.ts`). Each redaction is listed in the scenario (`admittedFrom.redactions`) so a reviewer can check it; the
  * owner then writes `score.expect` (what a good answer holds) and the offline scripts, if any. Pure.

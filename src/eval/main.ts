@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run eval -- <scenario.yaml> [--runs N] [--out evidence/<id>.json]`: the two-arm evaluation (R5.2). Runs the
+ * `npm run eval -- <scenario.yaml> [--runs N] [--out evidence/<id>.json]`: the two-arm evaluation. Runs the
  * scenario N times with delegation off and N times with it on, on a real Temporal server (TEMPORAL_ADDRESS, else an
  * embedded dev server), against the configured model (OPENAI_*; else the scenario's offline script on the scripted
  * model), scores every run, checks the policy, and writes an evidence file with a verdict. Prints a table and a chart.

@@ -1,5 +1,5 @@
 /**
- * Evaluation scenarios (R5.2): what a two-arm evaluation runs and how it scores it. A scenario is a YAML file checked
+ * Evaluation scenarios: what a two-arm evaluation runs and how it scores it. A scenario is a YAML file checked
  * by `Scenario`; `offline` scripts the model for runs without a real endpoint, one script per arm.
  */
 import { readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Scoring a run of a scenario, its policy checks, and the verdict over two arms (R5.2). Pure functions: the harness
+ * Scoring a run of a scenario, its policy checks, and the verdict over two arms. Pure functions: the harness
  * gathers what a run did (its answer, every tool call of its tree, its usage) and these decide.
  */
 import { z } from 'zod';
@@ -137,7 +137,7 @@ export function verdict(single: ArmSummary, delegating: ArmSummary): Verdict {
   return { helps, rule: VERDICT_RULE, scoreDelta, addedPolicyFailures, summary };
 }
 
-/** The evidence file an evaluation writes (and activation reads, R5.3). */
+/** The evidence file an evaluation writes (and activation reads). */
 export const Evidence = z.object({
   format: z.literal('deputy-evidence/1'),
   scenario: z.object({ id: z.string(), kind: z.enum(['two-arm', 'capability']), file: z.string(), sha256: z.string() }),

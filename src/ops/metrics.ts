@@ -1,5 +1,5 @@
 /**
- * Metrics (issue 15): the Temporal runtime's Prometheus endpoint, which carries both the SDK's own metrics
+ * Metrics: the Temporal runtime's Prometheus endpoint, which carries both the SDK's own metrics
  * (`temporal_*`: task latencies, slots, polls) and Deputy's (`deputy_*`, recorded in `workflows/metrics.ts`).
  * `DEPUTY_METRICS_ADDRESS` (for example `0.0.0.0:9464`) turns it on; it is read once, when the runtime is installed.
  */

@@ -1,5 +1,5 @@
 /**
- * Large payloads (issue 15): Temporal's external storage (the claim-check built into the SDK's data converter) keeps
+ * Large payloads: Temporal's external storage (the claim-check built into the SDK's data converter) keeps
  * payloads past a threshold out of history — a long dialogue sent whole, a forked context, a continue-as-new input,
  * a big tool result — and history holds a small reference to them. Deputy's driver writes them to a directory
  * (content-addressed, written atomically, checked on read) or to an S3-compatible bucket (MinIO in the compose stack).
@@ -33,7 +33,7 @@ const { Payload: PayloadProto } = proto.temporal.api.common.v1;
 /** Default size past which a payload goes to the store: 256 KiB, as the SDK's own default. */
 export const DEFAULT_STORE_THRESHOLD = 256 * 1024;
 /**
- * R1.8 with a store: the longest tool result kept whole (cut past it with a visible marker), 64 MiB. Without a
+ * With a store: the longest tool result kept whole (cut past it with a visible marker), 64 MiB. Without a
  * store, results are cut to fit history (`payloads.maxTextBytes`).
  */
 export const STORE_MAX_TEXT_BYTES = 64 * 1024 * 1024;

@@ -1,5 +1,5 @@
 /**
- * Tracing (issue 15): OpenTelemetry through Temporal's own interceptors (`@temporalio/interceptors-opentelemetry`),
+ * Tracing: OpenTelemetry through Temporal's own interceptors (`@temporalio/interceptors-opentelemetry`),
  * so one trace follows a run from the service that starts it through the parent workflow, every child workflow and
  * every activity; the model and tool calls inside those activities add GenAI spans (`./genai.ts`).
  *

@@ -1,5 +1,5 @@
 /**
- * Budget arithmetic for delegation (R2.5, R2.6): what a child may spend, and the reservations that keep a parent's
+ * Budget arithmetic for delegation: what a child may spend, and the reservations that keep a parent's
  * tree inside its own limits. Tokens and cost are shared down the tree (reserved, then debited); turns and tool calls
  * are per run. Pure functions over integers.
  */
@@ -46,7 +46,7 @@ export function available(budget: Budget): { tokens: number | null; costMicroUsd
   };
 }
 
-/** The invariant of R2.6: used + reserved ≤ max, for tokens and for cost. */
+/** The budget invariant: used + reserved ≤ max, for tokens and for cost. */
 export function withinBudget(budget: Budget): boolean {
   const ok = (max: number | null, used: number, held: number) => max === null || used + held <= max;
   return (
@@ -61,7 +61,7 @@ const minOf = (...values: (number | null | undefined)[]): number | null => {
 };
 
 /**
- * R2.5: a child's limits. For each limit, child = min(the brief's request or the configured default, the parent's
+ * A child's limits. For each limit, child = min(the brief's request or the configured default, the parent's
  * remaining); the child's deadline never passes its parent's. Tokens and cost left are net of live reservations.
  */
 export function deriveChildLimits(input: {
@@ -113,7 +113,7 @@ export function sum(...amounts: Amount[]): Amount {
 const usd = (micro: number) => `$${microToUsd(micro).toFixed(6)}`;
 
 /**
- * R2.6: reserves `amounts` all or nothing. On failure the budget is unchanged and the error gives the numbers.
+ * Reserves `amounts` all or nothing. On failure the budget is unchanged and the error gives the numbers.
  */
 export function reserve(
   budget: Budget,
@@ -172,12 +172,12 @@ export interface CallBudget {
 /** A call whose answer could be shorter than this is not made: it could not say anything useful. */
 export const MIN_COMPLETION_TOKENS = 16;
 
-/** Whether a call fits its budget, and the `max_completion_tokens` that keeps its worst case inside it (R2.13). */
+/** Whether a call fits its budget, and the `max_completion_tokens` that keeps its worst case inside it. */
 export type CallFit =
   { ok: true; maxCompletionTokens: number | null } | { ok: false; limit: 'maxTokens' | 'maxCostUsd'; message: string };
 
 /**
- * R2.13: the largest answer a call with `inputTokens` of input may ask for so that input + answer fit the free
+ * The largest answer a call with `inputTokens` of input may ask for so that input + answer fit the free
  * tokens and, at the model's price (cost rounded up once, as `callCostMicroUsd` does), the free micro-USD.
  */
 export function fitCall(inputTokens: number, budget: CallBudget): CallFit {

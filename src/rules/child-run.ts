@@ -1,6 +1,6 @@
 /**
- * The pure parts of one child's life (R2.4–R2.9): what it is given (its `RunInput`), how its end reads to the parent
- * (the outcome), and how its reservation is settled (R2.6, R2.13). No Temporal, no I/O: the workflow does the effects.
+ * The pure parts of one child's life: what it is given (its `RunInput`), how its end reads to the parent
+ * (the outcome), and how its reservation is settled. No Temporal, no I/O: the workflow does the effects.
  */
 import type { ContextRendering, Preset } from '../contract/preset.js';
 import type { ChildOrigin, Limits, ParsedRunInput, RunInput, RunResult, Usage } from '../contract/run.js';
@@ -24,21 +24,21 @@ import {
 import type { Brief, ContextMode, ReturnShapeCheck } from './delegation.js';
 import type { Spend } from './usage.js';
 
-/** The parent's context as prepared for a child (R3.5). */
+/** The parent's context as prepared for a child. */
 export type ChildBackground = NonNullable<ChildOrigin['background']>;
 
 /** One child as planned before anything is reserved or started. */
 export interface ChildPlan {
   brief: Brief;
   preset: string;
-  /** What the child runs with, carried in its input; `selected` when its brief named a role (R4.4). */
+  /** What the child runs with, carried in its input; `selected` when its brief named a role. */
   composition: { definition: Preset; revision: string; selected: boolean };
   /** A follow-up: the finished child whose session this one goes on from. */
   restore?: { from: string; events: SessionEvent[] };
   contextRendering: ContextRendering;
-  /** What the child sees of the parent (R3.1); a follow-up keeps its source's (the choice made at dispatch sticks). */
+  /** What the child sees of the parent; a follow-up keeps its source's (the choice made at dispatch sticks). */
   contextMode: ContextMode;
-  /** A follow-up: its source's snapshot mark, so an interjection continues from what the source saw (R3.7). */
+  /** A follow-up: its source's snapshot mark, so an interjection continues from what the source saw. */
   snapshotMark?: number | undefined;
   grant: ChildGrant;
   limits: Limits;
@@ -53,12 +53,12 @@ export interface ParentOfChild {
   tenant: string | undefined;
   /** The parent's composition: a child without a role runs with its model exactly and inherits the rest. */
   composition: ResolveRunResult;
-  /** The tool call spawning the child, recorded in its origin (issue 12: not in a memo written twice). */
+  /** The tool call spawning the child, recorded in its origin (not in a memo written twice). */
   invocationId?: string;
 }
 
 /**
- * Issue 12: what an implicit child (no role, the parent's model, not a follow-up) takes from its parent's
+ * What an implicit child (no role, the parent's model, not a follow-up) takes from its parent's
  * composition, so it starts without a `resolveRun` look-up: what `resolveComposition` would answer for its input,
  * with the config the parent started under. Its tools are the parent's, in its preset's order, granted and with their
  * scopes held; the steering tools when it may delegate (and only then the delegation settings and hooks).
@@ -177,7 +177,7 @@ export interface ChildEnd {
 }
 
 /**
- * R2.8/R2.9: a child's result as its parent reads it: a completed child's output checked against `return_shape`
+ * A child's result as its parent reads it: a completed child's output checked against `return_shape`
  * when given (`checked`: a mismatch fails the brief), any other status an error for its brief only.
  */
 export function endOfResult(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
@@ -205,18 +205,18 @@ export function endOfResult(ended: RunResult, checked: ReturnShapeCheck | undefi
   };
 }
 
-/** What a failed child reported it spent: the usage of the `RunResult` its failure carries (R2.6), else `null`. */
+/** What a failed child reported it spent: the usage of the `RunResult` its failure carries, else `null`. */
 export function reportedUsage(details: unknown): Usage | null {
   // The JSON Schema generated from RunResult: no zod in workflow code. A result it cannot vouch for reports nothing.
   return checkSchema(RUN_RESULT_SCHEMA, details).kind === 'valid' ? (details as RunResult).usage : null;
 }
 
-/** R2.9: a child that failed is an error for its brief only; what it reported spending, if anything, is charged. */
+/** A child that failed is an error for its brief only; what it reported spending, if anything, is charged. */
 export function failedEnd(message: string, spent: Usage | null): ChildEnd {
   return { status: 'failed', output: null, summary: message, error: message, spent };
 }
 
-/** R2.9: a child cancelled before it finished (not by its parent) is an error for its brief only. */
+/** A child cancelled before it finished (not by its parent) is an error for its brief only. */
 export function cancelledEnd(): ChildEnd {
   const error = 'the child was cancelled before it finished';
   return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };

@@ -1,5 +1,5 @@
 /**
- * Compaction (R1.6): when the effective dialogue passes a token threshold, its oldest turns are summarised into one
+ * Compaction: when the effective dialogue passes a token threshold, its oldest turns are summarised into one
  * anchored `compaction/summary` that replaces them for good. Pure functions; the summary itself is an activity.
  */
 import { DIALOGUE_TYPES, renderParentContext, splitTurns } from './context.js';
@@ -58,7 +58,7 @@ export function compactionPrompt(
   replaced: readonly SessionEvent[],
   maxBytes = DEFAULT_PAYLOAD_LIMITS.maxInputBytes,
 ): ChatMessage[] {
-  // R1.8: the prompt is an activity input; past the budget the conversation is cut, its beginning kept.
+  // The prompt is an activity input; past the budget the conversation is cut, its beginning kept.
   const text = cutText(renderParentContext(replaced), maxBytes - 2048)
     .split('\n')
     .slice(3)
@@ -77,12 +77,12 @@ const promptFor = (text: string): ChatMessage[] => [
 export interface CompactionRange {
   from: number;
   to: number;
-  /** The prompt's size budget (R1.8). */
+  /** The prompt's size budget. */
   maxBytes: number;
 }
 
 /**
- * Issue 12: the compaction prompt written by the worker from the dialogue it holds (the workflow sends only the
+ * The compaction prompt written by the worker from the dialogue it holds (the workflow sends only the
  * range): the same transcript `compactionPrompt` writes from the events, read from the messages instead.
  */
 export function compactionPromptFromMessages(messages: readonly ChatMessage[], range: CompactionRange): ChatMessage[] {

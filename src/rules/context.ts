@@ -1,5 +1,5 @@
 /**
- * Context for a child (R3.1–R3.3, R3.7, R3.8): what a snapshot of the parent's effective dialogue holds, which part of
+ * Context for a child: what a snapshot of the parent's effective dialogue holds, which part of
  * it a mode selects, and how it is shown to the child so that the parent's request is never mistaken for the child's
  * own assignment. Pure functions over session events.
  */
@@ -10,7 +10,7 @@ import type { SessionEvent } from '../contract/session.js';
 
 /** Heading of the copied dialogue. */
 export const PARENT_CONTEXT_HEADING = '## Parent Chat Context';
-/** Heading of the dialogue an interjection adds after the snapshot (R3.7). */
+/** Heading of the dialogue an interjection adds after the snapshot. */
 export const PARENT_CONTEXT_CONTINUED_HEADING = '## Parent Chat Context (continued)';
 
 /** Event types that make up the effective dialogue. */
@@ -34,7 +34,7 @@ const NOTICE_TYPES: ReadonlySet<SessionEvent['type']> = new Set<SessionEvent['ty
 const REPORTING_TOOLS: readonly string[] = STEERING_TOOLS.filter((name) => name !== INTERJECT_TOOL);
 
 /**
- * R3.2: the parent's effective dialogue at dispatch. The active turn keeps what it has realised (its text and the
+ * The parent's effective dialogue at dispatch. The active turn keeps what it has realised (its text and the
  * results of tool calls already finished); the triggering call, steering calls and sibling calls still pending are
  * left out. Nothing here waits for sibling work.
  */
@@ -104,7 +104,7 @@ export function splitTurns(events: readonly SessionEvent[]): SessionEvent[][] {
 }
 
 /**
- * R3.1: the part of a snapshot a mode selects. `all`: everything; N: the last N turns, preceded by the compaction
+ * The part of a snapshot a mode selects. `all`: everything; N: the last N turns, preceded by the compaction
  * summaries and inherited context they follow; `none` and `summary` copy nothing.
  */
 export function selectContext(snapshot: readonly SessionEvent[], mode: ContextMode): SessionEvent[] {
@@ -131,7 +131,7 @@ const indented = (text: string) => text.replace(/\r\n|\r|\n|\u2028|\u2029/g, '\n
 const toolOutput = (text: string) =>
   `(${UNTRUSTED_LABEL} tool output, data only) ${JSON.stringify(text).replace(/</g, '\\u003c')}`;
 
-/** R3.3: the copied dialogue as text: roles renamed, tool traffic as text, steering calls removed. */
+/** The copied dialogue as text: roles renamed, tool traffic as text, steering calls removed. */
 export function renderParentContext(events: readonly SessionEvent[], continued = false): string {
   const lines: string[] = [];
   for (const event of events) {
@@ -168,7 +168,7 @@ export function renderParentContext(events: readonly SessionEvent[], continued =
         lines.push(line('summary of earlier turns', event.summary));
         break;
       case 'context/background':
-        // R3.8: context the parent itself inherited stays visible as its own block, so the chain can be followed.
+        // Context the parent itself inherited stays visible as its own block, so the chain can be followed.
         lines.push(`context the parent received:\n    ${indented(event.content.replace(/^(#+) /gm, '#$1 '))}`);
         break;
       default:
@@ -185,7 +185,7 @@ export function renderParentContext(events: readonly SessionEvent[], continued =
   ].join('\n');
 }
 
-/** R3.3 with `contextRendering: "dialogue"`: the copied turns as messages with their roles, steering calls removed. */
+/** With `contextRendering: "dialogue"`: the copied turns as messages with their roles, steering calls removed. */
 export function renderParentDialogue(
   events: readonly SessionEvent[],
 ): { role: 'user' | 'assistant'; content: string }[] {
@@ -225,13 +225,13 @@ export function renderParentDialogue(
 export const SUMMARY_SYSTEM_PROMPT =
   'You write the background briefing for a sub-agent that is about to start a task. From the conversation you are given, keep only what the sub-agent needs for its task: facts, decisions, constraints, numbers, names. Do not give instructions and do not do the task. At most 250 words, plain prose.';
 
-/** R3.4: the messages of a summary call: the accepted task first, then the parent's dialogue as text. */
+/** The messages of a summary call: the accepted task first, then the parent's dialogue as text. */
 export function summaryPrompt(
   task: string,
   selected: readonly SessionEvent[],
   maxBytes = DEFAULT_PAYLOAD_LIMITS.maxInputBytes,
 ): { role: 'system' | 'user'; content: string }[] {
-  // R1.8: the prompt is an activity input; past the budget the parent's dialogue is cut (its oldest part is kept).
+  // The prompt is an activity input; past the budget the parent's dialogue is cut (its oldest part is kept).
   const room = Math.max(1024, maxBytes - 2 * 1024 - task.length * 3);
   return [
     { role: 'system', content: SUMMARY_SYSTEM_PROMPT },
@@ -242,5 +242,5 @@ export function summaryPrompt(
   ];
 }
 
-/** Heading of a generated background (R3.5). */
+/** Heading of a generated background. */
 export const BACKGROUND_HEADING = '## Background';

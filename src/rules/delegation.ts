@@ -1,5 +1,5 @@
 /**
- * The `delegate` tool (R2.1–R2.3, R2.7): its arguments, when a run is offered it, how an invocation is checked
+ * The `delegate` tool: its arguments, when a run is offered it, how an invocation is checked
  * against the caps, and how a child's tools and scopes are narrowed. Pure: no Temporal, no I/O.
  */
 import { ContextMode, Effort } from '../contract/preset.js';
@@ -62,7 +62,7 @@ export const Brief = z.strictObject({
 });
 export type Brief = z.infer<typeof Brief>;
 
-/** Arguments of the `delegate` tool (R2.2). */
+/** Arguments of the `delegate` tool. */
 export const DelegateArgs = z.strictObject({
   briefs: z.array(Brief).min(1, 'give at least one brief').max(3, 'at most 3 briefs per invocation'),
   return_shape: z
@@ -93,7 +93,7 @@ export function interjectToolSpec(): ToolSpec {
   );
 }
 
-/** Arguments of the `wait` tool (R2.14). */
+/** Arguments of the `wait` tool. */
 export const WaitArgs = z.strictObject({
   task_names: z
     .array(z.string().min(1))
@@ -119,7 +119,7 @@ export function waitToolSpec(): ToolSpec {
   );
 }
 
-/** Arguments of the `ask_parent` tool (R3.9). */
+/** Arguments of the `ask_parent` tool. */
 export const AskParentArgs = z.strictObject({
   question: z
     .string()
@@ -140,7 +140,7 @@ export function askParentToolSpec(): ToolSpec {
   };
 }
 
-/** Arguments of the `answer_child` tool and payload of the `answerChild` update (R3.9). */
+/** Arguments of the `answer_child` tool and payload of the `answerChild` update. */
 export const AnswerChildArgs = z.strictObject({
   task_name: z.string().min(1).describe('the child that asked'),
   answer: z.string().min(1, 'answer must not be empty'),
@@ -175,9 +175,9 @@ export const DelegationSettings = z.object({
   neverInherit: z.array(z.string()),
   /** Limits a child gets when its brief asks for none (still capped by the parent's remaining). */
   childDefaults: BriefLimits,
-  /** R3.10: the context a brief without `context` gets (absent: `none`); a preset's `defaultContext` wins. */
+  /** The context a brief without `context` gets (absent: `none`); a preset's `defaultContext` wins. */
   defaultContext: ContextMode.optional(),
-  /** R5.4: the run's tenant caps its live children across all of its runs. */
+  /** The run's tenant caps its live children across all of its runs. */
   admission: z
     .object({ tenant: z.string(), maxLiveChildren: z.number().int(), sweepSeconds: z.number().int() })
     .optional(),
@@ -197,7 +197,7 @@ export function delegateToolSpec(): ToolSpec {
 /** Result of checking an invocation before anything is reserved or spawned. */
 export type InvocationCheck = { ok: true; args: DelegateArgs } | { ok: false; error: string };
 
-/** R2.2: parses the raw arguments of a `delegate` call; nothing is spawned on an error. */
+/** Parses the raw arguments of a `delegate` call; nothing is spawned on an error. */
 export function parseInvocation(rawArguments: string): InvocationCheck {
   let raw: unknown;
   try {

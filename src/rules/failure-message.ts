@@ -24,7 +24,7 @@ export function failureMessage(err: unknown): string {
   return findFailure(err)?.message ?? rootMessage(err);
 }
 
-/** R2.13: the limit a model call did not fit (`maxTokens` or `maxCostUsd`) when `err` says it was not made for that. */
+/** The limit a model call did not fit (`maxTokens` or `maxCostUsd`) when `err` says it was not made for that. */
 export function budgetExceeded(err: unknown): Extract<LimitName, 'maxTokens' | 'maxCostUsd'> | null {
   const failure = findFailure(err, FAILURE.BudgetExceeded);
   if (!failure) return null;

@@ -1,5 +1,5 @@
 /**
- * Limits arithmetic for one run (R1.4): resolving what a caller asked for against the config's defaults, what is
+ * Limits arithmetic for one run: resolving what a caller asked for against the config's defaults, what is
  * left, which limit is exhausted, and when the synthesis reserve starts. Pure functions over plain data.
  */
 import type { DefaultLimits } from '../contract/composition.js';

@@ -1,5 +1,5 @@
 /**
- * Bounded payloads (R1.8): every text Deputy writes to Temporal history has a size budget well under the server's
+ * Bounded payloads: every text Deputy writes to Temporal history has a size budget well under the server's
  * payload limit (2 MB by default). Texts past it are cut with a marker the model can read; inputs past it are
  * refused before they are sent. Pure functions: importable from workflow code.
  */
@@ -13,7 +13,7 @@ export const DEFAULT_PAYLOAD_LIMITS: PayloadLimits = Object.freeze({
   maxInputBytes: 1024 * 1024,
 });
 
-/** Longest error text carried into history: an endpoint's or a tool's error can be megabytes (R1.8). */
+/** Longest error text carried into history: an endpoint's or a tool's error can be megabytes. */
 export const MAX_ERROR_BYTES = 2000;
 
 /** The UTF-8 size of `text` in bytes, without allocating an encoded copy (no `Buffer` in workflow code). */
@@ -62,7 +62,7 @@ export function truncationMarker(fromBytes: number, toBytes: number): string {
 }
 
 /**
- * R1.8: `text` when it fits in `maxBytes`; else its beginning and a visible marker, the whole at most `maxBytes`.
+ * `text` when it fits in `maxBytes`; else its beginning and a visible marker, the whole at most `maxBytes`.
  */
 export function cutText(text: string, maxBytes: number): string {
   if (text.length <= maxBytes / 3) return text; // fast path: cannot exceed

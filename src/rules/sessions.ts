@@ -1,5 +1,5 @@
 /**
- * Sessions as data (R4.5, R4.6): the versioned export format, reading it back with one clear error per problem, and
+ * Sessions as data: the versioned export format, reading it back with one clear error per problem, and
  * the rule that decides how a restored session gets its composition. Pure; shared by the client and the workflow.
  */
 import { z } from 'zod';
@@ -52,7 +52,7 @@ export type Restoration =
   | { kind: 'implicit' };
 
 /**
- * R4.5: skip the inherited (forked) prefix; then a selection before the first own `subagent/descriptor` makes the
+ * Skip the inherited (forked) prefix; then a selection before the first own `subagent/descriptor` makes the
  * session independent. A preset id in the header, a selection in the inherited prefix, or one recorded after the
  * descriptor (older logs) does not.
  */
@@ -68,7 +68,7 @@ export function decideRestoration(events: readonly SessionEvent[]): Restoration 
     : { kind: 'implicit' };
 }
 
-/** R4.6: a fork's copy of its source: every event marked as the inherited prefix. */
+/** A fork's copy of its source: every event marked as the inherited prefix. */
 export function forkEvents(events: readonly SessionEvent[]): SessionEvent[] {
   return events.filter((e) => e.type !== 'run/ended').map((e) => ({ ...e, inherited: true }));
 }

@@ -1,5 +1,5 @@
 /**
- * Usage and cost arithmetic (R1.3). Cost is integer micro-USD: prices are stored as micro-USD per million
+ * Usage and cost arithmetic. Cost is integer micro-USD: prices are stored as micro-USD per million
  * tokens, each call's cost is rounded up once, and sums are exact.
  */
 import type { ModelPrice } from '../contract/composition.js';
@@ -71,7 +71,7 @@ export function addToolCalls(usage: Usage, count: number): Usage {
 }
 
 /**
- * Adds what a child spent to its parent's usage (R2.6): tokens and cost are shared down the tree, model and tool
+ * Adds what a child spent to its parent's usage: tokens and cost are shared down the tree, model and tool
  * calls stay per run. Spend known only as a total (a child that ended without a result) counts as input tokens.
  */
 export function addSpend(usage: Usage, spend: Spend): Usage {

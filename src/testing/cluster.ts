@@ -1,5 +1,5 @@
 /**
- * Issue 17 (started): Temporal Server on PostgreSQL, as a cluster runs it, on this machine. The server and its SQL
+ * Temporal Server on PostgreSQL, as a cluster runs it, on this machine. The server and its SQL
  * tool are built once from the Go module proxy and cached under `.deputy/cluster/bin`; PostgreSQL comes from Debian's
  * packages. `startCluster()` makes a scratch directory, a PostgreSQL cluster in it (its own port and socket), both
  * schemas at the server's version, a server config with free ports, the server, the `default` namespace and Deputy's

@@ -14,7 +14,7 @@ export interface DevServerOptions {
   uiPort?: number;
   /** Port of the frontend; a free one when omitted. */
   port?: number;
-  /** Temporal UI's remote codec endpoint (issue 15: encrypted payloads read decoded in the UI). */
+  /** Temporal UI's remote codec endpoint (encrypted payloads read decoded in the UI). */
   codecEndpoint?: string;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The web view's one page (issue 16): a run's tree with cost roll-ups, live over Server-Sent Events; a run's
+ * The web view's one page: a run's tree with cost roll-ups, live over Server-Sent Events; a run's
  * transcript with untrusted envelopes shown as such; questions waiting for an answer; links into Temporal UI. Plain
  * DOM code, no framework: the server folds the events, the page only draws what it is sent.
  */

@@ -1,5 +1,5 @@
 /**
- * `npm run web` (issue 16): a small web view of delegation trees. `/runs/<id>` shows a run's live tree with cost
+ * `npm run web`: a small web view of delegation trees. `/runs/<id>` shows a run's live tree with cost
  * roll-ups, each run's transcript (its session, untrusted envelopes shown as such), questions waiting for an answer,
  * and links into Temporal UI. Live updates are Server-Sent Events fed by `DeputyClient.watch`, so a page costs the
  * workers nothing while it follows; a transcript is the run's `state` query, read when a person opens it.

@@ -44,7 +44,7 @@ export function resolveComposition(
   options: { backgroundTaskQueue: string; tenantActivated?: (tenant: string | undefined) => boolean },
 ): ResolveRunResult {
   const presetId = input.presetDefinition?.id ?? input.preset ?? config.defaultPreset;
-  // R4.3: a definition carried in the input (a parent's exact composition) wins over the registry, even if the
+  // A definition carried in the input (a parent's exact composition) wins over the registry, even if the
   // registry has since changed or dropped that preset.
   const registered = config.presets.find((p) => p.id === presetId);
   const given = input.presetDefinition ?? registered;
@@ -68,7 +68,7 @@ export function resolveComposition(
   const scopes = input.scopes ?? config.defaultScopes;
   const { synthesisReserve, ...limits } = config.limits;
   const granted = (name: string) => input.allowedTools === undefined || input.allowedTools.includes(name);
-  // R5.3: the global flag is the master switch; with tenants configured, the run's tenant must be activated too.
+  // The global flag is the master switch; with tenants configured, the run's tenant must be activated too.
   const enabled = config.delegation.enabled && (options.tenantActivated?.(input.tenant) ?? true);
   const tenant = input.tenant === undefined ? undefined : configEntry(config.tenants, input.tenant);
   const delegation: DelegationSettings = {
@@ -89,7 +89,7 @@ export function resolveComposition(
       (tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes),
     )
     .map((tool): RunTool => ({ name: tool.name, scopes: [...tool.scopes] }));
-  // R2.1: `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
+  // `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
   if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) {
     runTools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
   }
@@ -111,7 +111,7 @@ export function resolveComposition(
   };
 }
 
-/** Looks up presets named by briefs (R4.2): each one's tools, or an error naming the unknown id. */
+/** Looks up presets named by briefs: each one's tools, or an error naming the unknown id. */
 export function resolvePresetTools(config: DeputyConfig, input: ResolvePresetsInput): ResolvePresetsResult {
   const known = config.presets.map((p) => p.id);
   return {

@@ -39,7 +39,7 @@ export interface DeputyWorkerOptions {
   taskQueue: string;
   /** Task queue of child runs (`DEPUTY_BACKGROUND_TASK_QUEUE`). @default `deputy-background` */
   backgroundTaskQueue?: string;
-  /** The configuration, or a store whose configuration can change while the worker runs (R4.1). */
+  /** The configuration, or a store whose configuration can change while the worker runs. */
   config: DeputyConfig | ConfigStore;
   /** Model endpoint; the key never leaves the worker. */
   model: { apiKey: string | undefined; baseURL: string | undefined };
@@ -53,7 +53,7 @@ export interface DeputyWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Passed to the Temporal worker as is (cache size, concurrency …). */
   workerOptions?: Partial<WorkerOptions>;
-  /** Tracing (issue 15): its plugin joins the workers and the workflow bundle. @default `deputyTracing()` */
+  /** Tracing: its plugin joins the workers and the workflow bundle. @default `deputyTracing()` */
   tracing?: DeputyTracing | undefined;
 }
 
@@ -69,7 +69,7 @@ export const QUIET_BUNDLER_LOGGER = {
 };
 
 /**
- * Issue 12: the bundle as cheap to start as it can be. The SDK evaluates a bundle's modules again for every workflow,
+ * The bundle as cheap to start as it can be. The SDK evaluates a bundle's modules again for every workflow,
  * so its modules are concatenated into as few as webpack can (fewer module wrappers and export getters per start),
  * and TypeScript sources are compiled for Node 20 (native object spread, as `tsc` emits for the installed package),
  * not for ES2017.
@@ -125,7 +125,7 @@ export function createOpenAIClient(model: DeputyWorkerOptions['model']): OpenAI 
   return new OpenAI({ apiKey: model.apiKey ?? 'no-key', baseURL: model.baseURL, maxRetries: 0, timeout: 600_000 });
 }
 
-/** Deputy's workers: one on the task queue of root runs, one on the background queue children run on (R2.4). */
+/** Deputy's workers: one on the task queue of root runs, one on the background queue children run on. */
 export class DeputyWorker {
   constructor(
     /** The Temporal workers, root queue first. */
@@ -160,7 +160,7 @@ export type DeputyActivityOptions = Pick<
   'config' | 'model' | 'client' | 'hookFunctions' | 'tools'
 > & {
   backgroundTaskQueue: string;
-  /** The worker's data converter has an external payload store (issue 15). @default DEPUTY_PAYLOAD_STORE is set */
+  /** The worker's data converter has an external payload store. @default DEPUTY_PAYLOAD_STORE is set */
   payloadStore?: boolean;
 };
 
@@ -179,7 +179,7 @@ export function deputyActivities(options: DeputyActivityOptions) {
     ),
   ];
   if (problems.length > 0) throw new ConfigError(problems, 'config');
-  // R5.3: says at start and after every reload which tenants have delegation, and why the others do not.
+  // Says at start and after every reload which tenants have delegation, and why the others do not.
   const report = (current: DeputyConfig) => {
     for (const line of describeActivations([...cachedActivations(current, process.cwd()).values()])) {
       console.log(`deputy: ${line}`);

@@ -20,7 +20,7 @@ const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
  * Temporal runtime shuts down on SIGUSR2 by default; here only SIGINT, SIGTERM and SIGQUIT stop the worker.
  */
 function reportMemoryOnSignal(): void {
-  // Issue 15: DEPUTY_METRICS_ADDRESS serves the SDK's and Deputy's metrics for Prometheus.
+  // DEPUTY_METRICS_ADDRESS serves the SDK's and Deputy's metrics for Prometheus.
   const telemetryOptions = runtimeTelemetry();
   Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'], ...(telemetryOptions && { telemetryOptions }) });
   process.on('SIGUSR2', () => {
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     const missing = await checkSearchAttributes(connection, env.temporalNamespace);
     if (missing.length > 0) throw new ConfigError(missing, `Temporal namespace ${env.temporalNamespace}`);
     const clientConnection = await Connection.connect({ address: env.temporalAddress });
-    // R6.3: with DEPUTY_CODEC_KEYS set, history holds ciphertext; the worker and its client read and write through it.
+    // With DEPUTY_CODEC_KEYS set, history holds ciphertext; the worker and its client read and write through it.
     const dataConverter = deputyDataConverter();
     const tracing = deputyTracing({ serviceName: process.env.OTEL_SERVICE_NAME ?? 'deputy-worker' });
     const worker = await createDeputyWorker({
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
 }
 
 /**
- * R4.1: reloads the config on SIGHUP or when its file changes. A config that fails validation is reported, one line
+ * Reloads the config on SIGHUP or when its file changes. A config that fails validation is reported, one line
  * per problem, and the one in force stays.
  */
 function watchConfig(store: ConfigStore, env: DeputyEnv): void {

@@ -1,5 +1,5 @@
 /**
- * A parent's side of tenant admission (R5.4): before a child starts, ask the tenant's admission workflow for a slot
+ * A parent's side of tenant admission: before a child starts, ask the tenant's admission workflow for a slot
  * and wait for it (no worker slot is held while waiting: the parent's workflow is suspended), at most until the
  * child's own deadline; give the slot back once the child has ended, or when the parent stops waiting. Deterministic.
  */

@@ -1,6 +1,6 @@
 /**
- * A generated background (R3.4): written by the parent's model for the hook-accepted task, its worst case held as a
- * reservation while it runs (R2.13). Deterministic code only.
+ * A generated background: written by the parent's model for the hook-accepted task, its worst case held as a
+ * reservation while it runs. Deterministic code only.
  */
 import { MODEL_CALL_OPTIONS } from '../activity-options.js';
 import type { DeputyActivities } from '../../activities/index.js';
@@ -24,7 +24,7 @@ import type { AgentRunState } from '../run-state.js';
 import type { ChildBackground } from './plan.js';
 import { countModelCall } from '../metrics.js';
 
-// Cancelling the parent aborts the generation's HTTP request before the run ends (R3.4).
+// Cancelling the parent aborts the generation's HTTP request before the run ends.
 const { summarizeContext } = proxyActivities<DeputyActivities>({
   ...MODEL_CALL_OPTIONS,
   retry: { ...MODEL_CALL_OPTIONS.retry, maximumAttempts: 5 },
@@ -34,7 +34,7 @@ const { summarizeContext } = proxyActivities<DeputyActivities>({
 export const SUMMARY_MAX_COMPLETION_TOKENS = 1024;
 
 /**
- * R3.4: asks the parent's model for a task-focused background; a failure means the child never starts. R2.13: the
+ * Asks the parent's model for a task-focused background; a failure means the child never starts. The
  * call's worst case is held as a reservation while it runs (other invocations of the turn reserve meanwhile), capped
  * by what is free; the activity counts the input exactly and asks for no more answer than the hold pays for.
  */

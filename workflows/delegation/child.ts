@@ -1,5 +1,5 @@
 /**
- * One child's life as its parent sees it (R2.6, R2.9, R3.1–R3.4): hooks, the background, the start, the join, and the
+ * One child's life as its parent sees it: hooks, the background, the start, the join, and the
  * settlement of its reservation. Deterministic code only.
  */
 import type { ContextRendering } from '../../src/contract/preset.js';
@@ -14,7 +14,7 @@ import { budgetOf } from '../../src/rules/budget.js';
 import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
 import { bounded, callEvidence, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
 
-/** Issue 16: children's results carry their call counts and an evidence note. */
+/** Children's results carry their call counts and an evidence note. */
 const CALL_EVIDENCE_PATCH = 'deputy-child-call-evidence';
 import type { ContextMode } from '../../src/rules/delegation.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
@@ -42,7 +42,7 @@ import { joinAttached, joinChild, startChildOrExplain } from './spawn.js';
 import { childInput, settleReservation } from '../../src/rules/child-run.js';
 import { countDelegationSettled, countRefusal } from '../metrics.js';
 
-/** R3.1/R3.3: the background a child gets for its context mode, rendered as its preset asks; none for `none`. */
+/** The background a child gets for its context mode, rendered as its preset asks; none for `none`. */
 function prepareBackground(
   mode: ContextMode,
   rendering: ContextRendering,
@@ -51,7 +51,7 @@ function prepareBackground(
 ): ChildBackground | undefined {
   const selected = selectContext(snapshot, mode);
   if (selected.length === 0) return undefined;
-  // R1.8: the copy goes into the child's input; past the budget it is cut (the block) or its oldest turns dropped.
+  // The copy goes into the child's input; past the budget it is cut (the block) or its oldest turns dropped.
   const content = cutText(renderParentContext(selected), payloads.maxTextBytes);
   if (rendering !== 'dialogue') return { source: 'parent-chat', content };
   const dialogue = renderParentDialogue(selected).map((m) => ({
@@ -62,7 +62,7 @@ function prepareBackground(
   return { source: 'parent-chat', content, dialogue };
 }
 
-/** Starts one child, waits for it, and settles its reservation; the child's end never cancels the parent (R2.9). */
+/** Starts one child, waits for it, and settles its reservation; the child's end never cancels the parent. */
 export async function runChild(
   plan: ChildPlan,
   entry: LedgerEntry,
@@ -144,14 +144,14 @@ export async function runChild(
       }
       task = decided.task;
     }
-    // R3.2: the snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's
+    // The snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's
     // restored session already holds its background, and its interjections continue from its source's mark.
     run.snapshotMarks.set(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
     let background = plan.restore
       ? undefined
       : prepareBackground(mode, plan.contextRendering, snapshot.events, run.payloads);
     if (mode === 'summary' && !plan.restore) {
-      // R3.4: the background is written for the hook-accepted task; its cost is the parent's.
+      // The background is written for the hook-accepted task; its cost is the parent's.
       const generated = await generateBackground(task, brief.task_name, run, snapshot.events);
       if (!generated.ok) return outcome('rejected', null, generated.error, generated.error);
       background = generated.background;
@@ -171,11 +171,11 @@ export async function runChild(
         depth: run.depth,
         tenant: run.tenant,
         composition: run.composition,
-        ...(run.leaner && { invocationId: entry.invocationId }),
+        invocationId: entry.invocationId,
       },
       background,
     );
-    // R5.4: under a tenant cap, the child starts only with a slot, and at a lower priority than interactive runs.
+    // Under a tenant cap, the child starts only with a slot, and at a lower priority than interactive runs.
     const admission = run.delegationSettings.admission;
     if (admission) {
       const admitted = await admit(
@@ -197,28 +197,20 @@ export async function runChild(
       // A closed child keeps its id: the same invocation after a reset attaches to it instead of running it twice.
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       // Its parent is Temporal's own link (and in its id): the summary says what it was asked.
-      // R2.14: Temporal UI lists a background child as such (replay does not compare summaries).
+      // Temporal UI lists a background child as such (replay does not compare summaries).
       staticSummary: `${brief.task_name}${brief.wait === false ? ' (background)' : ''}: ${bounded(task.replace(/\s+/g, ' '), 100)}`,
-      // The tree the child belongs to, searchable from its start; a leaner parent gives all of its attributes (the
-      // child then writes none when it starts running: no visibility update of its own), an older one the ids only
-      // (issue 12: each attribute written once).
+      // The tree the child belongs to, searchable from its start, with all of its attributes: the child writes none
+      // when it starts running (no visibility update of its own).
       typedSearchAttributes: [
         { key: DEPUTY_ROOT_ID, value: run.rootId },
         { key: DEPUTY_PARENT_ID, value: run.sessionId },
-        ...(run.leaner
-          ? [
-              { key: DEPUTY_DEPTH, value: run.depth + 1 },
-              { key: DEPUTY_TASK_NAME, value: brief.task_name },
-              { key: DEPUTY_CONTEXT_MODE, value: String(mode) },
-              { key: DEPUTY_PRESET, value: plan.preset },
-              { key: DEPUTY_STATUS, value: 'running' },
-              ...(run.tenant ? [{ key: DEPUTY_TENANT, value: run.tenant }] : []),
-            ]
-          : []),
+        { key: DEPUTY_DEPTH, value: run.depth + 1 },
+        { key: DEPUTY_TASK_NAME, value: brief.task_name },
+        { key: DEPUTY_CONTEXT_MODE, value: String(mode) },
+        { key: DEPUTY_PRESET, value: plan.preset },
+        { key: DEPUTY_STATUS, value: 'running' },
+        ...(run.tenant ? [{ key: DEPUTY_TENANT, value: run.tenant }] : []),
       ],
-      // R2.4: for which invocation it was started (its parent is what Temporal records), so a later attempt of this
-      // invocation can recognise it: in its origin (leaner), in a memo before.
-      ...(!run.leaner && { memo: { deputyInvocationId: entry.invocationId, deputyTaskName: brief.task_name } }),
     });
     if (started.kind === 'refused') {
       countRefusal(run, 'start_failed');
@@ -232,7 +224,7 @@ export async function runChild(
         ? await joinChild(started.handle.result(), returnShape)
         : await joinAttached(entry.childWorkflowId, returnShape);
     spent = ended.spent;
-    // Issue 16: the child's call counts, and a mark when it answered without a tool (runs recorded before show
+    // The child's call counts, and a mark when it answered without a tool (runs recorded before show
     // their models what they were shown then: patched).
     const evidence = ended.spent && patched(CALL_EVIDENCE_PATCH) ? callEvidence(ended.status, ended.spent) : undefined;
     const result = outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
@@ -251,12 +243,12 @@ export async function runChild(
       settle('cancelled', 'cancelled with its parent');
       throw err;
     }
-    // R2.4: an infrastructure error on this brief's path is an error for this brief only; a started child that can no
+    // An infrastructure error on this brief's path is an error for this brief only; a started child that can no
     // longer be followed is charged its whole reservation (never under-count).
     const reason = `this brief's delegation failed: ${failureMessage(err)}`;
     return outcome('failed', null, reason, reason);
   } finally {
-    // R5.4: the slot goes back however the child ended (and while the parent is being cancelled, too).
+    // The slot goes back however the child ended (and while the parent is being cancelled, too).
     if (holdsSlot !== undefined) await release(holdsSlot, entry.childWorkflowId);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Background delegation (R2.14): a brief with `wait: false` runs its child in a cancellation scope of its own while
+ * Background delegation: a brief with `wait: false` runs its child in a cancellation scope of its own while
  * the parent goes on. The child's end joins the parent's inbox as a `subagent/result` (the untrusted envelope of a
  * waited result) and wakes an idle parent, unless the `wait` tool took it first. Deterministic code only.
  */
@@ -26,7 +26,7 @@ export function dispatchInBackground(run: AgentRunState, entry: LedgerEntry, sta
 
 /**
  * Follows a child already running in `scope` as a background child: from its dispatch (`wait: false`), or from the
- * moment a waited child asked a question and the call waiting for it returned (R3.9).
+ * moment a waited child asked a question and the call waiting for it returned.
  */
 export function adoptInBackground(
   run: AgentRunState,
@@ -41,7 +41,7 @@ export function adoptInBackground(
       child.outcome = outcome;
       run.inbox.push({
         from: entry.childWorkflowId,
-        content: renderChildResults([outcome], run.leaner),
+        content: renderChildResults([outcome]),
         subagent: { taskName: entry.taskName, childWorkflowId: entry.childWorkflowId },
       });
     },
@@ -60,7 +60,7 @@ export function renderDispatched(entries: readonly LedgerEntry[]): string {
   return `Dispatched in the background: ${list}. Each result arrives as a message when its child ends, labelled EXTERNAL_UNTRUSTED; call wait to join them sooner, or interject to tell a child something.`;
 }
 
-/** R2.14: a parent that ends (or a conversation that is over) cancels its live background children, and settles them. */
+/** A parent that ends (or a conversation that is over) cancels its live background children, and settles them. */
 export async function stopBackground(run: AgentRunState): Promise<void> {
   const live = [...run.background.values()].filter((child) => child.outcome === undefined);
   for (const child of live) child.scope.cancel();
@@ -68,7 +68,7 @@ export async function stopBackground(run: AgentRunState): Promise<void> {
 }
 
 /**
- * R2.14: a task run whose model answered while background children are live waits for the first of them to end (or
+ * A task run whose model answered while background children are live waits for the first of them to end (or
  * a message), then gets a turn with what arrived.
  */
 export async function awaitBackground(run: AgentRunState): Promise<void> {
@@ -113,7 +113,7 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
   }
   if (chosen.some((c) => c.outcome === undefined)) {
     run.setStatus('waiting_for_children');
-    // R3.9: a question from one of them ends the wait too, so the model can answer it.
+    // A question from one of them ends the wait too, so the model can answer it.
     const ids = chosen.map((c) => c.entry.childWorkflowId);
     run.waitingCalls += 1;
     try {
@@ -146,7 +146,7 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
     );
   }
   const outcomes = ended.map((c) => c.outcome!);
-  const parts = [...(outcomes.length > 0 ? [renderChildResults(outcomes, run.leaner)] : []), ...notes];
+  const parts = [...(outcomes.length > 0 ? [renderChildResults(outcomes)] : []), ...notes];
   return {
     content: parts.join('\n\n'),
     isError: outcomes.length > 0 && outcomes.every((o) => o.status !== 'completed'),

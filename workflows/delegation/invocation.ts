@@ -1,5 +1,5 @@
 /**
- * The `delegate` tool inside the workflow (R2.2–R2.11): check the invocation, resolve roles, plan the children,
+ * The `delegate` tool inside the workflow: check the invocation, resolve roles, plan the children,
  * reserve cost all or nothing, book them in the ledger, run them and join them into one tool result. Deterministic
  * code only.
  */
@@ -25,7 +25,7 @@ import { countDelegationsStarted, countRefusal, type RefusalReason } from '../me
 const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /**
- * R2.2: a `delegate` call's arguments when the generated JSON Schema vouches for them (no promise: each costs the SDK
+ * A `delegate` call's arguments when the generated JSON Schema vouches for them (no promise: each costs the SDK
  * a stack capture); `undefined` when zod must say (`checkInvocation`).
  */
 function vouchedInvocation(rawArguments: string): InvocationCheck | undefined {
@@ -41,7 +41,7 @@ function vouchedInvocation(rawArguments: string): InvocationCheck | undefined {
     : undefined;
 }
 
-/** R2.2: a `delegate` call's arguments, asking zod for what the generated JSON Schema does not vouch for. */
+/** A `delegate` call's arguments, asking zod for what the generated JSON Schema does not vouch for. */
 async function checkInvocation(rawArguments: string): Promise<InvocationCheck> {
   const vouched = vouchedInvocation(rawArguments);
   if (vouched) return vouched;
@@ -58,15 +58,14 @@ function refused(run: AgentRunState, reason: RefusalReason, error: string): RunT
 /** Executes one `delegate` tool call; every refusal is a tool error the model sees, with nothing spawned. */
 export async function runDelegation(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
   const { delegationSettings: settings, composition } = run;
-  // R3.2: the evidence is frozen at the call, before any await: a sibling result that lands later never gets in.
+  // The evidence is frozen at the call, before any await: a sibling result that lands later never gets in.
   const snapshot: Snapshot = { events: takeSnapshot(run.events), mark: run.appended };
-  // A leaner run goes on without a turn of the event loop when the schema vouches for the arguments; runs recorded
-  // before it took one here, and their histories' command order depends on it.
-  const check = (run.leaner && vouchedInvocation(call.arguments)) || (await checkInvocation(call.arguments));
+  // When the schema vouches for the arguments the run goes on without a turn of the event loop (no zod to load).
+  const check = vouchedInvocation(call.arguments) || (await checkInvocation(call.arguments));
   if (!check.ok) return refused(run, 'invalid_arguments', check.error);
   const { briefs, return_shape: returnShape } = check.args;
 
-  // R4.2: an explicit role resolves the preset registered now. R4.3: no role joins the parent's exact composition
+  // An explicit role resolves the preset registered now. No role joins the parent's exact composition
   // (histories from before revisions existed look the parent's preset up instead).
   const inherited = composition.presetDefinition;
   const lookUp = briefs.filter((brief) => brief.role !== undefined || !inherited);
@@ -128,7 +127,7 @@ function narrowingOf(brief: Brief, returnShape: Record<string, unknown> | undefi
   return Object.keys(narrowing).length > 0 ? { narrowing } : {};
 }
 
-/** R2.6/R2.8: reserves for every plan all or nothing, books them in the ledger, runs them and joins them. */
+/** Reserves for every plan all or nothing, books them in the ledger, runs them and joins them. */
 export async function bookAndRun(
   call: ToolCall,
   plans: ChildPlan[],
@@ -136,7 +135,7 @@ export async function bookAndRun(
   run: AgentRunState,
   snapshot: Snapshot,
 ): Promise<RunToolResult> {
-  // R2.3: checked again here, with no await before the booking: a follow-up and a delegate of one turn both awaited
+  // Checked again here, with no await before the booking: a follow-up and a delegate of one turn both awaited
   // look-ups since their first check.
   if (run.ledger.length + plans.length > run.delegationSettings.maxChildrenPerRun) {
     return refused(
@@ -176,7 +175,7 @@ export async function bookAndRun(
     return entry;
   });
 
-  // R2.14: a brief with `wait: false` runs in the background; the parent goes on and hears of its end later.
+  // A brief with `wait: false` runs in the background; the parent goes on and hears of its end later.
   const dispatched: LedgerEntry[] = [];
   const waited: number[] = [];
   plans.forEach((plan, i) => {
@@ -191,7 +190,7 @@ export async function bookAndRun(
   if (waited.length === 0) return { content: renderDispatched(dispatched), isError: false };
 
   run.setStatus('waiting_for_children');
-  // Each waited child in a scope of its own, so one that asks a question can go on in the background (R3.9).
+  // Each waited child in a scope of its own, so one that asks a question can go on in the background.
   const scopes = waited.map(() => new CancellationScope());
   const lives = waited.map((i, k) =>
     scopes[k]!.run(() => runChild(plans[i]!, entries[i]!, invocation, returnShape, run, snapshot)),
@@ -209,7 +208,7 @@ export async function bookAndRun(
   let outcomes: ChildOutcome[] | undefined;
   try {
     const joined = joinAll(lives);
-    // R3.9: a question from a child this call waits for ends the wait: the model must be able to answer it.
+    // A question from a child this call waits for ends the wait: the model must be able to answer it.
     outcomes = await Promise.race([
       joined,
       // Cancelled, it leaves the answer to the join, which settles only once every child has stopped.
@@ -230,7 +229,7 @@ export async function bookAndRun(
   }
   const done = outcomes ?? ended.filter((o): o is ChildOutcome => o !== undefined);
   const parts = [
-    ...(done.length > 0 ? [renderChildResults(done, run.leaner)] : []),
+    ...(done.length > 0 ? [renderChildResults(done)] : []),
     ...(outcomes
       ? []
       : [
@@ -244,7 +243,7 @@ export async function bookAndRun(
   return { content: parts.join('\n\n'), isError: done.length > 0 && done.every((o) => o.status !== 'completed') };
 }
 
-/** The waited children still live when one asked a question go on in the background (R3.9). */
+/** The waited children still live when one asked a question go on in the background. */
 function detach(
   run: AgentRunState,
   waited: readonly number[],

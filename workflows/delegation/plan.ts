@@ -1,5 +1,5 @@
 /**
- * Planning one child (R2.5, R2.7): its tools, scopes and limits from its brief and composition, and the shapes the
+ * Planning one child: its tools, scopes and limits from its brief and composition, and the shapes the
  * delegation code passes around. Deterministic code only.
  */
 
@@ -14,7 +14,7 @@ import type { ChildPlan } from '../../src/rules/child-run.js';
 
 export type { ChildBackground, ChildPlan } from '../../src/rules/child-run.js';
 
-/** The parent's context frozen at the `delegate` call (R3.2): its effective dialogue and its append count. */
+/** The parent's context frozen at the `delegate` call: its effective dialogue and its append count. */
 export interface Snapshot {
   events: SessionEvent[];
   mark: number;
@@ -22,7 +22,7 @@ export interface Snapshot {
 
 export const toolError = (content: string): RunToolResult => ({ content, isError: true });
 
-/** R2.5/R2.7: one child's tools, scopes and limits from its brief and composition. */
+/** One child's tools, scopes and limits from its brief and composition. */
 export function planChild(
   brief: Brief,
   childComposition: ChildPlan['composition'],
@@ -60,7 +60,7 @@ export function planChild(
       preset: childComposition.definition.id,
       composition: childComposition,
       contextRendering: childComposition.definition.contextRendering,
-      // R3.10: a brief without `context` gets the delegating run's default: its preset's, else the config's, else none.
+      // A brief without `context` gets the delegating run's default: its preset's, else the config's, else none.
       contextMode: brief.context ?? composition.presetDefinition?.defaultContext ?? settings.defaultContext ?? 'none',
       grant: grant.grant,
       limits,

@@ -1,5 +1,5 @@
 /**
- * Clarifications bubble up (R3.9): a child's `ask_parent` suspends it durably until its parent answers; the question
+ * Clarifications bubble up: a child's `ask_parent` suspends it durably until its parent answers; the question
  * reaches the parent as an untrusted `subagent/question` between turns; the parent's model answers with
  * `answer_child` (or asks its own parent, or the person), or a person answers through the `answerChild` update. An
  * unanswered question ends with the child's deadline or the parent's end. Deterministic code only.
@@ -97,7 +97,7 @@ export function receiveQuestion(
   });
 }
 
-/** True while a question from one of `childIds` waits in the inbox for the model (R3.9: it ends a wait for them). */
+/** True while a question from one of `childIds` waits in the inbox for the model (it ends a wait for them). */
 export function questionWaiting(run: AgentRunState, childIds: readonly string[]): boolean {
   return run.inbox.some(
     (item) => 'question' in item && !item.question.answered && childIds.includes(item.question.childWorkflowId),
@@ -205,7 +205,7 @@ export async function runAnswerChild(call: ToolCall, run: AgentRunState): Promis
     : toolError(`${answered.error}; nothing was sent`);
 }
 
-/** R3.9: a run's end leaves none of its children's questions open. */
+/** A run's end leaves none of its children's questions open. */
 export function closeQuestions(entry: LedgerEntry): void {
   for (const question of entry.questions ?? []) if (question.status === 'open') question.status = 'unanswered';
 }

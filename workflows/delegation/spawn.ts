@@ -1,5 +1,5 @@
 /**
- * Starting a child and reading how it ended (R2.4, R2.8, R2.9): a taken id refuses one brief, this invocation's own
+ * Starting a child and reading how it ended: a taken id refuses one brief, this invocation's own
  * child from an earlier attempt is attached to. Deterministic code only.
  */
 import { LOOKUP_OPTIONS } from '../activity-options.js';
@@ -27,7 +27,7 @@ import { FAILURE } from '../../src/contract/failures.js';
 import { loadZodContract } from '../validation.js';
 
 const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
-// Waits on a run this parent did not start in this execution (R2.4 attach): as long as the run lives.
+// Waits on a run this parent did not start in this execution (an attach): as long as the run lives.
 const { awaitRun } = proxyActivities<DeputyActivities>({
   startToCloseTimeout: '7 days',
   heartbeatTimeout: '30 seconds',
@@ -36,7 +36,7 @@ const { awaitRun } = proxyActivities<DeputyActivities>({
 });
 
 /**
- * R2.4: starts a child, or says why not. An id already held by this invocation's own child from an earlier attempt
+ * Starts a child, or says why not. An id already held by this invocation's own child from an earlier attempt
  * (a reset parent) is attached to; an id held by anything else refuses this brief only; no error of the start ever
  * fails the parent.
  */
@@ -44,7 +44,7 @@ export function startChildOrExplain(
   entry: LedgerEntry,
   options: ChildWorkflowOptions & { args: [RunInput] },
 ): Promise<StartedOrNot> {
-  // Issue 12: `then`, not `async`/`await`: each promise in workflow code costs the SDK a stack capture.
+  // `then`, not `async`/`await`: each promise in workflow code costs the SDK a stack capture.
   return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options).then(
     (handle): StartedOrNot => ({ kind: 'started', handle }),
     (err: unknown) => {
@@ -62,7 +62,7 @@ type StartedOrNot =
   | { kind: 'attached' }
   | { kind: 'refused'; reason: string };
 
-/** R2.4: the child's id is taken: this invocation's own child from an earlier attempt (attach), or anything else. */
+/** The child's id is taken: this invocation's own child from an earlier attempt (attach), or anything else. */
 async function explainTakenId(entry: LedgerEntry): Promise<StartedOrNot> {
   const existing = await describeRun({ workflowId: entry.childWorkflowId }).catch((err: unknown) => {
     if (isCancellation(err)) throw err;
@@ -94,7 +94,7 @@ function readResult(result: RunResult, returnShape: Record<string, unknown> | un
   );
 }
 
-/** Waits for an attached child (R2.4); cancelling the parent cancels it, as it would a child it started. */
+/** Waits for an attached child; cancelling the parent cancels it, as it would a child it started. */
 export async function joinAttached(
   workflowId: string,
   returnShape: Record<string, unknown> | undefined,
@@ -113,7 +113,7 @@ export async function joinAttached(
   }
 }
 
-/** How a started child ended, read from its result or its failure; a child's end never cancels its parent (R2.9). */
+/** How a started child ended, read from its result or its failure; a child's end never cancels its parent. */
 export function joinChild(
   result: Promise<RunResult>,
   returnShape: Record<string, unknown> | undefined,

@@ -1,5 +1,5 @@
 /**
- * Steering live and finished children: interjections (R3.7) and follow-ups (R4.5). Deterministic code only.
+ * Steering live and finished children: interjections and follow-ups. Deterministic code only.
  */
 import { LOOKUP_OPTIONS } from '../activity-options.js';
 import type { DeputyActivities } from '../../activities/index.js';
@@ -20,7 +20,7 @@ import { bookAndRun } from './invocation.js';
 const { resolvePresets, loadSession } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /**
- * R3.7: sends a message to a live child. A child dispatched with context also gets the parent's dialogue since its
+ * Sends a message to a live child. A child dispatched with context also gets the parent's dialogue since its
  * snapshot, as a continued block; a `none` child gets only the message. The choice made at dispatch sticks.
  */
 export async function deliverInterjection(
@@ -51,7 +51,7 @@ export async function deliverInterjection(
   return { ok: true, childWorkflowId: entry.childWorkflowId };
 }
 
-/** Reads the `{ task_name, message }` arguments of `interject` and `followup`; a problem is a tool error (R1.7). */
+/** Reads the `{ task_name, message }` arguments of `interject` and `followup`; a problem is a tool error. */
 function parseChildMessage(call: ToolCall) {
   return parseToolArgs<InterjectArgs>(
     call.name,
@@ -73,7 +73,7 @@ export async function runInterjection(call: ToolCall, run: AgentRunState): Promi
 }
 
 /**
- * The `followup` tool (R4.5): a finished child goes on with a new message in a new child run that restores its
+ * The `followup` tool: a finished child goes on with a new message in a new child run that restores its
  * session (its background included) and its composition: the preset it selected, resolved now (or refused if gone),
  * else this run's own. The ledger links the new run to the old one.
  */
@@ -136,7 +136,7 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
   }
   const followup: ChildPlan = {
     ...plan.plan,
-    // The choice made at dispatch sticks (R3.7): the follow-up keeps its source's context mode and snapshot.
+    // The choice made at dispatch sticks: the follow-up keeps its source's context mode and snapshot.
     contextMode: source.preparation.contextMode,
     snapshotMark: run.snapshotMarks.get(source.childWorkflowId),
     restore: { from: source.childWorkflowId, events },
