@@ -19,7 +19,7 @@ import type {
   ResolveRunInput,
   ResolveRunResult,
 } from '../src/contract/activities.js';
-import { CompositionError, resolveComposition, resolvePresetTools } from '../src/worker/composition.js';
+import { CompositionError, resolveComposition, resolvePresetTools } from './composition.js';
 import type { ConfigStore } from '../src/config/store.js';
 import { configEntry } from '../src/config/schema.js';
 import type { Client } from '@temporalio/client';
@@ -31,23 +31,10 @@ import { reportedUsage } from '../src/rules/child-run.js';
 import { RunResult } from '../src/contract/run.js';
 import { withHeartbeat } from './heartbeat.js';
 import { toToolSpec, type ToolDefinition, type ToolSpec } from '../src/contract/tools.js';
-import {
-  ANSWER_CHILD_TOOL,
-  answerChildToolSpec,
-  ASK_PARENT_TOOL,
-  askParentToolSpec,
-  DELEGATE_TOOL,
-  delegateToolSpec,
-  FOLLOWUP_TOOL,
-  followupToolSpec,
-  INTERJECT_TOOL,
-  interjectToolSpec,
-  WAIT_TOOL,
-  waitToolSpec,
-} from '../src/rules/delegation.js';
+import { STEERING_TOOL_REGISTRY, steeringToolSpec, type SteeringToolName } from '../src/contract/delegation.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
 import { ContextCache } from './context-cache.js';
-import { activationLookup } from '../src/eval/activation.js';
+import { tenantDelegationLookup } from '../src/config/tenant-evidence.js';
 import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
@@ -90,7 +77,7 @@ export function createActivities({
 }: ActivityDeps) {
   const keys = messageKeys ?? MessageKeys.fromEnv();
   // Evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
-  const activated = activationLookup(process.cwd());
+  const activated = tenantDelegationLookup(process.cwd());
   const temporal = (): Client => {
     if (client) return client;
     throw ApplicationFailure.create({
@@ -239,14 +226,9 @@ export function createActivities({
 
 /** What the model sees of each tool a run names: the registered tools' specs and the steering tools', built once. */
 function toolSpecs(tools: ReadonlyMap<string, ToolDefinition>): (name: string) => ToolSpec | undefined {
-  const specs = new Map<string, ToolSpec>([
-    [DELEGATE_TOOL, delegateToolSpec()],
-    [INTERJECT_TOOL, interjectToolSpec()],
-    [FOLLOWUP_TOOL, followupToolSpec()],
-    [WAIT_TOOL, waitToolSpec()],
-    [ASK_PARENT_TOOL, askParentToolSpec()],
-    [ANSWER_CHILD_TOOL, answerChildToolSpec()],
-  ]);
+  const specs = new Map<string, ToolSpec>(
+    (Object.keys(STEERING_TOOL_REGISTRY) as SteeringToolName[]).map((name) => [name, steeringToolSpec(name)]),
+  );
   return (name) => {
     let spec = specs.get(name);
     const tool = tools.get(name);

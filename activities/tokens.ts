@@ -3,7 +3,7 @@
  * `gpt-tokenizer` holds OpenAI's own encodings; models it does not know are counted with o200k and a wider margin.
  */
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
-import type { ChatMessage } from '../src/contract/session.js';
+import type { ChatMessage } from '../src/contract/dialogue.js';
 import { INPUT_COUNT } from '../src/rules/budget.js';
 import type { ToolSpec } from '../src/contract/tools.js';
 

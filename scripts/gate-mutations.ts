@@ -17,9 +17,9 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   G1: {
     rule: 'the master switch is ignored',
     edits: [
-      ['src/worker/composition.ts', 'const enabled = config.delegation.enabled && (', 'const enabled = true && ('],
+      ['activities/composition.ts', 'const enabled = config.delegation.enabled && (', 'const enabled = true && ('],
       [
-        'src/eval/activation.ts',
+        'src/config/tenant-evidence.ts',
         'const activated = config.delegation.enabled && missing.length === 0;',
         'const activated = missing.length === 0;',
       ],
@@ -248,7 +248,7 @@ try {
           '--config',
           'vitest.gates.config.ts',
           '-t',
-          `^delegate gates ${gate} `,
+          `^R5.5 delegate gates ${gate} `,
           '--testTimeout',
           '25000',
           '--reporter',

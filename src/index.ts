@@ -15,10 +15,11 @@ export {
   SendMessageInput,
   EndConversationInput,
 } from './contract/run.js';
-export { SessionEvent, SESSION_VERSION } from './contract/session.js';
-export { SessionExport, SESSION_FORMAT } from './rules/sessions.js';
+export { SessionEvent } from './contract/session.js';
+export { SESSION_VERSION } from './contract/dialogue.js';
+export { SessionExport, SESSION_FORMAT } from './contract/session-export.js';
 export { Preset } from './contract/preset.js';
-export { Brief, DelegateArgs, InterjectArgs } from './rules/delegation.js';
+export { Brief, DelegateArgs, InterjectArgs } from './contract/delegation.js';
 export { stateQuery, sendMessageUpdate, endConversationUpdate, interjectUpdate } from './contract/messages.js';
 export {
   DeputyClient,

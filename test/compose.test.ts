@@ -1,5 +1,5 @@
 /**
- * The compose stack (issue 15), checked where no Docker engine runs: `docker compose config` validates it in CI when
+ * The compose stack, checked where no Docker engine runs: `docker compose config` validates it in CI when
  * the plugin is there; this test checks what that cannot — the server and its schema tools are the version the
  * tests run (the dev server's `temporal --version` names it), every image is pinned, every mounted file exists, and
  * the stack carries the operations services.
@@ -23,7 +23,7 @@ const compose = parse(readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'ut
 };
 const { services } = compose;
 
-describe('issue 15 docker-compose.yml', () => {
+describe('R6.1 R6.3 R6.4 docker-compose.yml, the production shape', () => {
   it('runs the Temporal Server version the tests run, its schemas set up by admin-tools of that version, no auto-setup', () => {
     const cli = findTemporalCli();
     expect(cli, 'the Temporal CLI (npm run setup)').toBeDefined();

@@ -1,5 +1,5 @@
 /**
- * The delegation promises attacked from the paths nobody walked (issue 10): a summary that pushed used + reserved
+ * The delegation promises attacked from the paths nobody walked: a summary that pushed used + reserved
  * past max, a child that reports more than it was given, a squatted child id, two invocations racing the caps and the
  * status, a follow-up that forgot its context mode, a child id that exists before its preparation ends, and callers
  * who claim authority (origin, presets, forks) that Temporal does not record.

@@ -485,7 +485,7 @@ describe('R2.10 cancellation cascades downward only', () => {
     const content = toolMessage(h.model.requests.find((r) => r.rule === `${task}:join`)!);
     expect(content).toContain('"status": "limit_reached"');
     await h.model.waitFor((rs) => rs.filter((r) => r.rule === 'slow child').some((r) => r.aborted), 15_000);
-    // Issue 12: a run that only waits on activities keeps its deadline on them, not with a timer of its own.
+    // A run that only waits on activities keeps its deadline on them, not with a timer of its own.
     const history = await h.client.workflow.getHandle(`${parentId}/slow-1`).fetchHistory();
     expect(history.events!.filter((e) => e.timerStartedEventAttributes)).toEqual([]);
   });
@@ -594,7 +594,7 @@ describe('R2.11 R2.12 ledger and inspection', () => {
     expect(await h.deputy.result(parentId)).toMatchObject({ status: 'completed' });
     const history = await h.client.workflow.getHandle(`${parentId}/slow-1`).fetchHistory();
     const upserts = history.events!.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes);
-    expect(upserts).toHaveLength(1); // issue 12: each upsert is a visibility write (and a billed action on a cloud)
+    expect(upserts).toHaveLength(1); // each upsert is a visibility write (and a billed action on a cloud)
     expect(
       Object.keys(upserts[0]!.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!).sort(),
     ).toEqual(['DeputyCostUsd', 'DeputyStatus']);

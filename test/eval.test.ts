@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { Evidence } from '../src/eval/score.js';
+import { Evidence } from '../src/config/evidence.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
 describe('R5.2 npm run eval', () => {

@@ -1,5 +1,5 @@
 /**
- * Deputy's metrics (issue 15), read from the worker runtime's Prometheus endpoint (this test file's process installs
+ * Deputy's metrics, read from the worker runtime's Prometheus endpoint (this test file's process installs
  * the runtime with it, before any connection): refusals by reason, a synthesis ending and a limit ending, tokens and
  * cost by model, preset and tenant. The demo's run (delegations, reservations) is checked by test/ui.test.ts.
  */
@@ -42,7 +42,7 @@ async function metric(name: string, tags: string[], atLeast = 1): Promise<number
   return value;
 }
 
-describe('issue 15 Deputy metrics', () => {
+describe('R6.2 Deputy metrics', () => {
   it('refusals are counted by reason; a synthesis ending and a limit ending by status, limit and synthesis', async () => {
     const { delegateReply, PARENT_SCOPES } = support;
     const task = 'metrics: refused delegations';
@@ -70,7 +70,7 @@ describe('issue 15 Deputy metrics', () => {
       { workflowId: synthesised },
     );
     expect(await h.deputy.result(synthesised)).toMatchObject({ status: 'completed', limit: 'maxTurns' });
-    // The same ending, as a watcher reads it (issue 16).
+    // The same ending, as a watcher reads it.
     const ended: unknown[] = [];
     for await (const event of h.deputy.watch(synthesised)) if (event.type === 'run/ended') ended.push(event);
     expect(ended).toEqual([expect.objectContaining({ status: 'completed', limit: 'maxTurns', synthesis: true })]);

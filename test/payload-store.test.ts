@@ -1,5 +1,5 @@
 /**
- * Large payloads (issue 15): with an external payload store — a directory, or an S3-compatible bucket (moto's S3 server
+ * Large payloads: with an external payload store — a directory, or an S3-compatible bucket (moto's S3 server
  * here, MinIO in the compose stack) — a 5 MB tool result goes to the store and the run completes; history holds a
  * reference of a few hundred bytes, not the bytes; the model reads its usual view (R1.8); the whole result is read
  * back from the store through the reference. A store that lost or damaged a payload is a clear error, not garbage; a
@@ -115,7 +115,7 @@ async function bigRun(driver: StorageDriver, largeKey: () => Promise<string>) {
   expect(events.at(-1)).toMatchObject({ type: 'run/ended', status: 'completed' });
 }
 
-describe('issue 15 large payloads in a directory', () => {
+describe('R6.4 large payloads in a directory', () => {
   const store = mkdtempSync(join(tmpdir(), 'deputy-store-'));
   const driver = new FileStorageDriver(store);
 
@@ -171,7 +171,7 @@ async function startS3(): Promise<string> {
   throw new Error(`moto's S3 server did not answer at ${url}`);
 }
 
-describe('issue 15 large payloads in an S3-compatible bucket', () => {
+describe('R6.4 large payloads in an S3-compatible bucket', () => {
   it('a 5 MB tool result goes to the bucket through DEPUTY_PAYLOAD_STORE=s3://…; a lost or damaged object is a clear error', async () => {
     const endpoint = await startS3();
     const env = {

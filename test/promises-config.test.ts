@@ -70,7 +70,7 @@ afterAll(async () => {
   await Promise.all([off?.close(), compacting?.close(), small?.close(), cutting?.close()]);
 });
 
-describe('R2.1 the flag is the master switch', () => {
+describe('R2.1 R5.1 the flag is the master switch', () => {
   it('R2.1 with delegation off, a run holding run.delegate is offered no delegate, interject or followup', async () => {
     const task = 'r2.1 flag off';
     off.model.add({ name: task, when: forTask(task), reply: { text: 'ok' } });

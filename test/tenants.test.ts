@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigStore } from '../src/config/store.js';
-import { checkEvidence, describeActivations, tenantActivations } from '../src/eval/activation.js';
+import { checkEvidence, describeTenantDelegation, tenantDelegation } from '../src/config/tenant-evidence.js';
 import { offeredTools, userSays } from '../src/testing/scripted-model.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
@@ -115,7 +115,7 @@ describe('R5.3 per-tenant activation', () => {
       passes: false,
       reason: 'scenarios/parallel-lookups.yaml changed since this evidence was made',
     });
-    expect(describeActivations(tenantActivations(config, PROJECT_ROOT))).toEqual([
+    expect(describeTenantDelegation(tenantDelegation(config, PROJECT_ROOT))).toEqual([
       'tenant acme: activated',
       `  passes capability ${CAPABILITY}: delegation helps: 100% vs 50% with no added policy failure`,
       `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
@@ -129,7 +129,7 @@ describe('R5.3 per-tenant activation', () => {
       `  fails  two-arm ${UNHELPFUL}: delegation does not help: 100% vs 100%, at 2.0× the cost`,
     ]);
     expect(
-      tenantActivations({ ...config, delegation: { ...config.delegation, enabled: false } }, PROJECT_ROOT)[0],
+      tenantDelegation({ ...config, delegation: { ...config.delegation, enabled: false } }, PROJECT_ROOT)[0],
     ).toMatchObject({
       activated: false,
       reason: 'delegation is off (the master switch)',

@@ -1,5 +1,5 @@
 /**
- * Tracing (issue 15): with Deputy's tracing on, one trace follows a delegating run from the client's start call
+ * Tracing: with Deputy's tracing on, one trace follows a delegating run from the client's start call
  * through the parent workflow, its three children and every activity; each model call is a GenAI span with its
  * tokens and cost, each tool call a span with its name and outcome; no span carries prompt or output text unless
  * the operator opts in. Spans are collected in-process by an in-memory exporter.
@@ -77,7 +77,7 @@ const isRunOf = (span: ReadableSpan, id: string) =>
 const everyText = (span: ReadableSpan) =>
   JSON.stringify([span.name, span.attributes, span.events.map((e) => [e.name, e.attributes])]);
 
-describe('issue 15 tracing', () => {
+describe('R6.1 tracing', () => {
   it('one trace from the client start through three children; model calls carry tokens and cost; no prompt text', async () => {
     const secret = 'SECRET-PROMPT-5b7e';
     const { id, spans } = await tracedRun(secret);

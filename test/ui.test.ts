@@ -1,5 +1,5 @@
 /**
- * Operations, looked at (issue 15): `npm run demo -- --ui` with encryption and metrics on, as an operator would run
+ * Operations, looked at: `npm run demo -- --ui` with encryption and metrics on, as an operator would run
  * it. While it stays up: the worker's `/metrics` shows Deputy's metrics for the run; the raw history holds ciphertext;
  * Temporal UI, opened in headless Chromium (Debian's package), shows the parent, its three children linked, their
  * summaries, and the task and answer decoded through the codec server. Ctrl-C then stops everything it started.
@@ -36,7 +36,7 @@ const listening = (port: number) =>
     socket.once('error', () => resolve(false));
   });
 
-describe('issue 15 operations, looked at', () => {
+describe('R6.1 R6.2 R6.3 operations, looked at', () => {
   it('demo --ui: /metrics shows Deputy metrics; history is ciphertext; Temporal UI shows the tree decoded; Ctrl-C stops it all', async () => {
     const [uiPort, metricsPort, codecPort] = [await freePort(), await freePort(), await freePort()];
     const env: NodeJS.ProcessEnv = {

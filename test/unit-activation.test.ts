@@ -8,7 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
-import { activationLookup, checkEvidence, describeActivations, tenantActivations } from '../src/eval/activation.js';
+import {
+  tenantDelegationLookup,
+  checkEvidence,
+  describeTenantDelegation,
+  tenantDelegation,
+} from '../src/config/tenant-evidence.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { capability, evidenceDir, TWO_ARM, twoArm } from './support/evidence.js';
 import { delegationConfig } from './support/delegation.js';
@@ -136,21 +141,21 @@ describe('R5.3 a tenant is activated on passing capability and two-arm evidence'
   });
 
   it('R5.3 only the tenant with both is activated; each other says what it lacks', () => {
-    expect(tenantActivations(config, PROJECT_ROOT).map((a) => [a.tenant, a.activated, a.reason])).toEqual([
+    expect(tenantDelegation(config, PROJECT_ROOT).map((a) => [a.tenant, a.activated, a.reason])).toEqual([
       ['both', true, 'evidence passes'],
       ['two-arm-only', false, 'no passing capability evidence (a scenario admitted from a real failed run)'],
       ['capability-only', false, 'no passing two-arm evidence'],
     ]);
     const off = parseConfig({ ...config, delegation: { ...config.delegation, enabled: false } });
-    expect(tenantActivations(off, PROJECT_ROOT)[0]).toMatchObject({
+    expect(tenantDelegation(off, PROJECT_ROOT)[0]).toMatchObject({
       activated: false,
       reason: 'delegation is off (the master switch)',
     });
-    expect(describeActivations(tenantActivations(config, PROJECT_ROOT))[0]).toBe('tenant both: activated');
+    expect(describeTenantDelegation(tenantDelegation(config, PROJECT_ROOT))[0]).toBe('tenant both: activated');
   });
 
   it('R5.3 the lookup: without tenants the flag decides for every run; with tenants only an activated one, by name', () => {
-    const lookup = activationLookup(PROJECT_ROOT);
+    const lookup = tenantDelegationLookup(PROJECT_ROOT);
     expect(lookup(config, 'both')).toBe(true);
     expect(lookup(config, 'two-arm-only')).toBe(false);
     expect(lookup(config, 'nobody')).toBe(false);

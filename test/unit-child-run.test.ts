@@ -19,7 +19,7 @@ import { fetchPageTool } from '../src/testing/pages.js';
 import { resolveLimits } from '../src/rules/limits.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../src/rules/payloads.js';
 import { toolMap } from '../src/worker/factory.js';
-import { resolveComposition } from '../src/worker/composition.js';
+import { resolveComposition } from '../activities/composition.js';
 
 const usage = { ...ZERO_USAGE, inputTokens: 100, outputTokens: 20, totalTokens: 120, costMicroUsd: 140, modelCalls: 1 };
 const ended = (over: Partial<RunResult>): RunResult => ({
@@ -100,7 +100,7 @@ describe('R2.4 R2.7 a child’s input', () => {
     expect(followup.restore).toEqual({ kind: 'followup', events: [] });
   });
 
-  it('R4.3 issue 12: an implicit child inherits exactly what resolveRun would answer for it; a role, another model or a follow-up looks up', () => {
+  it('R4.3 an implicit child inherits exactly what resolveRun would answer for it; a role, another model or a follow-up looks up', () => {
     const definition = parent.composition.presetDefinition!;
     const implicit: ChildPlan = {
       ...plan,

@@ -1,4 +1,4 @@
-/** Issue 12: the worker-side dialogue cache is bounded and answers only for exactly what it holds. */
+/** The worker-side dialogue cache is bounded and answers only for exactly what it holds. */
 import { describe, expect, it } from 'vitest';
 import { ContextCache } from '../activities/context-cache.js';
 import type { ChatMessage } from '../src/contract/dialogue.js';
@@ -6,7 +6,7 @@ import type { ChatMessage } from '../src/contract/dialogue.js';
 const messages = (n: number, size = 10): ChatMessage[] =>
   Array.from({ length: n }, (_, i) => ({ role: 'user' as const, content: `${i}`.padEnd(size, '.') }));
 
-describe('issue 12: ContextCache', () => {
+describe('R1.1 ContextCache: the worker-side dialogue cache', () => {
   it('holds a run’s last two calls, and answers only for the length asked', () => {
     const cache = new ContextCache();
     for (const seq of [1, 2, 3]) cache.set('wf/run', seq, messages(seq), messages(1));

@@ -7,33 +7,35 @@ import { describe, expect, it } from 'vitest';
 import { HookConfig } from '../src/contract/hooks.js';
 import { RunInput } from '../src/contract/run.js';
 import type { RecordedRequest } from '../src/testing/scripted-model.js';
-import { scriptRules } from '../src/eval/scenario.js';
-import {
-  answerChildToolSpec,
-  askParentToolSpec,
-  checkReturnShape,
-  delegateToolSpec,
-  followupToolSpec,
-  interjectToolSpec,
-  parseInvocation,
-  waitToolSpec,
-} from '../src/rules/delegation.js';
+import { scriptRules } from '../src/eval/offline-script.js';
+import { steeringToolSpec } from '../src/contract/delegation.js';
+import { checkReturnShape, parseInvocation } from '../src/rules/delegation.js';
 import { renderPersona } from '../src/rules/persona.js';
 import { terminalSafe, terminalSafeJson } from '../src/rules/terminal.js';
 import { addSpend, addTokens, addToolCalls, ZERO_USAGE } from '../src/rules/usage.js';
 
 describe('R2.2 the steering tools as the model sees them', () => {
   it('R2.2 each has its name, a description, parameters, and needs run.delegate except ask_parent', () => {
-    const specs = [delegateToolSpec(), interjectToolSpec(), followupToolSpec(), waitToolSpec(), answerChildToolSpec()];
+    const specs = [
+      steeringToolSpec('delegate'),
+      steeringToolSpec('interject'),
+      steeringToolSpec('followup'),
+      steeringToolSpec('wait'),
+      steeringToolSpec('answer_child'),
+    ];
     expect(specs.map((s) => s.name)).toEqual(['delegate', 'interject', 'followup', 'wait', 'answer_child']);
     for (const spec of specs) {
       expect(spec.scopes).toEqual(['run.delegate']);
       expect(spec.description.length).toBeGreaterThan(40);
       expect(spec.parameters).toMatchObject({ type: 'object' });
     }
-    expect(askParentToolSpec()).toMatchObject({ name: 'ask_parent', scopes: [], parameters: { type: 'object' } });
-    expect(askParentToolSpec().description.length).toBeGreaterThan(40);
-    expect(delegateToolSpec().parameters).toMatchObject({ required: ['briefs'] });
+    expect(steeringToolSpec('ask_parent')).toMatchObject({
+      name: 'ask_parent',
+      scopes: [],
+      parameters: { type: 'object' },
+    });
+    expect(steeringToolSpec('ask_parent').description.length).toBeGreaterThan(40);
+    expect(steeringToolSpec('delegate').parameters).toMatchObject({ required: ['briefs'] });
   });
 
   it('R2.2 arguments that are not JSON, or not a delegation, are refused with why; nothing is spawned', () => {

@@ -5,7 +5,8 @@ import { applyEnv, parseConfig, readEnv } from '../src/config/load.js';
 import { ConfigError } from '../src/contract/errors.js';
 import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../src/rules/limits.js';
 import type { Usage } from '../src/contract/run.js';
-import { toChatMessages, type SessionEvent } from '../src/contract/session.js';
+import { type SessionEvent } from '../src/contract/session.js';
+import { toChatMessages } from '../src/contract/dialogue.js';
 import { addModelCall, callCostMicroUsd, priceFromUsdPerMTok, ZERO_USAGE } from '../src/rules/usage.js';
 
 const at = '2026-01-01T00:00:00.000Z';

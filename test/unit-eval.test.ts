@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { admitSession } from '../src/eval/admit.js';
-import { loadScenario, Scenario } from '../src/eval/scenario.js';
-import { scoreRun, summariseArm, verdict, type RunRecord } from '../src/eval/score.js';
+import { loadScenario, Scenario } from '../src/config/scenario.js';
+import { scoreRun, summariseArm, verdict, type RunRecord } from '../src/config/evidence.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
 const scenario = loadScenario(join(PROJECT_ROOT, 'scenarios', 'parallel-lookups.yaml'));

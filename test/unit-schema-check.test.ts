@@ -1,5 +1,5 @@
 /**
- * Issue 12: workflow code checks its hot inputs against JSON Schemas generated from the zod contract, and evaluates
+ * Workflow code checks its hot inputs against JSON Schemas generated from the zod contract, and evaluates
  * zod only for what they do not vouch for. These tests hold the fast path to zod: the generated file is current, a
  * value the fast path calls valid is one zod accepts and returns unchanged, the update validators agree with zod
  * exactly, and no module the workflow bundle evaluates at load imports zod.
@@ -66,13 +66,18 @@ const CASES: [string, z.ZodType, JsonSchema, Json[]][] = [
   ['RunResult', RunResult, GENERATED.RUN_RESULT_SCHEMA, [{ status: 'failed', output: null, usage, sessionId: 's' }]],
   ['SendMessageInput', SendMessageInput, GENERATED.SEND_MESSAGE_INPUT_SCHEMA, [{ message: 'hi' }]],
   ['EndConversationInput', EndConversationInput, GENERATED.END_CONVERSATION_INPUT_SCHEMA, [{ reason: 'done' }]],
-  ['InterjectArgs', InterjectArgs, GENERATED.INTERJECT_ARGS_SCHEMA, [{ task_name: 'a', message: 'b' }]],
-  ['DelegateArgs', DelegateArgs, GENERATED.DELEGATE_ARGS_SCHEMA, [{ briefs: [BRIEF, { ...BRIEF, context: 2 }] }]],
+  ['InterjectArgs', InterjectArgs, GENERATED.STEERING_ARGS_SCHEMAS.interject, [{ task_name: 'a', message: 'b' }]],
+  [
+    'DelegateArgs',
+    DelegateArgs,
+    GENERATED.STEERING_ARGS_SCHEMAS.delegate,
+    [{ briefs: [BRIEF, { ...BRIEF, context: 2 }] }],
+  ],
 ];
 /** Used by synchronous update validators: their verdict must be zod's, both ways. */
 const EXACT = new Set(['SendMessageInput', 'EndConversationInput', 'InterjectArgs']);
 
-describe('R1.7 issue 12: JSON Schema fast path, held to zod', () => {
+describe('R1.7 JSON Schema fast path, held to zod', () => {
   it('the committed src/contract/json-schemas.ts is what `npm run schemas` generates', async () => {
     expect(readFileSync(GENERATED_PATH, 'utf8'), 'run `npm run schemas`').toBe(await generatedModule());
   });

@@ -1,5 +1,5 @@
 /**
- * The watched tree folded for people (issue 16): statuses, spend and roll-ups, questions waiting for an answer and
+ * The watched tree folded for people: statuses, spend and roll-ups, questions waiting for an answer and
  * the no-tool-calls mark, from a hand-written event sequence (the live sequences are in watch.test.ts, web.test.ts).
  */
 import { describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ const ev = (run: string, parent: string | null, body: Record<string, unknown>) =
   ({ run, parent, seq: ++seq, at, cursor: 'c', ...body }) as WatchEvent;
 const usage = { inputTokens: 1, outputTokens: 1, costUsd: 0.001, modelCalls: 1, toolCalls: 0 };
 
-describe('issue 16 TreeView', () => {
+describe('R6.5 TreeView', () => {
   it('folds runs, spend, roll-ups, a question waiting then answered, and marks a child that called no tool', () => {
     const view = new TreeView();
     const root = 'r';
@@ -84,7 +84,7 @@ describe('issue 16 TreeView', () => {
   });
 });
 
-describe('issue 16 each event in one line', () => {
+describe('R6.5 each event in one line', () => {
   const one = (body: Record<string, unknown>) => describeWatchEvent(ev('r/a-1', 'r', body));
   it('says what every kind of event was, cost, calls, reservations and overruns included', () => {
     const long = `a   long\n\ntask ${'word '.repeat(30)}`;
@@ -138,7 +138,7 @@ describe('issue 16 each event in one line', () => {
   });
 });
 
-describe('issue 16 the tree as lines', () => {
+describe('R6.5 the tree as lines', () => {
   it('an empty view says so; a grandchild is indented under its parent; its question wakes only the run that asked', () => {
     const empty = new TreeView();
     expect(empty.rows()).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * Watching a tree (issue 16): `deputy.watch(rootId)` follows a delegating run from its start; each run's events match
+ * Watching a tree: `deputy.watch(rootId)` follows a delegating run from its start; each run's events match
  * its session (its model calls and their tool calls, its tools' results, its children), causally across runs; a
  * watch that stops half-way resumes from the cursor without loss or duplicates; on a finished tree it replays.
  */
@@ -56,7 +56,7 @@ async function collect(
 }
 const key = (e: WatchEvent) => `${e.run}#${e.seq}#${e.type}`;
 
-describe('issue 16 watch a tree', () => {
+describe('R6.5 watch a tree', () => {
   it('follows a delegating run from its start: each run matches its session, causally ordered across runs', async () => {
     const task = 'watch me delegate';
     scriptTree(task);

@@ -1,5 +1,5 @@
 /**
- * The web view (issue 16), opened in headless Chromium during a live run: the tree appears, a child's status changes
+ * The web view, opened in headless Chromium during a live run: the tree appears, a child's status changes
  * without a reload, the parent's transcript shows the children's results as an untrusted envelope, links lead into
  * Temporal UI; without the token nothing is served. The README's screenshots (docs/images/web-*.png) are this test's (`npm run screenshots`).
  */
@@ -29,7 +29,7 @@ afterAll(async () => {
   server?.close();
 });
 
-describe('issue 16 the web view', () => {
+describe('R6.5 the web view', () => {
   it('shows the live tree, a child status changing without a reload, the untrusted envelope in a transcript', async () => {
     const task = 'price the order (web)';
     let release!: () => void;

@@ -25,8 +25,7 @@ export const LOOKUP_OPTIONS: ActivityOptions = {
  * after all of its work has stopped (children cancelled, HTTP requests aborted), never while some is still live.
  */
 export function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
-  // `then`, not `async`/`await`, and one promise is its own settlement: each promise in workflow code costs the SDK
-  // a stack capture.
+  // `then`, not `async`/`await`, and one promise is its own settlement (fewer promises: see workflows/index.ts).
   if (promises.length === 1) return promises[0]!.then((value) => [value]);
   return Promise.allSettled(promises).then((settled) => {
     const failed = settled.find((result) => result.status === 'rejected');

@@ -17,14 +17,13 @@ import {
   stateQuery,
 } from '../src/contract/messages.js';
 import {
-  ANSWER_CHILD_ARGS_SCHEMA,
   END_CONVERSATION_INPUT_SCHEMA,
-  INTERJECT_ARGS_SCHEMA,
   SEND_MESSAGE_INPUT_SCHEMA,
   SIGNED_ADMITTED_SCHEMA,
   SIGNED_ANSWER_SCHEMA,
   SIGNED_INTERJECTION_SCHEMA,
   SIGNED_QUESTION_SCHEMA,
+  STEERING_ARGS_SCHEMAS,
 } from '../src/contract/json-schemas.js';
 import { admissionWorkflowId } from '../src/rules/children.js';
 import { cutText, formatBytes, utf8Bytes } from '../src/rules/payloads.js';
@@ -94,7 +93,7 @@ export function registerHandlers(run: AgentRunState): void {
     },
     {
       validator: (args: AnswerChildArgs) => {
-        validateUpdate(ANSWER_CHILD_ARGS_SCHEMA, args, 'answerChild', run.isEnded());
+        validateUpdate(STEERING_ARGS_SCHEMAS.answer_child, args, 'answerChild', run.isEnded());
         checkMessageSize(run, 'answerChild', 'answer', args.answer);
         const found = findQuestion(run, args);
         if (!found.ok) throw new Error(`answerChild: ${found.error}`);
@@ -109,7 +108,7 @@ export function registerHandlers(run: AgentRunState): void {
     },
     {
       validator: (args: InterjectArgs) => {
-        validateUpdate(INTERJECT_ARGS_SCHEMA, args, 'interject', run.isEnded());
+        validateUpdate(STEERING_ARGS_SCHEMAS.interject, args, 'interject', run.isEnded());
         checkMessageSize(run, 'interject', 'message', args.message);
         const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
         if (entry?.status !== 'running') {

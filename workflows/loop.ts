@@ -80,7 +80,7 @@ export async function agentLoop(run: AgentRunState): Promise<Outcome> {
     }
     switch (step.type) {
       case 'call_model': {
-        // Awaited only when there is something to do: every promise in workflow code costs the SDK a stack capture.
+        // Awaited only when there is something to do (fewer promises: see workflows/index.ts).
         if (continueAsNewDue(run)) await continueAsNewNow(run);
         const plan = compactionPlan(run);
         if (plan) await compact(run, plan);

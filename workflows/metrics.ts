@@ -7,7 +7,12 @@
  */
 import type { MetricCounter } from '@temporalio/common';
 import { metricMeter } from '@temporalio/workflow';
-import type { AgentRunState } from './run-state.js';
+
+/** What metrics read of a run: the composition it resolved (none yet at its very start) and its tenant. */
+export interface MeteredRun {
+  readonly composition: { model: string; preset: string; tenantLabel?: string | undefined } | undefined;
+  readonly tenant: string | undefined;
+}
 
 const counters = new Map<string, MetricCounter>();
 function counter(name: string, unit: string, description: string): MetricCounter {
@@ -17,8 +22,8 @@ function counter(name: string, unit: string, description: string): MetricCounter
 }
 
 /** Tags every metric of a run carries: its model, preset and tenant (`none` when it has none). */
-function runTags(run: AgentRunState): Record<string, string> {
-  const composition = run.composition as AgentRunState['composition'] | undefined;
+function runTags(run: MeteredRun): Record<string, string> {
+  const { composition } = run;
   return {
     model: composition?.model ?? 'unknown',
     preset: composition?.preset ?? 'none',
@@ -27,11 +32,7 @@ function runTags(run: AgentRunState): Record<string, string> {
 }
 
 /** A model call booked (a turn, a synthesis or a compaction): its tokens and cost. */
-export function countModelCall(
-  run: AgentRunState,
-  tokens: { inputTokens: number; outputTokens: number },
-  cost: number,
-) {
+export function countModelCall(run: MeteredRun, tokens: { inputTokens: number; outputTokens: number }, cost: number) {
   const tags = runTags(run);
   counter('deputy_model_calls', '1', 'Model calls made by runs').add(1, tags);
   const tokenCounter = counter('deputy_model_tokens', 'tokens', 'Tokens billed for model calls, by direction');
@@ -45,7 +46,7 @@ export type RefusalReason =
   'invalid_arguments' | 'unknown_preset' | 'caps' | 'plan' | 'max_children' | 'budget' | 'start_failed';
 
 /** A `delegate` call (or one of its briefs) refused. */
-export function countRefusal(run: AgentRunState, reason: RefusalReason, briefs = 1): void {
+export function countRefusal(run: MeteredRun, reason: RefusalReason, briefs = 1): void {
   counter('deputy_delegations_refused', '1', 'Delegations refused, by reason').add(briefs, {
     ...runTags(run),
     reason,
@@ -53,7 +54,7 @@ export function countRefusal(run: AgentRunState, reason: RefusalReason, briefs =
 }
 
 /** Children booked: each one's cost is now reserved out of the parent's budget. */
-export function countDelegationsStarted(run: AgentRunState, children: number): void {
+export function countDelegationsStarted(run: MeteredRun, children: number): void {
   const tags = runTags(run);
   counter('deputy_delegations_started', '1', 'Children booked and started').add(children, tags);
   counter('deputy_reservations_opened', '1', 'Reservations made for children').add(children, tags);
@@ -61,7 +62,7 @@ export function countDelegationsStarted(run: AgentRunState, children: number): v
 
 /** A child settled (its reservation released): by the status it ended with. */
 export function countDelegationSettled(
-  run: AgentRunState,
+  run: MeteredRun,
   status: string,
   overrun: { tokens: number; costMicroUsd: number } | null = null,
 ): void {
@@ -75,7 +76,7 @@ export function countDelegationSettled(
 }
 
 /** A run ended: by status, the limit that ended it (`none`) and whether a synthesis wrote its answer. */
-export function countRunEnded(run: AgentRunState, status: string, limit: string | undefined): void {
+export function countRunEnded(run: MeteredRun, status: string, limit: string | undefined): void {
   counter('deputy_runs_ended', '1', 'Runs ended, by status and limit').add(1, {
     ...runTags(run),
     status,

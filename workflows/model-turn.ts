@@ -82,7 +82,7 @@ function sendingWhatIsNew<T, R>(
   whole = false,
 ): Promise<R> {
   const sent = sinceLastCall(run, messages, whole);
-  // One `then` for the call and its booking: each promise in workflow code costs the SDK a stack capture.
+  // One `then` for the call and its booking (fewer promises: see workflows/index.ts).
   return call(sent).then(
     (result) => {
       run.lastCall = { seq: sent.context.seq, messages: held(result) };
@@ -215,8 +215,7 @@ async function compactedTurn(
 }
 
 /**
- * The model call of a turn and its booking. `then`, not `async`/`await`: each promise in workflow code costs the SDK a
- * stack capture.
+ * The model call of a turn and its booking, as a `then` chain (fewer promises: see workflows/index.ts).
  */
 function callTurn(
   run: AgentRunState,

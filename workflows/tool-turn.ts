@@ -7,14 +7,8 @@ import { isCancellation, proxyActivities, setCurrentDetails } from '@temporalio/
 import type { DeputyActivities } from '../activities/index.js';
 import type { RunToolResult } from '../src/contract/activities.js';
 import type { ToolCall } from '../src/contract/session.js';
-import {
-  ANSWER_CHILD_TOOL,
-  ASK_PARENT_TOOL,
-  DELEGATE_TOOL,
-  FOLLOWUP_TOOL,
-  INTERJECT_TOOL,
-  WAIT_TOOL,
-} from '../src/rules/children.js';
+import type { SteeringToolName } from '../src/contract/delegation.js';
+import { CHILD_STEERING_TOOLS } from '../src/contract/json-schemas.js';
 import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
 import { addToolCalls } from '../src/rules/usage.js';
 import { joinAll, MODEL_CALL_OPTIONS } from './activity-options.js';
@@ -26,25 +20,32 @@ import { now, type AgentRunState } from './run-state.js';
 
 const { runTool } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
 
-/** Tools that steer other runs, handled in the workflow. */
-const STEERING: Record<string, (call: ToolCall, run: AgentRunState) => Promise<RunToolResult>> = {
-  [DELEGATE_TOOL]: runDelegation,
-  [INTERJECT_TOOL]: runInterjection,
-  [FOLLOWUP_TOOL]: runFollowup,
-  [WAIT_TOOL]: runWait,
-  [ANSWER_CHILD_TOOL]: runAnswerChild,
+type Handler = (call: ToolCall, run: AgentRunState) => Promise<RunToolResult>;
+
+/**
+ * The workflow's handler of each steering tool in the registry (`src/contract/delegation.ts`): a tool added there
+ * does not compile until it has one here.
+ */
+const STEERING: Record<SteeringToolName, Handler> = {
+  delegate: runDelegation,
+  interject: runInterjection,
+  followup: runFollowup,
+  wait: runWait,
+  answer_child: runAnswerChild,
+  ask_parent: runAskParent,
 };
 
 /**
  * One call's result; never rejects but with a cancellation (a failing tool is a tool error the model reads). A `then`
- * chain, not an `async` frame: each promise in workflow code costs the SDK a stack capture.
+ * chain, not an `async` frame (fewer promises: see workflows/index.ts).
  */
 function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
-  const steer = Object.hasOwn(STEERING, call.name) ? STEERING[call.name] : undefined;
+  const steer = Object.hasOwn(STEERING, call.name) ? STEERING[call.name as SteeringToolName] : undefined;
   // Every child may ask its parent; it is a channel back, not a capability.
-  if (call.name === ASK_PARENT_TOOL && run.origin) {
+  if (steer && CHILD_STEERING_TOOLS.includes(call.name as SteeringToolName)) {
+    if (!run.origin) return runToolActivity(run, call, allowedTools);
     return settled(
-      () => runAskParent(call, run),
+      () => steer(call, run),
       (err) => ({ content: `"${call.name}" failed: ${failureMessage(err)}; nobody was asked`, isError: true }),
     );
   }
@@ -55,6 +56,11 @@ function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[])
       (err) => ({ content: `"${call.name}" failed: ${failureMessage(err)}; nothing more was done`, isError: true }),
     );
   }
+  return runToolActivity(run, call, allowedTools);
+}
+
+/** Any other tool is the `runTool` activity's (which refuses a tool the run was not offered). */
+function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
   return settled(
     () =>
       runTool.executeWithOptions({ summary: `runTool ${call.name}`, ...run.untilDeadline() }, [

@@ -3,6 +3,8 @@
  * the zod contract answer first; zod itself, loaded on first use, decides what they do not vouch for and words the
  * errors. Deterministic code only.
  */
+import type { SteeringArgs, SteeringToolName } from '../src/contract/delegation.js';
+import { STEERING_ARGS_SCHEMAS } from '../src/contract/json-schemas.js';
 import type { JsonSchema } from '../src/rules/schema-check.js';
 import { checkSchema } from '../src/rules/schema-check.js';
 
@@ -28,30 +30,28 @@ export function assertFits(schema: JsonSchema, value: unknown, what: string): vo
   throw new Error(`invalid ${what}: ${issues.join('; ')}`);
 }
 
-/** The zod schemas of steering tools' arguments, by their name in the zod contract. */
-type ToolArgsName = 'AnswerChildArgs' | 'AskParentArgs' | 'InterjectArgs' | 'WaitArgs';
-
 /**
  * A steering tool's arguments (`raw`, JSON text; empty reads as `{}`), or a tool error naming what is wrong.
- * The generated JSON Schema vouches first; zod decides and words the rest. `hint` says what to send instead of bad JSON.
+ * The generated JSON Schema vouches first; zod decides and words the rest.
  */
-export async function parseToolArgs<T>(
-  tool: string,
+export async function parseToolArgs<N extends SteeringToolName>(
+  tool: N,
   raw: string,
-  schema: JsonSchema,
-  name: ToolArgsName,
-  hint: string,
-): Promise<{ ok: true; args: T } | { ok: false; error: string }> {
+): Promise<{ ok: true; args: SteeringArgs<N> } | { ok: false; error: string }> {
   let value: unknown;
   try {
     value = JSON.parse(raw || '{}');
   } catch {
-    return { ok: false, error: `arguments for "${tool}" are not valid JSON; send ${hint}` };
+    const { STEERING_TOOL_REGISTRY } = await loadZodContract();
+    return {
+      ok: false,
+      error: `arguments for "${tool}" are not valid JSON; send ${STEERING_TOOL_REGISTRY[tool].example}`,
+    };
   }
-  if (fitsSchema(schema, value)) return { ok: true, args: value as T };
+  if (fitsSchema(STEERING_ARGS_SCHEMAS[tool], value)) return { ok: true, args: value as SteeringArgs<N> };
   const contract = await loadZodContract();
-  const parsed = contract[name].safeParse(value);
+  const parsed = contract.STEERING_TOOL_REGISTRY[tool].args.safeParse(value);
   return parsed.success
-    ? { ok: true, args: parsed.data as T }
+    ? { ok: true, args: parsed.data as SteeringArgs<N> }
     : { ok: false, error: `invalid ${tool} arguments: ${contract.describeIssues(parsed.error).join('; ')}` };
 }

@@ -4,13 +4,7 @@
  * needs zod never evaluates it (building zod's schemas cost ~9 ms of CPU at every workflow start).
  */
 export { RunInput } from '../src/contract/run.js';
-export {
-  AnswerChildArgs,
-  AskParentArgs,
-  checkReturnShape,
-  InterjectArgs,
-  parseInvocation,
-  WaitArgs,
-} from '../src/rules/delegation.js';
+export { STEERING_TOOL_REGISTRY } from '../src/contract/delegation.js';
+export { checkReturnShape, parseInvocation } from '../src/rules/delegation.js';
 export { decideRestoration } from '../src/rules/sessions.js';
 export { describeIssues } from '../src/rules/zod-issues.js';

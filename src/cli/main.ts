@@ -18,7 +18,7 @@ import { basename, join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DeputyClient } from '../client/client.js';
 import { loadConfig, readEnv } from '../config/load.js';
-import { describeActivations, tenantActivations } from '../eval/activation.js';
+import { describeTenantDelegation, tenantDelegation } from '../config/tenant-evidence.js';
 import { admitSession } from '../eval/admit.js';
 import { Redactor, redactDeep } from '../eval/redact.js';
 import { loadTree } from '../client/inspect.js';
@@ -54,10 +54,10 @@ async function main(argv: string[]): Promise<number> {
   }
   const env = readEnv();
   if (command === 'tenants') {
-    const activations = tenantActivations(loadConfig(env), process.cwd());
+    const activations = tenantDelegation(loadConfig(env), process.cwd());
     print(
       activations.length > 0
-        ? describeActivations(activations).join('\n')
+        ? describeTenantDelegation(activations).join('\n')
         : 'no tenants configured: the delegation flag alone decides',
     );
     return activations.every((a) => a.activated) ? 0 : 1;

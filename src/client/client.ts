@@ -23,7 +23,7 @@ import {
   DEPUTY_TASK_NAME,
   treeQuery,
 } from '../contract/search-attributes.js';
-import { SESSION_VERSION } from '../contract/session.js';
+import { SESSION_VERSION } from '../contract/dialogue.js';
 import {
   decideRestoration,
   forkEvents,

@@ -7,7 +7,7 @@ import { ConfigError } from '../contract/errors.js';
 import { HookConfig } from '../contract/hooks.js';
 import { Preset } from '../contract/preset.js';
 import { SynthesisReserve } from '../contract/run.js';
-import { BriefLimits, ContextMode } from '../rules/delegation.js';
+import { BriefLimits, ContextMode } from '../contract/delegation.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../rules/payloads.js';
 import { describeIssues } from '../rules/zod-issues.js';
 

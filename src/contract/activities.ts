@@ -2,14 +2,30 @@
  * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
  */
 import type { ContextRendering } from './preset.js';
-import type { CallBudget } from '../rules/budget.js';
 import type { Preset } from './preset.js';
 import type { RunResult, Usage } from './run.js';
-import type { ChatMessage, SessionEvent, ToolCall } from './session.js';
+import type { SessionEvent, ToolCall } from './session.js';
+import type { ChatMessage } from './dialogue.js';
 import type { HookInput } from './hooks.js';
-import type { CompactionRange } from '../rules/compaction.js';
-import { ResolveRunResult } from './composition.js';
+import { ResolveRunResult, type ModelPrice } from './composition.js';
 import type { RunTool } from './tools.js';
+
+/** What one model call may spend: the run's free tokens and micro-USD (`null` = unlimited) and the model's price. */
+export interface CallBudget {
+  tokens: number | null;
+  costMicroUsd: number | null;
+  price: ModelPrice;
+  /** The most output a call of this kind needs (a summary, a compaction); none for a turn. */
+  maxCompletionTokens?: number | undefined;
+}
+
+/** Which messages of a run's dialogue a compaction replaces: `[from, to)`, after the persona, before the recent turns. */
+export interface CompactionRange {
+  from: number;
+  to: number;
+  /** The prompt's size budget. */
+  maxBytes: number;
+}
 
 /** Input of `resolveRun`: what the run asked for. */
 export interface ResolveRunInput {

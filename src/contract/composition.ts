@@ -3,7 +3,7 @@
  * across continue-as-new. One zod schema for the activity result and the resume input. Workflow-safe.
  */
 import { z } from 'zod';
-import { DelegationSettings } from '../rules/delegation.js';
+import { DelegationSettings } from './delegation.js';
 import { HookSpec } from './hooks.js';
 import { Preset } from './preset.js';
 import { RunTool } from './tools.js';

@@ -1,6 +1,6 @@
 /** Queries and updates of `agentRun`, beside the schemas of their payloads. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { AnswerChildArgs, InterjectArgs } from '../rules/delegation.js';
+import type { AnswerChildArgs, InterjectArgs } from './delegation.js';
 import type { EndConversationInput, RunState, SendMessageInput } from './run.js';
 import type {
   AdmissionAcquireBody,

@@ -3,7 +3,7 @@
  * Must stay importable from workflow code: no Node built-ins, no I/O.
  */
 import { z } from 'zod';
-import { BriefLimits, ContextMode } from '../rules/delegation.js';
+import { BriefLimits, ContextMode } from './delegation.js';
 import { Effort, Preset } from './preset.js';
 import { InheritedComposition, ResolveRunResult, SynthesisReserve } from './composition.js';
 import { LimitName, SessionEvent } from './session.js';

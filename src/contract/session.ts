@@ -4,8 +4,6 @@
  */
 import { z } from 'zod';
 
-export * from './dialogue.js';
-
 /** A tool call as the model asked for it; `arguments` is the raw JSON text, which may be malformed. */
 export const ToolCall = z.object({ id: z.string(), name: z.string(), arguments: z.string() });
 export type ToolCall = z.infer<typeof ToolCall>;

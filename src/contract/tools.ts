@@ -71,5 +71,8 @@ export function holdsScopes(held: readonly string[], needed: readonly string[]):
   return needed.every((scope) => held.includes(scope));
 }
 
+/** A JSON Schema node as `z.toJSONSchema` writes it. */
+export type JsonSchema = { readonly [keyword: string]: unknown } | boolean;
+
 /** Tool names must be what the Chat Completions API accepts. */
 export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;

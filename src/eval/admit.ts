@@ -7,7 +7,7 @@
 import { stringify } from 'yaml';
 import { InputError } from '../contract/errors.js';
 import { parseSessionExport } from '../rules/sessions.js';
-import type { Scenario } from './scenario.js';
+import type { Scenario } from '../config/scenario.js';
 import { Redactor } from './redact.js';
 
 /** The capability scenario for an exported session, as YAML, and its id. */

@@ -20,8 +20,17 @@ import { startDevServer, type DevServer } from '../testing/dev-server.js';
 import { ScriptedModelServer } from '../testing/scripted-model.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
 import { createDeputyWorker, type DeputyWorker } from '../worker/factory.js';
-import { loadScenario, scriptRules, type Scenario } from './scenario.js';
-import { Evidence, scoreRun, summariseArm, verdict, type ArmSummary, type RunRecord, type RunScore } from './score.js';
+import { loadScenario, type Scenario } from '../config/scenario.js';
+import { scriptRules } from './offline-script.js';
+import {
+  Evidence,
+  scoreRun,
+  summariseArm,
+  verdict,
+  type ArmSummary,
+  type RunRecord,
+  type RunScore,
+} from '../config/evidence.js';
 
 type Arm = 'single' | 'delegating';
 const ARMS: readonly Arm[] = ['single', 'delegating'];

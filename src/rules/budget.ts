@@ -3,11 +3,12 @@
  * tree inside its own limits. Tokens and cost are shared down the tree (reserved, then debited); turns and tool calls
  * are per run. Pure functions over integers.
  */
-import type { BriefLimits } from './delegation.js';
+import type { BriefLimits } from '../contract/delegation.js';
 import { remaining } from './limits.js';
 import type { Limits, ResolvedLimits, Usage } from '../contract/run.js';
 import { utf8Bytes } from './payloads.js';
 import { callCostMicroUsd, microToUsd, usdToMicro, type ModelPrice, type Spend } from './usage.js';
+import type { CallBudget } from '../contract/activities.js';
 
 /** Tokens and integer micro-USD. */
 export interface Amount {
@@ -160,14 +161,7 @@ export function debit(budget: Budget, actual: Amount): Budget {
   return { ...budget, used: sum(budget.used, actual) };
 }
 
-/** What one model call may spend: the run's free tokens and micro-USD (`null` = unlimited) and the model's price. */
-export interface CallBudget {
-  tokens: number | null;
-  costMicroUsd: number | null;
-  price: ModelPrice;
-  /** The most output a call of this kind needs (a summary, a compaction); none for a turn. */
-  maxCompletionTokens?: number | undefined;
-}
+export type { CallBudget };
 
 /** A call whose answer could be shorter than this is not made: it could not say anything useful. */
 export const MIN_COMPLETION_TOKENS = 16;

@@ -1,39 +1,24 @@
 /**
  * The zod-free half of delegation: the steering tools' names, the caps check, how a child's tools and
  * scopes are narrowed, its id and task message, and how children's results read to the parent. Workflow code imports
- * it without evaluating any schema; the argument schemas live in `delegation.ts`.
+ * it without evaluating any schema; the contract (briefs, arguments, the steering tools) is
+ * `src/contract/delegation.ts`.
  */
+import type { Brief, DelegateArgs, DelegationSettings, SteeringToolName } from '../contract/delegation.js';
+import { PARENT_STEERING_TOOLS } from '../contract/json-schemas.js';
 import type { RunTool } from '../contract/tools.js';
-import type { Brief, DelegateArgs, DelegationSettings } from './delegation.js';
 
-/** Name of the tool the model calls to delegate. */
-export const DELEGATE_TOOL = 'delegate';
-/** Scope a run must hold to be offered `delegate`. */
+/** Scope a run must hold to be offered `delegate` (and the other steering tools of a parent). */
 export const DELEGATE_SCOPE = 'run.delegate';
 
-/** Name of the tool the model calls to send a message to a live child. */
-export const INTERJECT_TOOL = 'interject';
-
-/** Name of the tool the model calls to continue a finished child with a new message. */
-export const FOLLOWUP_TOOL = 'followup';
-
-/** Name of the tool the model calls to join children it dispatched in the background. */
-export const WAIT_TOOL = 'wait';
-
-/** Name of the tool the model calls to answer a question one of its children asked. */
-export const ANSWER_CHILD_TOOL = 'answer_child';
-
-/** Name of the tool a child's model calls to ask the run that delegated to it; offered to every child. */
-export const ASK_PARENT_TOOL = 'ask_parent';
+/** The steering tools the rules single out by name. */
+export const DELEGATE_TOOL = 'delegate' satisfies SteeringToolName;
+export const INTERJECT_TOOL = 'interject' satisfies SteeringToolName;
+export const ANSWER_CHILD_TOOL = 'answer_child' satisfies SteeringToolName;
+export const ASK_PARENT_TOOL = 'ask_parent' satisfies SteeringToolName;
 
 /** Tools that steer other runs: never copied into a child's context, granted only below max depth. */
-export const STEERING_TOOLS: readonly string[] = [
-  DELEGATE_TOOL,
-  INTERJECT_TOOL,
-  FOLLOWUP_TOOL,
-  WAIT_TOOL,
-  ANSWER_CHILD_TOOL,
-];
+export const STEERING_TOOLS: readonly string[] = PARENT_STEERING_TOOLS;
 
 /** The id of a tenant's admission workflow. */
 export function admissionWorkflowId(tenant: string): string {

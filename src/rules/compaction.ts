@@ -6,7 +6,9 @@ import { DIALOGUE_TYPES, renderParentContext, splitTurns } from './context.js';
 import { STEERING_TOOLS } from './children.js';
 import { SUMMARY_HEADING } from '../contract/dialogue.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
-import type { ChatMessage, SessionEvent } from '../contract/session.js';
+import type { SessionEvent } from '../contract/session.js';
+import type { ChatMessage } from '../contract/dialogue.js';
+import type { CompactionRange } from '../contract/activities.js';
 
 /** The system prompt of `compactSession`. */
 export const COMPACTION_SYSTEM_PROMPT =
@@ -73,13 +75,7 @@ const promptFor = (text: string): ChatMessage[] => [
   { role: 'user', content: `## Conversation to compact\n${text}\n\nWrite the compacted summary.` },
 ];
 
-/** Which messages of a run's dialogue a compaction replaces: `[from, to)`, after the persona, before the recent turns. */
-export interface CompactionRange {
-  from: number;
-  to: number;
-  /** The prompt's size budget. */
-  maxBytes: number;
-}
+export type { CompactionRange };
 
 /**
  * The compaction prompt written by the worker from the dialogue it holds (the workflow sends only the

@@ -8,8 +8,9 @@
  * need zod's exact wording, `invalid`) by asking zod itself. Pure and deterministic.
  */
 
-/** A JSON Schema node as `z.toJSONSchema` writes it. */
-export type JsonSchema = { readonly [keyword: string]: unknown } | boolean;
+import type { JsonSchema } from '../contract/tools.js';
+
+export type { JsonSchema };
 
 /** The verdict on one value. */
 export type SchemaVerdict = { kind: 'valid' } | { kind: 'invalid'; issues: string[] } | { kind: 'unsure' };

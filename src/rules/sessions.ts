@@ -2,30 +2,12 @@
  * Sessions as data: the versioned export format, reading it back with one clear error per problem, and
  * the rule that decides how a restored session gets its composition. Pure; shared by the client and the workflow.
  */
-import { z } from 'zod';
-import { Preset } from '../contract/preset.js';
-import { SESSION_VERSION, SessionEvent } from '../contract/session.js';
+import { type SessionEvent } from '../contract/session.js';
+import { SESSION_VERSION } from '../contract/dialogue.js';
+import { SESSION_FORMAT, SessionExport } from '../contract/session-export.js';
 import { describeIssues } from './zod-issues.js';
 
-/** Marks an exported session file. */
-export const SESSION_FORMAT = 'deputy.session';
-
-/** A session exported as JSON. */
-export const SessionExport = z.strictObject({
-  format: z.literal(SESSION_FORMAT),
-  version: z.number().int().positive(),
-  sessionId: z.string().min(1),
-  parentId: z.string().nullable(),
-  exportedAt: z.iso.datetime(),
-  /** The composition the run ran with: its preset definition and revision, and its model. */
-  composition: z.strictObject({
-    preset: Preset,
-    revision: z.string(),
-    model: z.string(),
-  }),
-  events: z.array(SessionEvent),
-});
-export type SessionExport = z.infer<typeof SessionExport>;
+export { SESSION_FORMAT, SessionExport };
 
 /** Reads an exported session, or explains every problem (a newer version first, since nothing else can be trusted). */
 export function parseSessionExport(

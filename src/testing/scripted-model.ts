@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { countCallTokens, encodingFor, loadEncoding } from '../../activities/tokens.js';
-import type { ChatMessage } from '../contract/session.js';
+import type { ChatMessage } from '../contract/dialogue.js';
 
 /** Token counts a reply reports; defaults are fixed so tests can assert exact usage. */
 export interface ScriptUsage {

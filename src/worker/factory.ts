@@ -9,10 +9,10 @@ import { bundleWorkflowCode, Worker, type NativeConnection, type WorkerOptions }
 import OpenAI from 'openai';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { createActivities } from '../../activities/index.js';
-import { checkConfigAgainstTools } from './composition.js';
+import { checkConfigAgainstTools } from '../../activities/composition.js';
 import type { DeputyConfig } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
-import { cachedActivations, describeActivations } from '../eval/activation.js';
+import { cachedTenantDelegation, describeTenantDelegation } from '../config/tenant-evidence.js';
 import { ConfigError } from '../contract/errors.js';
 import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
 import type { HookFunction } from '../contract/hooks.js';
@@ -181,7 +181,7 @@ export function deputyActivities(options: DeputyActivityOptions) {
   if (problems.length > 0) throw new ConfigError(problems, 'config');
   // Says at start and after every reload which tenants have delegation, and why the others do not.
   const report = (current: DeputyConfig) => {
-    for (const line of describeActivations([...cachedActivations(current, process.cwd()).values()])) {
+    for (const line of describeTenantDelegation([...cachedTenantDelegation(current, process.cwd()).values()])) {
       console.log(`deputy: ${line}`);
     }
   };

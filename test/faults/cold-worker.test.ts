@@ -1,5 +1,5 @@
 /**
- * Issue 12: a model call sends only what is new since the run's last call, and the worker keeps the rest. That is
+ * A model call sends only what is new since the run's last call, and the worker keeps the rest. That is
  * only a cache: here the worker that ran a run's first turns is SIGKILLed mid-call, a fresh worker process that never
  * saw the run finishes it, and the model must have been asked exactly what an undisturbed run asks, turn by turn
  * (compaction included), so the run ends with the same output.
@@ -83,7 +83,7 @@ const startWorker = () => startFaultWorker(h, configPath);
 const asked = (requests: RecordedRequest[]) =>
   requests.filter((r) => !r.aborted && r.answeredAt !== undefined).map((r) => `${r.rule}:${digest(r)}`);
 
-describe('R1.1 issue 12: the worker-side dialogue is only a cache', () => {
+describe('R1.1 the worker-side dialogue is only a cache', () => {
   it('R1.1 a fresh worker that never saw the run finishes it after a SIGKILL mid-call (a crash between sending a turn and its answer): same prompts, same output', async () => {
     worker = await startWorker();
     const scopes = ['tools.calc'];

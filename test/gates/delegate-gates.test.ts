@@ -87,7 +87,7 @@ const brief = (task: string, name: string, extra: Record<string, unknown> = {}) 
   ...extra,
 });
 
-describe('delegate gates', () => {
+describe('R5.5 delegate gates', () => {
   it('G1 flag: with delegation off, no run is offered delegate; with it on, an activated tenant is', async () => {
     const off = await createHarness();
     await off.startWorker({

@@ -2,7 +2,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Evidence } from '../../src/eval/score.js';
+import type { Evidence } from '../../src/config/evidence.js';
 import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 
 /** The committed evidence of `scenarios/parallel-lookups.yaml`: a passing two-arm case. */

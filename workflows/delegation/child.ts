@@ -133,7 +133,7 @@ export async function runChild(
     // Preparation: the child's slot, id and cost are reserved, but it is not started and has no identity yet.
     const trail: string[] = [];
     for (const event of ['task.submitted', 'subagent.start'] as const) {
-      // No await where no hook listens: every promise in workflow code costs the SDK a stack capture.
+      // No await where no hook listens (fewer promises: see workflows/index.ts).
       if (!hasHooks(event, hooks)) continue;
       const decided = await runHooks(event, { ...hookInput, task }, hooks);
       trail.push(...decided.trail);

@@ -7,9 +7,7 @@ import { CancellationScope, condition, setCurrentDetails } from '@temporalio/wor
 import type { RunToolResult } from '../../src/contract/activities.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { ToolCall } from '../../src/contract/session.js';
-import { WAIT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import { renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
-import type { WaitArgs } from '../../src/rules/delegation.js';
 import type { AgentRunState, BackgroundChild } from '../run-state.js';
 import { parseToolArgs } from '../validation.js';
 import { toolError } from './plan.js';
@@ -80,13 +78,7 @@ export async function awaitBackground(run: AgentRunState): Promise<void> {
 
 /** The `wait` tool: joins background children (all live ones, or those named) within a timeout. */
 export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = await parseToolArgs<WaitArgs>(
-    call.name,
-    call.arguments,
-    WAIT_ARGS_SCHEMA,
-    'WaitArgs',
-    '{} or {"task_names": [...]}',
-  );
+  const parsed = await parseToolArgs('wait', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   const { task_names: names, timeout_seconds: timeout = DEFAULT_WAIT_SECONDS } = parsed.args;
   const children = [...run.background.values()];

@@ -9,7 +9,7 @@ import type { RunToolResult } from '../../src/contract/activities.js';
 import { budgetOf, reserve } from '../../src/rules/budget.js';
 import { checkCaps, childWorkflowId, renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
 import type { Brief, DelegateArgs, InvocationCheck } from '../../src/rules/delegation.js';
-import { DELEGATE_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
+import { STEERING_ARGS_SCHEMAS } from '../../src/contract/json-schemas.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { joinAll, LOOKUP_OPTIONS } from '../activity-options.js';
@@ -25,8 +25,8 @@ import { countDelegationsStarted, countRefusal, type RefusalReason } from '../me
 const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /**
- * A `delegate` call's arguments when the generated JSON Schema vouches for them (no promise: each costs the SDK
- * a stack capture); `undefined` when zod must say (`checkInvocation`).
+ * A `delegate` call's arguments when the generated JSON Schema vouches for them, without a promise (see
+ * workflows/index.ts); `undefined` when zod must say (`checkInvocation`).
  */
 function vouchedInvocation(rawArguments: string): InvocationCheck | undefined {
   let raw: unknown;
@@ -36,7 +36,7 @@ function vouchedInvocation(rawArguments: string): InvocationCheck | undefined {
     return undefined;
   }
   const plain = raw as Partial<DelegateArgs> | undefined;
-  return plain?.return_shape === undefined && fitsSchema(DELEGATE_ARGS_SCHEMA, raw)
+  return plain?.return_shape === undefined && fitsSchema(STEERING_ARGS_SCHEMAS.delegate, raw)
     ? { ok: true, args: raw as DelegateArgs }
     : undefined;
 }

@@ -7,12 +7,11 @@
 import { condition, setCurrentDetails } from '@temporalio/workflow';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { answerSignal, questionSignal } from '../../src/contract/messages.js';
-import { ANSWER_CHILD_ARGS_SCHEMA, ASK_PARENT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { AnswerBody, QuestionBody } from '../../src/contract/signals.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { bounded, renderQuestion } from '../../src/rules/children.js';
-import type { AnswerChildArgs, AskParentArgs } from '../../src/rules/delegation.js';
+import type { AnswerChildArgs } from '../../src/contract/delegation.js';
 import { cutText } from '../../src/rules/payloads.js';
 import { now, type AgentRunState } from '../run-state.js';
 import { parseToolArgs } from '../validation.js';
@@ -25,13 +24,7 @@ type Question = NonNullable<LedgerEntry['questions']>[number];
 export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
   const { origin } = run;
   if (!origin) return toolError('this run has no parent to ask (nobody delegated to it); decide yourself');
-  const parsed = await parseToolArgs<AskParentArgs>(
-    call.name,
-    call.arguments,
-    ASK_PARENT_ARGS_SCHEMA,
-    'AskParentArgs',
-    '{"question": …}',
-  );
+  const parsed = await parseToolArgs('ask_parent', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   // Unique over the run's life: a segment's counter restarts, and no question is open across continue-as-new.
   const questionId = `q${run.segment}.${(run.questionsAsked += 1)}`;
@@ -191,13 +184,7 @@ export async function answerQuestion(
 
 /** The `answer_child` tool. */
 export async function runAnswerChild(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = await parseToolArgs<AnswerChildArgs>(
-    call.name,
-    call.arguments,
-    ANSWER_CHILD_ARGS_SCHEMA,
-    'AnswerChildArgs',
-    '{"task_name": …, "answer": …}',
-  );
+  const parsed = await parseToolArgs('answer_child', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   const answered = await answerQuestion(run, parsed.args, 'model');
   return answered.ok

@@ -44,7 +44,7 @@ export function startChildOrExplain(
   entry: LedgerEntry,
   options: ChildWorkflowOptions & { args: [RunInput] },
 ): Promise<StartedOrNot> {
-  // `then`, not `async`/`await`: each promise in workflow code costs the SDK a stack capture.
+  // `then`, not `async`/`await` (fewer promises: see workflows/index.ts).
   return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options).then(
     (handle): StartedOrNot => ({ kind: 'started', handle }),
     (err: unknown) => {

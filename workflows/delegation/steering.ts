@@ -8,7 +8,6 @@ import { sendSigned } from '../signed-messages.js';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { cutText, jsonBytes, formatBytes } from '../../src/rules/payloads.js';
 import type { Brief, InterjectArgs } from '../../src/rules/delegation.js';
-import { INTERJECT_ARGS_SCHEMA } from '../../src/contract/json-schemas.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { interjectionSignal } from '../../src/contract/messages.js';
 import { loadZodContract, parseToolArgs } from '../validation.js';
@@ -53,13 +52,7 @@ export async function deliverInterjection(
 
 /** Reads the `{ task_name, message }` arguments of `interject` and `followup`; a problem is a tool error. */
 function parseChildMessage(call: ToolCall) {
-  return parseToolArgs<InterjectArgs>(
-    call.name,
-    call.arguments,
-    INTERJECT_ARGS_SCHEMA,
-    'InterjectArgs',
-    '{"task_name": …, "message": …}',
-  );
+  return parseToolArgs(call.name === 'followup' ? 'followup' : 'interject', call.arguments);
 }
 
 /** The `interject` tool: delivers, or explains as a tool error why it could not. */

@@ -9,9 +9,9 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import type { DeputyConfig } from '../config/schema.js';
+import type { DeputyConfig } from './schema.js';
 import { describeIssues } from '../rules/zod-issues.js';
-import { Evidence, summariseArm, verdict, type RunScore } from './score.js';
+import { Evidence, summariseArm, verdict, type RunScore } from './evidence.js';
 import { AdmittedFrom, loadScenario, type Scenario } from './scenario.js';
 
 /** One evidence file as checked. */
@@ -24,7 +24,7 @@ export interface EvidenceCheck {
 }
 
 /** A tenant's activation and the evidence behind it. */
-export interface TenantActivation {
+export interface TenantDelegation {
   tenant: string;
   activated: boolean;
   reason: string;
@@ -111,7 +111,7 @@ function misScored(scenario: Scenario, run: RunScore): string | undefined {
 }
 
 /** Every configured tenant's activation. */
-export function tenantActivations(config: DeputyConfig, baseDir: string): TenantActivation[] {
+export function tenantDelegation(config: DeputyConfig, baseDir: string): TenantDelegation[] {
   return Object.entries(config.tenants ?? {}).map(([tenant, { evidence }]) => {
     const checks = evidence.map((file) => checkEvidence(file, baseDir));
     const passing = (kind: EvidenceCheck['kind']) => checks.some((c) => c.passes && c.kind === kind);
@@ -129,29 +129,30 @@ export function tenantActivations(config: DeputyConfig, baseDir: string): Tenant
   });
 }
 
-const cache = new WeakMap<DeputyConfig, Map<string, TenantActivation>>();
+const cache = new WeakMap<DeputyConfig, Map<string, TenantDelegation>>();
 
 /**
  * A lookup for composition: is delegation open to `tenant` under `config`? True for every run when the config names
  * no tenants (the flag alone decides); else only for an activated tenant. Evidence is read once per configuration.
  */
-export function activationLookup(baseDir: string): (config: DeputyConfig, tenant: string | undefined) => boolean {
+export function tenantDelegationLookup(baseDir: string): (config: DeputyConfig, tenant: string | undefined) => boolean {
   return (config, tenant) =>
-    !config.tenants || (tenant !== undefined && cachedActivations(config, baseDir).get(tenant)?.activated === true);
+    !config.tenants ||
+    (tenant !== undefined && cachedTenantDelegation(config, baseDir).get(tenant)?.activated === true);
 }
 
-/** `tenantActivations` of `config`, read from disk once per configuration object (a reload makes a new one). */
-export function cachedActivations(config: DeputyConfig, baseDir: string): ReadonlyMap<string, TenantActivation> {
+/** `tenantDelegation` of `config`, read from disk once per configuration object (a reload makes a new one). */
+export function cachedTenantDelegation(config: DeputyConfig, baseDir: string): ReadonlyMap<string, TenantDelegation> {
   let byTenant = cache.get(config);
   if (!byTenant) {
-    byTenant = new Map(tenantActivations(config, baseDir).map((a) => [a.tenant, a]));
+    byTenant = new Map(tenantDelegation(config, baseDir).map((a) => [a.tenant, a]));
     cache.set(config, byTenant);
   }
   return byTenant;
 }
 
 /** One line per tenant, for the worker's log and `deputy tenants`. */
-export function describeActivations(activations: readonly TenantActivation[]): string[] {
+export function describeTenantDelegation(activations: readonly TenantDelegation[]): string[] {
   return activations.flatMap((a) => [
     `tenant ${a.tenant}: ${a.activated ? 'activated' : `NOT activated: ${a.reason}`}`,
     ...a.evidence.map((e) => `  ${e.passes ? 'passes' : 'fails '} ${e.kind ?? '?'} ${e.file}: ${e.reason}`),

@@ -1,12 +1,12 @@
 /**
  * Evaluation scenarios: what a two-arm evaluation runs and how it scores it. A scenario is a YAML file checked
- * by `Scenario`; `offline` scripts the model for runs without a real endpoint, one script per arm.
+ * by `Scenario`; `offline` scripts the model for runs without a real endpoint, one script per arm (turned into the
+ * scripted model's rules by `src/eval/offline-script.ts`). Tenant evidence is checked against its scenario.
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { InputError } from '../contract/errors.js';
-import { lastMessage, toolResultCount, type RecordedRequest, type ScriptRule } from '../testing/scripted-model.js';
 import { describeIssues } from '../rules/zod-issues.js';
 
 /** One rule of an offline script: which request it answers, and how. */
@@ -101,25 +101,4 @@ export function loadScenario(path: string): Scenario {
   const parsed = Scenario.safeParse(raw);
   if (!parsed.success) throw new InputError(path, describeIssues(parsed.error));
   return parsed.data;
-}
-
-/** An offline script as the scripted model's rules. */
-export function scriptRules(rules: readonly OfflineRule[], arm: string): ScriptRule[] {
-  return rules.map((rule, i) => ({
-    name: `${arm}#${i}`,
-    when: (request: RecordedRequest) => matches(rule.when, request),
-    reply: rule.reply,
-    delayMs: rule.delayMs,
-    times: rule.times,
-  }));
-}
-
-function matches(when: OfflineRule['when'], request: RecordedRequest): boolean {
-  const userSays = (text: string) =>
-    request.body.messages.some((m) => m.role === 'user' && (m.content ?? '').includes(text));
-  return (
-    (when.says === undefined || userSays(when.says)) &&
-    (when.lastStartsWith === undefined || lastMessage(request).startsWith(when.lastStartsWith)) &&
-    (when.toolResults === undefined || toolResultCount(request) === when.toolResults)
-  );
 }

@@ -2,26 +2,26 @@
  * Resolving a run's composition from the config: preset, persona with skills, model, price, tools and scopes.
  * Pure: the caller passes the config and the worker's tools.
  */
-import { FAILURE } from '../contract/failures.js';
+import { FAILURE } from '../src/contract/failures.js';
 import type {
   ResolvePresetsInput,
   ResolvePresetsResult,
   ResolveRunInput,
   ResolveRunResult,
-} from '../contract/activities.js';
+} from '../src/contract/activities.js';
 import {
   DELEGATE_SCOPE,
   DELEGATE_TOOL,
   delegateAvailable,
   STEERING_TOOLS,
   type DelegationSettings,
-} from '../rules/delegation.js';
-import type { DeputyConfig } from '../config/load.js';
-import { presetRevision } from '../config/store.js';
-import { configEntry } from '../config/schema.js';
-import { DeputyError } from '../contract/errors.js';
-import { holdsScopes, type RunTool, type ToolDefinition } from '../contract/tools.js';
-import { priceFromUsdPerMTok } from '../rules/usage.js';
+} from '../src/rules/delegation.js';
+import type { DeputyConfig } from '../src/config/load.js';
+import { presetRevision } from '../src/config/store.js';
+import { configEntry } from '../src/config/schema.js';
+import { DeputyError } from '../src/contract/errors.js';
+import { holdsScopes, type RunTool, type ToolDefinition } from '../src/contract/tools.js';
+import { priceFromUsdPerMTok } from '../src/rules/usage.js';
 
 /** Thrown when a run names a preset or model the config does not know. */
 export class CompositionError extends DeputyError {
@@ -34,7 +34,7 @@ export class CompositionError extends DeputyError {
   }
 }
 
-export { renderPersona } from '../rules/persona.js';
+export { renderPersona } from '../src/rules/persona.js';
 
 /** Resolves what a run runs with; the result is recorded in history and never changes for that run. */
 export function resolveComposition(
