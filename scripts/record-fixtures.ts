@@ -12,14 +12,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { execFileSync } from 'node:child_process';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { DeputyClient } from '../src/client/client.js';
 import { parseConfig } from '../src/config/load.js';
 import { DEFAULT_PERSONA } from '../src/config/schema.js';
 import { startDevServer } from '../src/testing/dev-server.js';
 import type { RunInput } from '../src/contract/run.js';
-import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
+import { findTemporalCli, PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { COMPACTION_SYSTEM_PROMPT } from '../src/rules/compaction.js';
 import { SUMMARY_SYSTEM_PROMPT } from '../src/rules/context.js';
 import {
@@ -338,6 +338,21 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** A run's history in the JSON form Temporal's CLI exports (and the replayer reads). */
+function exportHistory(address: string, workflowId: string): { text: string; events: number } {
+  const cli = findTemporalCli();
+  if (!cli) throw new Error('the Temporal CLI is needed to export histories: npm run setup');
+  const text = execFileSync(
+    cli,
+    ['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--address', address],
+    {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
+  return { text, events: (JSON.parse(text) as { events: unknown[] }).events.length };
+}
+
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const out = join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
@@ -377,10 +392,10 @@ async function main(): Promise<void> {
         const result = await deputy.result(workflowId);
         const children = (await deputy.getState(workflowId)).delegations.map((d) => d.childWorkflowId);
         for (const id of [workflowId, ...children]) {
-          const history = await client.workflow.getHandle(id).fetchHistory();
+          const history = exportHistory(server.address, id);
           const name = id.replace(/\//g, '__'); // the replay test maps __ back to /
-          writeFileSync(join(out, `${name}.json`), `${historyToJSON(history)}\n`);
-          console.log(`${name}: ${id === workflowId ? result.status : 'child'}, ${history.events?.length ?? 0} events`);
+          writeFileSync(join(out, `${name}.json`), history.text);
+          console.log(`${name}: ${id === workflowId ? result.status : 'child'}, ${history.events} events`);
         }
       }
     });

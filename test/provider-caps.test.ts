@@ -5,7 +5,7 @@
  * report and its own count, and heartbeats the answer's progress, which a watcher reads from Temporal's records.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { capParameters } from '../activities/call-model.js';
+import { capParameters } from '../activities/model-request.js';
 import type { WatchEvent } from '../src/client/watch.js';
 import { userSays, worstUsage, type ProviderBehaviour } from '../src/testing/scripted-model.js';
 import { testConfig, useHarness } from './support/harness.js';

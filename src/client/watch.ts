@@ -11,7 +11,7 @@
  * with `since: cursor` resumes after that event, without loss or duplicates.
  */
 import type { Client } from '@temporalio/client';
-import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import { decodePayloads } from '../codec/decode.js';
 // A CommonJS package: Node's ESM loader sees only its default export.
 import proto from '@temporalio/proto';
 import type { temporal } from '@temporalio/proto';
@@ -215,7 +215,7 @@ export async function* watchTree(
    */
   const decodeAll = async (payloads: Payloads): Promise<unknown[]> => {
     try {
-      return payloads?.payloads?.length ? await decodeArrayFromPayloads(converter, payloads.payloads) : [];
+      return payloads?.payloads?.length ? await decodePayloads(converter, payloads.payloads) : [];
     } catch {
       return [];
     }

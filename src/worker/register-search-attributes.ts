@@ -4,7 +4,7 @@
  *   TEMPORAL_ADDRESS=host:7233 TEMPORAL_NAMESPACE=default npm run register-search-attributes
  */
 import { Connection } from '@temporalio/client';
-import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes.js';
+import { temporal } from '@temporalio/proto';
 import { DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
 
 async function connectWithRetry(address: string, deadlineMs: number): Promise<Connection> {
@@ -33,7 +33,10 @@ async function main(): Promise<void> {
           await connection.operatorService.addSearchAttributes({
             namespace,
             searchAttributes: Object.fromEntries(
-              missing.map((key) => [key.name, encodeSearchAttributeIndexedValueType(key.type)!]),
+              missing.map((key) => [
+                key.name,
+                temporal.api.enums.v1.IndexedValueType[`INDEXED_VALUE_TYPE_${key.type}`],
+              ]),
             ),
           });
         }

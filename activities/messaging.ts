@@ -1,0 +1,66 @@
+/**
+ * Activities of messages between runs: asking a tenant's admission workflow for a slot, signing and checking
+ * messages with keys only workers hold, and the tenant's cap as the config says it now.
+ */
+import type { Client } from '@temporalio/client';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { ConfigStore } from '../src/config/store.js';
+import { configEntry } from '../src/config/schema.js';
+import type { AdmissionRequest } from '../src/contract/activities.js';
+import { admissionAcquireSignal } from '../src/contract/messages.js';
+import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../src/contract/signals.js';
+import type { MessageKeys } from '../src/ops/message-keys.js';
+import { admissionWorkflowId } from '../src/rules/children.js';
+
+/** The activities of messages between runs. */
+export function createMessaging({
+  keys,
+  temporal,
+  config,
+  backgroundTaskQueue,
+}: {
+  keys: MessageKeys;
+  temporal: () => Client;
+  config: ConfigStore;
+  backgroundTaskQueue: string;
+}) {
+  return {
+    /**
+     * Asks the tenant's admission workflow (started if it is not running) for a slot for a child. The sender is
+     * the workflow this activity runs for, as Temporal records it, whatever the input says.
+     */
+    async requestAdmission(request: AdmissionRequest): Promise<void> {
+      const parentId = Context.current().info.workflowExecution?.workflowId;
+      if (!parentId) throw ApplicationFailure.nonRetryable('requestAdmission runs only for a workflow');
+      const to = admissionWorkflowId(request.tenant);
+      const { childWorkflowId } = request;
+      const signed = keys.seal({
+        signal: admissionAcquireSignal.name,
+        from: parentId,
+        to,
+        id: `acquire:${childWorkflowId}`,
+        body: { childWorkflowId },
+      });
+      await temporal().workflow.signalWithStart('tenantAdmission', {
+        workflowId: to,
+        taskQueue: backgroundTaskQueue,
+        args: [{ tenant: request.tenant, cap: request.cap, sweepSeconds: request.sweepSeconds }],
+        signal: admissionAcquireSignal,
+        signalArgs: [signed],
+        staticSummary: `admission of tenant ${request.tenant}: at most ${request.cap} live children`,
+      });
+    },
+    /** Signs a message between runs; a local activity, so no client can have it scheduled. */
+    async signMessage(message: MessageToSign): Promise<string> {
+      return keys.sign(message);
+    },
+    /** Checks a message between runs was signed by a worker. */
+    async verifyMessage({ message, sig }: VerifyMessageInput): Promise<VerifyMessageResult> {
+      return keys.verify(message, sig);
+    },
+    /** The tenant's live-child cap in the configuration now (an admission workflow never takes it from a message). */
+    async admissionCap({ tenant }: { tenant: string }): Promise<{ cap: number | null }> {
+      return { cap: configEntry(config.current.tenants, tenant)?.maxLiveChildren ?? null };
+    },
+  };
+}

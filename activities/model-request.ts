@@ -1,0 +1,191 @@
+/**
+ * One streamed Chat Completions request and what it was billed: the cap sent in the parameter the endpoint reads and
+ * enforced by Deputy as the answer streams, heartbeats carrying the answer's progress and what was billed so far, and
+ * a failure that carries the billing to the next attempt (or to the workflow).
+ */
+import type OpenAI from 'openai';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { FAILURE } from '../src/contract/failures.js';
+import type { CallModelInput } from '../src/contract/activities.js';
+import type { ChatMessage } from '../src/contract/dialogue.js';
+import type { ToolSpec } from '../src/contract/tools.js';
+import type { CapParameter } from '../src/config/schema.js';
+import type { CallBudget } from '../src/rules/budget.js';
+import { addTokens, callCostMicroUsd, callTokensOf, NO_TOKENS, type CallTokens } from '../src/rules/usage.js';
+import { toModelFailure } from './model-errors.js';
+import { countText, encodingFor } from './tokens.js';
+import { readStream, type StreamedAnswer, type StreamProgress } from './model-stream.js';
+
+/** What a request needs of the `callModel` activity's dependencies. */
+export interface RequestDeps {
+  openai: OpenAI;
+  /** Used only to redact the key from error text; never logged. */
+  apiKey: string | undefined;
+  timeoutMs?: () => number;
+  capParameter?: (model: string) => CapParameter;
+}
+
+/** What earlier attempts of this activity were billed without an answer: the `billed` of their last heartbeat. */
+export function carriedBilling(): CallTokens {
+  const details = Context.current().info.heartbeatDetails as { billed?: unknown } | undefined;
+  return callTokensOf(details?.billed) ?? NO_TOKENS;
+}
+
+/** `{ billed }` for a heartbeat or a failure's details, or nothing when nothing was billed. */
+export function billedDetail(billed: CallTokens): { billed?: CallTokens } {
+  return billed.inputTokens + billed.outputTokens > 0 ? { billed } : {};
+}
+
+/** A call's budget less what its earlier attempts were billed. */
+export function lessBilled(budget: CallBudget, billed: CallTokens): CallBudget {
+  return {
+    ...budget,
+    tokens: budget.tokens === null ? null : budget.tokens - billed.inputTokens - billed.outputTokens,
+    costMicroUsd: budget.costMicroUsd === null ? null : budget.costMicroUsd - callCostMicroUsd(billed, budget.price),
+  };
+}
+
+/**
+ * `failure` carrying what the call was billed (see `billedBy`), which is also heartbeated, so the next attempt
+ * debits it with its own answer if the failure is retried.
+ */
+export function billedFailure(failure: ApplicationFailure, billed: CallTokens): ApplicationFailure {
+  if (billed.inputTokens + billed.outputTokens === 0) return failure;
+  Context.current().heartbeat({ billed });
+  const [first] = failure.details ?? [];
+  return ApplicationFailure.create({
+    type: failure.type ?? undefined,
+    message: failure.message,
+    nonRetryable: failure.nonRetryable ?? false,
+    cause: failure.cause,
+    details: [{ ...(typeof first === 'object' && first), billed }],
+    ...(typeof failure.nextRetryDelay === 'number' && { nextRetryDelay: failure.nextRetryDelay }),
+  });
+}
+
+/**
+ * How often a streaming call heartbeats (when its answer moved): cancellation reaches an activity only through a
+ * heartbeat's reply, so this bounds how long a cancelled run's stream goes on.
+ */
+const HEARTBEAT_MS = 500;
+
+/** Longest partial answer a heartbeat carries (live output), in characters: the end of the text so far. */
+export const LIVE_OUTPUT_CHARS = 2000;
+
+/** What a streaming call's heartbeat carries: tokens so far and the end of the answer's text. */
+export function liveOutput(progress: StreamProgress): { outputTokens: number; partial: string } {
+  const { text, outputTokens } = progress;
+  return { outputTokens, partial: text.length > LIVE_OUTPUT_CHARS ? `…${text.slice(-LIVE_OUTPUT_CHARS)}` : text };
+}
+
+/** The request fields that carry `cap` to the endpoint (see the config's `capParameter`). */
+export function capParameters(
+  style: CapParameter,
+  baseURL: string,
+  cap: number,
+): { max_completion_tokens?: number; max_tokens?: number } {
+  const resolved =
+    style === 'auto' ? (/^https:\/\/api\.openai\.com\//.test(baseURL) ? 'max_completion_tokens' : 'both') : style;
+  if (resolved === 'max_completion_tokens') return { max_completion_tokens: cap };
+  if (resolved === 'max_tokens') return { max_tokens: cap };
+  return { max_completion_tokens: cap, max_tokens: cap };
+}
+
+/**
+ * One streamed request: the answer's cap goes in the parameter the endpoint reads, Deputy stops the stream at the
+ * cap itself, and the activity heartbeats the answer's progress (live output) while tokens arrive. Before the first
+ * token it heartbeats on a timer (the endpoint may be reading a long input); once tokens flow, a stream that
+ * brings nothing for the heartbeat timeout is abandoned and the call retried, as any other fault.
+ */
+export async function streamAnswer(
+  { openai, apiKey, timeoutMs, capParameter }: RequestDeps,
+  input: CallModelInput,
+  messages: ChatMessage[],
+  tools: ToolSpec[],
+  cap: number | null,
+  bill: { carried: CallTokens; inputTokens: number },
+): Promise<StreamedAnswer> {
+  const context = Context.current();
+  // What this call has been billed so far, earlier attempts included: once the endpoint accepts the request its
+  // input is paid for, and every token of the answer that arrived. Each heartbeat carries it, so an attempt that
+  // dies (a stall, a timeout, a killed worker) leaves it to the next attempt, or to the workflow in the failure.
+  let opened = false;
+  const billed = () =>
+    opened
+      ? addTokens(bill.carried, { inputTokens: bill.inputTokens, outputTokens: progress?.outputTokens ?? 0 })
+      : bill.carried;
+  const stallMs = context.info.heartbeatTimeoutMs || 30_000;
+  const abort = new AbortController();
+  const cancelled = context.cancellationSignal;
+  const onCancel = () => abort.abort();
+  cancelled.addEventListener('abort', onCancel);
+  let progress: StreamProgress | undefined;
+  let lastChunkAt = Date.now();
+  let beaten: StreamProgress | undefined;
+  let stalled = false;
+  const timer = setInterval(() => {
+    if (progress && Date.now() - lastChunkAt > stallMs) {
+      stalled = true;
+      abort.abort();
+      return;
+    }
+    if (progress === undefined || progress !== beaten) {
+      beaten = progress;
+      context.heartbeat({ ...(progress && liveOutput(progress)), ...billedDetail(billed()) });
+    }
+  }, HEARTBEAT_MS);
+  try {
+    const stream = await openai.chat.completions.create(
+      {
+        model: input.model,
+        // An answer that only called tools has no text: sent as "", which every endpoint reads (some refuse null).
+        messages: messages.map((m) => (m.role === 'assistant' && m.content == null ? { ...m, content: '' } : m)),
+        stream: true,
+        stream_options: { include_usage: true },
+        ...(tools.length > 0 && {
+          tools: tools.map((tool) => ({
+            type: 'function' as const,
+            function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+          })),
+        }),
+        ...(input.effort && { reasoning_effort: input.effort as OpenAI.ReasoningEffort }),
+        ...(cap !== null && capParameters(capParameter?.(input.model) ?? 'auto', openai.baseURL, cap)),
+      },
+      { signal: abort.signal, maxRetries: 0, ...(timeoutMs && { timeout: timeoutMs() }) },
+    );
+    opened = true;
+    const { count } = encodingFor(input.model);
+    const answer = await readStream(stream, {
+      cap,
+      count: (text) => countText(text, count),
+      stop: () => abort.abort(),
+      onProgress: (next) => {
+        progress = next;
+        lastChunkAt = Date.now();
+      },
+    });
+    // The client ends a stream it aborted quietly: a cancelled or stalled call must not pass for an answer.
+    if (cancelled.aborted || stalled) throw new Error('aborted');
+    return answer;
+  } catch (err) {
+    const spent = billed();
+    if (cancelled.aborted) {
+      throw new CancelledFailure('model call cancelled; the HTTP request was aborted', [billedDetail(spent)]);
+    }
+    if (stalled) {
+      throw billedFailure(
+        ApplicationFailure.create({
+          type: FAILURE.ModelTimeout,
+          message: `${input.model} stopped sending its answer for ${Math.round(stallMs / 1000)} s; the call is retried`,
+          nonRetryable: false,
+        }),
+        spent,
+      );
+    }
+    throw billedFailure(toModelFailure(err, input.model, apiKey), spent);
+  } finally {
+    clearInterval(timer);
+    cancelled.removeEventListener('abort', onCancel);
+  }
+}

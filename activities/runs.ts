@@ -1,0 +1,98 @@
+/**
+ * Activities that read other runs from Temporal: a run's session (for follow-ups), which runs have closed (the
+ * admission sweep), who holds a child's id, and the end of a run this parent attached to.
+ */
+import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import { decodePayloads } from '../src/codec/decode.js';
+import type {
+  AwaitRunResult,
+  ClosedRunsResult,
+  DescribeRunResult,
+  LoadSessionInput,
+  LoadSessionResult,
+  RunRef,
+} from '../src/contract/activities.js';
+import { FAILURE } from '../src/contract/failures.js';
+import { stateQuery } from '../src/contract/messages.js';
+import { RunResult } from '../src/contract/run.js';
+import { reportedUsage } from '../src/rules/child-run.js';
+import { failureMessage, findFailure } from '../src/rules/failure-message.js';
+import { withHeartbeat } from './heartbeat.js';
+
+/** The activities that read runs; `temporal` is the worker's client (or a clear error without one). */
+export function createRunLookups(temporal: () => Client) {
+  return {
+    /** Reads a run's session through its `state` query (for follow-ups). */
+    async loadSession({ workflowId }: LoadSessionInput): Promise<LoadSessionResult> {
+      const state = await temporal().workflow.getHandle(workflowId).query(stateQuery);
+      return { events: state.session };
+    },
+    /** Which of these workflows have closed, and which do not exist (the admission sweep). */
+    async closedRuns({ workflowIds }: { workflowIds: string[] }): Promise<ClosedRunsResult> {
+      const result: ClosedRunsResult = { closed: [], missing: [] };
+      for (const workflowId of workflowIds) {
+        try {
+          const described = await temporal().workflow.getHandle(workflowId).describe();
+          if (described.status.name !== 'RUNNING') result.closed.push(workflowId);
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError) result.missing.push(workflowId);
+          else throw err;
+        }
+      }
+      return result;
+    },
+    /** What Temporal records of the run holding a child's id, to tell this parent's own child from a squatter. */
+    async describeRun({ workflowId }: RunRef): Promise<DescribeRunResult> {
+      const client = temporal();
+      const described = await client.workflow.getHandle(workflowId).describe();
+      const text = (value: unknown) => (typeof value === 'string' ? value : null);
+      const origin = described.type === 'agentRun' ? await startOrigin(client, workflowId, described.runId) : undefined;
+      return {
+        workflowType: described.type,
+        running: described.status.name === 'RUNNING',
+        parentId: described.parentExecution?.workflowId ?? null,
+        invocationId: text(origin?.invocationId),
+        taskName: text(origin?.taskName),
+      };
+    },
+    /** Waits for a run this parent attached to (it did not start it in this execution) and reads its end. */
+    async awaitRun({ workflowId }: RunRef): Promise<AwaitRunResult> {
+      const handle = temporal().workflow.getHandle(workflowId);
+      return withHeartbeat(async (signal) => {
+        const ended = handle.result().then(
+          (value): AwaitRunResult => ({ kind: 'result', result: RunResult.parse(value) }),
+          (err: unknown): AwaitRunResult => {
+            if (!(err instanceof WorkflowFailedError)) throw err;
+            if (err.cause instanceof CancelledFailure) return { kind: 'cancelled' };
+            const failure = findFailure(err.cause, FAILURE.ChildFailed);
+            return { kind: 'failed', error: failureMessage(err), usage: reportedUsage(failure?.details?.[0]) };
+          },
+        );
+        const aborted = new Promise<never>((_, reject) =>
+          signal.addEventListener('abort', () =>
+            reject(new CancelledFailure('stopped waiting: the parent was cancelled')),
+          ),
+        );
+        return Promise.race([ended, aborted]);
+      }, 5000);
+    },
+  };
+}
+
+/** The `origin` a run was started with, read from the first event of its current execution. */
+async function startOrigin(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<{ invocationId?: unknown; taskName?: unknown }> {
+  const { history } = await client.workflowService.getWorkflowExecutionHistory({
+    namespace: client.options.namespace,
+    execution: { workflowId, runId },
+    maximumPageSize: 1,
+  });
+  const started = history?.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const [input] = await decodePayloads(client.options.loadedDataConverter, started?.input?.payloads);
+  const origin = (input as { origin?: unknown } | undefined)?.origin;
+  return typeof origin === 'object' && origin !== null ? origin : {};
+}
