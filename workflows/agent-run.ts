@@ -41,7 +41,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const run = input.resume
     ? AgentRunState.fromResume(input, info.workflowId, input.resume)
     : new AgentRunState(input, info.workflowId);
-  run.contextChain = info.firstExecutionRunId;
+  run.workerDialogue.chainTo(info.firstExecutionRunId);
   registerHandlers(run);
   const treeAttributes = [
     { key: SA.DEPUTY_ROOT_ID, value: run.rootId },

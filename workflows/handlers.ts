@@ -28,7 +28,9 @@ import {
 import { admissionWorkflowId } from '../src/rules/children.js';
 import { cutText, formatBytes, utf8Bytes } from '../src/rules/payloads.js';
 import type { AnswerChildArgs, InterjectArgs } from '../src/rules/delegation.js';
-import type { SendMessageInput } from '../src/contract/run.js';
+import type { ResolvedLimits, RunState, SendMessageInput } from '../src/contract/run.js';
+import type { ResolveRunResult } from '../src/contract/activities.js';
+import { remaining } from '../src/rules/limits.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import type { JsonSchema } from '../src/rules/schema-check.js';
 import { deliverInterjection } from './delegation/steering.js';
@@ -39,7 +41,7 @@ import { onSigned } from './signed-messages.js';
 
 /** Registers every handler of `agentRun` on `run`. */
 export function registerHandlers(run: AgentRunState): void {
-  setHandler(stateQuery, () => run.toQuery());
+  setHandler(stateQuery, () => stateOf(run));
   setHandler(
     sendMessageUpdate,
     (message) => {
@@ -159,4 +161,24 @@ function checkMessageSize(run: AgentRunState, name: string, field: string, text:
       `${name}: ${formatBytes(waiting)} of messages already wait for this run's next turn; with ${formatBytes(size)} more they would pass its limit of ${formatBytes(maxInputBytes)} (payloads.maxInputBytes); send it once the run has answered`,
     );
   }
+}
+
+/** The reply of the `state` query. */
+export function stateOf(run: AgentRunState): RunState {
+  const composition = run.composition as ResolveRunResult | undefined;
+  const limits = run.limits as ResolvedLimits | undefined;
+  return {
+    status: run.status,
+    model: composition?.model ?? null,
+    preset: composition?.preset ?? null,
+    usage: run.usage,
+    limits: limits ?? null,
+    remaining: limits ? remaining(limits, run.usage, Date.now()) : null,
+    composition: composition?.presetDefinition
+      ? { preset: composition.presetDefinition, revision: composition.presetRevision ?? '', model: composition.model }
+      : null,
+    reserved: run.reserved,
+    delegations: run.ledger,
+    session: run.events,
+  };
 }

@@ -6,7 +6,7 @@ import { ApplicationFailure, proxyActivities, setCurrentDetails } from '@tempora
 import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { LimitName } from '../src/contract/run.js';
-import { startsWith, toChatMessages, type ChatMessage } from '../src/contract/dialogue.js';
+import { toChatMessages, type ChatMessage } from '../src/contract/dialogue.js';
 import {
   applyCompaction,
   messagesAfterCompaction,
@@ -60,13 +60,7 @@ function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTool
  * what each turn produced, not by the whole dialogue every turn.
  */
 function sinceLastCall(run: AgentRunState, messages: ChatMessage[], whole: boolean) {
-  const seq = ++run.contextSeq;
-  const last = run.lastCall;
-  const chain = run.contextChain;
-  const reusable = !whole && last !== undefined && startsWith(messages, last.messages);
-  if (!reusable || last.messages.length === 0) return { messages, context: { seq, chain } };
-  const base = last.messages.length;
-  return { messages: messages.slice(base), context: { seq, chain, baseSeq: last.seq, base } };
+  return run.workerDialogue.next(messages, whole);
 }
 
 /**
@@ -85,7 +79,7 @@ function sendingWhatIsNew<T, R>(
   // One `then` for the call and its booking (fewer promises: see workflows/index.ts).
   return call(sent).then(
     (result) => {
-      run.lastCall = { seq: sent.context.seq, messages: held(result) };
+      run.workerDialogue.held(sent.context.seq, held(result));
       return settle.done(result);
     },
     (err: unknown) =>

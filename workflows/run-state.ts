@@ -14,11 +14,10 @@ import type {
   ResolvedLimits,
   RunResult,
   RunResume,
-  RunState,
   RunStatus,
 } from '../src/contract/run.js';
 import { DEPUTY_COST_USD, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
-import { SESSION_VERSION, startsWith, toChatMessages, type ChatMessage } from '../src/contract/dialogue.js';
+import { toChatMessages } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
 import {
   available,
@@ -32,13 +31,13 @@ import {
 } from '../src/rules/budget.js';
 import type { ChildOutcome, DelegationSettings } from '../src/rules/delegation.js';
 import type { ChildPlan } from '../src/rules/child-run.js';
-import { remaining } from '../src/rules/limits.js';
-import { closeUnansweredToolCalls } from '../src/rules/restore.js';
+import { openingEvents } from '../src/rules/session-opening.js';
 import { renderPersona } from '../src/rules/persona.js';
 import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
 import { addSpend, callCostMicroUsd, microToUsd, ZERO_USAGE, type Spend } from '../src/rules/usage.js';
 import { billedBy } from '../src/rules/failure-message.js';
 import { countRunEnded } from './metrics.js';
+import { WorkerDialogue } from './worker-dialogue.js';
 
 export type { ParsedRunInput };
 
@@ -123,11 +122,8 @@ export class AgentRunState {
   deadlineOnActivities = false;
   /** The cost the search attribute shows (kept by `showCost` and `setStatusWithCost`). */
   private shownCostMicroUsd = 0;
-  /** Model calls made with a context sequence number, and the messages of the last one that succeeded. */
-  contextSeq = 0;
-  lastCall: { seq: number; messages: ChatMessage[] } | undefined;
-  /** The run's first execution: its segments share the dialogue a worker holds. */
-  contextChain: string | undefined;
+  /** What the worker of the run's last model call holds of its dialogue. */
+  readonly workerDialogue = new WorkerDialogue();
 
   constructor(
     readonly input: ParsedRunInput,
@@ -163,17 +159,14 @@ export class AgentRunState {
     for (const [child, mark] of Object.entries(resume.snapshotMarks)) run.snapshotMarks.set(child, mark);
     run.segment = resume.segment;
     for (const key of resume.seenMessages ?? []) run.seenMessages.add(key);
-    if (resume.context) {
-      // What the previous segment's last call sent is the start of this session's dialogue (checked when carried).
-      run.contextSeq = resume.context.seq;
-      const messages = toChatMessages(run.events, run.persona).slice(0, resume.context.length);
-      run.lastCall = { seq: resume.context.lastSeq, messages };
-    }
+    // What the previous segment's last call sent is the start of this session's dialogue (checked when carried).
+    if (resume.context) run.workerDialogue.resume(resume.context, toChatMessages(run.events, run.persona));
     return run;
   }
 
   /** What the next segment starts from. */
   toResume(): RunResume {
+    const context = this.workerDialogue.carry(toChatMessages(this.events, this.persona));
     return {
       segment: this.segment + 1,
       session: this.events,
@@ -185,30 +178,7 @@ export class AgentRunState {
       appended: this.appended,
       snapshotMarks: Object.fromEntries(this.snapshotMarks),
       ...(this.seenMessages.size > 0 && { seenMessages: [...this.seenMessages] }),
-      ...(this.lastCall &&
-        startsWith(toChatMessages(this.events, this.persona), this.lastCall.messages) && {
-          context: { seq: this.contextSeq, lastSeq: this.lastCall.seq, length: this.lastCall.messages.length },
-        }),
-    };
-  }
-
-  /** The reply of the `state` query. */
-  toQuery(): RunState {
-    const composition = this.composition as ResolveRunResult | undefined;
-    const limits = this.limits as ResolvedLimits | undefined;
-    return {
-      status: this.status,
-      model: composition?.model ?? null,
-      preset: composition?.preset ?? null,
-      usage: this.usage,
-      limits: limits ?? null,
-      remaining: limits ? remaining(limits, this.usage, Date.now()) : null,
-      composition: composition?.presetDefinition
-        ? { preset: composition.presetDefinition, revision: composition.presetRevision ?? '', model: composition.model }
-        : null,
-      reserved: this.reserved,
-      delegations: this.ledger,
-      session: this.events,
+      ...(context && { context }),
     };
   }
 
@@ -216,42 +186,8 @@ export class AgentRunState {
   begin(composition: ResolveRunResult, limits: ResolvedLimits): void {
     this.composition = composition;
     this.limits = limits;
-    const { origin, input } = this;
-    this.append({
-      type: 'session/header',
-      at: now(),
-      version: SESSION_VERSION,
-      sessionId: this.sessionId,
-      parentId: origin?.parentId ?? null,
-      depth: this.depth,
-      preset: composition.preset,
-      model: composition.model,
-    });
-    // An independently selected child records its selection before its own descriptor; an implicit one does not.
-    if (origin?.preset?.selected) {
-      this.append({
-        type: 'agent-preset/selected',
-        at: now(),
-        presetId: composition.preset,
-        revision: origin.preset.revision,
-      });
-    }
-    if (origin) {
-      this.append({ type: 'subagent/descriptor', at: now(), taskName: origin.taskName, parentId: origin.parentId });
-    }
-    for (const message of input.messages ?? []) {
-      this.append(
-        message.role === 'user'
-          ? { type: 'message/user', at: now(), content: message.content }
-          : { type: 'message/assistant', at: now(), content: message.content, toolCalls: [] },
-      );
-    }
-    if (origin?.background) this.append({ type: 'context/background', at: now(), ...origin.background });
-    // A restored session's dialogue (a fork's is marked inherited) goes on under this run's own header.
-    for (const event of closeUnansweredToolCalls(input.restore?.events ?? [])) {
-      if (event.type !== 'session/header' && event.type !== 'run/ended') this.append(event);
-    }
-    this.append({ type: 'message/user', at: now(), content: input.task });
+    const opening = openingEvents(this.input, { sessionId: this.sessionId, depth: this.depth, composition }, now());
+    for (const event of opening) this.append(event);
   }
 
   append(event: SessionEvent): void {

@@ -1,23 +1,20 @@
 /**
- * One child's life as its parent sees it: hooks, the background, the start, the join, and the
- * settlement of its reservation. Deterministic code only.
+ * One child's life as its parent sees it, in named steps: prepare (hooks, the background), admit (a tenant's
+ * slot), start, join, and settle its reservation. Deterministic code only.
  */
 import type { ContextRendering } from '../../src/contract/preset.js';
 import {
   ChildWorkflowCancellationType,
   isCancellation,
   ParentClosePolicy,
-  patched,
   WorkflowIdReusePolicy,
+  type ChildWorkflowOptions,
 } from '@temporalio/workflow';
 import { budgetOf } from '../../src/rules/budget.js';
 import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
 import { bounded, callEvidence, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
-
-/** Children's results carry their call counts and an evidence note. */
-const CALL_EVIDENCE_PATCH = 'deputy-child-call-evidence';
 import type { ContextMode } from '../../src/rules/delegation.js';
-import type { LedgerEntry } from '../../src/contract/run.js';
+import type { LedgerEntry, RunInput } from '../../src/contract/run.js';
 import {
   DEPUTY_CONTEXT_MODE,
   DEPUTY_DEPTH,
@@ -63,7 +60,7 @@ function prepareBackground(
 }
 
 /** Starts one child, waits for it, and settles its reservation; the child's end never cancels the parent. */
-export async function runChild(
+export function runChild(
   plan: ChildPlan,
   entry: LedgerEntry,
   invocation: number,
@@ -71,123 +68,159 @@ export async function runChild(
   run: AgentRunState,
   snapshot: Snapshot,
 ): Promise<ChildOutcome> {
-  const { brief } = plan;
-  const mode = plan.contextMode;
-  const hooks = run.composition.hooks ?? [];
-  const hookInput = {
-    parentId: run.sessionId,
-    rootId: run.rootId,
-    taskName: brief.task_name,
-    task: brief.message,
-    role: plan.preset,
-    contextMode: String(mode),
-    childWorkflowId: entry.childWorkflowId,
-  };
+  return new ChildLife(run, { plan, entry, invocation, returnShape, snapshot }).live();
+}
 
-  // Nothing spent until the child starts; a child that ends without reporting its spend is charged its whole
-  // reservation: never under-count.
-  let spent: Spend | null = ZERO_SPEND;
-  let settled = false;
-  const settle = (status: LedgerEntry['status'], summary: string) => {
-    if (settled) return;
-    settled = true;
-    run.preparing.delete(entry);
-    const { reserved, charge, overrun } = settleReservation(
-      budgetOf(run.limits, run.usage, run.reserved),
-      plan.reservation,
-      spent,
-    );
-    run.reserved = reserved;
-    run.debit(charge);
-    entry.status = status;
-    countDelegationSettled(run, status, overrun);
-    entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
-    if (overrun) entry.overrun = overrun;
-    entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
-    closeQuestions(entry);
-  };
-  const outcome = (
-    status: ChildOutcome['status'],
-    output: unknown,
-    summary: string,
-    error?: string,
-    evidence?: Pick<ChildOutcome, 'calls' | 'evidence'>,
-  ): ChildOutcome => {
-    settle(status, summary);
-    return {
-      task_name: brief.task_name,
-      workflow_id: entry.childWorkflowId,
-      status,
-      output,
-      summary: bounded(summary, MAX_CHILD_SUMMARY_CHARS),
-      ...(error !== undefined && { error }),
-      usage: entry.actual && { tokens: entry.actual.tokens, cost_usd: microToUsd(entry.actual.costMicroUsd) },
-      artifacts: entry.artifacts,
-      ...evidence,
+/** What a child's life is given by its invocation. */
+interface ChildOrder {
+  plan: ChildPlan;
+  entry: LedgerEntry;
+  invocation: number;
+  returnShape: Record<string, unknown> | undefined;
+  snapshot: Snapshot;
+}
+
+/** A step that ends the child's life early says so with the outcome to report. */
+type Step<T> = { ok: true; value: T } | { ok: false; outcome: ChildOutcome };
+
+/** One child, from its preparation to its settlement; each step names what it does to the parent's state. */
+class ChildLife {
+  readonly #hooks;
+  readonly #hookInput;
+  /** The task as the hooks accepted (or rewrote) it. */
+  #task: string;
+  /**
+   * Nothing spent until the child starts; a child that ends without reporting its spend is charged its whole
+   * reservation: never under-count.
+   */
+  #spent: Spend | null = ZERO_SPEND;
+  #settled = false;
+  /** The tenant whose admission slot the child holds, to give it back however the child ends. */
+  #holdsSlot: string | undefined;
+
+  constructor(
+    private readonly run: AgentRunState,
+    private readonly order: ChildOrder,
+  ) {
+    const { plan, entry } = order;
+    this.#task = plan.brief.message;
+    this.#hooks = run.composition.hooks ?? [];
+    this.#hookInput = {
+      parentId: run.sessionId,
+      rootId: run.rootId,
+      taskName: plan.brief.task_name,
+      task: plan.brief.message,
+      role: plan.preset,
+      contextMode: String(plan.contextMode),
+      childWorkflowId: entry.childWorkflowId,
     };
-  };
+  }
 
-  let task = brief.message;
-  let holdsSlot: string | undefined;
-  try {
-    // Preparation: the child's slot, id and cost are reserved, but it is not started and has no identity yet.
+  async live(): Promise<ChildOutcome> {
+    try {
+      const prepared = await this.prepare();
+      if (!prepared.ok) return prepared.outcome;
+      const admitted = await this.admit();
+      if (!admitted.ok) return admitted.outcome;
+      const started = await this.start(prepared.value);
+      if (!started.ok) return started.outcome;
+      return await this.join(started.value);
+    } catch (err) {
+      if (isCancellation(err)) {
+        // The parent itself is being cancelled (or hit its deadline): settle, then let the cancellation through.
+        this.settle('cancelled', 'cancelled with its parent');
+        throw err;
+      }
+      // An infrastructure error on this brief's path is an error for this brief only; a started child that can no
+      // longer be followed is charged its whole reservation (never under-count).
+      const reason = `this brief's delegation failed: ${failureMessage(err)}`;
+      return this.outcome('failed', null, reason, reason);
+    } finally {
+      // The slot goes back however the child ended (and while the parent is being cancelled, too).
+      if (this.#holdsSlot !== undefined) await release(this.#holdsSlot, this.order.entry.childWorkflowId);
+    }
+  }
+
+  /**
+   * The child's slot, id and cost are reserved, but it is not started and has no identity yet: the task hooks run,
+   * and the background is prepared from the snapshot taken at the delegate call. Its input is fixed at the end.
+   */
+  async prepare(): Promise<Step<RunInput>> {
+    const { run } = this;
+    const { plan, entry, snapshot, invocation, returnShape } = this.order;
     const trail: string[] = [];
     for (const event of ['task.submitted', 'subagent.start'] as const) {
       // No await where no hook listens (fewer promises: see workflows/index.ts).
-      if (!hasHooks(event, hooks)) continue;
-      const decided = await runHooks(event, { ...hookInput, task }, hooks);
+      if (!hasHooks(event, this.#hooks)) continue;
+      const decided = await runHooks(event, { ...this.#hookInput, task: this.#task }, this.#hooks);
       trail.push(...decided.trail);
       entry.preparation.hookOutcome = trail.join('; ') || null;
       if (decided.decision === 'reject') {
         const reason = `${decided.reason ?? 'rejected'}; the child was not started`;
-        return outcome('rejected', null, reason, reason);
+        return { ok: false, outcome: this.outcome('rejected', null, reason, reason) };
       }
-      task = decided.task;
+      this.#task = decided.task;
     }
     // The snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's
     // restored session already holds its background, and its interjections continue from its source's mark.
     run.snapshotMarks.set(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
     let background = plan.restore
       ? undefined
-      : prepareBackground(mode, plan.contextRendering, snapshot.events, run.payloads);
-    if (mode === 'summary' && !plan.restore) {
+      : prepareBackground(plan.contextMode, plan.contextRendering, snapshot.events, run.payloads);
+    if (plan.contextMode === 'summary' && !plan.restore) {
       // The background is written for the hook-accepted task; its cost is the parent's.
-      const generated = await generateBackground(task, brief.task_name, run, snapshot.events);
-      if (!generated.ok) return outcome('rejected', null, generated.error, generated.error);
+      const generated = await generateBackground(this.#task, plan.brief.task_name, run, snapshot.events);
+      if (!generated.ok)
+        return { ok: false, outcome: this.outcome('rejected', null, generated.error, generated.error) };
       background = generated.background;
     }
     entry.preparation.backgroundChars = background ? background.content.length : null;
-
     // Its limits are given now: a later overrun of the parent can no longer shrink them.
     run.preparing.delete(entry);
-    const input = childInput(
-      plan,
-      { ...brief, message: task },
-      invocation,
-      returnShape,
-      {
-        sessionId: run.sessionId,
-        rootId: run.rootId,
-        depth: run.depth,
-        tenant: run.tenant,
-        composition: run.composition,
-        invocationId: entry.invocationId,
-      },
-      background,
-    );
-    // Under a tenant cap, the child starts only with a slot, and at a lower priority than interactive runs.
-    const admission = run.delegationSettings.admission;
-    if (admission) {
-      const admitted = await admit(
-        run,
-        entry,
-        admission,
-        plan.limits.deadline ? Date.parse(plan.limits.deadline) : null,
-      );
-      if (!admitted.ok) return outcome('failed', null, admitted.reason, admitted.reason);
-      holdsSlot = admission.tenant;
+    const parent = {
+      sessionId: run.sessionId,
+      rootId: run.rootId,
+      depth: run.depth,
+      tenant: run.tenant,
+      composition: run.composition,
+      invocationId: entry.invocationId,
+    };
+    const input = childInput(plan, { ...plan.brief, message: this.#task }, invocation, returnShape, parent, background);
+    return { ok: true, value: input };
+  }
+
+  /** Under a tenant cap, the child starts only with a slot. */
+  async admit(): Promise<Step<void>> {
+    const admission = this.run.delegationSettings.admission;
+    if (!admission) return { ok: true, value: undefined };
+    const { deadline } = this.order.plan.limits;
+    const admitted = await admit(this.run, this.order.entry, admission, deadline ? Date.parse(deadline) : null);
+    if (!admitted.ok) return { ok: false, outcome: this.outcome('failed', null, admitted.reason, admitted.reason) };
+    this.#holdsSlot = admission.tenant;
+    return { ok: true, value: undefined };
+  }
+
+  /** Starts the child (or attaches to this invocation's own child from an earlier attempt). */
+  async start(input: RunInput): Promise<Step<Started>> {
+    const { entry } = this.order;
+    const started = await startChildOrExplain(entry, this.#startOptions(input));
+    if (started.kind === 'refused') {
+      countRefusal(this.run, 'start_failed');
+      return { ok: false, outcome: this.outcome('failed', null, started.reason, started.reason) };
     }
-    const started = await startChildOrExplain(entry, {
+    entry.status = 'running';
+    entry.started = true;
+    this.#spent = null;
+    return { ok: true, value: started };
+  }
+
+  #startOptions(input: RunInput): ChildWorkflowOptions & { args: [RunInput] } {
+    const { run } = this;
+    const { plan, entry } = this.order;
+    const { brief } = plan;
+    const admission = run.delegationSettings.admission;
+    return {
+      // Under a tenant cap, at a lower priority than interactive runs.
       ...(admission && { priority: { priorityKey: 4 } }),
       workflowId: entry.childWorkflowId,
       taskQueue: run.delegationSettings.backgroundTaskQueue,
@@ -198,7 +231,7 @@ export async function runChild(
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       // Its parent is Temporal's own link (and in its id): the summary says what it was asked.
       // Temporal UI lists a background child as such (replay does not compare summaries).
-      staticSummary: `${brief.task_name}${brief.wait === false ? ' (background)' : ''}: ${bounded(task.replace(/\s+/g, ' '), 100)}`,
+      staticSummary: `${brief.task_name}${brief.wait === false ? ' (background)' : ''}: ${bounded(this.#task.replace(/\s+/g, ' '), 100)}`,
       // The tree the child belongs to, searchable from its start, with all of its attributes: the child writes none
       // when it starts running (no visibility update of its own).
       typedSearchAttributes: [
@@ -206,51 +239,83 @@ export async function runChild(
         { key: DEPUTY_PARENT_ID, value: run.sessionId },
         { key: DEPUTY_DEPTH, value: run.depth + 1 },
         { key: DEPUTY_TASK_NAME, value: brief.task_name },
-        { key: DEPUTY_CONTEXT_MODE, value: String(mode) },
+        { key: DEPUTY_CONTEXT_MODE, value: String(plan.contextMode) },
         { key: DEPUTY_PRESET, value: plan.preset },
         { key: DEPUTY_STATUS, value: 'running' },
         ...(run.tenant ? [{ key: DEPUTY_TENANT, value: run.tenant }] : []),
       ],
-    });
-    if (started.kind === 'refused') {
-      countRefusal(run, 'start_failed');
-      return outcome('failed', null, started.reason, started.reason);
-    }
-    entry.status = 'running';
-    entry.started = true;
-    spent = null;
+    };
+  }
+
+  /** Waits for the child's end, settles it, and tells the end hooks (whose failure changes nothing). */
+  async join(started: Started): Promise<ChildOutcome> {
+    const { entry, returnShape } = this.order;
     const ended =
       started.kind === 'started'
         ? await joinChild(started.handle.result(), returnShape)
         : await joinAttached(entry.childWorkflowId, returnShape);
-    spent = ended.spent;
-    // The child's call counts, and a mark when it answered without a tool (runs recorded before show
-    // their models what they were shown then: patched).
-    const evidence = ended.spent && patched(CALL_EVIDENCE_PATCH) ? callEvidence(ended.status, ended.spent) : undefined;
-    const result = outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
-    if (!hasHooks('subagent.end', hooks)) return result;
+    this.#spent = ended.spent;
+    // The child's call counts, and a mark when it answered without a tool.
+    const evidence = ended.spent ? callEvidence(ended.status, ended.spent) : undefined;
+    const result = this.outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
+    if (!hasHooks('subagent.end', this.#hooks)) return result;
+    const output = typeof ended.output === 'string' ? ended.output : null;
     await runHooks(
       'subagent.end',
-      { ...hookInput, task, status: result.status, output: typeof ended.output === 'string' ? ended.output : null },
-      hooks,
+      { ...this.#hookInput, task: this.#task, status: result.status, output },
+      this.#hooks,
     ).catch((err: unknown) => {
       if (isCancellation(err)) throw err; // a failing end hook changes nothing; a cancelled parent still stops
     });
     return result;
-  } catch (err) {
-    if (isCancellation(err)) {
-      // The parent itself is being cancelled (or hit its deadline): settle, then let the cancellation through.
-      settle('cancelled', 'cancelled with its parent');
-      throw err;
-    }
-    // An infrastructure error on this brief's path is an error for this brief only; a started child that can no
-    // longer be followed is charged its whole reservation (never under-count).
-    const reason = `this brief's delegation failed: ${failureMessage(err)}`;
-    return outcome('failed', null, reason, reason);
-  } finally {
-    // The slot goes back however the child ended (and while the parent is being cancelled, too).
-    if (holdsSlot !== undefined) await release(holdsSlot, entry.childWorkflowId);
+  }
+
+  /** Releases the child's reservation and debits what it spent (all of it when it did not say), once. */
+  settle(status: LedgerEntry['status'], summary: string): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    const { run } = this;
+    const { entry, plan } = this.order;
+    run.preparing.delete(entry);
+    const { reserved, charge, overrun } = settleReservation(
+      budgetOf(run.limits, run.usage, run.reserved),
+      plan.reservation,
+      this.#spent,
+    );
+    run.reserved = reserved;
+    run.debit(charge);
+    entry.status = status;
+    countDelegationSettled(run, status, overrun);
+    entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
+    if (overrun) entry.overrun = overrun;
+    entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
+    closeQuestions(entry);
+  }
+
+  /** The child's outcome as its parent's model reads it; the child is settled first. */
+  outcome(
+    status: ChildOutcome['status'],
+    output: unknown,
+    summary: string,
+    error?: string,
+    evidence?: Pick<ChildOutcome, 'calls' | 'evidence'>,
+  ): ChildOutcome {
+    this.settle(status, summary);
+    const { entry, plan } = this.order;
+    return {
+      task_name: plan.brief.task_name,
+      workflow_id: entry.childWorkflowId,
+      status,
+      output,
+      summary: bounded(summary, MAX_CHILD_SUMMARY_CHARS),
+      ...(error !== undefined && { error }),
+      usage: entry.actual && { tokens: entry.actual.tokens, cost_usd: microToUsd(entry.actual.costMicroUsd) },
+      artifacts: entry.artifacts,
+      ...evidence,
+    };
   }
 }
+
+type Started = Exclude<Awaited<ReturnType<typeof startChildOrExplain>>, { kind: 'refused' }>;
 
 const ZERO_SPEND = { inputTokens: 0, outputTokens: 0, costMicroUsd: 0 };
