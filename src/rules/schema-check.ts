@@ -61,12 +61,30 @@ const typeOf = (value: unknown): string => {
 
 /** Checks `value` against `schema` (the root of a generated schema, which `$ref`s resolve against). */
 export function checkSchema(schema: JsonSchema, value: unknown): SchemaVerdict {
-  const patterns = new Map<string, RegExp>();
-  const issues: string[] = [];
-  const visit = (node: JsonSchema, v: unknown, path: (string | number)[]): void => {
+  const checker = new Checker(schema);
+  try {
+    checker.visit(schema, value, []);
+  } catch (err) {
+    if (err instanceof Unsure) return { kind: 'unsure' };
+    throw err;
+  }
+  return checker.issues.length === 0 ? { kind: 'valid' } : { kind: 'invalid', issues: checker.issues };
+}
+
+type Path = (string | number)[];
+type SchemaNode = { readonly [keyword: string]: unknown };
+
+/** One check: the issues found so far, and the patterns compiled on the way. */
+class Checker {
+  readonly issues: string[] = [];
+  readonly patterns = new Map<string, RegExp>();
+
+  constructor(private readonly schema: JsonSchema) {}
+
+  visit(node: JsonSchema, v: unknown, path: Path): void {
     if (node === true) return;
     if (node === false) {
-      issues.push(`${pathText(path)}: not allowed`);
+      this.issues.push(`${pathText(path)}: not allowed`);
       return;
     }
     for (const keyword of Object.keys(node)) {
@@ -75,25 +93,25 @@ export function checkSchema(schema: JsonSchema, value: unknown): SchemaVerdict {
     if ('format' in node && !('pattern' in node) && node.format !== undefined) throw new Unsure();
     if (typeof node.$ref === 'string') {
       const ref = node.$ref;
-      if (ref === '#') return visit(schema, v, path);
+      if (ref === '#') return this.visit(this.schema, v, path);
       const match = /^#\/\$defs\/([^/]+)$/.exec(ref);
       const target =
-        match && typeof schema === 'object'
-          ? (schema.$defs as Record<string, JsonSchema> | undefined)?.[match[1]!]
+        match && typeof this.schema === 'object'
+          ? (this.schema.$defs as Record<string, JsonSchema> | undefined)?.[match[1]!]
           : undefined;
       if (target === undefined) throw new Unsure();
-      return visit(target, v, path);
+      return this.visit(target, v, path);
     }
     const alternatives = (node.anyOf ?? node.oneOf) as JsonSchema[] | undefined;
     if (alternatives) {
       let unsure = false;
       for (const alternative of alternatives) {
-        const verdict = attempt(alternative, v, path);
+        const verdict = this.attempt(alternative, v, path);
         if (verdict === 'valid') return;
         if (verdict === 'unsure') unsure = true;
       }
       if (unsure) throw new Unsure();
-      issues.push(`${pathText(path)}: matches none of the allowed forms`);
+      this.issues.push(`${pathText(path)}: matches none of the allowed forms`);
       return;
     }
     const actual = typeOf(v);
@@ -101,67 +119,67 @@ export function checkSchema(schema: JsonSchema, value: unknown): SchemaVerdict {
       const types = Array.isArray(node.type) ? (node.type as string[]) : [node.type as string];
       const ok = types.some((t) => t === actual || (t === 'number' && actual === 'integer'));
       if (!ok || (typeof v === 'number' && !Number.isFinite(v))) {
-        issues.push(`${pathText(path)}: expected ${types.join(' or ')}, received ${actual}`);
+        this.issues.push(`${pathText(path)}: expected ${types.join(' or ')}, received ${actual}`);
         return;
       }
     }
-    if ('const' in node && v !== node.const) issues.push(`${pathText(path)}: expected ${JSON.stringify(node.const)}`);
+    if ('const' in node && v !== node.const)
+      this.issues.push(`${pathText(path)}: expected ${JSON.stringify(node.const)}`);
     if (Array.isArray(node.enum) && !node.enum.includes(v)) {
-      issues.push(`${pathText(path)}: expected one of ${node.enum.map((e) => JSON.stringify(e)).join(', ')}`);
+      this.issues.push(`${pathText(path)}: expected one of ${node.enum.map((e) => JSON.stringify(e)).join(', ')}`);
     }
-    if (typeof v === 'string') checkString(node, v, path);
-    if (typeof v === 'number') checkNumber(node, v, path);
+    if (typeof v === 'string') this.checkString(node, v, path);
+    if (typeof v === 'number') this.checkNumber(node, v, path);
     if (Array.isArray(v)) {
       if (typeof node.minItems === 'number' && v.length < node.minItems) {
-        issues.push(`${pathText(path)}: too few items (at least ${node.minItems})`);
+        this.issues.push(`${pathText(path)}: too few items (at least ${node.minItems})`);
       }
       if (typeof node.maxItems === 'number' && v.length > node.maxItems) {
-        issues.push(`${pathText(path)}: too many items (at most ${node.maxItems})`);
+        this.issues.push(`${pathText(path)}: too many items (at most ${node.maxItems})`);
       }
-      if (node.items !== undefined) v.forEach((item, i) => visit(node.items as JsonSchema, item, [...path, i]));
-    } else if (actual === 'object') checkObject(node, v as Record<string, unknown>, path);
-  };
-  const checkString = (node: { readonly [k: string]: unknown }, v: string, path: (string | number)[]) => {
+      if (node.items !== undefined) v.forEach((item, i) => this.visit(node.items as JsonSchema, item, [...path, i]));
+    } else if (actual === 'object') this.checkObject(node, v as Record<string, unknown>, path);
+  }
+
+  checkString(node: SchemaNode, v: string, path: Path): void {
     // zod counts UTF-16 code units, as `length` does.
     if (typeof node.minLength === 'number' && v.length < node.minLength) {
-      issues.push(`${pathText(path)}: too short (at least ${node.minLength} characters)`);
+      this.issues.push(`${pathText(path)}: too short (at least ${node.minLength} characters)`);
     }
     if (typeof node.maxLength === 'number' && v.length > node.maxLength) {
-      issues.push(`${pathText(path)}: too long (at most ${node.maxLength} characters)`);
+      this.issues.push(`${pathText(path)}: too long (at most ${node.maxLength} characters)`);
     }
     if (typeof node.pattern === 'string') {
-      let regex = patterns.get(node.pattern);
-      if (!regex) patterns.set(node.pattern, (regex = new RegExp(node.pattern)));
-      if (!regex.test(v)) issues.push(`${pathText(path)}: does not match ${node.pattern}`);
+      let regex = this.patterns.get(node.pattern);
+      if (!regex) this.patterns.set(node.pattern, (regex = new RegExp(node.pattern)));
+      if (!regex.test(v)) this.issues.push(`${pathText(path)}: does not match ${node.pattern}`);
     }
-  };
-  const checkNumber = (node: { readonly [k: string]: unknown }, v: number, path: (string | number)[]) => {
+  }
+
+  checkNumber(node: SchemaNode, v: number, path: Path): void {
     const bound = (key: string, ok: (limit: number) => boolean, words: string) => {
       const limit = node[key];
-      if (typeof limit === 'number' && !ok(limit)) issues.push(`${pathText(path)}: must be ${words} ${limit}`);
+      if (typeof limit === 'number' && !ok(limit)) this.issues.push(`${pathText(path)}: must be ${words} ${limit}`);
     };
     bound('minimum', (l) => v >= l, '>=');
     bound('maximum', (l) => v <= l, '<=');
     bound('exclusiveMinimum', (l) => v > l, '>');
     bound('exclusiveMaximum', (l) => v < l, '<');
-  };
-  const checkObject = (
-    node: { readonly [k: string]: unknown },
-    v: Record<string, unknown>,
-    path: (string | number)[],
-  ) => {
+  }
+
+  checkObject(node: SchemaNode, v: Record<string, unknown>, path: Path): void {
     const properties = (node.properties ?? {}) as Record<string, JsonSchema>;
     const required = (node.required ?? []) as string[];
     // As zod reports them: the schema's fields in order, then the keys it does not know, named at the object.
     for (const [key, property] of Object.entries(properties)) {
       if (v[key] === undefined) {
         if (Object.hasOwn(v, key)) throw new Unsure();
-        if (required.includes(key)) issues.push(`${pathText([...path, key])}: required`);
+        if (required.includes(key)) this.issues.push(`${pathText([...path, key])}: required`);
         // zod would fill a default in: the value it returns is not this one.
         else if (typeof property === 'object' && 'default' in property) throw new Unsure();
         continue;
       }
-      visit(property, v[key], [...path, key]);
+      this.visit(property, v[key], [...path, key]);
     }
     const unknown: string[] = [];
     for (const key of Object.keys(v)) {
@@ -171,31 +189,25 @@ export function checkSchema(schema: JsonSchema, value: unknown): SchemaVerdict {
       if (extra === undefined || v[key] === undefined) throw new Unsure();
       if (extra === false) unknown.push(JSON.stringify(key));
       else {
-        if (node.propertyNames !== undefined) visit(node.propertyNames as JsonSchema, key, [...path, key]);
-        visit(extra as JsonSchema, v[key], [...path, key]);
+        if (node.propertyNames !== undefined) this.visit(node.propertyNames as JsonSchema, key, [...path, key]);
+        this.visit(extra as JsonSchema, v[key], [...path, key]);
       }
     }
     if (unknown.length > 0)
-      issues.push(`${pathText(path)}: unrecognized key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`);
-  };
-  const attempt = (node: JsonSchema, v: unknown, path: (string | number)[]): 'valid' | 'invalid' | 'unsure' => {
-    const before = issues.length;
+      this.issues.push(`${pathText(path)}: unrecognized key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`);
+  }
+
+  attempt(node: JsonSchema, v: unknown, path: Path): 'valid' | 'invalid' | 'unsure' {
+    const before = this.issues.length;
     try {
-      visit(node, v, path);
+      this.visit(node, v, path);
     } catch (err) {
-      issues.length = before;
+      this.issues.length = before;
       if (err instanceof Unsure) return 'unsure';
       throw err;
     }
-    const failed = issues.length > before;
-    issues.length = before;
+    const failed = this.issues.length > before;
+    this.issues.length = before;
     return failed ? 'invalid' : 'valid';
-  };
-  try {
-    visit(schema, value, []);
-  } catch (err) {
-    if (err instanceof Unsure) return { kind: 'unsure' };
-    throw err;
   }
-  return issues.length === 0 ? { kind: 'valid' } : { kind: 'invalid', issues };
 }

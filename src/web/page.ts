@@ -3,15 +3,8 @@
  * transcript with untrusted envelopes shown as such; questions waiting for an answer; links into Temporal UI. Plain
  * DOM code, no framework: the server folds the events, the page only draws what it is sent.
  */
-export function page(rootId: string, uiBase: string, namespace: string): string {
-  const json = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>Deputy · ${escapeHtml(rootId)}</title>
-<style>
-  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
+/** The page's look. */
+const STYLE = `  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
   header { padding: 12px 20px; background: #1d232a; color: #fff; display: flex; gap: 16px; align-items: baseline; }
   header h1 { font-size: 16px; margin: 0; }
   header .summary { color: #c9d1d9; }
@@ -35,36 +28,10 @@ export function page(rootId: string, uiBase: string, namespace: string): string 
   .question { background: #fbefff; border-left: 3px solid #8250df; padding: 6px 8px; margin: 6px 0; }
   a { color: #0969da; }
   #connection { font-size: 12px; }
-</style>
-</head>
-<body>
-<header>
-  <h1>Deputy · <span id="root"></span></h1>
-  <span class="summary" id="summary">connecting…</span>
-  <a id="temporal-ui" style="color:#8cc4ff" target="_blank">open in Temporal UI</a>
-  <span id="connection"></span>
-</header>
-<main>
-  <div>
-    <section>
-      <h2>Tree</h2>
-      <table id="tree"><thead><tr><th>run</th><th>status</th><th class="num">tokens</th><th class="num">cost</th><th class="num">tree cost</th><th class="num">calls</th><th>latest</th></tr></thead><tbody></tbody></table>
-    </section>
-    <section style="margin-top:16px">
-      <h2>Questions waiting for an answer</h2>
-      <div id="questions"><em>none</em></div>
-    </section>
-  </div>
-  <section>
-    <h2>Transcript · <span id="transcript-run"></span></h2>
-    <div id="transcript"><em>click a run</em></div>
-  </section>
-</main>
-<script>
-const ROOT = ${json(rootId)};
-const UI = ${json(uiBase)};
-const NAMESPACE = ${json(namespace)};
-const $ = (id) => document.getElementById(id);
+`;
+
+/** The page's code: it draws what the server sends over Server-Sent Events. */
+const SCRIPT = `const $ = (id) => document.getElementById(id);
 const text = (value) => document.createTextNode(value == null ? '' : String(value));
 const el = (tag, attrs, ...children) => {
   const node = document.createElement(tag);
@@ -142,7 +109,46 @@ source.addEventListener('failed', (message) => { $('connection').textContent = '
 source.onerror = () => { $('connection').textContent = source.readyState === EventSource.CLOSED ? 'no such run (or no access)' : 'reconnecting…'; };
 source.onopen = () => { $('connection').textContent = 'live'; };
 loadTranscript();
-</script>
+`;
+
+export function page(rootId: string, uiBase: string, namespace: string): string {
+  const json = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Deputy · ${escapeHtml(rootId)}</title>
+<style>
+${STYLE}</style>
+</head>
+<body>
+<header>
+  <h1>Deputy · <span id="root"></span></h1>
+  <span class="summary" id="summary">connecting…</span>
+  <a id="temporal-ui" style="color:#8cc4ff" target="_blank">open in Temporal UI</a>
+  <span id="connection"></span>
+</header>
+<main>
+  <div>
+    <section>
+      <h2>Tree</h2>
+      <table id="tree"><thead><tr><th>run</th><th>status</th><th class="num">tokens</th><th class="num">cost</th><th class="num">tree cost</th><th class="num">calls</th><th>latest</th></tr></thead><tbody></tbody></table>
+    </section>
+    <section style="margin-top:16px">
+      <h2>Questions waiting for an answer</h2>
+      <div id="questions"><em>none</em></div>
+    </section>
+  </div>
+  <section>
+    <h2>Transcript · <span id="transcript-run"></span></h2>
+    <div id="transcript"><em>click a run</em></div>
+  </section>
+</main>
+<script>
+const ROOT = ${json(rootId)};
+const UI = ${json(uiBase)};
+const NAMESPACE = ${json(namespace)};
+${SCRIPT}</script>
 </body>
 </html>`;
 }
