@@ -128,8 +128,8 @@ interface TreeSize {
   bytes: number;
 }
 
-async function main(): Promise<void> {
-  const started = new Date();
+/** The dev server, the scripted model, both workers, and what every scenario uses to run and measure. */
+async function openBench() {
   const server = await startDevServer();
   const model = await ScriptedModelServer.start(benchRules(), { quiet: true });
   // Histories of long runs without compaction pass gRPC's default 4 MB message limit.
@@ -209,323 +209,396 @@ async function main(): Promise<void> {
     return size;
   };
 
-  const results: ScenarioResult[] = [];
-
-  // 1. Delegation overhead: one parent, three children of one model call each, a final call.
-  if (wanted('overhead')) {
-    log(`delegation overhead: ${OVERHEAD_RUNS} runs a side, alternating`);
-    const deputyMs: number[] = [];
-    const baselineMs: number[] = [];
-    let lastDeputy = '';
-    let lastBaseline = '';
-    // One warm-up pair, not counted: the first runs pay for worker caches and connections.
-    await runDeputy('tree-run warmup', `bench-tree-warmup-${suffix}`);
-    await runBaseline('baselineTree', [`base-tree-warmup-${suffix}`, TREE_BRIEFS], `base-tree-warmup-${suffix}`);
-    for (let i = 0; i < OVERHEAD_RUNS; i++) {
-      lastDeputy = `bench-tree-${i}-${suffix}`;
-      let t0 = performance.now();
-      await runDeputy(`tree-run ${i}`, lastDeputy, 'tree done');
-      deputyMs.push(performance.now() - t0);
-      lastBaseline = `base-tree-${i}-${suffix}`;
-      t0 = performance.now();
-      await runBaseline('baselineTree', [lastBaseline, TREE_BRIEFS], lastBaseline);
-      baselineMs.push(performance.now() - t0);
-    }
-    const [deputyTree, baselineTree] = await Promise.all([treeSize(lastDeputy), treeSize(lastBaseline)]);
-    const ratio = median(deputyMs) / median(baselineMs);
-    results.push({
-      id: 'delegation-overhead',
-      title: 'Delegation overhead: parent + 3 children, one model call each',
-      runs: OVERHEAD_RUNS,
-      deputy: { medianMs: round(median(deputyMs)), ...deputyTree },
-      baseline: { medianMs: round(median(baselineMs)), ...baselineTree },
-      ratio: round(ratio),
-      target: { ratioAtMost: TARGETS.overhead },
-      met: ratio <= TARGETS.overhead,
-    });
-    const bytesRatio = deputyTree.bytes / baselineTree.bytes;
-    results.push({
-      id: 'tree-history',
-      title: 'Same tree: history of all 4 workflows',
-      runs: 1,
-      deputy: { ...deputyTree },
-      baseline: { ...baselineTree },
-      ratio: round(bytesRatio),
-      target: { ratioAtMost: TARGETS.treeBytes },
-      met: bytesRatio <= TARGETS.treeBytes,
-    });
-    log(`  deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms, ratio ${round(ratio)}`);
-  }
-
-  // 1b. A wide tree: one parent, 8 invocations of 3 children (24), a final call.
-  if (wanted('wide')) {
-    log(`wide tree: ${WIDE_ROUNDS} x ${WIDE_WIDTH} children, ${WIDE_RUNS} runs a side, alternating`);
-    const deputyMs: number[] = [];
-    const baselineMs: number[] = [];
-    let lastDeputy = '';
-    let lastBaseline = '';
-    for (let i = 0; i < WIDE_RUNS; i++) {
-      lastDeputy = `bench-wide-${i}-${suffix}`;
-      let t0 = performance.now();
-      await runDeputy(`wide-run ${i}`, lastDeputy, 'wide done');
-      deputyMs.push(performance.now() - t0);
-      lastBaseline = `base-wide-${i}-${suffix}`;
-      t0 = performance.now();
-      await runBaseline('baselineWide', [lastBaseline, WIDE_ROUNDS, WIDE_WIDTH], lastBaseline);
-      baselineMs.push(performance.now() - t0);
-    }
-    const [deputyTree, baselineTree] = await Promise.all([treeSize(lastDeputy), treeSize(lastBaseline)]);
-    results.push({
-      id: 'wide-tree',
-      title: `Wide tree: parent + ${WIDE_ROUNDS * WIDE_WIDTH} children in ${WIDE_ROUNDS} invocations of ${WIDE_WIDTH}`,
-      runs: WIDE_RUNS,
-      deputy: { medianMs: round(median(deputyMs)), ...deputyTree },
-      baseline: { medianMs: round(median(baselineMs)), ...baselineTree },
-      ratio: round(median(deputyMs) / median(baselineMs)),
-      target: null,
-      met: null,
-    });
-    log(
-      `  deputy ${round(median(deputyMs))} ms ${deputyTree.bytes} bytes, baseline ${round(median(baselineMs))} ms ${baselineTree.bytes} bytes`,
-    );
-  }
-
-  // 1c. Issue 16: the wide tree (24 children) watched from its start vs not watched, alternating: wall time and the
-  // Deputy worker's CPU time, and how long an event of a child takes to reach the watcher.
-  if (wanted('watch')) {
-    log(`watched wide tree: ${WATCH_RUNS} runs a side, alternating`);
-    const plainMs: number[] = [];
-    const watchedMs: number[] = [];
-    const plainCpu: number[] = [];
-    const watchedCpu: number[] = [];
-    const delays: number[] = [];
-    let watchedEvents = 0;
-    for (let i = 0; i < WATCH_RUNS; i++) {
-      for (const watched of [false, true]) {
-        const id = `bench-watch-${watched ? 'on' : 'off'}-${i}-${suffix}`;
-        const cpu0 = await deputyWorker.cpuMicros();
-        const t0 = performance.now();
-        const running = runDeputy(`wide-run w${i}`, id, 'wide done');
-        const watching = watched
-          ? (async () => {
-              // From the run's start, as a service that starts a run and follows it does.
-              while (
-                !(await client.workflow
-                  .getHandle(id)
-                  .describe()
-                  .then(
-                    () => true,
-                    () => false,
-                  ))
-              ) {
-                await new Promise((resolve) => setTimeout(resolve, 5));
-              }
-              for await (const event of deputy.watch(id)) {
-                watchedEvents++;
-                if (event.parent !== null) delays.push(Date.now() - Date.parse(event.at));
-              }
-            })()
-          : undefined;
-        await running;
-        const ms = performance.now() - t0;
-        const cpu = (await deputyWorker.cpuMicros()) - cpu0;
-        await watching;
-        (watched ? watchedMs : plainMs).push(ms);
-        (watched ? watchedCpu : plainCpu).push(cpu / 1000);
-      }
-    }
-    const cpuRatio = median(watchedCpu) / median(plainCpu);
-    const p95 = [...delays].sort((a, b) => a - b)[Math.floor(delays.length * 0.95)] ?? NaN;
-    results.push({
-      id: 'watch-cost',
-      title: `Wide tree (${WIDE_ROUNDS * WIDE_WIDTH} children) watched from its start vs not watched`,
-      runs: WATCH_RUNS,
-      deputy: { medianMs: round(median(watchedMs)), workerCpuMs: round(median(watchedCpu)) },
-      baseline: { medianMs: round(median(plainMs)), workerCpuMs: round(median(plainCpu)) },
-      ratio: round(cpuRatio),
-      target: { ratioAtMost: TARGETS.watchCpu },
-      met: cpuRatio <= TARGETS.watchCpu,
-    });
-    results.push({
-      id: 'watch-delay',
-      title: "Watched: from a child's event (server time) to the watcher",
-      runs: WATCH_RUNS,
-      deputy: { medianMs: round(median(delays)), p95Ms: round(p95), events: Math.round(watchedEvents / WATCH_RUNS) },
-      baseline: null,
-      ratio: round(median(watchedMs) / median(plainMs)),
-      target: null,
-      met: null,
-    });
-    log(
-      `  wall ${round(median(watchedMs))} vs ${round(median(plainMs))} ms, worker CPU ${round(median(watchedCpu))} vs ${round(median(plainCpu))} ms (${round(cpuRatio)}), delay median ${round(median(delays))} ms p95 ${round(p95)} ms`,
-    );
-  }
-
-  // 2. Throughput: 40 concurrent roots delegating two children each. Before the long runs of history growth, which
-  // leave the Deputy worker's heap large, so both workers start this scenario in the same state.
-  if (wanted('throughput')) {
-    log(`throughput: ${THROUGHPUT_RUNS} concurrent runs, ${THROUGHPUT_ROUNDS} rounds a side, alternating`);
-    const deputyRate: number[] = [];
-    const baselineRate: number[] = [];
-    const deputyRss: number[] = [];
-    const baselineRss: number[] = [];
-    for (let round_ = 0; round_ < THROUGHPUT_ROUNDS; round_++) {
-      deputyWorker.send({ type: 'reset-peak' });
-      let t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: THROUGHPUT_RUNS }, (_, i) =>
-          runDeputy(`tp-run ${round_}-${i}`, `bench-tp-${round_}-${i}-${suffix}`),
-        ),
-      );
-      deputyRate.push((THROUGHPUT_RUNS * 60_000) / (performance.now() - t0));
-      deputyRss.push(await deputyWorker.peakRss());
-      baselineWorker.send({ type: 'reset-peak' });
-      t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: THROUGHPUT_RUNS }, (_, i) => {
-          const id = `base-tp-${round_}-${i}-${suffix}`;
-          return runBaseline('baselineTree', [id, TREE_BRIEFS.slice(0, 2)], id);
-        }),
-      );
-      baselineRate.push((THROUGHPUT_RUNS * 60_000) / (performance.now() - t0));
-      baselineRss.push(await baselineWorker.peakRss());
-      log(
-        `  round ${round_ + 1}: deputy ${round(deputyRate.at(-1)!, 0)}/min, baseline ${round(baselineRate.at(-1)!, 0)}/min`,
-      );
-    }
-    const ratio = median(deputyRate) / median(baselineRate);
-    results.push({
-      id: 'throughput',
-      title: `Throughput: ${THROUGHPUT_RUNS} concurrent roots, 2 children each`,
-      runs: THROUGHPUT_ROUNDS,
-      deputy: { runsPerMinute: round(median(deputyRate), 1) },
-      baseline: { runsPerMinute: round(median(baselineRate), 1) },
-      ratio: round(ratio),
-      target: { ratioAtLeast: TARGETS.throughput },
-      met: ratio >= TARGETS.throughput,
-    });
-    const rssRatio = median(deputyRss) / median(baselineRss);
-    results.push({
-      id: 'throughput-rss',
-      title: 'Same load: worker peak RSS',
-      runs: THROUGHPUT_ROUNDS,
-      deputy: { peakRssMiB: round(median(deputyRss) / 2 ** 20, 1) },
-      baseline: { peakRssMiB: round(median(baselineRss) / 2 ** 20, 1) },
-      ratio: round(rssRatio),
-      target: { ratioAtMost: TARGETS.rss },
-      met: rssRatio <= TARGETS.rss,
-    });
-  }
-
-  // 3. History growth: N turns of a 2 KB page, compaction on and off.
+  /** The long runs of the growth scenario, replayed by the replay scenario. */
   const growthIds: Record<string, { workflowId: string; firstRunId: string }> = {};
-  if (wanted('growth')) {
-    const figures: Record<
-      string,
-      Record<number, { bytes: number; events: number; segments: number; bytesPerTurn: number }>
-    > = { on: {}, off: {} };
-    for (const turns of GROWTH_TURNS) {
-      for (const compaction of ['on', 'off'] as const) {
-        deputyWorker.send({ type: 'config', config: benchConfig(compaction === 'on', turns) });
-        const workflowId = `bench-growth-${compaction}-${turns}-${suffix}`;
-        growthScript.start(turns);
-        const t0 = performance.now();
-        const firstRunId = await runDeputy(`growth-run ${compaction} ${turns}`, workflowId, `read ${turns} pages`);
-        const size = await segmentsSize(workflowId, firstRunId);
-        figures[compaction]![turns] = {
-          bytes: size.bytes,
-          events: size.events,
-          segments: size.workflows,
-          bytesPerTurn: Math.round(size.bytes / turns),
-        };
-        growthIds[`${compaction}-${turns}`] = { workflowId, firstRunId };
-        log(
-          `history growth: ${turns} turns, compaction ${compaction}: ${size.bytes} bytes in ${size.workflows} segment(s), ${Math.round(size.bytes / turns)} bytes/turn (${Math.round(performance.now() - t0)} ms)`,
-        );
-      }
-    }
-    deputyWorker.send({ type: 'config', config: benchConfig(true) });
-    const first = GROWTH_TURNS[0]!;
-    const last = GROWTH_TURNS.at(-1)!;
-    const ratio = figures.on![last]!.bytesPerTurn / figures.on![first]!.bytesPerTurn;
-    const worst = Math.max(...GROWTH_TURNS.map((turns) => figures.on![turns]!.bytesPerTurn));
-    results.push({
-      id: 'history-growth',
-      title: `History growth: bytes per turn, 2 KB tool result a turn, ${last} vs ${first} turns`,
-      runs: 1,
-      deputy: { compactionOn: figures.on, compactionOff: figures.off, worstBytesPerTurn: worst },
-      baseline: null,
-      ratio: round(ratio),
-      target: { ratioAtMost: TARGETS.growthFlat, bytesPerTurnAtMost: TARGETS.perTurnBytes },
-      met: ratio <= TARGETS.growthFlat && worst <= TARGETS.perTurnBytes,
-    });
-  }
+  return {
+    server,
+    model,
+    connection,
+    client,
+    suffix,
+    deputyQueue,
+    baselineQueue,
+    deputy,
+    deputyWorker,
+    baselineWorker,
+    runDeputy,
+    runBaseline,
+    treeIds,
+    treeSize,
+    segmentsSize,
+    growthIds,
+  };
+}
+type Bench = Awaited<ReturnType<typeof openBench>>;
 
-  // 4. Replay: a long run's histories and a delegating tree's, against the baseline's.
-  if (wanted('replay')) {
-    log(`replay: ${REPLAY_REPS} replays a side, alternating`);
-    const loopId = `base-loop-${REPLAY_TURNS}-${suffix}`;
-    await runBaseline('baselineLoop', [loopId, REPLAY_TURNS], loopId);
-    const deputyLongId = growthIds[`on-${REPLAY_TURNS}`] ?? growthIds[`on-${GROWTH_TURNS.at(-1)}`]!;
-    const histories = async (ids: { workflowId: string; runId?: string }[]) =>
-      Promise.all(
-        ids.map(async ({ workflowId, runId }) => ({
-          workflowId,
-          history: await client.workflow.getHandle(workflowId, runId).fetchHistory(),
-        })),
+/** 1. Delegation overhead: one parent, three children of one model call each, a final call. */
+async function benchOverhead({ suffix, runDeputy, runBaseline, treeSize }: Bench): Promise<ScenarioResult[]> {
+  const out: ScenarioResult[] = [];
+  log(`delegation overhead: ${OVERHEAD_RUNS} runs a side, alternating`);
+  const deputyMs: number[] = [];
+  const baselineMs: number[] = [];
+  let lastDeputy = '';
+  let lastBaseline = '';
+  // One warm-up pair, not counted: the first runs pay for worker caches and connections.
+  await runDeputy('tree-run warmup', `bench-tree-warmup-${suffix}`);
+  await runBaseline('baselineTree', [`base-tree-warmup-${suffix}`, TREE_BRIEFS], `base-tree-warmup-${suffix}`);
+  for (let i = 0; i < OVERHEAD_RUNS; i++) {
+    lastDeputy = `bench-tree-${i}-${suffix}`;
+    let t0 = performance.now();
+    await runDeputy(`tree-run ${i}`, lastDeputy, 'tree done');
+    deputyMs.push(performance.now() - t0);
+    lastBaseline = `base-tree-${i}-${suffix}`;
+    t0 = performance.now();
+    await runBaseline('baselineTree', [lastBaseline, TREE_BRIEFS], lastBaseline);
+    baselineMs.push(performance.now() - t0);
+  }
+  const [deputyTree, baselineTree] = await Promise.all([treeSize(lastDeputy), treeSize(lastBaseline)]);
+  const ratio = median(deputyMs) / median(baselineMs);
+  out.push({
+    id: 'delegation-overhead',
+    title: 'Delegation overhead: parent + 3 children, one model call each',
+    runs: OVERHEAD_RUNS,
+    deputy: { medianMs: round(median(deputyMs)), ...deputyTree },
+    baseline: { medianMs: round(median(baselineMs)), ...baselineTree },
+    ratio: round(ratio),
+    target: { ratioAtMost: TARGETS.overhead },
+    met: ratio <= TARGETS.overhead,
+  });
+  const bytesRatio = deputyTree.bytes / baselineTree.bytes;
+  out.push({
+    id: 'tree-history',
+    title: 'Same tree: history of all 4 workflows',
+    runs: 1,
+    deputy: { ...deputyTree },
+    baseline: { ...baselineTree },
+    ratio: round(bytesRatio),
+    target: { ratioAtMost: TARGETS.treeBytes },
+    met: bytesRatio <= TARGETS.treeBytes,
+  });
+  log(`  deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms, ratio ${round(ratio)}`);
+  return out;
+}
+
+/** 1b. A wide tree: one parent, 8 invocations of 3 children (24), a final call. */
+async function benchWide({ suffix, runDeputy, runBaseline, treeSize }: Bench): Promise<ScenarioResult[]> {
+  const out: ScenarioResult[] = [];
+  log(`wide tree: ${WIDE_ROUNDS} x ${WIDE_WIDTH} children, ${WIDE_RUNS} runs a side, alternating`);
+  const deputyMs: number[] = [];
+  const baselineMs: number[] = [];
+  let lastDeputy = '';
+  let lastBaseline = '';
+  for (let i = 0; i < WIDE_RUNS; i++) {
+    lastDeputy = `bench-wide-${i}-${suffix}`;
+    let t0 = performance.now();
+    await runDeputy(`wide-run ${i}`, lastDeputy, 'wide done');
+    deputyMs.push(performance.now() - t0);
+    lastBaseline = `base-wide-${i}-${suffix}`;
+    t0 = performance.now();
+    await runBaseline('baselineWide', [lastBaseline, WIDE_ROUNDS, WIDE_WIDTH], lastBaseline);
+    baselineMs.push(performance.now() - t0);
+  }
+  const [deputyTree, baselineTree] = await Promise.all([treeSize(lastDeputy), treeSize(lastBaseline)]);
+  out.push({
+    id: 'wide-tree',
+    title: `Wide tree: parent + ${WIDE_ROUNDS * WIDE_WIDTH} children in ${WIDE_ROUNDS} invocations of ${WIDE_WIDTH}`,
+    runs: WIDE_RUNS,
+    deputy: { medianMs: round(median(deputyMs)), ...deputyTree },
+    baseline: { medianMs: round(median(baselineMs)), ...baselineTree },
+    ratio: round(median(deputyMs) / median(baselineMs)),
+    target: null,
+    met: null,
+  });
+  log(
+    `  deputy ${round(median(deputyMs))} ms ${deputyTree.bytes} bytes, baseline ${round(median(baselineMs))} ms ${baselineTree.bytes} bytes`,
+  );
+  return out;
+}
+
+/** 1c. Issue 16: the wide tree (24 children) watched from its start vs not watched, alternating: wall time and the Deputy worker's CPU time, and how long an event of a child takes to reach the watcher. */
+async function benchWatch({
+  client,
+  deputy,
+
+  deputyWorker,
+  suffix,
+  runDeputy,
+}: Bench): Promise<ScenarioResult[]> {
+  const out: ScenarioResult[] = [];
+  log(`watched wide tree: ${WATCH_RUNS} runs a side, alternating`);
+  const plainMs: number[] = [];
+  const watchedMs: number[] = [];
+  const plainCpu: number[] = [];
+  const watchedCpu: number[] = [];
+  const delays: number[] = [];
+  let watchedEvents = 0;
+  for (let i = 0; i < WATCH_RUNS; i++) {
+    for (const watched of [false, true]) {
+      const id = `bench-watch-${watched ? 'on' : 'off'}-${i}-${suffix}`;
+      const cpu0 = await deputyWorker.cpuMicros();
+      const t0 = performance.now();
+      const running = runDeputy(`wide-run w${i}`, id, 'wide done');
+      const watching = watched
+        ? (async () => {
+            // From the run's start, as a service that starts a run and follows it does.
+            while (
+              !(await client.workflow
+                .getHandle(id)
+                .describe()
+                .then(
+                  () => true,
+                  () => false,
+                ))
+            ) {
+              await new Promise((resolve) => setTimeout(resolve, 5));
+            }
+            for await (const event of deputy.watch(id)) {
+              watchedEvents++;
+              if (event.parent !== null) delays.push(Date.now() - Date.parse(event.at));
+            }
+          })()
+        : undefined;
+      await running;
+      const ms = performance.now() - t0;
+      const cpu = (await deputyWorker.cpuMicros()) - cpu0;
+      await watching;
+      (watched ? watchedMs : plainMs).push(ms);
+      (watched ? watchedCpu : plainCpu).push(cpu / 1000);
+    }
+  }
+  const cpuRatio = median(watchedCpu) / median(plainCpu);
+  const p95 = [...delays].sort((a, b) => a - b)[Math.floor(delays.length * 0.95)] ?? NaN;
+  out.push({
+    id: 'watch-cost',
+    title: `Wide tree (${WIDE_ROUNDS * WIDE_WIDTH} children) watched from its start vs not watched`,
+    runs: WATCH_RUNS,
+    deputy: { medianMs: round(median(watchedMs)), workerCpuMs: round(median(watchedCpu)) },
+    baseline: { medianMs: round(median(plainMs)), workerCpuMs: round(median(plainCpu)) },
+    ratio: round(cpuRatio),
+    target: { ratioAtMost: TARGETS.watchCpu },
+    met: cpuRatio <= TARGETS.watchCpu,
+  });
+  out.push({
+    id: 'watch-delay',
+    title: "Watched: from a child's event (server time) to the watcher",
+    runs: WATCH_RUNS,
+    deputy: { medianMs: round(median(delays)), p95Ms: round(p95), events: Math.round(watchedEvents / WATCH_RUNS) },
+    baseline: null,
+    ratio: round(median(watchedMs) / median(plainMs)),
+    target: null,
+    met: null,
+  });
+  log(
+    `  wall ${round(median(watchedMs))} vs ${round(median(plainMs))} ms, worker CPU ${round(median(watchedCpu))} vs ${round(median(plainCpu))} ms (${round(cpuRatio)}), delay median ${round(median(delays))} ms p95 ${round(p95)} ms`,
+  );
+  return out;
+}
+
+/** 2. Throughput: 40 concurrent roots delegating two children each. Before the long runs of history growth, which leave the Deputy worker's heap large, so both workers start this scenario in the same state. */
+async function benchThroughput({
+  deputyWorker,
+  baselineWorker,
+  suffix,
+  runDeputy,
+  runBaseline,
+}: Bench): Promise<ScenarioResult[]> {
+  const out: ScenarioResult[] = [];
+  log(`throughput: ${THROUGHPUT_RUNS} concurrent runs, ${THROUGHPUT_ROUNDS} rounds a side, alternating`);
+  const deputyRate: number[] = [];
+  const baselineRate: number[] = [];
+  const deputyRss: number[] = [];
+  const baselineRss: number[] = [];
+  for (let round_ = 0; round_ < THROUGHPUT_ROUNDS; round_++) {
+    deputyWorker.send({ type: 'reset-peak' });
+    let t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: THROUGHPUT_RUNS }, (_, i) =>
+        runDeputy(`tp-run ${round_}-${i}`, `bench-tp-${round_}-${i}-${suffix}`),
+      ),
+    );
+    deputyRate.push((THROUGHPUT_RUNS * 60_000) / (performance.now() - t0));
+    deputyRss.push(await deputyWorker.peakRss());
+    baselineWorker.send({ type: 'reset-peak' });
+    t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: THROUGHPUT_RUNS }, (_, i) => {
+        const id = `base-tp-${round_}-${i}-${suffix}`;
+        return runBaseline('baselineTree', [id, TREE_BRIEFS.slice(0, 2)], id);
+      }),
+    );
+    baselineRate.push((THROUGHPUT_RUNS * 60_000) / (performance.now() - t0));
+    baselineRss.push(await baselineWorker.peakRss());
+    log(
+      `  round ${round_ + 1}: deputy ${round(deputyRate.at(-1)!, 0)}/min, baseline ${round(baselineRate.at(-1)!, 0)}/min`,
+    );
+  }
+  const ratio = median(deputyRate) / median(baselineRate);
+  out.push({
+    id: 'throughput',
+    title: `Throughput: ${THROUGHPUT_RUNS} concurrent roots, 2 children each`,
+    runs: THROUGHPUT_ROUNDS,
+    deputy: { runsPerMinute: round(median(deputyRate), 1) },
+    baseline: { runsPerMinute: round(median(baselineRate), 1) },
+    ratio: round(ratio),
+    target: { ratioAtLeast: TARGETS.throughput },
+    met: ratio >= TARGETS.throughput,
+  });
+  const rssRatio = median(deputyRss) / median(baselineRss);
+  out.push({
+    id: 'throughput-rss',
+    title: 'Same load: worker peak RSS',
+    runs: THROUGHPUT_ROUNDS,
+    deputy: { peakRssMiB: round(median(deputyRss) / 2 ** 20, 1) },
+    baseline: { peakRssMiB: round(median(baselineRss) / 2 ** 20, 1) },
+    ratio: round(rssRatio),
+    target: { ratioAtMost: TARGETS.rss },
+    met: rssRatio <= TARGETS.rss,
+  });
+  return out;
+}
+
+/** growth */
+async function benchGrowth({
+  deputyWorker,
+  suffix,
+  runDeputy,
+  segmentsSize,
+  growthIds,
+}: Bench): Promise<ScenarioResult[]> {
+  const out: ScenarioResult[] = [];
+  const figures: Record<
+    string,
+    Record<number, { bytes: number; events: number; segments: number; bytesPerTurn: number }>
+  > = { on: {}, off: {} };
+  for (const turns of GROWTH_TURNS) {
+    for (const compaction of ['on', 'off'] as const) {
+      deputyWorker.send({ type: 'config', config: benchConfig(compaction === 'on', turns) });
+      const workflowId = `bench-growth-${compaction}-${turns}-${suffix}`;
+      growthScript.start(turns);
+      const t0 = performance.now();
+      const firstRunId = await runDeputy(`growth-run ${compaction} ${turns}`, workflowId, `read ${turns} pages`);
+      const size = await segmentsSize(workflowId, firstRunId);
+      figures[compaction]![turns] = {
+        bytes: size.bytes,
+        events: size.events,
+        segments: size.workflows,
+        bytesPerTurn: Math.round(size.bytes / turns),
+      };
+      growthIds[`${compaction}-${turns}`] = { workflowId, firstRunId };
+      log(
+        `history growth: ${turns} turns, compaction ${compaction}: ${size.bytes} bytes in ${size.workflows} segment(s), ${Math.round(size.bytes / turns)} bytes/turn (${Math.round(performance.now() - t0)} ms)`,
       );
-    const deputyLong = await histories(
-      (await segmentsSize(deputyLongId.workflowId, deputyLongId.firstRunId)).runIds.map((runId) => ({
-        workflowId: deputyLongId.workflowId,
-        runId,
+    }
+  }
+  deputyWorker.send({ type: 'config', config: benchConfig(true) });
+  const first = GROWTH_TURNS[0]!;
+  const last = GROWTH_TURNS.at(-1)!;
+  const ratio = figures.on![last]!.bytesPerTurn / figures.on![first]!.bytesPerTurn;
+  const worst = Math.max(...GROWTH_TURNS.map((turns) => figures.on![turns]!.bytesPerTurn));
+  out.push({
+    id: 'history-growth',
+    title: `History growth: bytes per turn, 2 KB tool result a turn, ${last} vs ${first} turns`,
+    runs: 1,
+    deputy: { compactionOn: figures.on, compactionOff: figures.off, worstBytesPerTurn: worst },
+    baseline: null,
+    ratio: round(ratio),
+    target: { ratioAtMost: TARGETS.growthFlat, bytesPerTurnAtMost: TARGETS.perTurnBytes },
+    met: ratio <= TARGETS.growthFlat && worst <= TARGETS.perTurnBytes,
+  });
+  return out;
+}
+
+/** 4. Replay: a long run's histories and a delegating tree's, against the baseline's. */
+async function benchReplay({
+  client,
+
+  suffix,
+  runBaseline,
+  treeIds,
+  segmentsSize,
+  growthIds,
+}: Bench): Promise<ScenarioResult[]> {
+  const out: ScenarioResult[] = [];
+  log(`replay: ${REPLAY_REPS} replays a side, alternating`);
+  const loopId = `base-loop-${REPLAY_TURNS}-${suffix}`;
+  await runBaseline('baselineLoop', [loopId, REPLAY_TURNS], loopId);
+  const deputyLongId = growthIds[`on-${REPLAY_TURNS}`] ?? growthIds[`on-${GROWTH_TURNS.at(-1)}`]!;
+  const histories = async (ids: { workflowId: string; runId?: string }[]) =>
+    Promise.all(
+      ids.map(async ({ workflowId, runId }) => ({
+        workflowId,
+        history: await client.workflow.getHandle(workflowId, runId).fetchHistory(),
       })),
     );
-    const baselineLong = await histories([{ workflowId: loopId }]);
-    const deputyTree = await histories((await treeIds(`bench-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })));
-    const baselineTree = await histories(
-      (await treeIds(`base-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })),
-    );
-    const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
-    const replay = async (bundle: { code: string }, set: Awaited<ReturnType<typeof histories>>) => {
-      const t0 = performance.now();
-      for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'bench' }, set)) {
-        if (result.error) throw result.error;
-      }
-      return performance.now() - t0;
-    };
-    for (const [label, deputySet, baselineSet] of [
-      [`${REPLAY_TURNS}-turn run`, deputyLong, baselineLong],
-      ['delegating tree', deputyTree, baselineTree],
-    ] as const) {
-      const deputyMs: number[] = [];
-      const baselineMs: number[] = [];
-      const passes = label.startsWith('delegating') ? REPLAY_TREE_PASSES : 1;
-      const repeated = (set: typeof deputySet) => Array.from({ length: passes }, () => set).flat();
-      for (let i = 0; i < REPLAY_REPS; i++) {
-        deputyMs.push((await replay(deputyBundle, repeated(deputySet))) / passes);
-        baselineMs.push((await replay(baselineBundle, repeated(baselineSet))) / passes);
-      }
-      const events = (set: typeof deputySet) => set.reduce((n, h) => n + (h.history.events?.length ?? 0), 0);
-      const ratio = median(deputyMs) / median(baselineMs);
-      const tree = label.startsWith('delegating');
-      results.push({
-        id: `replay-${tree ? 'tree' : 'long'}`,
-        title: `Replay: ${label}${passes > 1 ? ` (a pass of ${passes} in one replayer)` : ''}`,
-        runs: REPLAY_REPS,
-        deputy: { medianMs: round(median(deputyMs)), histories: deputySet.length, events: events(deputySet) },
-        baseline: { medianMs: round(median(baselineMs)), histories: baselineSet.length, events: events(baselineSet) },
-        ratio: round(ratio),
-        target: tree ? { ratioAtMost: TARGETS.replayTree } : null,
-        met: tree ? ratio <= TARGETS.replayTree : null,
-      });
-      log(`  ${label}: deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms`);
+  const deputyLong = await histories(
+    (await segmentsSize(deputyLongId.workflowId, deputyLongId.firstRunId)).runIds.map((runId) => ({
+      workflowId: deputyLongId.workflowId,
+      runId,
+    })),
+  );
+  const baselineLong = await histories([{ workflowId: loopId }]);
+  const deputyTree = await histories((await treeIds(`bench-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })));
+  const baselineTree = await histories((await treeIds(`base-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })));
+  const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
+  const replay = async (bundle: { code: string }, set: Awaited<ReturnType<typeof histories>>) => {
+    const t0 = performance.now();
+    for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'bench' }, set)) {
+      if (result.error) throw result.error;
     }
+    return performance.now() - t0;
+  };
+  for (const [label, deputySet, baselineSet] of [
+    [`${REPLAY_TURNS}-turn run`, deputyLong, baselineLong],
+    ['delegating tree', deputyTree, baselineTree],
+  ] as const) {
+    const deputyMs: number[] = [];
+    const baselineMs: number[] = [];
+    const passes = label.startsWith('delegating') ? REPLAY_TREE_PASSES : 1;
+    const repeated = (set: typeof deputySet) => Array.from({ length: passes }, () => set).flat();
+    for (let i = 0; i < REPLAY_REPS; i++) {
+      deputyMs.push((await replay(deputyBundle, repeated(deputySet))) / passes);
+      baselineMs.push((await replay(baselineBundle, repeated(baselineSet))) / passes);
+    }
+    const events = (set: typeof deputySet) => set.reduce((n, h) => n + (h.history.events?.length ?? 0), 0);
+    const ratio = median(deputyMs) / median(baselineMs);
+    const tree = label.startsWith('delegating');
+    out.push({
+      id: `replay-${tree ? 'tree' : 'long'}`,
+      title: `Replay: ${label}${passes > 1 ? ` (a pass of ${passes} in one replayer)` : ''}`,
+      runs: REPLAY_REPS,
+      deputy: { medianMs: round(median(deputyMs)), histories: deputySet.length, events: events(deputySet) },
+      baseline: { medianMs: round(median(baselineMs)), histories: baselineSet.length, events: events(baselineSet) },
+      ratio: round(ratio),
+      target: tree ? { ratioAtMost: TARGETS.replayTree } : null,
+      met: tree ? ratio <= TARGETS.replayTree : null,
+    });
+    log(`  ${label}: deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms`);
   }
+  return out;
+}
 
-  await Promise.all([deputyWorker.stop(), baselineWorker.stop()]);
-  await model.close();
-  await connection.close();
-  await server.env.teardown();
+async function main(): Promise<void> {
+  const started = new Date();
+  const bench = await openBench();
+  const results: ScenarioResult[] = [];
+
+  if (wanted('overhead')) results.push(...(await benchOverhead(bench)));
+
+  if (wanted('wide')) results.push(...(await benchWide(bench)));
+
+  if (wanted('watch')) results.push(...(await benchWatch(bench)));
+
+  if (wanted('throughput')) results.push(...(await benchThroughput(bench)));
+
+  // 3. History growth: N turns of a 2 KB page, compaction on and off.
+  if (wanted('growth')) results.push(...(await benchGrowth(bench)));
+
+  if (wanted('replay')) results.push(...(await benchReplay(bench)));
+
+  await Promise.all([bench.deputyWorker.stop(), bench.baselineWorker.stop()]);
+  await bench.model.close();
+  await bench.connection.close();
+  await bench.server.env.teardown();
 
   const report = {
     date: started.toISOString().slice(0, 10),
