@@ -72,10 +72,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       { key: SA.DEPUTY_STATUS, value: 'running' },
       { key: SA.DEPUTY_PRESET, value: run.composition.preset },
     ].filter(({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value));
-    run.status = 'running';
+    run.markRunning();
     if (missing.length > 0) upsertSearchAttributes(missing);
     const { deadlineMs } = run.limits;
-    run.deadlineOnActivities = deadlineMs !== null && waitsOnlyOnActivities(run);
+    run.boundDeadlineByActivities(deadlineMs !== null && waitsOnlyOnActivities(run));
     if (deadlineMs !== null && !run.deadlineOnActivities) {
       // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.
       const scope = (loopScope = new CancellationScope());
@@ -136,7 +136,7 @@ function waitsOnlyOnActivities(run: AgentRunState): boolean {
 
 /** An activity bounded by the deadline ended the run's loop at (or after) it: the deadline, not a failure. */
 function deadlinePassedOnActivity(run: AgentRunState): boolean {
-  const { deadlineMs } = run.limits ?? { deadlineMs: null };
+  const { deadlineMs } = run.resolvedLimits ?? { deadlineMs: null };
   return run.deadlineOnActivities && deadlineMs !== null && Date.now() >= deadlineMs;
 }
 

@@ -28,8 +28,7 @@ import {
 import { admissionWorkflowId } from '../src/rules/children.js';
 import { cutText, formatBytes, utf8Bytes } from '../src/rules/payloads.js';
 import type { AnswerChildArgs, InterjectArgs } from '../src/rules/delegation.js';
-import type { ResolvedLimits, RunState, SendMessageInput } from '../src/contract/run.js';
-import type { ResolveRunResult } from '../src/contract/activities.js';
+import type { RunState, SendMessageInput } from '../src/contract/run.js';
 import { remaining } from '../src/rules/limits.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import type { JsonSchema } from '../src/rules/schema-check.js';
@@ -58,7 +57,7 @@ export function registerHandlers(run: AgentRunState): void {
   setHandler(
     endConversationUpdate,
     () => {
-      run.endRequested = true;
+      run.requestEnd();
       return { accepted: true as const };
     },
     {
@@ -80,7 +79,7 @@ export function registerHandlers(run: AgentRunState): void {
   onSigned(answerSignal, SIGNED_ANSWER_SCHEMA, run.seenMessages, (from, body) => receiveAnswer(run, from, body));
   // A slot for a child this run waits to start, from its tenant's admission workflow.
   onSigned(admittedSignal, SIGNED_ADMITTED_SCHEMA, run.seenMessages, (from, { childWorkflowId }) => {
-    const admission = run.composition.delegation?.admission;
+    const admission = run.resolvedComposition?.delegation?.admission;
     if (!admission || from !== admissionWorkflowId(admission.tenant)) return "not from this run's admission workflow";
     if (!run.ledger.some((e) => e.childWorkflowId === childWorkflowId && e.status === 'reserved')) {
       return 'no child of this run waits for that slot';
@@ -165,8 +164,8 @@ function checkMessageSize(run: AgentRunState, name: string, field: string, text:
 
 /** The reply of the `state` query. */
 export function stateOf(run: AgentRunState): RunState {
-  const composition = run.composition as ResolveRunResult | undefined;
-  const limits = run.limits as ResolvedLimits | undefined;
+  const composition = run.resolvedComposition;
+  const limits = run.resolvedLimits;
   return {
     status: run.status,
     model: composition?.model ?? null,
@@ -179,6 +178,6 @@ export function stateOf(run: AgentRunState): RunState {
       : null,
     reserved: run.reserved,
     delegations: run.ledger,
-    session: run.events,
+    session: [...run.events],
   };
 }

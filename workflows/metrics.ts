@@ -10,7 +10,7 @@ import { metricMeter } from '@temporalio/workflow';
 
 /** What metrics read of a run: the composition it resolved (none yet at its very start) and its tenant. */
 export interface MeteredRun {
-  readonly composition: { model: string; preset: string; tenantLabel?: string | undefined } | undefined;
+  readonly resolvedComposition: { model: string; preset: string; tenantLabel?: string | undefined } | undefined;
   readonly tenant: string | undefined;
 }
 
@@ -23,7 +23,7 @@ function counter(name: string, unit: string, description: string): MetricCounter
 
 /** Tags every metric of a run carries: its model, preset and tenant (`none` when it has none). */
 function runTags(run: MeteredRun): Record<string, string> {
-  const { composition } = run;
+  const composition = run.resolvedComposition;
   return {
     model: composition?.model ?? 'unknown',
     preset: composition?.preset ?? 'none',

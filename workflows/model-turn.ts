@@ -16,7 +16,7 @@ import {
 import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { budgetExceeded, findFailure } from '../src/rules/failure-message.js';
 import type { CallModelInput, CallModelResult } from '../src/contract/activities.js';
-import { addModelCall, addSpend, callCostMicroUsd } from '../src/rules/usage.js';
+import { callCostMicroUsd } from '../src/rules/usage.js';
 import { countModelCall } from './metrics.js';
 import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
@@ -156,8 +156,7 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
     {
       done: (compacted): LimitName | null => {
         const costMicroUsd = callCostMicroUsd(compacted, price);
-        run.usage = addSpend(run.usage, { ...compacted, costMicroUsd });
-        run.absorbOverrun();
+        run.recordCompaction({ ...compacted, costMicroUsd });
         countModelCall(run, compacted, costMicroUsd);
         run.compacted(applyCompaction(plan, compacted.summary, now()), plan.replaced);
         return null;
@@ -226,9 +225,7 @@ function callTurn(
     { model, effort, ...input, budget: run.callBudget() },
     {
       done: (reply) => {
-        run.usage = addModelCall(run.usage, reply, price);
-        // An endpoint that counted more than Deputy's estimate may have billed past what was free.
-        run.absorbOverrun();
+        run.recordModelCall(reply, price);
         countModelCall(run, reply, callCostMicroUsd(reply, price));
         run.append({
           type: 'message/assistant',

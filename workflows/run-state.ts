@@ -16,28 +16,16 @@ import type {
   RunResume,
   RunStatus,
 } from '../src/contract/run.js';
-import { DEPUTY_COST_USD, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
+import { DEPUTY_STATUS } from '../src/contract/search-attributes.js';
 import { toChatMessages } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
-import {
-  available,
-  budgetOf,
-  overLimits,
-  release,
-  shrinkToFit,
-  ZERO_AMOUNT,
-  type Amount,
-  type CallBudget,
-} from '../src/rules/budget.js';
-import type { ChildOutcome, DelegationSettings } from '../src/rules/delegation.js';
-import type { ChildPlan } from '../src/rules/child-run.js';
+import { overLimits } from '../src/rules/budget.js';
+import type { ChildOutcome } from '../src/rules/delegation.js';
 import { openingEvents } from '../src/rules/session-opening.js';
-import { renderPersona } from '../src/rules/persona.js';
-import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
-import { addSpend, callCostMicroUsd, microToUsd, ZERO_USAGE, type Spend } from '../src/rules/usage.js';
-import { billedBy } from '../src/rules/failure-message.js';
+import { microToUsd } from '../src/rules/usage.js';
 import { countRunEnded } from './metrics.js';
 import { WorkerDialogue } from './worker-dialogue.js';
+import { RunAccount } from './run-account.js';
 
 export type { ParsedRunInput };
 
@@ -74,39 +62,27 @@ const isLive = (entry: LedgerEntry) => entry.status === 'reserved' || entry.stat
 export const now = () => new Date(Date.now()).toISOString();
 
 /** The state of one `agentRun`. */
-export class AgentRunState {
+export class AgentRunState extends RunAccount {
   readonly rootId: string;
   readonly depth: number;
   readonly origin: ChildOrigin | undefined;
   readonly tenant: string | undefined;
-  events: SessionEvent[] = [];
+  #events: SessionEvent[] = [];
   readonly inbox: InboxItem[] = [];
   /** Per child: `appended` when its context was last sent. */
   readonly snapshotMarks = new Map<string, number>();
   /** Events appended over the run's life (compaction does not lower it). */
-  appended = 0;
+  #appended = 0;
   /**
    * When each event of the dialogue was appended (the value of `appended` after it): what a child saw is what came
    * before its mark, wherever a compaction has since moved the event.
    */
   readonly #appendedAt = new WeakMap<SessionEvent, number>();
-  segment = 1;
-  usage = ZERO_USAGE;
-  status: LiveStatus = 'starting';
-  /** Set once at the start (or the resume); read only after it. */
-  composition!: ResolveRunResult;
-  limits!: ResolvedLimits;
-  /** Tokens and cost held for live children and in-flight summaries. */
-  reserved: Amount = ZERO_AMOUNT;
-  readonly ledger: LedgerEntry[] = [];
-  /**
-   * Children reserved whose limits are not given yet (hooks, a background being written): the reservations a debit
-   * past the free budget may shrink (see `absorbOverrun`).
-   */
-  readonly preparing = new Map<LedgerEntry, ChildPlan>();
+  #segment = 1;
+  #status: LiveStatus = 'starting';
   /** Children dispatched in the background, by workflow id; a segment carries none (no live child at a CAN). */
   readonly background = new Map<string, BackgroundChild>();
-  endRequested = false;
+  #endRequested = false;
   /** This run's questions to its parent that wait for an answer (`undefined` until it arrives). */
   readonly openQuestions = new Map<string, string | undefined>();
   /** Children the tenant's admission workflow has given a slot to. */
@@ -114,14 +90,12 @@ export class AgentRunState {
   /** Messages from other runs accepted so far (`<from> <id>`): a repeat of one is refused. */
   readonly seenMessages = new Set<string>();
   /** Questions asked in this segment (their ids are `q<segment>.<n>`). */
-  questionsAsked = 0;
+  #questionsAsked = 0;
   /**
    * A task run that cannot delegate only ever waits on activities, so its deadline bounds each of
    * them (schedule-to-close) instead of a timer racing a cancellation scope.
    */
-  deadlineOnActivities = false;
-  /** The cost the search attribute shows (kept by `showCost` and `setStatusWithCost`). */
-  private shownCostMicroUsd = 0;
+  #deadlineOnActivities = false;
   /** What the worker of the run's last model call holds of its dialogue. */
   readonly workerDialogue = new WorkerDialogue();
 
@@ -129,19 +103,72 @@ export class AgentRunState {
     readonly input: ParsedRunInput,
     readonly sessionId: string,
   ) {
+    super();
     this.origin = input.origin;
     this.rootId = input.origin?.rootId ?? sessionId;
     this.depth = input.origin?.depth ?? 0;
     this.tenant = input.tenant;
   }
 
+  /** The session's events as the model reads them (a compaction replaces the oldest). */
+  get events(): readonly SessionEvent[] {
+    return this.#events;
+  }
+  /** Events appended over the run's life (compaction does not lower it). */
+  get appended(): number {
+    return this.#appended;
+  }
+  /** Which continue-as-new segment of the run this is, from 1. */
+  get segment(): number {
+    return this.#segment;
+  }
+  get status(): LiveStatus {
+    return this.#status;
+  }
+  /** A person (or its caller) asked a conversation to end. */
+  get endRequested(): boolean {
+    return this.#endRequested;
+  }
+  /**
+   * A task run that cannot delegate only ever waits on activities, so its deadline bounds each of them
+   * (schedule-to-close) instead of a timer racing a cancellation scope.
+   */
+  get deadlineOnActivities(): boolean {
+    return this.#deadlineOnActivities;
+  }
+
+  requestEnd(): void {
+    this.#endRequested = true;
+  }
+
+  /** The run is running: its start's upsert says so (the caller writes the attributes with it). */
+  markRunning(): void {
+    this.#status = 'running';
+  }
+
+  boundDeadlineByActivities(bound: boolean): void {
+    this.#deadlineOnActivities = bound;
+  }
+
+  /** The id of this run's next question to its parent: unique over the run's life (`q<segment>.<n>`). */
+  nextQuestionId(): string {
+    return `q${this.#segment}.${(this.#questionsAsked += 1)}`;
+  }
+
+  /** A `wait` call is waiting for children: the live status says so until `endWait`. */
+  beginWait(): void {
+    this.#waitingCalls += 1;
+  }
+
+  endWait(): void {
+    this.#waitingCalls -= 1;
+  }
+
   /** A new segment of a run that continued as new: everything goes on as it was. */
   static fromResume(input: ParsedRunInput, sessionId: string, resume: RunResume): AgentRunState {
     const run = new AgentRunState(input, sessionId);
-    run.composition = resume.composition;
-    run.limits = resume.limits;
-    run.usage = resume.usage;
-    run.events.push(...resume.session);
+    run.resumeAccount(resume.composition, resume.limits, resume.usage);
+    run.#events.push(...resume.session);
     run.ledger.push(...resume.delegations);
     run.inbox.push(
       ...resume.inbox.map((item): InboxItem => {
@@ -152,12 +179,12 @@ export class AgentRunState {
           : { from: 'user', content: item.content };
       }),
     );
-    run.appended = resume.appended;
+    run.#appended = resume.appended;
     // A segment starts with no live child, so no mark of this one is older than the events it carries; counted back
     // from the end, as they were appended.
     run.events.forEach((event, i) => run.#appendedAt.set(event, run.appended - (run.events.length - 1 - i)));
     for (const [child, mark] of Object.entries(resume.snapshotMarks)) run.snapshotMarks.set(child, mark);
-    run.segment = resume.segment;
+    run.#segment = resume.segment;
     for (const key of resume.seenMessages ?? []) run.seenMessages.add(key);
     // What the previous segment's last call sent is the start of this session's dialogue (checked when carried).
     if (resume.context) run.workerDialogue.resume(resume.context, toChatMessages(run.events, run.persona));
@@ -169,7 +196,7 @@ export class AgentRunState {
     const context = this.workerDialogue.carry(toChatMessages(this.events, this.persona));
     return {
       segment: this.segment + 1,
-      session: this.events,
+      session: this.#events,
       usage: this.usage,
       limits: this.limits,
       composition: this.composition,
@@ -184,16 +211,15 @@ export class AgentRunState {
 
   /** Starts the session of a new run: header, selection and descriptor, seeds, background, the task. */
   begin(composition: ResolveRunResult, limits: ResolvedLimits): void {
-    this.composition = composition;
-    this.limits = limits;
+    this.resolveAccount(composition, limits);
     const opening = openingEvents(this.input, { sessionId: this.sessionId, depth: this.depth, composition }, now());
     for (const event of opening) this.append(event);
   }
 
   append(event: SessionEvent): void {
-    this.appended += 1;
+    this.#appended += 1;
     this.#appendedAt.set(event, this.appended);
-    this.events.push(event);
+    this.#events.push(event);
   }
 
   /**
@@ -203,7 +229,7 @@ export class AgentRunState {
   compacted(events: SessionEvent[], replaced: readonly SessionEvent[]): void {
     const newest = Math.max(0, ...replaced.map((event) => this.#appendedAt.get(event) ?? 0));
     for (const event of events) if (!this.#appendedAt.has(event)) this.#appendedAt.set(event, newest);
-    this.events = events;
+    this.#events = events;
   }
 
   /** True when `event` was appended after `mark` (a value of `appended`). */
@@ -212,7 +238,7 @@ export class AgentRunState {
   }
 
   setStatus(next: LiveStatus, extra: SearchAttributeUpdatePair[] = []): void {
-    this.status = next;
+    this.#status = next;
     upsertSearchAttributes([{ key: DEPUTY_STATUS, value: next }, ...extra]);
   }
 
@@ -220,74 +246,11 @@ export class AgentRunState {
   setStatusWithCost(next: LiveStatus): void {
     const moved = this.costMoved();
     this.setStatus(next, moved ? [this.costAttribute()] : []);
-    if (moved) this.shownCostMicroUsd = this.usage.costMicroUsd;
+    if (moved) this.markCostShown();
   }
 
   isEnded(): boolean {
     return FINAL.includes(this.status);
-  }
-
-  /** Adds spend (a compaction, a summary, a child's charge) to the run's usage. */
-  debit(spend: Spend): void {
-    this.usage = addSpend(this.usage, spend);
-    // The cost is shown once the tool turn is over (`showCost`), not after every child.
-    this.absorbOverrun();
-  }
-
-  /**
-   * A debit larger than its hold (an endpoint that counts more than Deputy's estimate) is taken back from the
-   * reservations of children not yet started, so used + reserved ≤ max holds; their limits shrink with them. What
-   * nothing absorbs stops the run at its limit, and shows as its overrun.
-   */
-  absorbOverrun(): void {
-    if (!this.limits || this.preparing.size === 0) return;
-    const pending = [...this.preparing];
-    const { cuts } = shrinkToFit(
-      budgetOf(this.limits, this.usage, this.reserved),
-      pending.map(([, plan]) => plan.reservation),
-    );
-    pending.forEach(([entry, plan], i) => {
-      const cut = cuts[i]!;
-      if (cut.tokens === 0 && cut.costMicroUsd === 0) return;
-      plan.reservation = {
-        tokens: plan.reservation.tokens - cut.tokens,
-        costMicroUsd: plan.reservation.costMicroUsd - cut.costMicroUsd,
-      };
-      if (plan.limits.maxTokens !== undefined) plan.limits = { ...plan.limits, maxTokens: plan.reservation.tokens };
-      if (plan.limits.maxCostUsd !== undefined) {
-        plan.limits = { ...plan.limits, maxCostUsd: microToUsd(plan.reservation.costMicroUsd) };
-      }
-      entry.reserved = plan.reservation;
-      this.reserved = release(budgetOf(this.limits, this.usage, this.reserved), cut).reserved;
-    });
-  }
-
-  /** What this run keeps for its own final answer (its synthesis reserve): never lent to its children. */
-  get synthesisKeep(): Amount {
-    return this.limits?.synthesis
-      ? { tokens: this.limits.reserveTokens, costMicroUsd: this.limits.reserveCostMicroUsd }
-      : ZERO_AMOUNT;
-  }
-
-  /** Debits what a model call that failed was billed for (its failed attempts, see `billedBy`), if anything. */
-  debitBilled(err: unknown): void {
-    const billed = billedBy(err);
-    if (billed) this.debit({ ...billed, costMicroUsd: callCostMicroUsd(billed, this.composition.price) });
-  }
-
-  /** Shows the run's cost so far in its search attributes. */
-  showCost(): void {
-    upsertSearchAttributes([this.costAttribute()]);
-    this.shownCostMicroUsd = this.usage.costMicroUsd;
-  }
-
-  /** True when the cost moved since it was last shown. */
-  costMoved(): boolean {
-    return this.usage.costMicroUsd !== this.shownCostMicroUsd;
-  }
-
-  private costAttribute(): SearchAttributeUpdatePair {
-    return { key: DEPUTY_COST_USD, value: microToUsd(this.usage.costMicroUsd) };
   }
 
   /** True while a child is reserved or running. */
@@ -301,7 +264,7 @@ export class AgentRunState {
   }
 
   /** `wait` calls of the current turn still waiting for background children. */
-  waitingCalls = 0;
+  #waitingCalls = 0;
 
   /**
    * The live status from what the run waits on now, never from the tool that just finished: its own question to its
@@ -309,7 +272,7 @@ export class AgentRunState {
    */
   liveStatus(): 'waiting_for_answer' | 'waiting_for_children' | 'running' {
     if (this.openQuestions.size > 0) return 'waiting_for_answer';
-    if (this.waitingCalls > 0 || this.hasLiveWaitedChildren()) return 'waiting_for_children';
+    if (this.#waitingCalls > 0 || this.hasLiveWaitedChildren()) return 'waiting_for_children';
     return 'running';
   }
 
@@ -324,39 +287,11 @@ export class AgentRunState {
     return false;
   }
 
-  /** The delegation settings resolved at the start (a run offered no steering tool never reads them). */
-  get delegationSettings(): DelegationSettings {
-    const settings = this.composition.delegation;
-    if (!settings) throw new Error('this run has no delegation settings (a history from before delegation)');
-    return settings;
-  }
-
   /** Options that end an activity at the run's deadline, when the deadline bounds activities (not a timer). */
   untilDeadline(): { scheduleToCloseTimeout?: number } {
     const { deadlineMs } = this.limits;
     if (!this.deadlineOnActivities || deadlineMs === null) return {};
     return { scheduleToCloseTimeout: Math.max(1, deadlineMs - Date.now()) };
-  }
-
-  /** The system prompt: recorded in older compositions, rendered from the preset definition in newer ones. */
-  get persona(): string {
-    const { persona, presetDefinition } = this.composition;
-    if (persona !== undefined) return persona;
-    if (!presetDefinition) throw new Error('this run has neither a persona nor a preset definition');
-    return renderPersona(presetDefinition);
-  }
-
-  /** Size budgets of what the run writes to history; histories from before them use the defaults. */
-  get payloads(): PayloadLimits {
-    // Updates may arrive before the composition is resolved: the defaults hold until then.
-    return (this.composition as ResolveRunResult | undefined)?.payloads ?? DEFAULT_PAYLOAD_LIMITS;
-  }
-
-  /** What one model call may spend now: what is free after reservations; none when the run has no caps. */
-  callBudget(maxCompletionTokens?: number): CallBudget | undefined {
-    const free = available(budgetOf(this.limits, this.usage, this.reserved));
-    if (free.tokens === null && free.costMicroUsd === null && maxCompletionTokens === undefined) return undefined;
-    return { ...free, price: this.composition.price, maxCompletionTokens };
   }
 
   /** The run's result with its usage. */
@@ -374,7 +309,7 @@ export class AgentRunState {
     this.setStatus(final, [this.costAttribute()]);
     if (final === 'failed' || final === 'cancelled') upsertMemo({ deputyUsage: this.usage });
     // Spend past the limits (an endpoint billed past the cap) is shown, never hidden: readable without a worker.
-    const overrun = this.limits && overLimits(this.usage, this.limits);
+    const overrun = this.resolvedLimits && overLimits(this.usage, this.resolvedLimits);
     if (overrun) upsertMemo({ deputyOverrun: overrun });
     setCurrentDetails(
       `${final}; ${this.usage.modelCalls} model calls, $${microToUsd(this.usage.costMicroUsd).toFixed(6)}`,

@@ -10,7 +10,6 @@ import type { ToolCall } from '../src/contract/session.js';
 import type { SteeringToolName } from '../src/contract/delegation.js';
 import { CHILD_STEERING_TOOLS } from '../src/contract/json-schemas.js';
 import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
-import { addToolCalls } from '../src/rules/usage.js';
 import { joinAll, MODEL_CALL_OPTIONS } from './activity-options.js';
 import { runDelegation } from './delegation/invocation.js';
 import { runFollowup, runInterjection } from './delegation/steering.js';
@@ -95,7 +94,7 @@ export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: T
       }),
     ),
   );
-  run.usage = addToolCalls(run.usage, calls.length);
+  run.recordToolCalls(calls.length);
   // Children and summaries charged during the turn: the cost is shown once for all of them, unless the status
   // change at the delegation's end already showed it.
   if (run.usage.costMicroUsd !== costBefore && run.costMoved()) run.showCost();

@@ -8,8 +8,6 @@ import { isCancellation, proxyActivities } from '@temporalio/workflow';
 import {
   available,
   budgetOf,
-  release,
-  sum,
   upperBoundTokens,
   worstCase,
   type Amount,
@@ -56,20 +54,20 @@ export async function generateBackground(
     maxCompletionTokens: SUMMARY_MAX_COMPLETION_TOKENS,
   };
   const hold: Amount = { tokens: budget.tokens ?? 0, costMicroUsd: budget.costMicroUsd ?? 0 };
-  run.reserved = sum(run.reserved, hold);
+  run.hold(hold);
   try {
     const generated = await summarizeContext.executeWithOptions(
       { summary: `summarizeContext ${composition.model} for ${taskName}` },
       [{ model: composition.model, messages, budget }],
     );
-    run.reserved = release(budgetOf(run.limits, run.usage, run.reserved), hold).reserved;
+    run.releaseHold(hold);
     const costMicroUsd = callCostMicroUsd(generated, composition.price);
     run.debit({ inputTokens: generated.inputTokens, outputTokens: generated.outputTokens, costMicroUsd });
     countModelCall(run, generated, costMicroUsd);
     const content = cutText(`${BACKGROUND_HEADING}\n${generated.summary}`, run.payloads.maxTextBytes);
     return { ok: true, background: { source: 'summary', content } };
   } catch (err) {
-    run.reserved = release(budgetOf(run.limits, run.usage, run.reserved), hold).reserved;
+    run.releaseHold(hold);
     // Attempts that were billed and gave no summary (an empty one, a stream cut short) are paid all the same.
     run.debitBilled(err);
     if (isCancellation(err)) throw err;

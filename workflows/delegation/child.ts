@@ -10,7 +10,6 @@ import {
   WorkflowIdReusePolicy,
   type ChildWorkflowOptions,
 } from '@temporalio/workflow';
-import { budgetOf } from '../../src/rules/budget.js';
 import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
 import { bounded, callEvidence, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
 import type { ContextMode } from '../../src/rules/delegation.js';
@@ -36,7 +35,7 @@ import { generateBackground } from './background.js';
 import { closeQuestions } from './questions.js';
 import { admit, release } from './admission.js';
 import { joinAttached, joinChild, startChildOrExplain } from './spawn.js';
-import { childInput, settleReservation } from '../../src/rules/child-run.js';
+import { childInput } from '../../src/rules/child-run.js';
 import { countDelegationSettled, countRefusal } from '../metrics.js';
 
 /** The background a child gets for its context mode, rendered as its preset asks; none for `none`. */
@@ -277,13 +276,7 @@ class ChildLife {
     const { run } = this;
     const { entry, plan } = this.order;
     run.preparing.delete(entry);
-    const { reserved, charge, overrun } = settleReservation(
-      budgetOf(run.limits, run.usage, run.reserved),
-      plan.reservation,
-      this.#spent,
-    );
-    run.reserved = reserved;
-    run.debit(charge);
+    const { charge, overrun } = run.settleChild(plan.reservation, this.#spent);
     entry.status = status;
     countDelegationSettled(run, status, overrun);
     entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };

@@ -107,14 +107,14 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
     run.setStatus('waiting_for_children');
     // A question from one of them ends the wait too, so the model can answer it.
     const ids = chosen.map((c) => c.entry.childWorkflowId);
-    run.waitingCalls += 1;
+    run.beginWait();
     try {
       await condition(
         () => chosen.every((c) => c.outcome !== undefined) || questionWaiting(run, ids),
         `${timeout} seconds`,
       );
     } finally {
-      run.waitingCalls -= 1;
+      run.endWait();
     }
     run.setStatusWithCost(run.liveStatus());
   }

@@ -6,7 +6,6 @@
 import type { DeputyActivities } from '../../activities/index.js';
 import { CancellationScope, condition, proxyActivities } from '@temporalio/workflow';
 import type { RunToolResult } from '../../src/contract/activities.js';
-import { budgetOf, reserve } from '../../src/rules/budget.js';
 import { checkCaps, childWorkflowId, renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
 import type { Brief, DelegateArgs, InvocationCheck } from '../../src/rules/delegation.js';
 import { STEERING_ARGS_SCHEMAS } from '../../src/contract/json-schemas.js';
@@ -144,13 +143,8 @@ export async function bookAndRun(
       `this run has started ${run.ledger.length} of its ${run.delegationSettings.maxChildrenPerRun} children; ${plans.length} more do not fit; nothing was spawned`,
     );
   }
-  const reservation = reserve(
-    budgetOf(run.limits, run.usage, run.reserved),
-    plans.map((plan) => plan.reservation),
-    run.synthesisKeep,
-  );
+  const reservation = run.reserveChildren(plans.map((plan) => plan.reservation));
   if (!reservation.ok) return refused(run, 'budget', `${reservation.error}; nothing was spawned`);
-  run.reserved = reservation.budget.reserved;
   countDelegationsStarted(run, plans.length);
 
   const invocation = new Set(run.ledger.map((entry) => entry.invocation)).size + 1;

@@ -27,7 +27,7 @@ export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<
   const parsed = await parseToolArgs('ask_parent', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   // Unique over the run's life: a segment's counter restarts, and no question is open across continue-as-new.
-  const questionId = `q${run.segment}.${(run.questionsAsked += 1)}`;
+  const questionId = run.nextQuestionId();
   const question = cutText(parsed.args.question, run.payloads.maxTextBytes);
   run.openQuestions.set(questionId, undefined);
   try {
