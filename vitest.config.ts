@@ -6,6 +6,9 @@ export default defineConfig({
     // The fault-injection suite and the delegate gates have their own commands (test:faults, gates) and configs.
     exclude: ['test/faults/**', 'test/gates/**', 'test/attacks/**', 'test/real-model/**', 'node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
+    // Worker logs go to .deputy/test-logs/; a failing test prints its own, and console output of passing tests is not shown.
+    setupFiles: ['test/support/show-logs.ts'],
+    silent: 'passed-only',
     // Two cores: two test files at a time, each with its own worker and task queue on the one shared dev server.
     pool: 'forks',
     maxWorkers: 2,

@@ -53,7 +53,7 @@ export function renderPromises(text: string, titles: readonly TestTitle[]): stri
     const lines = named.length
       ? named.map(({ file, title }) => `- \`${file}\`: ${title.replace(/[|*_<>]/g, (c) => `\\${c}`)}`)
       : ['- _no test names it yet_'];
-    return [`<!-- tests ${id} -->`, ...lines, '<!-- /tests -->'].join('\n');
+    return [`<!-- tests ${id} -->`, '', ...lines, '', '<!-- /tests -->'].join('\n');
   });
 }
 

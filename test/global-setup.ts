@@ -18,7 +18,7 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dir = join(PROJECT_ROOT, '.deputy', 'test');
   mkdirSync(dir, { recursive: true });
-  const [server, bundle] = await Promise.all([startDevServer(), bundleDeputyWorkflows()]);
+  const [server, bundle] = await Promise.all([startDevServer({ logLevel: 'error' }), bundleDeputyWorkflows()]);
   const workflowBundlePath = join(dir, 'workflow-bundle.js');
   writeFileSync(workflowBundlePath, bundle.code);
   project.provide('temporalAddress', server.address);

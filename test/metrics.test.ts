@@ -3,6 +3,7 @@
  * the runtime with it, before any connection): refusals by reason, a synthesis ending and a limit ending, tokens and
  * cost by model, preset and tenant. The demo's run (delegations, reservations) is checked by test/ui.test.ts.
  */
+import { testLogger } from './support/logs.js';
 import { Runtime } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runtimeTelemetry } from '../src/ops/metrics.js';
@@ -16,7 +17,10 @@ let metricsUrl: string;
 let support: typeof Delegation;
 beforeAll(async () => {
   const bindAddress = `127.0.0.1:${await freePort()}`;
-  Runtime.install({ telemetryOptions: runtimeTelemetry({ DEPUTY_METRICS_ADDRESS: bindAddress }) });
+  Runtime.install({
+    logger: testLogger(),
+    telemetryOptions: runtimeTelemetry({ DEPUTY_METRICS_ADDRESS: bindAddress }),
+  });
   metricsUrl = `http://${bindAddress}/metrics`;
   // Imported after the runtime is installed: the harness installs one of its own when none is.
   const { createHarness } = await import('./support/harness.js');

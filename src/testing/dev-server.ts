@@ -16,6 +16,8 @@ export interface DevServerOptions {
   port?: number;
   /** Temporal UI's remote codec endpoint (encrypted payloads read decoded in the UI). */
   codecEndpoint?: string;
+  /** The server's own log level. @default 'warn' */
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
 }
 
 /** A running dev server: its environment (client, connections) and where to look at it. */
@@ -33,6 +35,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       searchAttributes: [...DEPUTY_SEARCH_ATTRIBUTES],
       ...(options.dbFilename && { dbFilename: options.dbFilename }),
       ...(options.port && { port: options.port }),
+      ...(options.logLevel && { log: { format: 'pretty', level: options.logLevel } }),
       ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : { ui: false }),
       extraArgs: [
         '--dynamic-config-value',

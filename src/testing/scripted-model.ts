@@ -8,7 +8,14 @@ import type { AddressInfo } from 'node:net';
 import { countCallTokens, encodingFor, loadEncoding } from '../../activities/tokens.js';
 import type { ChatMessage } from '../contract/dialogue.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ChatRequestBody, ProviderBehaviour, RecordedRequest, ScriptReply, ScriptRule, ScriptUsage } from './script.js';
+import type {
+  ChatRequestBody,
+  ProviderBehaviour,
+  RecordedRequest,
+  ScriptReply,
+  ScriptRule,
+  ScriptUsage,
+} from './script.js';
 
 export * from './script.js';
 import { DEFAULT_USAGE, lastMessage } from './script.js';

@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, type WorkerOptions } from '@temporalio/worker';
+import { testLogger } from './logs.js';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { DeputyClient } from '../../src/client/client.js';
 import { parseConfig, type DeputyConfig } from '../../src/config/load.js';
@@ -15,7 +16,7 @@ import type { ToolDefinition } from '../../src/contract/tools.js';
 import { createDeputyWorker, type DeputyWorker } from '../../src/worker/factory.js';
 
 try {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  Runtime.install({ logger: testLogger() });
 } catch {
   // Already installed in this process by an earlier test file.
 }
