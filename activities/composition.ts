@@ -41,7 +41,7 @@ export function resolveComposition(
   config: DeputyConfig,
   tools: ReadonlyMap<string, ToolDefinition>,
   input: ResolveRunInput,
-  options: { backgroundTaskQueue: string; tenantActivated?: (tenant: string | undefined) => boolean },
+  options: { childTaskQueue: string; tenantActivated?: (tenant: string | undefined) => boolean },
 ): ResolveRunResult {
   const presetId = input.presetDefinition?.id ?? input.preset ?? config.defaultPreset;
   // A definition carried in the input (a parent's exact composition) wins over the registry, even if the
@@ -74,7 +74,7 @@ export function resolveComposition(
   const delegation: DelegationSettings = {
     ...config.delegation,
     enabled,
-    backgroundTaskQueue: options.backgroundTaskQueue,
+    childTaskQueue: options.childTaskQueue,
     ...(tenant?.maxLiveChildren && {
       admission: {
         tenant: input.tenant!,

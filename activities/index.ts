@@ -39,7 +39,7 @@ export interface ActivityDeps {
   /** Only to redact it from error text. */
   apiKey?: string | undefined;
   /** Task queue children run on. */
-  backgroundTaskQueue: string;
+  childTaskQueue: string;
   /** A Temporal client, for reading other runs' sessions (follow-ups). */
   client?: Client | undefined;
   /** Hook functions the config's hooks may name. */
@@ -54,7 +54,7 @@ export function createActivities({
   config,
   tools,
   apiKey,
-  backgroundTaskQueue,
+  childTaskQueue,
   hookFunctions,
   client,
   payloadStore,
@@ -102,7 +102,7 @@ export function createActivities({
       try {
         const current = config.current;
         return resolveComposition(current, tools, input, {
-          backgroundTaskQueue,
+          childTaskQueue,
           tenantActivated: (tenant) => activated(current, tenant),
         });
       } catch (err) {
@@ -116,7 +116,7 @@ export function createActivities({
       return resolvePresetTools(config.current, input);
     },
     ...createRunLookups(temporal),
-    ...createMessaging({ keys, temporal, config, backgroundTaskQueue }),
+    ...createMessaging({ keys, temporal, config, childTaskQueue }),
   };
 }
 

@@ -17,12 +17,12 @@ export function createMessaging({
   keys,
   temporal,
   config,
-  backgroundTaskQueue,
+  childTaskQueue,
 }: {
   keys: MessageKeys;
   temporal: () => Client;
   config: ConfigStore;
-  backgroundTaskQueue: string;
+  childTaskQueue: string;
 }) {
   return {
     /**
@@ -43,7 +43,7 @@ export function createMessaging({
       });
       await temporal().workflow.signalWithStart('tenantAdmission', {
         workflowId: to,
-        taskQueue: backgroundTaskQueue,
+        taskQueue: childTaskQueue,
         args: [{ tenant: request.tenant, cap: request.cap, sweepSeconds: request.sweepSeconds }],
         signal: admissionAcquireSignal,
         signalArgs: [signed],

@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const worker = await createDeputyWorker({
     connection: await NativeConnection.connect({ address: server.address }),
     taskQueue: queue,
-    backgroundTaskQueue: `${queue}-bg`,
+    childTaskQueue: `${queue}-bg`,
     config: store,
     model: { apiKey: 'k', baseURL: model.url },
     tools: [...builtinTools(), fetchPageTool],

@@ -31,7 +31,7 @@ if (SIDE === 'deputy') {
   const worker = await createDeputyWorker({
     connection,
     taskQueue: queue,
-    backgroundTaskQueue: `${queue}-bg`,
+    childTaskQueue: `${queue}-bg`,
     config: new ConfigStore(parseConfig(benchConfig(true))),
     model: modelOptions,
     tools: [...builtinTools(), fetchPageTool],

@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     const worker = await createDeputyWorker({
       connection,
       taskQueue,
-      backgroundTaskQueue: `${taskQueue}-bg`,
+      childTaskQueue: `${taskQueue}-bg`,
       config: store,
       model,
       tools: [...builtinTools(), fetchPageTool],

@@ -46,7 +46,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
     rule: 'no cap on briefs per call',
     edits: [
       [
-        'src/rules/delegation.ts',
+        'src/contract/delegation.ts',
         ".max(3, 'at most 3 briefs per invocation')",
         ".max(30, 'at most 3 briefs per invocation')",
       ],
@@ -100,7 +100,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   },
   G9: {
     rule: "a child's spend is never debited",
-    edits: [['workflows/delegation/child.ts', '    run.debit(charge);\n', '\n']],
+    edits: [['workflows/run-account.ts', '    this.debit(settled.charge);\n', '\n']],
   },
   G10: {
     rule: 'the synthesis call offers tools',
@@ -208,7 +208,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   },
   G21: {
     rule: "the tenant's cap is not enforced",
-    edits: [['workflows/admission.ts', '      if (holders.size >= cap) break;\n', '\n']],
+    edits: [['workflows/tenant-admission.ts', '      if (holders.size >= cap) break;\n', '\n']],
   },
 };
 

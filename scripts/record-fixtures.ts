@@ -365,7 +365,7 @@ async function main(): Promise<void> {
     connection: server.env.nativeConnection,
     client,
     taskQueue,
-    backgroundTaskQueue: `${taskQueue}-background`,
+    childTaskQueue: `${taskQueue}-background`,
     config: parseConfig({
       model: 'test-model',
       prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },

@@ -28,7 +28,7 @@ beforeAll(async () => {
         config: delegationConfig(),
         model: { apiKey: TEST_API_KEY, baseURL: h.model.url },
         client: h.client,
-        backgroundTaskQueue: h.taskQueue,
+        childTaskQueue: h.taskQueue,
         tools: DELEGATION_TOOLS,
       }),
     ],

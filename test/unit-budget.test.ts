@@ -24,7 +24,7 @@ const SETTINGS: DelegationSettings = {
   maxChildrenPerRun: 8,
   neverInherit: ['skill_manage'],
   childDefaults: {},
-  backgroundTaskQueue: 'bg',
+  childTaskQueue: 'bg',
 };
 
 describe('R2.5 deriveChildLimits', () => {

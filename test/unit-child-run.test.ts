@@ -55,7 +55,7 @@ const config = parseConfig({
   delegation: { enabled: true, maxDepth: 2 },
 });
 const ROOT_SCOPES = ['tools.calc', 'tools.notes', 'run.delegate'];
-const resolve = (input: ResolveRunInput) => resolveComposition(config, tools, input, { backgroundTaskQueue: 'bg' });
+const resolve = (input: ResolveRunInput) => resolveComposition(config, tools, input, { childTaskQueue: 'bg' });
 const parent = {
   sessionId: 'p',
   rootId: 'root',

@@ -26,7 +26,7 @@ const settings: DelegationSettings = {
   maxChildrenPerRun: 4,
   neverInherit: ['skill_manage'],
   childDefaults: {},
-  backgroundTaskQueue: 'bg',
+  childTaskQueue: 'bg',
 };
 const brief = (task_name: string) => ({ task_name, message: `do ${task_name}` });
 const tool = (name: string, scopes: string[] = []) => ({ name, scopes });

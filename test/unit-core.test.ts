@@ -172,7 +172,7 @@ describe('§6 configuration', () => {
     expect(readEnv({ AGENT_DELEGATION_ENABLED: 'true' }).delegationEnabled).toBe(true);
     expect(readEnv({})).toMatchObject({
       taskQueue: 'deputy',
-      backgroundTaskQueue: 'deputy-background',
+      childTaskQueue: 'deputy-background',
       temporalAddress: 'localhost:7233',
     });
   });

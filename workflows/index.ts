@@ -7,4 +7,4 @@
  * comments elsewhere say "fewer promises" and point here.
  */
 export { agentRun } from './agent-run.js';
-export { tenantAdmission } from './admission.js';
+export { tenantAdmission } from './tenant-admission.js';

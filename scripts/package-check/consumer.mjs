@@ -17,7 +17,7 @@ try {
   const worker = await createDeputyWorker({
     connection: await NativeConnection.connect({ address: server.address }),
     taskQueue: 'package-check',
-    backgroundTaskQueue: 'package-check-bg',
+    childTaskQueue: 'package-check-bg',
     config: parseConfig({ model: 'test-model', prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } } }),
     model: { apiKey: undefined, baseURL: model.url },
   });

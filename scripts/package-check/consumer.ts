@@ -17,7 +17,7 @@ export function plugin(client: DeputyPluginOptions['client']) {
   return deputyPlugin({
     config: parseConfig({}),
     model: { apiKey: process.env.OPENAI_API_KEY, baseURL: undefined },
-    backgroundTaskQueue: 'deputy',
+    childTaskQueue: 'deputy',
     client,
   });
 }

@@ -15,7 +15,7 @@ export interface DeputyEnv {
   temporalAddress: string;
   temporalNamespace: string;
   taskQueue: string;
-  backgroundTaskQueue: string;
+  childTaskQueue: string;
   /** Never logged, never sent to a workflow. */
   openaiApiKey: string | undefined;
   openaiBaseUrl: string | undefined;
@@ -40,7 +40,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): DeputyEnv {
     temporalAddress: env.TEMPORAL_ADDRESS || 'localhost:7233',
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     taskQueue: env.DEPUTY_TASK_QUEUE || 'deputy',
-    backgroundTaskQueue: env.DEPUTY_BACKGROUND_TASK_QUEUE || 'deputy-background',
+    childTaskQueue: env.DEPUTY_BACKGROUND_TASK_QUEUE || 'deputy-background',
     openaiApiKey: env.OPENAI_API_KEY || undefined,
     openaiBaseUrl: baseUrl,
     model: env.DEPUTY_MODEL || undefined,

@@ -118,7 +118,7 @@ export const DelegationSettings = z.object({
   admission: z
     .object({ tenant: z.string(), maxLiveChildren: z.number().int(), sweepSeconds: z.number().int() })
     .optional(),
-  backgroundTaskQueue: z.string(),
+  childTaskQueue: z.string(),
 });
 export type DelegationSettings = z.infer<typeof DelegationSettings>;
 

@@ -178,7 +178,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                   },
                   required: ['tenant', 'maxLiveChildren', 'sweepSeconds'],
                 },
-                backgroundTaskQueue: { type: 'string' },
+                childTaskQueue: { type: 'string' },
               },
               required: [
                 'enabled',
@@ -187,7 +187,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                 'maxChildrenPerRun',
                 'neverInherit',
                 'childDefaults',
-                'backgroundTaskQueue',
+                'childTaskQueue',
               ],
             },
             hooks: {

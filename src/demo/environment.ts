@@ -88,7 +88,7 @@ export async function withDemoEnvironment(
         connection,
         namespace: env.temporalNamespace,
         taskQueue: env.taskQueue,
-        backgroundTaskQueue: env.backgroundTaskQueue,
+        childTaskQueue: env.childTaskQueue,
         config,
         ...(dataConverter && { workerOptions: { dataConverter } }),
         model: live

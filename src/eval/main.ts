@@ -164,7 +164,7 @@ async function evaluate(path: string, options: { runs?: number; out?: string }):
           client: deputy.temporal,
           namespace: env.temporalNamespace,
           taskQueue: queues[arm],
-          backgroundTaskQueue: `${queues[arm]}-bg`,
+          childTaskQueue: `${queues[arm]}-bg`,
           config: { ...base, delegation: { ...base.delegation, enabled: arm === 'delegating' } },
           tools: [...builtinTools().filter((t) => t.name !== 'search_notes'), createSearchNotesTool(scenario.notes)],
           model: model

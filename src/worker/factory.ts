@@ -38,7 +38,7 @@ export interface DeputyWorkerOptions {
   /** Task queue of root runs (`DEPUTY_TASK_QUEUE`). */
   taskQueue: string;
   /** Task queue of child runs (`DEPUTY_BACKGROUND_TASK_QUEUE`). @default `deputy-background` */
-  backgroundTaskQueue?: string;
+  childTaskQueue?: string;
   /** The configuration, or a store whose configuration can change while the worker runs. */
   config: DeputyConfig | ConfigStore;
   /** Model endpoint; the key never leaves the worker. */
@@ -159,7 +159,7 @@ export type DeputyActivityOptions = Pick<
   DeputyWorkerOptions,
   'config' | 'model' | 'client' | 'hookFunctions' | 'tools'
 > & {
-  backgroundTaskQueue: string;
+  childTaskQueue: string;
   /** The worker's data converter has an external payload store. @default DEPUTY_PAYLOAD_STORE is set */
   payloadStore?: boolean;
 };
@@ -192,7 +192,7 @@ export function deputyActivities(options: DeputyActivityOptions) {
     config: store,
     tools,
     apiKey: options.model.apiKey,
-    backgroundTaskQueue: options.backgroundTaskQueue,
+    childTaskQueue: options.childTaskQueue,
     hookFunctions,
     client: options.client,
     payloadStore: options.payloadStore ?? process.env.DEPUTY_PAYLOAD_STORE !== undefined,
@@ -201,13 +201,12 @@ export function deputyActivities(options: DeputyActivityOptions) {
 
 /** Creates the workers that run `agentRun` and its activities on the root and background task queues. */
 export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
-  const backgroundTaskQueue = options.backgroundTaskQueue ?? 'deputy-background';
+  const childTaskQueue = options.childTaskQueue ?? 'deputy-background';
   const payloadStore = options.workerOptions?.dataConverter?.externalStorage !== undefined;
-  const activities = deputyActivities({ ...options, backgroundTaskQueue, payloadStore });
+  const activities = deputyActivities({ ...options, childTaskQueue, payloadStore });
   const tracing = 'tracing' in options ? options.tracing : deputyTracing();
   const workflowBundle = options.workflowBundle ?? (await bundleDeputyWorkflows(tracing));
-  const queues =
-    backgroundTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, backgroundTaskQueue];
+  const queues = childTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, childTaskQueue];
   const workers = await Promise.all(
     queues.map((taskQueue) =>
       Worker.create({

@@ -57,12 +57,12 @@ async function main(): Promise<void> {
       connection,
       namespace: env.temporalNamespace,
       taskQueue: env.taskQueue,
-      backgroundTaskQueue: env.backgroundTaskQueue,
+      childTaskQueue: env.childTaskQueue,
       config,
       model: { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl },
     });
     console.log(
-      `deputy worker: task queues ${env.taskQueue} and ${env.backgroundTaskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
+      `deputy worker: task queues ${env.taskQueue} and ${env.childTaskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
     );
     await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
     await tracing?.shutdown();

@@ -33,8 +33,8 @@ export class DeputyPlugin extends SimplePlugin {
 
 /**
  * Deputy for a Worker a service already runs:
- * `Worker.create({ connection, taskQueue, plugins: [deputyPlugin({ config, model, client, backgroundTaskQueue })] })`.
- * Children run on `backgroundTaskQueue`: give it the Worker's own queue, or run a second Worker on it.
+ * `Worker.create({ connection, taskQueue, plugins: [deputyPlugin({ config, model, client, childTaskQueue })] })`.
+ * Children run on `childTaskQueue`: give it the Worker's own queue, or run a second Worker on it.
  */
 export function deputyPlugin(options: DeputyPluginOptions): DeputyPlugin {
   return new DeputyPlugin(options);

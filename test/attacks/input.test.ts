@@ -24,7 +24,7 @@ const h = useHarness({ config, tools: DELEGATION_TOOLS });
 
 describe('attacks on what a caller sends', () => {
   it('R1.10 attack 1: a resume a caller wrote (an unpriced model, delegate with delegation off, maxDepth 9, 100 children) is refused before any model call', async () => {
-    const composition = resolveComposition(config, toolMap(builtinTools()), {}, { backgroundTaskQueue: 'bg' });
+    const composition = resolveComposition(config, toolMap(builtinTools()), {}, { childTaskQueue: 'bg' });
     const forged = {
       ...composition,
       model: 'free-model',

@@ -45,7 +45,7 @@ describe('server restarted', () => {
     const worker: DeputyWorker = await createDeputyWorker({
       connection,
       taskQueue,
-      backgroundTaskQueue: `${taskQueue}-bg`,
+      childTaskQueue: `${taskQueue}-bg`,
       config: parseConfig(FAULT_CONFIG),
       model: { apiKey: TEST_API_KEY, baseURL: model.url },
       client,

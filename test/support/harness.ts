@@ -100,7 +100,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
       const worker = await createDeputyWorker({
         connection,
         taskQueue,
-        backgroundTaskQueue: `${taskQueue}-bg`,
+        childTaskQueue: `${taskQueue}-bg`,
         config: options.config ?? testConfig(),
         model: { apiKey: TEST_API_KEY, baseURL: options.modelBaseURL ?? model.url },
         tools: options.tools,

@@ -33,7 +33,7 @@ import type { AgentRunState } from '../run-state.js';
 import type { ChildBackground, ChildPlan, Snapshot } from './plan.js';
 import { generateBackground } from './background.js';
 import { closeQuestions } from './questions.js';
-import { admit, release } from './admission.js';
+import { admit, release } from './slot.js';
 import { joinAttached, joinChild, startChildOrExplain } from './spawn.js';
 import { childInput } from '../../src/rules/child-run.js';
 import { countDelegationSettled, countRefusal } from '../metrics.js';
@@ -222,7 +222,7 @@ class ChildLife {
       // Under a tenant cap, at a lower priority than interactive runs.
       ...(admission && { priority: { priorityKey: 4 } }),
       workflowId: entry.childWorkflowId,
-      taskQueue: run.delegationSettings.backgroundTaskQueue,
+      taskQueue: run.delegationSettings.childTaskQueue,
       args: [input],
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
