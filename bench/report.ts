@@ -49,6 +49,9 @@ export function renderTable(report: BenchReport): string {
           targetText(s),
         ]);
         break;
+      case 'workflow-bundle':
+        rows.push([s.title, kib(d.bytes), kib(b.bytes), `${s.ratio}`, targetText(s)]);
+        break;
       case 'tree-history':
         rows.push([
           s.title,

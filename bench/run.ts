@@ -540,6 +540,19 @@ async function benchReplay({
   const deputyTree = await histories((await treeIds(`bench-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })));
   const baselineTree = await histories((await treeIds(`base-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })));
   const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
+  // What every replayer (and every worker) loads: the workflow bundle's code.
+  const bundleBytes = (bundle: { code: string }) => Buffer.byteLength(bundle.code);
+  out.push({
+    id: 'workflow-bundle',
+    title: 'Workflow bundle (the code every worker and replayer loads)',
+    runs: 1,
+    deputy: { bytes: bundleBytes(deputyBundle) },
+    baseline: { bytes: bundleBytes(baselineBundle) },
+    ratio: round(bundleBytes(deputyBundle) / bundleBytes(baselineBundle)),
+    target: null,
+    met: null,
+  });
+  log(`  workflow bundle: deputy ${bundleBytes(deputyBundle)} bytes, baseline ${bundleBytes(baselineBundle)} bytes`);
   const replay = async (bundle: { code: string }, set: Awaited<ReturnType<typeof histories>>) => {
     const t0 = performance.now();
     for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'bench' }, set)) {
