@@ -5,7 +5,8 @@ export default {
   mutate: [
     'src/rules/**/*.ts',
     'src/contract/**/*.ts',
-    'src/eval/{activation,score,redact,scenario}.ts',
+    'src/config/{tenant-evidence,evidence,scenario}.ts',
+    'src/eval/redact.ts',
     'src/client/watch-view.ts',
     'src/codec/aes-gcm.ts',
   ],

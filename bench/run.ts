@@ -5,6 +5,7 @@
  *
  * BENCH_QUICK=1 runs every scenario with fewer repetitions and shorter runs (to check the harness, not to publish).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fork, type ChildProcess, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -350,7 +351,7 @@ async function benchWatch({
                   () => false,
                 ))
             ) {
-              await new Promise((resolve) => setTimeout(resolve, 5));
+              await sleep(5);
             }
             for await (const event of deputy.watch(id)) {
               watchedEvents++;

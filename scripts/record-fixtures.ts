@@ -9,6 +9,7 @@
  * of a new shape beside the old ones, record some scenarios under another prefix, e.g.
  * `FIXTURES=delegating-parent FIXTURE_PREFIX=fixture-flag-name-`.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
@@ -92,8 +93,7 @@ const SCENARIOS: Scenario[] = [
       await model.waitFor((rs) => rs.some(forTask('fixture: chat')));
       await deputy.sendMessage(workflowId, 'fixture: second message');
       await model.waitFor((rs) => rs.some((r) => r.body.messages.at(-1)?.content === 'fixture: second message'));
-      while ((await deputy.getState(workflowId)).status !== 'waiting_for_user')
-        await new Promise((r) => setTimeout(r, 50));
+      while ((await deputy.getState(workflowId)).status !== 'waiting_for_user') await sleep(50);
       await deputy.endConversation(workflowId);
     },
   },
@@ -238,12 +238,10 @@ const SCENARIOS: Scenario[] = [
     async drive(deputy, workflowId, model) {
       await model.waitFor((rs) => rs.some(forTask('fixture: background chat', 1)));
       await deputy.sendMessage(workflowId, 'fixture: while it works');
-      while ((await deputy.getState(workflowId)).delegations[0]?.status !== 'running')
-        await new Promise((r) => setTimeout(r, 50));
+      while ((await deputy.getState(workflowId)).delegations[0]?.status !== 'running') await sleep(50);
       await deputy.interject(workflowId, 'ctx', 'fixture: a note for you');
       await model.waitFor((rs) => rs.some((r) => r.rule === 'bg reported'));
-      while ((await deputy.getState(workflowId)).status !== 'waiting_for_user')
-        await new Promise((r) => setTimeout(r, 50));
+      while ((await deputy.getState(workflowId)).status !== 'waiting_for_user') await sleep(50);
       await deputy.endConversation(workflowId);
     },
   },
@@ -286,8 +284,7 @@ const SCENARIOS: Scenario[] = [
       { when: userSays('fixture q child: direct', 1), reply: { text: 'direct done in EUR' } },
     ],
     async drive(deputy, workflowId) {
-      while ((await deputy.openQuestions(workflowId)).every((q) => q.taskName !== 'direct'))
-        await new Promise((r) => setTimeout(r, 50));
+      while ((await deputy.openQuestions(workflowId)).every((q) => q.taskName !== 'direct')) await sleep(50);
       await deputy.answer(`${workflowId}/direct-1`, 'EUR');
     },
   },

@@ -5,6 +5,7 @@
  * live tree. `/answer <text>` answers the oldest open question directly (the client update); Ctrl-C (or Ctrl-D) ends
  * the conversation cleanly and prints its usage and tree.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { terminalSafe } from '../rules/terminal.js';
 import { clearLine, createInterface, cursorTo } from 'node:readline';
 import { loadTree } from '../client/inspect.js';
@@ -115,7 +116,7 @@ async function chat(demo: DemoEnvironment): Promise<void> {
           lastShape = shape;
         }
       }
-      await Promise.race([result, new Promise((resolve) => setTimeout(resolve, POLL_MS))]);
+      await Promise.race([result, sleep(POLL_MS)]);
     }
     await summarise(demo, workflowId, await result);
     rl.close();

@@ -3,6 +3,7 @@
  * (TEMPORAL_ADDRESS, else an embedded dev server persisted under .deputy/), a worker and a client. Delegation is on
  * unless AGENT_DELEGATION_ENABLED=false says otherwise.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
@@ -115,7 +116,7 @@ export function runUrl(demo: DemoEnvironment, workflowId: string): string {
 export async function settledTree(deputy: DeputyClient, workflowId: string): Promise<string> {
   let tree = renderTree(await loadTree(deputy.temporal, workflowId));
   for (let i = 0; i < 20 && /running|starting|waiting/.test(tree); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await sleep(250);
     tree = renderTree(await loadTree(deputy.temporal, workflowId));
   }
   return tree;

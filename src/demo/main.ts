@@ -4,6 +4,7 @@
  * and the run's Temporal UI URL. Offline (scripted model) unless OPENAI_API_KEY or OPENAI_BASE_URL is set.
  * `npm run demo -- --chat`: a conversation in the terminal instead (chat.ts).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { terminalSafe } from '../rules/terminal.js';
 import { ConfigError } from '../contract/errors.js';
 import type { SessionEvent } from '../contract/session.js';
@@ -64,7 +65,7 @@ async function main(): Promise<void> {
     };
     while (!finished) {
       await showProgress();
-      await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 300))]);
+      await Promise.race([done, sleep(300)]);
     }
     await showProgress();
     const result = await done;

@@ -187,7 +187,7 @@ export class ScriptedModelServer {
     record.rule = rule.name ?? `#${this.rules.indexOf(rule)}`;
     this.notify();
     const delayMs = typeof rule.delayMs === 'function' ? rule.delayMs() : (rule.delayMs ?? 0);
-    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    if (delayMs > 0) await sleep(delayMs);
     if (res.destroyed) return;
     if (this.behaviour.billsWithoutAnswer?.(record)) {
       rule.used -= 1; // the script answers the retry

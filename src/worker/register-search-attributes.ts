@@ -3,6 +3,7 @@
  *
  *   TEMPORAL_ADDRESS=host:7233 TEMPORAL_NAMESPACE=default npm run register-search-attributes
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
@@ -14,7 +15,7 @@ async function connectWithRetry(address: string, deadlineMs: number): Promise<Co
     } catch (err) {
       if (Date.now() > deadlineMs) throw err;
       console.log(`waiting for Temporal at ${address} …`);
-      await new Promise((resolve) => setTimeout(resolve, 2000));
+      await sleep(2000);
     }
   }
 }
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
         return;
       } catch (err) {
         if (Date.now() > deadline) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 2000)); // the namespace may not exist yet
+        await sleep(2000); // the namespace may not exist yet
       }
     }
   } finally {
