@@ -148,107 +148,111 @@ export async function bookAndRun(
   countDelegationsStarted(run, plans.length);
 
   const invocation = new Set(run.ledger.map((entry) => entry.invocation)).size + 1;
-  const entries = plans.map((plan) => {
-    const entry: LedgerEntry = {
-      invocation,
-      invocationId: call.id,
-      childWorkflowId: childWorkflowId(run.sessionId, plan.brief.task_name, invocation),
-      taskName: plan.brief.task_name,
-      preset: plan.preset,
-      status: 'reserved',
-      reserved: plan.reservation,
-      actual: null,
-      summary: null,
-      artifacts: plan.brief.artifacts ?? [],
-      preparation: { contextMode: plan.contextMode, backgroundChars: null, hookOutcome: null },
-      ...(plan.restore && { followupOf: plan.restore.from }),
-      ...narrowingOf(plan.brief, returnShape),
-    };
-    run.ledger.push(entry);
-    run.preparing.set(entry, plan);
-    return entry;
-  });
+  const booked = plans.map((plan) => ({ plan, entry: book(run, call, plan, invocation, returnShape) }));
+  const start = ({ plan, entry }: Booked) => runChild(plan, entry, invocation, returnShape, run, snapshot);
 
   // A brief with `wait: false` runs in the background; the parent goes on and hears of its end later.
   const dispatched: LedgerEntry[] = [];
-  const waited: number[] = [];
-  plans.forEach((plan, i) => {
-    const entry = entries[i]!;
-    if (plan.brief.wait !== false) {
-      waited.push(i);
-    } else {
-      dispatchInBackground(run, entry, () => runChild(plan, entry, invocation, returnShape, run, snapshot));
-      dispatched.push(entry);
-    }
-  });
-  if (waited.length === 0) return { content: renderDispatched(dispatched), isError: false };
+  for (const child of booked) {
+    if (child.plan.brief.wait !== false) continue;
+    dispatchInBackground(run, child.entry, () => start(child));
+    dispatched.push(child.entry);
+  }
+  const toWait = booked.filter(({ plan }) => plan.brief.wait !== false);
+  if (toWait.length === 0) return { content: renderDispatched(dispatched), isError: false };
 
   run.setStatus('waiting_for_children');
   // Each waited child in a scope of its own, so one that asks a question can go on in the background.
-  const scopes = waited.map(() => new CancellationScope());
-  const lives = waited.map((i, k) =>
-    scopes[k]!.run(() => runChild(plans[i]!, entries[i]!, invocation, returnShape, run, snapshot)),
-  );
-  const ended: (ChildOutcome | undefined)[] = lives.map(() => undefined);
-  lives.forEach((life, k) => {
-    life.then(
+  const scopes = toWait.map(() => new CancellationScope());
+  const waited: Waited[] = toWait.map((child, k) => ({
+    ...child,
+    scope: scopes[k]!,
+    life: scopes[k]!.run(() => start(child)),
+  }));
+  for (const child of waited) {
+    child.life.then(
       (outcome) => {
-        ended[k] = outcome;
+        child.outcome = outcome;
       },
       () => undefined,
     );
-  });
-  const ids = waited.map((i) => entries[i]!.childWorkflowId);
+  }
+  const allEnded = () => waited.every((child) => child.outcome !== undefined);
+  const ids = waited.map(({ entry }) => entry.childWorkflowId);
   let outcomes: ChildOutcome[] | undefined;
   try {
-    const joined = joinAll(lives);
+    const joined = joinAll(waited.map(({ life }) => life));
     // A question from a child this call waits for ends the wait: the model must be able to answer it.
     outcomes = await Promise.race([
       joined,
       // Cancelled, it leaves the answer to the join, which settles only once every child has stopped.
-      condition(() => ended.every(Boolean) || questionWaiting(run, ids)).then(
+      condition(() => allEnded() || questionWaiting(run, ids)).then(
         () => undefined,
         () => joined,
       ),
     ]);
     // The condition can see every child ended before the join's own promise settles: then it is a plain join.
-    if (!outcomes && ended.every(Boolean)) outcomes = ended as ChildOutcome[];
+    if (!outcomes && allEnded()) outcomes = waited.map(({ outcome }) => outcome!);
     if (!outcomes) {
       joined.catch(() => undefined); // its children go on in the background, where their end is handled
-      detach(run, waited, entries, scopes, lives, ended);
+      // The waited children still live go on in the background.
+      for (const child of waited) {
+        if (child.outcome === undefined) adoptInBackground(run, child.entry, child.scope, child.life);
+      }
     }
   } finally {
     // Another invocation of the same turn may still have live children (background ones do not hold the parent).
     run.setStatusWithCost(run.liveStatus());
   }
-  const done = outcomes ?? ended.filter((o): o is ChildOutcome => o !== undefined);
+  const done = outcomes ?? waited.flatMap(({ outcome }) => (outcome ? [outcome] : []));
+  const stillLive = waited.filter(({ outcome }) => !outcome).map(({ entry }) => entry);
   const parts = [
     ...(done.length > 0 ? [renderChildResults(done)] : []),
-    ...(outcomes
-      ? []
-      : [
-          renderAsked(
-            waited.filter((_, k) => !ended[k]).map((i) => entries[i]!),
-            run,
-          ),
-        ]),
+    ...(outcomes ? [] : [renderAsked(stillLive, run)]),
     ...(dispatched.length > 0 ? [renderDispatched(dispatched)] : []),
   ];
   return { content: parts.join('\n\n'), isError: done.length > 0 && done.every((o) => o.status !== 'completed') };
 }
 
-/** The waited children still live when one asked a question go on in the background. */
-function detach(
+/** A child booked by this invocation: its plan and its ledger entry. */
+interface Booked {
+  plan: ChildPlan;
+  entry: LedgerEntry;
+}
+
+/** A child this call waits for: its scope, its life, and its outcome once it ended. */
+interface Waited extends Booked {
+  scope: CancellationScope;
+  life: Promise<ChildOutcome>;
+  outcome?: ChildOutcome;
+}
+
+/** The child's ledger entry, booked with its reservation; its limits may still shrink while it is prepared. */
+function book(
   run: AgentRunState,
-  waited: readonly number[],
-  entries: readonly LedgerEntry[],
-  scopes: readonly CancellationScope[],
-  lives: readonly Promise<ChildOutcome>[],
-  ended: readonly (ChildOutcome | undefined)[],
-): void {
-  waited.forEach((i, k) => {
-    if (ended[k] === undefined) adoptInBackground(run, entries[i]!, scopes[k]!, lives[k]!);
-  });
+  call: ToolCall,
+  plan: ChildPlan,
+  invocation: number,
+  returnShape: Record<string, unknown> | undefined,
+): LedgerEntry {
+  const entry: LedgerEntry = {
+    invocation,
+    invocationId: call.id,
+    childWorkflowId: childWorkflowId(run.sessionId, plan.brief.task_name, invocation),
+    taskName: plan.brief.task_name,
+    preset: plan.preset,
+    status: 'reserved',
+    reserved: plan.reservation,
+    actual: null,
+    summary: null,
+    artifacts: plan.brief.artifacts ?? [],
+    preparation: { contextMode: plan.contextMode, backgroundChars: null, hookOutcome: null },
+    ...(plan.restore && { followupOf: plan.restore.from }),
+    ...narrowingOf(plan.brief, returnShape),
+  };
+  run.ledger.push(entry);
+  run.preparing.set(entry, plan);
+  return entry;
 }
 
 /** What the call answers for the children it stopped waiting for because one asked a question. */
