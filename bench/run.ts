@@ -595,24 +595,21 @@ async function main(): Promise<void> {
   const started = new Date();
   const bench = await openBench();
   const results: ScenarioResult[] = [];
-
-  if (wanted('overhead')) results.push(...(await benchOverhead(bench)));
-
-  if (wanted('wide')) results.push(...(await benchWide(bench)));
-
-  if (wanted('watch')) results.push(...(await benchWatch(bench)));
-
-  if (wanted('throughput')) results.push(...(await benchThroughput(bench)));
-
-  // 3. History growth: N turns of a 2 KB page, compaction on and off.
-  if (wanted('growth')) results.push(...(await benchGrowth(bench)));
-
-  if (wanted('replay')) results.push(...(await benchReplay(bench)));
-
-  await Promise.all([bench.deputyWorker.stop(), bench.baselineWorker.stop()]);
-  await bench.model.close();
-  await bench.connection.close();
-  await bench.server.env.teardown();
+  try {
+    if (wanted('overhead')) results.push(...(await benchOverhead(bench)));
+    if (wanted('wide')) results.push(...(await benchWide(bench)));
+    if (wanted('watch')) results.push(...(await benchWatch(bench)));
+    if (wanted('throughput')) results.push(...(await benchThroughput(bench)));
+    // History growth: N turns of a 2 KB page, compaction on and off (the replay scenario replays its long runs).
+    if (wanted('growth') || wanted('replay')) results.push(...(await benchGrowth(bench)));
+    if (wanted('replay')) results.push(...(await benchReplay(bench)));
+  } finally {
+    // A failed scenario stops the workers, the model and the server too: nothing is left running.
+    await Promise.allSettled([bench.deputyWorker.stop(), bench.baselineWorker.stop()]);
+    await bench.model.close();
+    await bench.connection.close();
+    await bench.server.env.teardown();
+  }
 
   const report = {
     date: started.toISOString().slice(0, 10),

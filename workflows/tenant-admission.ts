@@ -11,7 +11,6 @@ import {
   condition,
   continueAsNew,
   proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   workflowInfo,
@@ -27,8 +26,10 @@ import { SIGNED_ADMISSION_ACQUIRE_SCHEMA, SIGNED_ADMISSION_RELEASE_SCHEMA } from
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { onSigned, sendSigned } from './signed-messages.js';
 
-const { closedRuns } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
-const local = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
+// The cap is read by a regular activity, not a local one: a local activity's result is recorded only when its
+// workflow task completes, and signals that arrived meanwhile were then replayed in another order than they ran
+// (a worker killed mid-way failed the replay: "Timer machine does not handle this event").
+const { closedRuns, admissionCap } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /** Input of `tenantAdmission` (and what it carries across continue-as-new). */
 export interface AdmissionInput {
@@ -73,7 +74,7 @@ export async function tenantAdmission(input: AdmissionInput): Promise<void> {
   for (;;) {
     // The cap is the configuration's, read by a worker before each pass: neither the start input nor a message sets
     // it (the start input stands only for a tenant the configuration no longer names).
-    cap = (await local.admissionCap({ tenant: input.tenant })).cap ?? cap;
+    cap = (await admissionCap({ tenant: input.tenant })).cap ?? cap;
     // Grant in arrival order while there is room; a parent that cannot be told has closed: its slot goes back.
     for (const [child, parent] of waiting) {
       if (holders.size >= cap) break;
