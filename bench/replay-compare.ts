@@ -102,7 +102,10 @@ if (process.env.PROMISES) {
     if (promise.constructor === Promise) return;
     count++;
     if (process.env.PROMISES === 'stacks') {
-      const stack = (new Error().stack ?? '').split('\n').slice(2, 6).join(' | ');
+      const stack = (new Error().stack ?? '')
+        .split('\n')
+        .slice(2, Number(process.env.DEPTH ?? 6))
+        .join(' | ');
       stacks.set(stack, (stacks.get(stack) ?? 0) + 1);
     }
   }) as () => void;

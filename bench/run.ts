@@ -596,11 +596,12 @@ async function main(): Promise<void> {
   const bench = await openBench();
   const results: ScenarioResult[] = [];
   try {
-    if (wanted('overhead')) results.push(...(await benchOverhead(bench)));
+    // The replay scenario replays the overhead scenario's trees and the growth scenario's long runs.
+    if (wanted('overhead') || wanted('replay')) results.push(...(await benchOverhead(bench)));
     if (wanted('wide')) results.push(...(await benchWide(bench)));
     if (wanted('watch')) results.push(...(await benchWatch(bench)));
     if (wanted('throughput')) results.push(...(await benchThroughput(bench)));
-    // History growth: N turns of a 2 KB page, compaction on and off (the replay scenario replays its long runs).
+    // History growth: N turns of a 2 KB page, compaction on and off.
     if (wanted('growth') || wanted('replay')) results.push(...(await benchGrowth(bench)));
     if (wanted('replay')) results.push(...(await benchReplay(bench)));
   } finally {

@@ -15,7 +15,6 @@ import {
 import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { RunInput, RunResult } from '../src/contract/run.js';
-import { RUN_INPUT_SCHEMA } from '../src/contract/json-schemas.js';
 import * as SA from '../src/contract/search-attributes.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { failureMessage } from '../src/rules/failure-message.js';
@@ -26,7 +25,7 @@ import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
 import { stopBackground } from './delegation/in-background.js';
 import { agentLoop } from './loop.js';
-import { fitsSchema, loadZodContract } from './validation.js';
+import { checkRunInput } from '../src/rules/contract-checks.js';
 import { AgentRunState, type ParsedRunInput } from './run-state.js';
 
 export { SYNTHESIS_INSTRUCTION } from './model-turn.js';
@@ -36,7 +35,7 @@ const local = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 /** Runs one agent: parse, start or resume, register handlers, loop until an answer or a limit, finish. */
 export async function agentRun(rawInput: RunInput): Promise<RunResult> {
-  const input = checkResume(fastParse(rawInput) ?? (await parseInput(rawInput)));
+  const input = checkResume(parseInput(rawInput));
   const info = workflowInfo();
   const run = input.resume
     ? AgentRunState.fromResume(input, info.workflowId, input.resume)
@@ -140,29 +139,17 @@ function deadlinePassedOnActivity(run: AgentRunState): boolean {
   return run.deadlineOnActivities && deadlineMs !== null && Date.now() >= deadlineMs;
 }
 
-/**
- * The common input (no `restore`, no `resume`) checked against the JSON Schema generated from `RunInput`, without
- * evaluating zod; `undefined` when that check does not vouch for it.
- */
-function fastParse(rawInput: RunInput): ParsedRunInput | undefined {
-  const raw = rawInput as Record<string, unknown> | null;
-  if (typeof raw !== 'object' || raw === null || raw.restore !== undefined || raw.resume !== undefined)
-    return undefined;
-  return fitsSchema(RUN_INPUT_SCHEMA, raw) ? checkOrigin(raw as ParsedRunInput) : undefined;
-}
-
 /** Input that fails its schema is rejected naming each field. */
-async function parseInput(rawInput: RunInput): Promise<ParsedRunInput> {
-  const { RunInput, describeIssues } = await loadZodContract();
-  const parsed = RunInput.safeParse(rawInput);
-  if (!parsed.success) {
+function parseInput(rawInput: RunInput): ParsedRunInput {
+  const checked = checkRunInput(rawInput);
+  if (!checked.ok) {
     throw ApplicationFailure.create({
       type: FAILURE.RunInputInvalid,
-      message: `invalid RunInput: ${describeIssues(parsed.error).join('; ')}`,
+      message: `invalid RunInput: ${checked.issues.join('; ')}`,
       nonRetryable: true,
     });
   }
-  return checkOrigin(parsed.data);
+  return checkOrigin(checked.input);
 }
 
 /** `origin` only on a real Temporal child of the parent it names. */

@@ -16,22 +16,14 @@ import {
   sendMessageUpdate,
   stateQuery,
 } from '../src/contract/messages.js';
-import {
-  END_CONVERSATION_INPUT_SCHEMA,
-  SEND_MESSAGE_INPUT_SCHEMA,
-  SIGNED_ADMITTED_SCHEMA,
-  SIGNED_ANSWER_SCHEMA,
-  SIGNED_INTERJECTION_SCHEMA,
-  SIGNED_QUESTION_SCHEMA,
-  STEERING_ARGS_SCHEMAS,
-} from '../src/contract/json-schemas.js';
+import { CONTRACT, steeringChecker } from '../src/rules/contract-checks.js';
 import { admissionWorkflowId } from '../src/rules/children.js';
 import { cutText, formatBytes, utf8Bytes } from '../src/rules/payloads.js';
 import type { AnswerChildArgs, InterjectArgs } from '../src/rules/delegation.js';
 import type { RunState, SendMessageInput } from '../src/contract/run.js';
 import { remaining } from '../src/rules/limits.js';
 import { failureMessage } from '../src/rules/failure-message.js';
-import type { JsonSchema } from '../src/rules/schema-check.js';
+import type { SchemaChecker } from '../src/rules/json-schema.js';
 import { deliverInterjection } from './delegation/steering.js';
 import { answerQuestion, findQuestion, receiveAnswer, receiveQuestion } from './delegation/questions.js';
 import type { AgentRunState } from './run-state.js';
@@ -49,7 +41,7 @@ export function registerHandlers(run: AgentRunState): void {
     },
     {
       validator: (message: SendMessageInput) => {
-        validateUpdate(SEND_MESSAGE_INPUT_SCHEMA, message, 'sendMessage', run.isEnded());
+        validateUpdate(CONTRACT.sendMessage, message, 'sendMessage', run.isEnded());
         checkMessageSize(run, 'sendMessage', 'message', message.message);
       },
     },
@@ -62,7 +54,7 @@ export function registerHandlers(run: AgentRunState): void {
     },
     {
       validator: (payload) => {
-        validateUpdate(END_CONVERSATION_INPUT_SCHEMA, payload, 'endConversation', run.isEnded());
+        validateUpdate(CONTRACT.endConversation, payload, 'endConversation', run.isEnded());
         if (run.input.mode !== 'conversation') {
           throw new Error('endConversation: this run is in task mode; cancel it instead');
         }
@@ -70,15 +62,15 @@ export function registerHandlers(run: AgentRunState): void {
     },
   );
   // Messages from other runs: signed by a worker, and each from the one run that may send it.
-  onSigned(interjectionSignal, SIGNED_INTERJECTION_SCHEMA, run.seenMessages, (from, { content }) => {
+  onSigned(interjectionSignal, CONTRACT.signedInterjection, run.seenMessages, (from, { content }) => {
     if (from !== run.origin?.parentId) return "an interjection not from this run's parent";
     run.inbox.push({ from, content: cutText(content, run.payloads.maxTextBytes), interjection: true });
   });
   // A child's question (checked against this run's ledger), and the answer to this run's own question.
-  onSigned(questionSignal, SIGNED_QUESTION_SCHEMA, run.seenMessages, (from, body) => receiveQuestion(run, from, body));
-  onSigned(answerSignal, SIGNED_ANSWER_SCHEMA, run.seenMessages, (from, body) => receiveAnswer(run, from, body));
+  onSigned(questionSignal, CONTRACT.signedQuestion, run.seenMessages, (from, body) => receiveQuestion(run, from, body));
+  onSigned(answerSignal, CONTRACT.signedAnswer, run.seenMessages, (from, body) => receiveAnswer(run, from, body));
   // A slot for a child this run waits to start, from its tenant's admission workflow.
-  onSigned(admittedSignal, SIGNED_ADMITTED_SCHEMA, run.seenMessages, (from, { childWorkflowId }) => {
+  onSigned(admittedSignal, CONTRACT.signedAdmitted, run.seenMessages, (from, { childWorkflowId }) => {
     const admission = run.resolvedComposition?.delegation?.admission;
     if (!admission || from !== admissionWorkflowId(admission.tenant)) return "not from this run's admission workflow";
     if (!run.ledger.some((e) => e.childWorkflowId === childWorkflowId && e.status === 'reserved')) {
@@ -94,7 +86,7 @@ export function registerHandlers(run: AgentRunState): void {
     },
     {
       validator: (args: AnswerChildArgs) => {
-        validateUpdate(STEERING_ARGS_SCHEMAS.answer_child, args, 'answerChild', run.isEnded());
+        validateUpdate(steeringChecker('answer_child'), args, 'answerChild', run.isEnded());
         checkMessageSize(run, 'answerChild', 'answer', args.answer);
         const found = findQuestion(run, args);
         if (!found.ok) throw new Error(`answerChild: ${found.error}`);
@@ -109,7 +101,7 @@ export function registerHandlers(run: AgentRunState): void {
     },
     {
       validator: (args: InterjectArgs) => {
-        validateUpdate(STEERING_ARGS_SCHEMAS.interject, args, 'interject', run.isEnded());
+        validateUpdate(steeringChecker('interject'), args, 'interject', run.isEnded());
         checkMessageSize(run, 'interject', 'message', args.message);
         const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
         if (entry?.status !== 'running') {
@@ -136,10 +128,10 @@ function delivered<T extends { ok: true }>(
     });
 }
 
-/** Checked against the JSON Schemas generated from the zod contract: validators run on every update, zod-free. */
-function validateUpdate(schema: JsonSchema, payload: unknown, name: string, ended: boolean): void {
+/** Checked against the JSON Schemas generated from the zod contract: validators run on every update. */
+function validateUpdate(checker: SchemaChecker, payload: unknown, name: string, ended: boolean): void {
   if (ended) throw new Error(`${name}: the run has ended`);
-  assertFits(schema, payload, `${name} payload`);
+  assertFits(checker, payload, `${name} payload`);
 }
 
 /**

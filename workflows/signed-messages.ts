@@ -15,9 +15,8 @@ import {
 } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import type { SignedMessage } from '../src/contract/signals.js';
-import type { JsonSchema } from '../src/rules/schema-check.js';
+import type { SchemaChecker } from '../src/rules/json-schema.js';
 import { countSignalDropped } from './metrics.js';
-import { fitsSchema } from './validation.js';
 
 const MESSAGE_OPTIONS = { startToCloseTimeout: '10 seconds', retry: { maximumAttempts: 5 } } as const;
 const { signMessage } = proxyLocalActivities<DeputyActivities>(MESSAGE_OPTIONS);
@@ -47,7 +46,7 @@ export async function sendSigned<B>(
  */
 export function onSigned<B>(
   signal: SignalDefinition<[SignedMessage<B>]>,
-  schema: JsonSchema,
+  checker: SchemaChecker,
   seen: Set<string>,
   accept: (from: string, body: B) => string | void,
 ): void {
@@ -56,7 +55,7 @@ export function onSigned<B>(
       log.warn(`dropped a ${signal.name} signal: ${reason}`, { signal: signal.name, reason });
       countSignalDropped(signal.name, reason);
     };
-    if (!fitsSchema(schema, payload)) return drop('malformed');
+    if (!checker.check(payload).ok) return drop('malformed');
     const { from, to, id, body, sig } = payload as SignedMessage<B>;
     if (to !== workflowInfo().workflowId) return drop('addressed to another run');
     const key = `${from} ${id}`;

@@ -22,7 +22,7 @@ import {
   admissionStateQuery,
   admittedSignal,
 } from '../src/contract/messages.js';
-import { SIGNED_ADMISSION_ACQUIRE_SCHEMA, SIGNED_ADMISSION_RELEASE_SCHEMA } from '../src/contract/json-schemas.js';
+import { CONTRACT } from '../src/rules/contract-checks.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { onSigned, sendSigned } from './signed-messages.js';
 
@@ -53,11 +53,11 @@ export async function tenantAdmission(input: AdmissionInput): Promise<void> {
   const waiting = new Map(input.waiting ?? []);
   const seen = new Set(input.seen ?? []);
   let changed = false;
-  onSigned(admissionAcquireSignal, SIGNED_ADMISSION_ACQUIRE_SCHEMA, seen, (parentId, { childWorkflowId }) => {
+  onSigned(admissionAcquireSignal, CONTRACT.signedAdmissionAcquire, seen, (parentId, { childWorkflowId }) => {
     if (!holders.has(childWorkflowId)) waiting.set(childWorkflowId, parentId);
     changed = true;
   });
-  onSigned(admissionReleaseSignal, SIGNED_ADMISSION_RELEASE_SCHEMA, seen, (from, { childWorkflowId }) => {
+  onSigned(admissionReleaseSignal, CONTRACT.signedAdmissionRelease, seen, (from, { childWorkflowId }) => {
     const parent = holders.get(childWorkflowId) ?? waiting.get(childWorkflowId);
     if (parent === undefined) return 'no slot held or asked for that child';
     if (parent !== from) return 'only the parent that asked for a slot gives it back';

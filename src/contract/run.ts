@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { BriefLimits, ContextMode } from './delegation.js';
 import { Effort, Preset } from './preset.js';
 import { InheritedComposition, ResolveRunResult, SynthesisReserve } from './composition.js';
+import { forkProblems } from './fork.js';
 import { LimitName, SessionEvent } from './session.js';
 
 export { LimitName };
@@ -114,25 +115,7 @@ export const RunInput = z
     resume: z.lazy(() => RunResume).optional(),
   })
   .superRefine((input, ctx) => {
-    // A fork runs with exactly its source's composition, whoever starts it (the client or plain JSON).
-    if (input.restore?.kind !== 'fork') return;
-    if (input.preset !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['preset'],
-        message: "a fork keeps its source's composition; start a new run (or import the session) to choose a preset",
-      });
-    }
-    if (input.restore.select !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['restore', 'select'], message: 'a fork does not select a preset' });
-    }
-    if (input.restore.preset === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['restore', 'preset'],
-        message: "a fork needs its source's preset definition (DeputyClient.fork sends it)",
-      });
-    }
+    for (const { path, message } of forkProblems(input)) ctx.addIssue({ code: 'custom', path, message });
   });
 export type RunInput = z.input<typeof RunInput>;
 /** A run's input once parsed (defaults filled in). */

@@ -74,5 +74,8 @@ export function holdsScopes(held: readonly string[], needed: readonly string[]):
 /** A JSON Schema node as `z.toJSONSchema` writes it. */
 export type JsonSchema = { readonly [keyword: string]: unknown } | boolean;
 
+/** The contract's own words for a schema's checks, keyed by the location of the keyword (`#/properties/briefs/minItems`). */
+export type SchemaMessages = Readonly<Record<string, string>>;
+
 /** Tool names must be what the Chat Completions API accepts. */
 export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;

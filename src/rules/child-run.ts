@@ -6,8 +6,7 @@ import type { ContextRendering, Preset } from '../contract/preset.js';
 import type { ChildOrigin, Limits, ParsedRunInput, RunInput, RunResult, Usage } from '../contract/run.js';
 import type { InheritedComposition, ResolveRunResult } from '../contract/composition.js';
 import type { RunTool } from '../contract/tools.js';
-import { RUN_RESULT_SCHEMA } from '../contract/json-schemas.js';
-import { checkSchema } from './schema-check.js';
+import { asRunResult } from './contract-checks.js';
 import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
 import { overrunOf, release, type Amount, type Budget } from './budget.js';
@@ -21,7 +20,8 @@ import {
   type ChildGrant,
   type ChildOutcome,
 } from './children.js';
-import type { Brief, ContextMode, ReturnShapeCheck } from './delegation.js';
+import type { Brief, ContextMode } from '../contract/delegation.js';
+import type { ReturnShapeCheck } from './contract-checks.js';
 import type { Spend } from './usage.js';
 
 /** The parent's context as prepared for a child. */
@@ -207,8 +207,8 @@ export function endOfResult(ended: RunResult, checked: ReturnShapeCheck | undefi
 
 /** What a failed child reported it spent: the usage of the `RunResult` its failure carries, else `null`. */
 export function reportedUsage(details: unknown): Usage | null {
-  // The JSON Schema generated from RunResult: no zod in workflow code. A result it cannot vouch for reports nothing.
-  return checkSchema(RUN_RESULT_SCHEMA, details).kind === 'valid' ? (details as RunResult).usage : null;
+  // A result that is not a RunResult reports nothing.
+  return asRunResult(details)?.usage ?? null;
 }
 
 /** A child that failed is an error for its brief only; what it reported spending, if anything, is charged. */

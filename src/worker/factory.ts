@@ -31,6 +31,18 @@ export const WORKFLOWS_PATH = [
   .map((url) => fileURLToPath(url))
   .find((path) => existsSync(path))!;
 
+/**
+ * Modules evaluated once per worker and shared by every workflow in it, instead of once per workflow: pure and
+ * stateless (their caches live in private fields, which the worker's freezing of shared modules leaves writable).
+ * The contract's checkers compile its schemas once, not at every workflow start and replay.
+ */
+const SHARED_MODULES = [
+  new URL('../rules/contract-checks.ts', import.meta.url),
+  new URL('../rules/contract-checks.js', import.meta.url),
+]
+  .map((url) => fileURLToPath(url))
+  .filter((path) => existsSync(path));
+
 /** Options of `createDeputyWorker`. */
 export interface DeputyWorkerOptions {
   connection: NativeConnection;
@@ -95,6 +107,7 @@ function leanBundle(config: WebpackConfiguration): WebpackConfiguration {
 export async function bundleDeputyWorkflows(tracing?: DeputyTracing) {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
+    preloadModules: SHARED_MODULES,
     logger: QUIET_BUNDLER_LOGGER,
     webpackConfigHook: leanBundle,
     ...(tracing && { plugins: [tracing.plugin] }),

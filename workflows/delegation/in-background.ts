@@ -78,7 +78,7 @@ export async function awaitBackground(run: AgentRunState): Promise<void> {
 
 /** The `wait` tool: joins background children (all live ones, or those named) within a timeout. */
 export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = await parseToolArgs('wait', call.arguments);
+  const parsed = parseToolArgs('wait', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   const { task_names: names, timeout_seconds: timeout = DEFAULT_WAIT_SECONDS } = parsed.args;
   const children = [...run.background.values()];

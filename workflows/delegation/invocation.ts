@@ -7,8 +7,8 @@ import type { DeputyActivities } from '../../activities/index.js';
 import { CancellationScope, condition, proxyActivities } from '@temporalio/workflow';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { checkCaps, childWorkflowId, renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
-import type { Brief, DelegateArgs, InvocationCheck } from '../../src/rules/delegation.js';
-import { STEERING_ARGS_SCHEMAS } from '../../src/contract/json-schemas.js';
+import type { Brief } from '../../src/rules/delegation.js';
+import { parseInvocation } from '../../src/rules/contract-checks.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { joinAll, LOOKUP_OPTIONS } from '../activity-options.js';
@@ -18,35 +18,9 @@ import { planChild, toolError, type ChildPlan, type Snapshot } from './plan.js';
 import { runChild } from './child.js';
 import { adoptInBackground, dispatchInBackground, renderDispatched } from './in-background.js';
 import { questionWaiting } from './questions.js';
-import { fitsSchema, loadZodContract } from '../validation.js';
 import { countDelegationsStarted, countRefusal, type RefusalReason } from '../metrics.js';
 
 const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
-
-/**
- * A `delegate` call's arguments when the generated JSON Schema vouches for them, without a promise (see
- * workflows/index.ts); `undefined` when zod must say (`checkInvocation`).
- */
-function vouchedInvocation(rawArguments: string): InvocationCheck | undefined {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(rawArguments);
-  } catch {
-    return undefined;
-  }
-  const plain = raw as Partial<DelegateArgs> | undefined;
-  return plain?.return_shape === undefined && fitsSchema(STEERING_ARGS_SCHEMAS.delegate, raw)
-    ? { ok: true, args: raw as DelegateArgs }
-    : undefined;
-}
-
-/** A `delegate` call's arguments, asking zod for what the generated JSON Schema does not vouch for. */
-async function checkInvocation(rawArguments: string): Promise<InvocationCheck> {
-  const vouched = vouchedInvocation(rawArguments);
-  if (vouched) return vouched;
-  const { parseInvocation } = await loadZodContract();
-  return parseInvocation(rawArguments);
-}
 
 /** A refusal: the tool error the model sees, counted by its reason. */
 function refused(run: AgentRunState, reason: RefusalReason, error: string): RunToolResult {
@@ -59,8 +33,7 @@ export async function runDelegation(call: ToolCall, run: AgentRunState): Promise
   const { delegationSettings: settings, composition } = run;
   // The evidence is frozen at the call, before any await: a sibling result that lands later never gets in.
   const snapshot: Snapshot = { events: takeSnapshot(run.events), mark: run.appended };
-  // When the schema vouches for the arguments the run goes on without a turn of the event loop (no zod to load).
-  const check = vouchedInvocation(call.arguments) || (await checkInvocation(call.arguments));
+  const check = parseInvocation(call.arguments);
   if (!check.ok) return refused(run, 'invalid_arguments', check.error);
   const { briefs, return_shape: returnShape } = check.args;
 

@@ -24,7 +24,7 @@ import type { LedgerEntry, RunInput, RunResult } from '../../src/contract/run.js
 import { failureMessage } from '../../src/rules/failure-message.js';
 import { cancelledEnd, endOfResult, failedEnd, reportedUsage, type ChildEnd } from '../../src/rules/child-run.js';
 import { FAILURE } from '../../src/contract/failures.js';
-import { loadZodContract } from '../validation.js';
+import { checkReturnShape } from '../../src/rules/contract-checks.js';
 
 const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 // Waits on a run this parent did not start in this execution (an attach): as long as the run lives.
@@ -86,12 +86,10 @@ async function explainTakenId(entry: LedgerEntry): Promise<StartedOrNot> {
   };
 }
 
-/** A child's result as its parent books it; zod checks a completed child's output when a return shape asks. */
-function readResult(result: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd | Promise<ChildEnd> {
+/** A child's result as its parent books it; a completed child's output is checked when a return shape asks. */
+function readResult(result: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd {
   if (!returnShape || result.status !== 'completed') return endOfResult(result, undefined);
-  return loadZodContract().then(({ checkReturnShape }) =>
-    endOfResult(result, checkReturnShape(result.output, returnShape)),
-  );
+  return endOfResult(result, checkReturnShape(result.output, returnShape));
 }
 
 /** Waits for an attached child; cancelling the parent cancels it, as it would a child it started. */
@@ -101,7 +99,7 @@ export async function joinAttached(
 ): Promise<ChildEnd> {
   try {
     const ended = await awaitRun({ workflowId });
-    if (ended.kind === 'result') return await readResult(ended.result, returnShape);
+    if (ended.kind === 'result') return readResult(ended.result, returnShape);
     return ended.kind === 'cancelled' ? cancelledEnd() : failedEnd(ended.error, ended.usage);
   } catch (err) {
     if (isCancellation(err)) {

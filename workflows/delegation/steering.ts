@@ -10,7 +10,8 @@ import { cutText, jsonBytes, formatBytes } from '../../src/rules/payloads.js';
 import type { Brief, InterjectArgs } from '../../src/rules/delegation.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { interjectionSignal } from '../../src/contract/messages.js';
-import { loadZodContract, parseToolArgs } from '../validation.js';
+import { decideRestoration } from '../../src/rules/restoration.js';
+import { parseToolArgs } from '../validation.js';
 import { renderParentContext, takeContinuedSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
 import { planChild, toolError, type ChildPlan } from './plan.js';
@@ -57,7 +58,7 @@ function parseChildMessage(call: ToolCall) {
 
 /** The `interject` tool: delivers, or explains as a tool error why it could not. */
 export async function runInterjection(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = await parseChildMessage(call);
+  const parsed = parseChildMessage(call);
   if (!parsed.ok) return toolError(parsed.error);
   const delivered = await deliverInterjection(parsed.args, run);
   return delivered.ok
@@ -71,7 +72,7 @@ export async function runInterjection(call: ToolCall, run: AgentRunState): Promi
  * else this run's own. The ledger links the new run to the old one.
  */
 export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = await parseChildMessage(call);
+  const parsed = parseChildMessage(call);
   if (!parsed.ok) return toolError(parsed.error);
   const { task_name: taskName, message } = parsed.args;
   const source = run.ledger.findLast((e) => e.taskName === taskName);
@@ -91,7 +92,6 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     );
   }
   const { events } = await loadSession({ workflowId: source.childWorkflowId });
-  const { decideRestoration } = await loadZodContract();
   const decision = decideRestoration(events);
   let childComposition: ChildPlan['composition'];
   if (decision.kind === 'independent') {
