@@ -32,107 +32,93 @@ function targetText(result: ScenarioResult): string {
   return `${bound} ${result.met ? '✅' : '❌'}`;
 }
 
+type Row = string[];
+type Numbers = Record<string, number>;
+
+/** A scenario's flat figures (history growth's nested ones are read apart). */
+const figures = (s: ScenarioResult): { d: Numbers; b: Numbers } => ({
+  d: s.deputy as Numbers,
+  b: (s.baseline ?? {}) as Numbers,
+});
+
+/** A row of wall times, both sides. */
+function wallRow(s: ScenarioResult, target: string): Row {
+  const { d, b } = figures(s);
+  return [`${s.title} (wall time, ${s.runs} runs)`, `${d.medianMs} ms`, `${b.medianMs} ms`, `${s.ratio}`, target];
+}
+
+/** A row of history sizes, both sides. */
+function historyRow(title: string, s: ScenarioResult, ratio: string, target: string): Row {
+  const { d, b } = figures(s);
+  return [title, `${d.events} events, ${kib(d.bytes)}`, `${b.events} events, ${kib(b.bytes)}`, ratio, target];
+}
+
+function growthRows(s: ScenarioResult): Row[] {
+  const on = s.deputy.compactionOn as Record<string, { bytesPerTurn: number; segments: number }>;
+  const off = s.deputy.compactionOff as Record<string, { bytesPerTurn: number; segments: number }>;
+  const rows = Object.keys(on).map((turns) => [
+    `History per turn, ${turns} turns (2 KB tool result a turn)`,
+    `compaction on: ${kib(on[turns]!.bytesPerTurn)} (${on[turns]!.segments} segments)`,
+    `compaction off: ${kib(off[turns]!.bytesPerTurn)} (${off[turns]!.segments} segments)`,
+    '',
+    '',
+  ]);
+  rows.at(-1)![3] = `${s.ratio} (last ÷ first, on)`;
+  rows.at(-1)![4] = targetText(s);
+  return rows;
+}
+
+function replayRows(s: ScenarioResult): Row[] {
+  const { d, b } = figures(s);
+  return [
+    [
+      `${s.title} (${s.runs} replays)`,
+      `${d.medianMs} ms (${d.histories} histories, ${d.events} events)`,
+      `${b.medianMs} ms (${b.histories} histories, ${b.events} events)`,
+      `${s.ratio}`,
+      targetText(s),
+    ],
+  ];
+}
+
+/** The table's rows of each scenario, by its id; the replay scenarios are the rest. */
+const ROWS: Record<string, (s: ScenarioResult) => Row[]> = {
+  'delegation-overhead': (s) => [wallRow(s, targetText(s))],
+  'workflow-bundle': (s) => {
+    const { d, b } = figures(s);
+    return [[s.title, kib(d.bytes), kib(b.bytes), `${s.ratio}`, targetText(s)]];
+  },
+  'tree-history': (s) => [historyRow(s.title, s, `${s.ratio}`, targetText(s))],
+  'wide-tree': (s) => {
+    const { d, b } = figures(s);
+    const title = `Same wide tree: history of all ${d.workflows} workflows`;
+    return [wallRow(s, '—'), historyRow(title, s, `${(d.bytes! / b.bytes!).toFixed(2)}`, '—')];
+  },
+  'watch-cost': (s) => {
+    const { d, b } = figures(s);
+    const title = `${s.title}: worker CPU (${s.runs} runs; wall ${d.medianMs} vs ${b.medianMs} ms)`;
+    return [[title, `watched: ${d.workerCpuMs} ms`, `not watched: ${b.workerCpuMs} ms`, `${s.ratio}`, targetText(s)]];
+  },
+  'watch-delay': (s) => {
+    const { d } = figures(s);
+    const delay = `median ${d.medianMs} ms, p95 ${d.p95Ms} ms`;
+    return [[`${s.title} (${d.events} events a run)`, delay, '—', `${s.ratio} (wall, watched ÷ not)`, '—']];
+  },
+  'history-growth': growthRows,
+  throughput: (s) => {
+    const { d, b } = figures(s);
+    const title = `${s.title} (${s.runs} rounds)`;
+    return [[title, `${d.runsPerMinute} runs/min`, `${b.runsPerMinute} runs/min`, `${s.ratio}`, targetText(s)]];
+  },
+  'throughput-rss': (s) => {
+    const { d, b } = figures(s);
+    return [[s.title, `${d.peakRssMiB} MiB`, `${b.peakRssMiB} MiB`, `${s.ratio}`, targetText(s)]];
+  },
+};
+
 /** The Markdown table the README shows; medians throughout. */
 export function renderTable(report: BenchReport): string {
-  const rows: string[][] = [];
-  for (const s of report.scenarios) {
-    // Flat scenarios hold numbers only; history growth's nested figures are read apart below.
-    const d = s.deputy as Record<string, number>;
-    const b = (s.baseline ?? {}) as Record<string, number>;
-    switch (s.id) {
-      case 'delegation-overhead':
-        rows.push([
-          `${s.title} (wall time, ${s.runs} runs)`,
-          `${d.medianMs} ms`,
-          `${b.medianMs} ms`,
-          `${s.ratio}`,
-          targetText(s),
-        ]);
-        break;
-      case 'workflow-bundle':
-        rows.push([s.title, kib(d.bytes), kib(b.bytes), `${s.ratio}`, targetText(s)]);
-        break;
-      case 'tree-history':
-        rows.push([
-          s.title,
-          `${d.events} events, ${kib(d.bytes)}`,
-          `${b.events} events, ${kib(b.bytes)}`,
-          `${s.ratio}`,
-          targetText(s),
-        ]);
-        break;
-      case 'wide-tree':
-        rows.push([
-          `${s.title} (wall time, ${s.runs} runs)`,
-          `${d.medianMs} ms`,
-          `${b.medianMs} ms`,
-          `${s.ratio}`,
-          '—',
-        ]);
-        rows.push([
-          `Same wide tree: history of all ${d.workflows} workflows`,
-          `${d.events} events, ${kib(d.bytes)}`,
-          `${b.events} events, ${kib(b.bytes)}`,
-          `${(d.bytes! / b.bytes!).toFixed(2)}`,
-          '—',
-        ]);
-        break;
-      case 'watch-cost':
-        rows.push([
-          `${s.title}: worker CPU (${s.runs} runs; wall ${d.medianMs} vs ${b.medianMs} ms)`,
-          `watched: ${d.workerCpuMs} ms`,
-          `not watched: ${b.workerCpuMs} ms`,
-          `${s.ratio}`,
-          targetText(s),
-        ]);
-        break;
-      case 'watch-delay':
-        rows.push([
-          `${s.title} (${d.events} events a run)`,
-          `median ${d.medianMs} ms, p95 ${d.p95Ms} ms`,
-          '—',
-          `${s.ratio} (wall, watched ÷ not)`,
-          '—',
-        ]);
-        break;
-      case 'history-growth': {
-        const on = s.deputy.compactionOn as Record<string, { bytesPerTurn: number; segments: number }>;
-        const off = s.deputy.compactionOff as Record<string, { bytesPerTurn: number; segments: number }>;
-        for (const turns of Object.keys(on)) {
-          rows.push([
-            `History per turn, ${turns} turns (2 KB tool result a turn)`,
-            `compaction on: ${kib(on[turns]!.bytesPerTurn)} (${on[turns]!.segments} segments)`,
-            `compaction off: ${kib(off[turns]!.bytesPerTurn)} (${off[turns]!.segments} segments)`,
-            '',
-            '',
-          ]);
-        }
-        rows.at(-1)![3] = `${s.ratio} (last ÷ first, on)`;
-        rows.at(-1)![4] = targetText(s);
-        break;
-      }
-      case 'throughput':
-        rows.push([
-          `${s.title} (${s.runs} rounds)`,
-          `${d.runsPerMinute} runs/min`,
-          `${b.runsPerMinute} runs/min`,
-          `${s.ratio}`,
-          targetText(s),
-        ]);
-        break;
-      case 'throughput-rss':
-        rows.push([s.title, `${d.peakRssMiB} MiB`, `${b.peakRssMiB} MiB`, `${s.ratio}`, targetText(s)]);
-        break;
-      default:
-        rows.push([
-          `${s.title} (${s.runs} replays)`,
-          `${d.medianMs} ms (${d.histories} histories, ${d.events} events)`,
-          `${b.medianMs} ms (${b.histories} histories, ${b.events} events)`,
-          `${s.ratio}`,
-          targetText(s),
-        ]);
-    }
-  }
+  const rows = report.scenarios.flatMap((s) => (ROWS[s.id] ?? replayRows)(s));
   const header = ['Scenario', 'Deputy', 'Bare Temporal', 'Ratio', 'Target'];
   const lines = [header, header.map(() => '---'), ...rows].map((row) => `| ${row.join(' | ')} |`);
   const m = report.machine;

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { format, resolveConfig } from 'prettier';
 import { DeputyClient } from '../src/client/client.js';
@@ -129,6 +129,77 @@ interface TreeSize {
   bytes: number;
 }
 
+/** Ids of a workflow and all its descendants, found through their histories' child-started events. */
+async function treeIds(client: Client, root: string): Promise<string[]> {
+  const ids = [root];
+  for (let i = 0; i < ids.length; i++) {
+    const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
+    for (const event of history.events ?? []) {
+      const id = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
+      if (id) ids.push(id);
+    }
+  }
+  return ids;
+}
+
+/** Events and bytes of a whole tree's histories. */
+async function treeSize(client: Client, workflowId: string): Promise<TreeSize> {
+  const descriptions = await Promise.all(
+    (await treeIds(client, workflowId)).map((id) => client.workflow.getHandle(id).describe()),
+  );
+  return {
+    workflows: descriptions.length,
+    events: descriptions.reduce((sum, d) => sum + d.historyLength, 0),
+    bytes: descriptions.reduce((sum, d) => sum + (d.historySize ?? 0), 0),
+  };
+}
+
+/** Every continue-as-new segment of a run, followed from its first run: events and bytes summed. */
+async function segmentsSize(
+  client: Client,
+  workflowId: string,
+  firstRunId: string,
+): Promise<TreeSize & { runIds: string[] }> {
+  const size = { workflows: 0, events: 0, bytes: 0, runIds: [] as string[] };
+  for (let runId: string | undefined = firstRunId; runId;) {
+    const description = await client.workflow.getHandle(workflowId, runId).describe();
+    // Only the close event: it names the next segment when the run continued as new.
+    const reply: Awaited<ReturnType<typeof client.workflowService.getWorkflowExecutionHistory>> =
+      await client.workflowService.getWorkflowExecutionHistory({
+        namespace: 'default',
+        execution: { workflowId, runId },
+        historyEventFilterType: CLOSE_EVENT,
+      });
+    size.workflows += 1;
+    size.events += description.historyLength;
+    size.bytes += description.historySize ?? 0;
+    size.runIds.push(runId);
+    runId =
+      reply.history?.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+  }
+  return size;
+}
+
+/** Runs one side's workflow to its end: Deputy's through its client (checked answer), the baseline's directly. */
+function runners(client: Client, deputy: DeputyClient, baselineQueue: string) {
+  const runDeputy = async (task: string, workflowId: string, output?: string) => {
+    const handle = await deputy.startRun(
+      { task, scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
+      { workflowId },
+    );
+    const result = await deputy.result(workflowId);
+    if (result.status !== 'completed') throw new Error(`${workflowId} ended ${result.status}: ${result.error ?? ''}`);
+    if (output !== undefined && result.output !== output)
+      throw new Error(`${workflowId} answered ${JSON.stringify(result.output)}, not ${JSON.stringify(output)}`);
+    return handle.firstExecutionRunId;
+  };
+  const runBaseline = async (workflowType: string, args: unknown[], workflowId: string) => {
+    const handle = await client.workflow.start(workflowType, { taskQueue: baselineQueue, workflowId, args });
+    return handle.result() as Promise<string>;
+  };
+  return { runDeputy, runBaseline };
+}
+
 /** The dev server, the scripted model, both workers, and what every scenario uses to run and measure. */
 async function openBench() {
   const server = await startDevServer();
@@ -149,69 +220,6 @@ async function openBench() {
     BenchWorker.start('baseline', [server.address, baselineQueue, model.url, JSON.stringify(benchConfig(true))]),
   ]);
   log('workers ready');
-
-  const runDeputy = async (task: string, workflowId: string, output?: string) => {
-    const handle = await deputy.startRun(
-      { task, scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
-      { workflowId },
-    );
-    const result = await deputy.result(workflowId);
-    if (result.status !== 'completed') throw new Error(`${workflowId} ended ${result.status}: ${result.error ?? ''}`);
-    if (output !== undefined && result.output !== output)
-      throw new Error(`${workflowId} answered ${JSON.stringify(result.output)}, not ${JSON.stringify(output)}`);
-    return handle.firstExecutionRunId;
-  };
-  const runBaseline = async (workflowType: string, args: unknown[], workflowId: string) => {
-    const handle = await client.workflow.start(workflowType, { taskQueue: baselineQueue, workflowId, args });
-    return handle.result() as Promise<string>;
-  };
-  /** Ids of a workflow and all its descendants, found through their histories' child-started events. */
-  const treeIds = async (root: string): Promise<string[]> => {
-    const ids = [root];
-    for (let i = 0; i < ids.length; i++) {
-      const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
-      for (const event of history.events ?? []) {
-        const id = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
-        if (id) ids.push(id);
-      }
-    }
-    return ids;
-  };
-  /** Events and bytes of a whole tree's histories. */
-  const treeSize = async (workflowId: string): Promise<TreeSize> => {
-    const descriptions = await Promise.all(
-      (await treeIds(workflowId)).map((id) => client.workflow.getHandle(id).describe()),
-    );
-    return {
-      workflows: descriptions.length,
-      events: descriptions.reduce((sum, d) => sum + d.historyLength, 0),
-      bytes: descriptions.reduce((sum, d) => sum + (d.historySize ?? 0), 0),
-    };
-  };
-  /** Every continue-as-new segment of a run, followed from its first run: events and bytes summed. */
-  const segmentsSize = async (workflowId: string, firstRunId: string): Promise<TreeSize & { runIds: string[] }> => {
-    const size = { workflows: 0, events: 0, bytes: 0, runIds: [] as string[] };
-    for (let runId: string | undefined = firstRunId; runId;) {
-      const description = await client.workflow.getHandle(workflowId, runId).describe();
-      // Only the close event: it names the next segment when the run continued as new.
-      const reply: Awaited<ReturnType<typeof client.workflowService.getWorkflowExecutionHistory>> =
-        await client.workflowService.getWorkflowExecutionHistory({
-          namespace: 'default',
-          execution: { workflowId, runId },
-          historyEventFilterType: CLOSE_EVENT,
-        });
-      const history = reply.history;
-      size.workflows += 1;
-      size.events += description.historyLength;
-      size.bytes += description.historySize ?? 0;
-      size.runIds.push(runId);
-      runId = history?.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-    }
-    return size;
-  };
-
-  /** The long runs of the growth scenario, replayed by the replay scenario. */
-  const growthIds: Record<string, { workflowId: string; firstRunId: string }> = {};
   return {
     server,
     model,
@@ -223,12 +231,12 @@ async function openBench() {
     deputy,
     deputyWorker,
     baselineWorker,
-    runDeputy,
-    runBaseline,
-    treeIds,
-    treeSize,
-    segmentsSize,
-    growthIds,
+    ...runners(client, deputy, baselineQueue),
+    treeIds: (root: string) => treeIds(client, root),
+    treeSize: (workflowId: string) => treeSize(client, workflowId),
+    segmentsSize: (workflowId: string, firstRunId: string) => segmentsSize(client, workflowId, firstRunId),
+    /** The long runs of the growth scenario, replayed by the replay scenario. */
+    growthIds: {} as Record<string, { workflowId: string; firstRunId: string }>,
   };
 }
 type Bench = Awaited<ReturnType<typeof openBench>>;
@@ -316,21 +324,69 @@ async function benchWide({ suffix, runDeputy, runBaseline, treeSize }: Bench): P
   return out;
 }
 
-/** 1c. Issue 16: the wide tree (24 children) watched from its start vs not watched, alternating: wall time and the Deputy worker's CPU time, and how long an event of a child takes to reach the watcher. */
-async function benchWatch({
-  client,
-  deputy,
+/** Follows a run from its start, as a service that starts a run and follows it does: each child event's delay. */
+async function watchFromStart(client: Client, deputy: DeputyClient, id: string, delays: number[]): Promise<number> {
+  const started = () =>
+    client.workflow
+      .getHandle(id)
+      .describe()
+      .then(
+        () => true,
+        () => false,
+      );
+  while (!(await started())) await sleep(5);
+  let events = 0;
+  for await (const event of deputy.watch(id)) {
+    events++;
+    if (event.parent !== null) delays.push(Date.now() - Date.parse(event.at));
+  }
+  return events;
+}
 
-  deputyWorker,
-  suffix,
-  runDeputy,
-}: Bench): Promise<ScenarioResult[]> {
-  const out: ScenarioResult[] = [];
+/** The watch scenario's two rows: worker CPU watched vs not, and the delay from a child's event to the watcher. */
+function watchResults(
+  wall: { watched: number[]; plain: number[] },
+  cpu: { watched: number[]; plain: number[] },
+  delays: number[],
+  watchedEvents: number,
+): ScenarioResult[] {
+  const cpuRatio = median(cpu.watched) / median(cpu.plain);
+  const p95 = [...delays].sort((a, b) => a - b)[Math.floor(delays.length * 0.95)] ?? NaN;
+  log(
+    `  wall ${round(median(wall.watched))} vs ${round(median(wall.plain))} ms, worker CPU ${round(median(cpu.watched))} vs ${round(median(cpu.plain))} ms (${round(cpuRatio)}), delay median ${round(median(delays))} ms p95 ${round(p95)} ms`,
+  );
+  return [
+    {
+      id: 'watch-cost',
+      title: `Wide tree (${WIDE_ROUNDS * WIDE_WIDTH} children) watched from its start vs not watched`,
+      runs: WATCH_RUNS,
+      deputy: { medianMs: round(median(wall.watched)), workerCpuMs: round(median(cpu.watched)) },
+      baseline: { medianMs: round(median(wall.plain)), workerCpuMs: round(median(cpu.plain)) },
+      ratio: round(cpuRatio),
+      target: { ratioAtMost: TARGETS.watchCpu },
+      met: cpuRatio <= TARGETS.watchCpu,
+    },
+    {
+      id: 'watch-delay',
+      title: "Watched: from a child's event (server time) to the watcher",
+      runs: WATCH_RUNS,
+      deputy: { medianMs: round(median(delays)), p95Ms: round(p95), events: Math.round(watchedEvents / WATCH_RUNS) },
+      baseline: null,
+      ratio: round(median(wall.watched) / median(wall.plain)),
+      target: null,
+      met: null,
+    },
+  ];
+}
+
+/**
+ * 1c. The wide tree (24 children) watched from its start vs not watched, alternating: wall time and the Deputy
+ * worker's CPU time, and how long an event of a child takes to reach the watcher.
+ */
+async function benchWatch({ client, deputy, deputyWorker, suffix, runDeputy }: Bench): Promise<ScenarioResult[]> {
   log(`watched wide tree: ${WATCH_RUNS} runs a side, alternating`);
-  const plainMs: number[] = [];
-  const watchedMs: number[] = [];
-  const plainCpu: number[] = [];
-  const watchedCpu: number[] = [];
+  const wall = { watched: [] as number[], plain: [] as number[] };
+  const cpu = { watched: [] as number[], plain: [] as number[] };
   const delays: number[] = [];
   let watchedEvents = 0;
   for (let i = 0; i < WATCH_RUNS; i++) {
@@ -339,63 +395,44 @@ async function benchWatch({
       const cpu0 = await deputyWorker.cpuMicros();
       const t0 = performance.now();
       const running = runDeputy(`wide-run w${i}`, id, 'wide done');
-      const watching = watched
-        ? (async () => {
-            // From the run's start, as a service that starts a run and follows it does.
-            while (
-              !(await client.workflow
-                .getHandle(id)
-                .describe()
-                .then(
-                  () => true,
-                  () => false,
-                ))
-            ) {
-              await sleep(5);
-            }
-            for await (const event of deputy.watch(id)) {
-              watchedEvents++;
-              if (event.parent !== null) delays.push(Date.now() - Date.parse(event.at));
-            }
-          })()
-        : undefined;
+      const watching = watched ? watchFromStart(client, deputy, id, delays) : undefined;
       await running;
       const ms = performance.now() - t0;
-      const cpu = (await deputyWorker.cpuMicros()) - cpu0;
-      await watching;
-      (watched ? watchedMs : plainMs).push(ms);
-      (watched ? watchedCpu : plainCpu).push(cpu / 1000);
+      const used = (await deputyWorker.cpuMicros()) - cpu0;
+      watchedEvents += (await watching) ?? 0;
+      wall[watched ? 'watched' : 'plain'].push(ms);
+      cpu[watched ? 'watched' : 'plain'].push(used / 1000);
     }
   }
-  const cpuRatio = median(watchedCpu) / median(plainCpu);
-  const p95 = [...delays].sort((a, b) => a - b)[Math.floor(delays.length * 0.95)] ?? NaN;
-  out.push({
-    id: 'watch-cost',
-    title: `Wide tree (${WIDE_ROUNDS * WIDE_WIDTH} children) watched from its start vs not watched`,
-    runs: WATCH_RUNS,
-    deputy: { medianMs: round(median(watchedMs)), workerCpuMs: round(median(watchedCpu)) },
-    baseline: { medianMs: round(median(plainMs)), workerCpuMs: round(median(plainCpu)) },
-    ratio: round(cpuRatio),
-    target: { ratioAtMost: TARGETS.watchCpu },
-    met: cpuRatio <= TARGETS.watchCpu,
-  });
-  out.push({
-    id: 'watch-delay',
-    title: "Watched: from a child's event (server time) to the watcher",
-    runs: WATCH_RUNS,
-    deputy: { medianMs: round(median(delays)), p95Ms: round(p95), events: Math.round(watchedEvents / WATCH_RUNS) },
-    baseline: null,
-    ratio: round(median(watchedMs) / median(plainMs)),
-    target: null,
-    met: null,
-  });
-  log(
-    `  wall ${round(median(watchedMs))} vs ${round(median(plainMs))} ms, worker CPU ${round(median(watchedCpu))} vs ${round(median(plainCpu))} ms (${round(cpuRatio)}), delay median ${round(median(delays))} ms p95 ${round(p95)} ms`,
-  );
-  return out;
+  return watchResults(wall, cpu, delays, watchedEvents);
 }
 
-/** 2. Throughput: 40 concurrent roots delegating two children each. Before the long runs of history growth, which leave the Deputy worker's heap large, so both workers start this scenario in the same state. */
+/** One round of the throughput scenario on one side: its rate (runs a minute) and its worker's peak RSS. */
+async function throughputRound(worker: BenchWorker, runs: () => Promise<unknown>[]): Promise<[number, number]> {
+  worker.send({ type: 'reset-peak' });
+  const t0 = performance.now();
+  await Promise.all(runs());
+  return [(THROUGHPUT_RUNS * 60_000) / (performance.now() - t0), await worker.peakRss()];
+}
+
+/** A ratio row of the throughput scenario: Deputy's median against the baseline's. */
+function throughputResult(
+  id: string,
+  title: string,
+  deputy: Record<string, number>,
+  baseline: Record<string, number>,
+  ratio: number,
+  target: ScenarioResult['target'],
+  met: boolean,
+): ScenarioResult {
+  return { id, title, runs: THROUGHPUT_ROUNDS, deputy, baseline, ratio: round(ratio), target, met };
+}
+
+/**
+ * 2. Throughput: 40 concurrent roots delegating two children each, rounds alternating sides; runs a minute and worker
+ * peak RSS. Before the long runs of history growth, which leave the Deputy worker's heap large, so both workers start
+ * this scenario in the same state.
+ */
 async function benchThroughput({
   deputyWorker,
   baselineWorker,
@@ -403,62 +440,58 @@ async function benchThroughput({
   runDeputy,
   runBaseline,
 }: Bench): Promise<ScenarioResult[]> {
-  const out: ScenarioResult[] = [];
   log(`throughput: ${THROUGHPUT_RUNS} concurrent runs, ${THROUGHPUT_ROUNDS} rounds a side, alternating`);
-  const deputyRate: number[] = [];
-  const baselineRate: number[] = [];
-  const deputyRss: number[] = [];
-  const baselineRss: number[] = [];
-  for (let round_ = 0; round_ < THROUGHPUT_ROUNDS; round_++) {
-    deputyWorker.send({ type: 'reset-peak' });
-    let t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: THROUGHPUT_RUNS }, (_, i) =>
-        runDeputy(`tp-run ${round_}-${i}`, `bench-tp-${round_}-${i}-${suffix}`),
+  const rate = { deputy: [] as number[], baseline: [] as number[] };
+  const rss = { deputy: [] as number[], baseline: [] as number[] };
+  const each = (run: (i: number) => Promise<unknown>) => () =>
+    Array.from({ length: THROUGHPUT_RUNS }, (_, i) => run(i));
+  for (let r = 0; r < THROUGHPUT_ROUNDS; r++) {
+    const [deputyRate, deputyRss] = await throughputRound(
+      deputyWorker,
+      each((i) => runDeputy(`tp-run ${r}-${i}`, `bench-tp-${r}-${i}-${suffix}`)),
+    );
+    const [baselineRate, baselineRss] = await throughputRound(
+      baselineWorker,
+      each((i) =>
+        runBaseline(
+          'baselineTree',
+          [`base-tp-${r}-${i}-${suffix}`, TREE_BRIEFS.slice(0, 2)],
+          `base-tp-${r}-${i}-${suffix}`,
+        ),
       ),
     );
-    deputyRate.push((THROUGHPUT_RUNS * 60_000) / (performance.now() - t0));
-    deputyRss.push(await deputyWorker.peakRss());
-    baselineWorker.send({ type: 'reset-peak' });
-    t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: THROUGHPUT_RUNS }, (_, i) => {
-        const id = `base-tp-${round_}-${i}-${suffix}`;
-        return runBaseline('baselineTree', [id, TREE_BRIEFS.slice(0, 2)], id);
-      }),
-    );
-    baselineRate.push((THROUGHPUT_RUNS * 60_000) / (performance.now() - t0));
-    baselineRss.push(await baselineWorker.peakRss());
-    log(
-      `  round ${round_ + 1}: deputy ${round(deputyRate.at(-1)!, 0)}/min, baseline ${round(baselineRate.at(-1)!, 0)}/min`,
-    );
+    rate.deputy.push(deputyRate);
+    rate.baseline.push(baselineRate);
+    rss.deputy.push(deputyRss);
+    rss.baseline.push(baselineRss);
+    log(`  round ${r + 1}: deputy ${round(deputyRate, 0)}/min, baseline ${round(baselineRate, 0)}/min`);
   }
-  const ratio = median(deputyRate) / median(baselineRate);
-  out.push({
-    id: 'throughput',
-    title: `Throughput: ${THROUGHPUT_RUNS} concurrent roots, 2 children each`,
-    runs: THROUGHPUT_ROUNDS,
-    deputy: { runsPerMinute: round(median(deputyRate), 1) },
-    baseline: { runsPerMinute: round(median(baselineRate), 1) },
-    ratio: round(ratio),
-    target: { ratioAtLeast: TARGETS.throughput },
-    met: ratio >= TARGETS.throughput,
-  });
-  const rssRatio = median(deputyRss) / median(baselineRss);
-  out.push({
-    id: 'throughput-rss',
-    title: 'Same load: worker peak RSS',
-    runs: THROUGHPUT_ROUNDS,
-    deputy: { peakRssMiB: round(median(deputyRss) / 2 ** 20, 1) },
-    baseline: { peakRssMiB: round(median(baselineRss) / 2 ** 20, 1) },
-    ratio: round(rssRatio),
-    target: { ratioAtMost: TARGETS.rss },
-    met: rssRatio <= TARGETS.rss,
-  });
-  return out;
+  const ratio = median(rate.deputy) / median(rate.baseline);
+  const rssRatio = median(rss.deputy) / median(rss.baseline);
+  const mib = (values: number[]) => ({ peakRssMiB: round(median(values) / 2 ** 20, 1) });
+  return [
+    throughputResult(
+      'throughput',
+      `Throughput: ${THROUGHPUT_RUNS} concurrent roots, 2 children each`,
+      { runsPerMinute: round(median(rate.deputy), 1) },
+      { runsPerMinute: round(median(rate.baseline), 1) },
+      ratio,
+      { ratioAtLeast: TARGETS.throughput },
+      ratio >= TARGETS.throughput,
+    ),
+    throughputResult(
+      'throughput-rss',
+      'Same load: worker peak RSS',
+      mib(rss.deputy),
+      mib(rss.baseline),
+      rssRatio,
+      { ratioAtMost: TARGETS.rss },
+      rssRatio <= TARGETS.rss,
+    ),
+  ];
 }
 
-/** growth */
+/** 3. History growth: N turns of a 2 KB page, compaction on and off; its long runs are the replay scenario's. */
 async function benchGrowth({
   deputyWorker,
   suffix,
@@ -510,72 +543,75 @@ async function benchGrowth({
 }
 
 /** 4. Replay: a long run's histories and a delegating tree's, against the baseline's. */
-async function benchReplay({
-  client,
+type Histories = { workflowId: string; history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> }[];
 
-  suffix,
-  runBaseline,
-  treeIds,
-  segmentsSize,
-  growthIds,
-}: Bench): Promise<ScenarioResult[]> {
-  const out: ScenarioResult[] = [];
-  log(`replay: ${REPLAY_REPS} replays a side, alternating`);
+/** The histories the replay scenario replays: the long runs' segments and the overhead scenario's first trees. */
+async function replayedHistories({ client, suffix, runBaseline, treeIds, segmentsSize, growthIds }: Bench) {
   const loopId = `base-loop-${REPLAY_TURNS}-${suffix}`;
   await runBaseline('baselineLoop', [loopId, REPLAY_TURNS], loopId);
   const deputyLongId = growthIds[`on-${REPLAY_TURNS}`] ?? growthIds[`on-${GROWTH_TURNS.at(-1)}`]!;
-  const histories = async (ids: { workflowId: string; runId?: string }[]) =>
+  const histories = async (ids: { workflowId: string; runId?: string }[]): Promise<Histories> =>
     Promise.all(
       ids.map(async ({ workflowId, runId }) => ({
         workflowId,
         history: await client.workflow.getHandle(workflowId, runId).fetchHistory(),
       })),
     );
-  const deputyLong = await histories(
-    (await segmentsSize(deputyLongId.workflowId, deputyLongId.firstRunId)).runIds.map((runId) => ({
-      workflowId: deputyLongId.workflowId,
-      runId,
-    })),
-  );
-  const baselineLong = await histories([{ workflowId: loopId }]);
-  const deputyTree = await histories((await treeIds(`bench-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })));
-  const baselineTree = await histories((await treeIds(`base-tree-0-${suffix}`)).map((workflowId) => ({ workflowId })));
-  const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
-  // What every replayer (and every worker) loads: the workflow bundle's code.
-  const bundleBytes = (bundle: { code: string }) => Buffer.byteLength(bundle.code);
-  out.push({
+  const { runIds } = await segmentsSize(deputyLongId.workflowId, deputyLongId.firstRunId);
+  const tree = async (root: string) => histories((await treeIds(root)).map((workflowId) => ({ workflowId })));
+  return {
+    deputyLong: await histories(runIds.map((runId) => ({ workflowId: deputyLongId.workflowId, runId }))),
+    baselineLong: await histories([{ workflowId: loopId }]),
+    deputyTree: await tree(`bench-tree-0-${suffix}`),
+    baselineTree: await tree(`base-tree-0-${suffix}`),
+  };
+}
+
+/** What every replayer (and every worker) loads: the workflow bundle's code. */
+function bundleResult(deputyBundle: { code: string }, baselineBundle: { code: string }): ScenarioResult {
+  const [deputy, baseline] = [deputyBundle, baselineBundle].map((bundle) => Buffer.byteLength(bundle.code));
+  log(`  workflow bundle: deputy ${deputy} bytes, baseline ${baseline} bytes`);
+  return {
     id: 'workflow-bundle',
     title: 'Workflow bundle (the code every worker and replayer loads)',
     runs: 1,
-    deputy: { bytes: bundleBytes(deputyBundle) },
-    baseline: { bytes: bundleBytes(baselineBundle) },
-    ratio: round(bundleBytes(deputyBundle) / bundleBytes(baselineBundle)),
+    deputy: { bytes: deputy },
+    baseline: { bytes: baseline },
+    ratio: round(deputy! / baseline!),
     target: null,
     met: null,
-  });
-  log(`  workflow bundle: deputy ${bundleBytes(deputyBundle)} bytes, baseline ${bundleBytes(baselineBundle)} bytes`);
-  const replay = async (bundle: { code: string }, set: Awaited<ReturnType<typeof histories>>) => {
-    const t0 = performance.now();
-    for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'bench' }, set)) {
-      if (result.error) throw result.error;
-    }
-    return performance.now() - t0;
   };
+}
+
+/** Milliseconds one replayer takes for `set`, loading `bundle` first. */
+async function replayMs(bundle: { code: string }, set: Histories): Promise<number> {
+  const t0 = performance.now();
+  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'bench' }, set)) {
+    if (result.error) throw result.error;
+  }
+  return performance.now() - t0;
+}
+
+async function benchReplay(bench: Bench): Promise<ScenarioResult[]> {
+  log(`replay: ${REPLAY_REPS} replays a side, alternating`);
+  const { deputyLong, baselineLong, deputyTree, baselineTree } = await replayedHistories(bench);
+  const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
+  const out = [bundleResult(deputyBundle, baselineBundle)];
   for (const [label, deputySet, baselineSet] of [
     [`${REPLAY_TURNS}-turn run`, deputyLong, baselineLong],
     ['delegating tree', deputyTree, baselineTree],
   ] as const) {
+    const tree = label.startsWith('delegating');
+    const passes = tree ? REPLAY_TREE_PASSES : 1;
+    const repeated = (set: Histories) => Array.from({ length: passes }, () => set).flat();
     const deputyMs: number[] = [];
     const baselineMs: number[] = [];
-    const passes = label.startsWith('delegating') ? REPLAY_TREE_PASSES : 1;
-    const repeated = (set: typeof deputySet) => Array.from({ length: passes }, () => set).flat();
     for (let i = 0; i < REPLAY_REPS; i++) {
-      deputyMs.push((await replay(deputyBundle, repeated(deputySet))) / passes);
-      baselineMs.push((await replay(baselineBundle, repeated(baselineSet))) / passes);
+      deputyMs.push((await replayMs(deputyBundle, repeated(deputySet))) / passes);
+      baselineMs.push((await replayMs(baselineBundle, repeated(baselineSet))) / passes);
     }
-    const events = (set: typeof deputySet) => set.reduce((n, h) => n + (h.history.events?.length ?? 0), 0);
+    const events = (set: Histories) => set.reduce((n, h) => n + (h.history.events?.length ?? 0), 0);
     const ratio = median(deputyMs) / median(baselineMs);
-    const tree = label.startsWith('delegating');
     out.push({
       id: `replay-${tree ? 'tree' : 'long'}`,
       title: `Replay: ${label}${passes > 1 ? ` (a pass of ${passes} in one replayer)` : ''}`,

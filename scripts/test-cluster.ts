@@ -245,6 +245,14 @@ function workerStarter(
   };
 }
 
+/** The demo's configuration, with runs continuing as new after 150 events (so a long run here does). */
+function writeClusterConfig(dir: string): string {
+  const configPath = join(dir, 'deputy.config.yaml');
+  const demoConfig = readFileSync(join(PROJECT_ROOT, 'deputy.config.yaml'), 'utf8');
+  writeFileSync(configPath, demoConfig.replace('continueAsNewAfterEvents: 8000', 'continueAsNewAfterEvents: 150'));
+  return configPath;
+}
+
 async function main(): Promise<number> {
   let cluster: Cluster | undefined;
   let model: ScriptedModelServer | undefined;
@@ -276,10 +284,7 @@ async function main(): Promise<number> {
     model = await ScriptedModelServer.start(DEMO_SCRIPT, { quiet: true });
     const queue = `cluster-${Date.now()}`;
     configDir = mkdtempSync(join(tmpdir(), 'deputy-cluster-config-'));
-    const configPath = join(configDir, 'deputy.config.yaml');
-    // The demo's configuration, with runs continuing as new after 150 events (so a long run here does).
-    const demoConfig = readFileSync(join(PROJECT_ROOT, 'deputy.config.yaml'), 'utf8');
-    writeFileSync(configPath, demoConfig.replace('continueAsNewAfterEvents: 8000', 'continueAsNewAfterEvents: 150'));
+    const configPath = writeClusterConfig(configDir);
     const startWorker = workerStarter(cluster, model, queue, configPath, workers);
     await Promise.all([startWorker(0), startWorker(1)]);
     say('two workers ready on one task queue');

@@ -36,7 +36,7 @@ export function registerHandlers(run: AgentRunState): void {
   setHandler(
     sendMessageUpdate,
     (message) => {
-      run.inbox.push({ from: 'user', content: message.message });
+      run.receive({ from: 'user', content: message.message });
       return { accepted: true as const };
     },
     {
@@ -64,7 +64,7 @@ export function registerHandlers(run: AgentRunState): void {
   // Messages from other runs: signed by a worker, and each from the one run that may send it.
   onSigned(interjectionSignal, CONTRACT.signedInterjection, run.seenMessages, (from, { content }) => {
     if (from !== run.origin?.parentId) return "an interjection not from this run's parent";
-    run.inbox.push({ from, content: cutText(content, run.payloads.maxTextBytes), interjection: true });
+    run.receive({ from, content: cutText(content, run.payloads.maxTextBytes), interjection: true });
   });
   // A child's question (checked against this run's ledger), and the answer to this run's own question.
   onSigned(questionSignal, CONTRACT.signedQuestion, run.seenMessages, (from, body) => receiveQuestion(run, from, body));
@@ -76,7 +76,7 @@ export function registerHandlers(run: AgentRunState): void {
     if (!run.ledger.some((e) => e.childWorkflowId === childWorkflowId && e.status === 'reserved')) {
       return 'no child of this run waits for that slot';
     }
-    run.admitted.add(childWorkflowId);
+    run.grantSlot(childWorkflowId);
   });
   setHandler(
     answerChildUpdate,
@@ -169,7 +169,7 @@ export function stateOf(run: AgentRunState): RunState {
       ? { preset: composition.presetDefinition, revision: composition.presetRevision ?? '', model: composition.model }
       : null,
     reserved: run.reserved,
-    delegations: run.ledger,
+    delegations: [...run.ledger],
     session: [...run.events],
   };
 }

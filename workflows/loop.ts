@@ -26,7 +26,7 @@ export interface Outcome {
  * turns, never between a call and its result.
  */
 function drainInbox(run: AgentRunState): void {
-  for (const item of run.inbox.splice(0)) {
+  for (const item of run.takeInbox()) {
     if ('subagent' in item) {
       const { taskName, childWorkflowId } = item.subagent;
       run.append({ type: 'subagent/result', at: now(), taskName, childWorkflowId, content: item.content });

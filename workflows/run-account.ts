@@ -47,13 +47,39 @@ export class RunAccount {
   /** Tokens and cost held for live children and in-flight summaries. */
   #reserved: Amount = ZERO_AMOUNT;
 
-  readonly ledger: LedgerEntry[] = [];
+  readonly #ledger: LedgerEntry[] = [];
 
   /**
    * Children reserved whose limits are not given yet (hooks, a background being written): the reservations a debit
    * past the free budget may shrink (see `absorbOverrun`).
    */
-  readonly preparing = new Map<LedgerEntry, ChildPlan>();
+  readonly #preparing = new Map<LedgerEntry, ChildPlan>();
+
+  /** Every child this run booked, in order. */
+  get ledger(): readonly LedgerEntry[] {
+    return this.#ledger;
+  }
+
+  /** The children booked whose limits are not given yet. */
+  get preparing(): ReadonlyMap<LedgerEntry, ChildPlan> {
+    return this.#preparing;
+  }
+
+  /** A child booked in the ledger, its limits still open while it is prepared. */
+  book(entry: LedgerEntry, plan: ChildPlan): void {
+    this.#ledger.push(entry);
+    this.#preparing.set(entry, plan);
+  }
+
+  /** A child's limits are given (it starts) or it ended: no overrun of the parent can shrink them any more. */
+  prepared(entry: LedgerEntry): void {
+    this.#preparing.delete(entry);
+  }
+
+  /** The ledger of the segment this one continues. */
+  protected resumeLedger(entries: readonly LedgerEntry[]): void {
+    this.#ledger.push(...entries);
+  }
 
   /** The cost the search attribute shows (kept by `showCost` and `setStatusWithCost`). */
   #shownCostMicroUsd = 0;

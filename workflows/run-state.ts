@@ -68,9 +68,9 @@ export class AgentRunState extends RunAccount {
   readonly origin: ChildOrigin | undefined;
   readonly tenant: string | undefined;
   #events: SessionEvent[] = [];
-  readonly inbox: InboxItem[] = [];
+  readonly #inbox: InboxItem[] = [];
   /** Per child: `appended` when its context was last sent. */
-  readonly snapshotMarks = new Map<string, number>();
+  readonly #snapshotMarks = new Map<string, number>();
   /** Events appended over the run's life (compaction does not lower it). */
   #appended = 0;
   /**
@@ -81,12 +81,12 @@ export class AgentRunState extends RunAccount {
   #segment = 1;
   #status: LiveStatus = 'starting';
   /** Children dispatched in the background, by workflow id; a segment carries none (no live child at a CAN). */
-  readonly background = new Map<string, BackgroundChild>();
+  readonly #background = new Map<string, BackgroundChild>();
   #endRequested = false;
   /** This run's questions to its parent that wait for an answer (`undefined` until it arrives). */
-  readonly openQuestions = new Map<string, string | undefined>();
+  readonly #openQuestions = new Map<string, string | undefined>();
   /** Children the tenant's admission workflow has given a slot to. */
-  readonly admitted = new Set<string>();
+  readonly #admitted = new Set<string>();
   /** Messages from other runs accepted so far (`<from> <id>`): a repeat of one is refused. */
   readonly seenMessages = new Set<string>();
   /** Questions asked in this segment (their ids are `q<segment>.<n>`). */
@@ -164,13 +164,89 @@ export class AgentRunState extends RunAccount {
     this.#waitingCalls -= 1;
   }
 
+  /** What waits for the run's next turn: messages, interjections, children's results and questions. */
+  get inbox(): readonly InboxItem[] {
+    return this.#inbox;
+  }
+
+  /** A message for the run's next turn. */
+  receive(item: InboxItem): void {
+    this.#inbox.push(item);
+  }
+
+  /** Everything waiting, taken for the turn that reads it. */
+  takeInbox(): InboxItem[] {
+    return this.#inbox.splice(0);
+  }
+
+  /** A waiting item taken back before any turn read it (a background child's result a `wait` returned instead). */
+  withdraw(item: InboxItem): void {
+    const at = this.#inbox.indexOf(item);
+    if (at >= 0) this.#inbox.splice(at, 1);
+  }
+
+  /** Where each child's view of this run's session ends (`appended` when its context was last sent). */
+  get snapshotMarks(): ReadonlyMap<string, number> {
+    return this.#snapshotMarks;
+  }
+
+  /** A child has been sent this run's session up to `mark`. */
+  markSnapshot(childWorkflowId: string, mark: number): void {
+    this.#snapshotMarks.set(childWorkflowId, mark);
+  }
+
+  /** Children dispatched in the background, by workflow id. */
+  get background(): ReadonlyMap<string, BackgroundChild> {
+    return this.#background;
+  }
+
+  /** A child that runs in the background while the run goes on. */
+  dispatch(childWorkflowId: string, child: BackgroundChild): void {
+    this.#background.set(childWorkflowId, child);
+  }
+
+  /** Whether the tenant's admission workflow has given this child a slot. */
+  isAdmitted(childWorkflowId: string): boolean {
+    return this.#admitted.has(childWorkflowId);
+  }
+
+  /** The tenant's admission workflow gave this child a slot. */
+  grantSlot(childWorkflowId: string): void {
+    this.#admitted.add(childWorkflowId);
+  }
+
+  /** A question this run asked its parent: open until its answer arrives. */
+  askQuestion(questionId: string): void {
+    this.#openQuestions.set(questionId, undefined);
+  }
+
+  /** Whether `questionId` is asked and still waits for its answer. */
+  awaitsAnswer(questionId: string): boolean {
+    return this.#openQuestions.has(questionId) && this.#openQuestions.get(questionId) === undefined;
+  }
+
+  /** The answer to an open question, kept until the asking call reads it. */
+  answerQuestion(questionId: string, answer: string): void {
+    this.#openQuestions.set(questionId, answer);
+  }
+
+  /** The answer to `questionId`, if it has arrived. */
+  answerTo(questionId: string): string | undefined {
+    return this.#openQuestions.get(questionId);
+  }
+
+  /** The question is closed, answered or not. */
+  closeQuestion(questionId: string): void {
+    this.#openQuestions.delete(questionId);
+  }
+
   /** A new segment of a run that continued as new: everything goes on as it was. */
   static fromResume(input: ParsedRunInput, sessionId: string, resume: RunResume): AgentRunState {
     const run = new AgentRunState(input, sessionId);
     run.resumeAccount(resume.composition, resume.limits, resume.usage);
     run.#events.push(...resume.session);
-    run.ledger.push(...resume.delegations);
-    run.inbox.push(
+    run.resumeLedger(resume.delegations);
+    run.#inbox.push(
       ...resume.inbox.map((item): InboxItem => {
         if (item.subagent) return { from: item.from, content: item.content, subagent: item.subagent };
         if (item.question) return { from: item.from, content: item.content, question: item.question };
@@ -183,7 +259,7 @@ export class AgentRunState extends RunAccount {
     // A segment starts with no live child, so no mark of this one is older than the events it carries; counted back
     // from the end, as they were appended.
     run.events.forEach((event, i) => run.#appendedAt.set(event, run.appended - (run.events.length - 1 - i)));
-    for (const [child, mark] of Object.entries(resume.snapshotMarks)) run.snapshotMarks.set(child, mark);
+    for (const [child, mark] of Object.entries(resume.snapshotMarks)) run.#snapshotMarks.set(child, mark);
     run.#segment = resume.segment;
     for (const key of resume.seenMessages ?? []) run.seenMessages.add(key);
     // What the previous segment's last call sent is the start of this session's dialogue (checked when carried).
@@ -200,10 +276,10 @@ export class AgentRunState extends RunAccount {
       usage: this.usage,
       limits: this.limits,
       composition: this.composition,
-      delegations: this.ledger,
-      inbox: this.inbox.map((item) => ({ ...item, interjection: 'interjection' in item })),
+      delegations: [...this.ledger],
+      inbox: this.#inbox.map((item) => ({ ...item, interjection: 'interjection' in item })),
       appended: this.appended,
-      snapshotMarks: Object.fromEntries(this.snapshotMarks),
+      snapshotMarks: Object.fromEntries(this.#snapshotMarks),
       ...(this.seenMessages.size > 0 && { seenMessages: [...this.seenMessages] }),
       ...(context && { context }),
     };
@@ -271,7 +347,7 @@ export class AgentRunState extends RunAccount {
    * parent, a child a tool call of this turn waits for, else running.
    */
   liveStatus(): 'waiting_for_answer' | 'waiting_for_children' | 'running' {
-    if (this.openQuestions.size > 0) return 'waiting_for_answer';
+    if (this.#openQuestions.size > 0) return 'waiting_for_answer';
     if (this.#waitingCalls > 0 || this.hasLiveWaitedChildren()) return 'waiting_for_children';
     return 'running';
   }

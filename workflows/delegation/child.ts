@@ -162,7 +162,7 @@ class ChildLife {
     }
     // The snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's
     // restored session already holds its background, and its interjections continue from its source's mark.
-    run.snapshotMarks.set(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
+    run.markSnapshot(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
     let background = plan.restore
       ? undefined
       : prepareBackground(plan.contextMode, plan.contextRendering, snapshot.events, run.payloads);
@@ -175,7 +175,7 @@ class ChildLife {
     }
     entry.preparation.backgroundChars = background ? background.content.length : null;
     // Its limits are given now: a later overrun of the parent can no longer shrink them.
-    run.preparing.delete(entry);
+    run.prepared(entry);
     const parent = {
       sessionId: run.sessionId,
       rootId: run.rootId,
@@ -275,7 +275,7 @@ class ChildLife {
     this.#settled = true;
     const { run } = this;
     const { entry, plan } = this.order;
-    run.preparing.delete(entry);
+    run.prepared(entry);
     const { charge, overrun } = run.settleChild(plan.reservation, this.#spent);
     entry.status = status;
     countDelegationSettled(run, status, overrun);

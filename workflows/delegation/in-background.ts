@@ -37,7 +37,7 @@ export function adoptInBackground(
   child.settled = life.then(
     (outcome) => {
       child.outcome = outcome;
-      run.inbox.push({
+      run.receive({
         from: entry.childWorkflowId,
         content: renderChildResults([outcome]),
         subagent: { taskName: entry.taskName, childWorkflowId: entry.childWorkflowId },
@@ -49,7 +49,7 @@ export function adoptInBackground(
       child.reported = true;
     },
   );
-  run.background.set(entry.childWorkflowId, child);
+  run.dispatch(entry.childWorkflowId, child);
 }
 
 /** What the `delegate` call answers for the briefs it dispatched in the background. */
@@ -148,8 +148,8 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
 /** The `wait` tool reports a result still in the inbox: it will not join the dialogue a second time. */
 function take(run: AgentRunState, child: BackgroundChild): void {
   child.reported = true;
-  const at = run.inbox.findIndex(
+  const waiting = run.inbox.find(
     (item) => 'subagent' in item && item.subagent.childWorkflowId === child.entry.childWorkflowId,
   );
-  if (at >= 0) run.inbox.splice(at, 1);
+  if (waiting) run.withdraw(waiting);
 }

@@ -223,8 +223,7 @@ function book(
     ...(plan.restore && { followupOf: plan.restore.from }),
     ...narrowingOf(plan.brief, returnShape),
   };
-  run.ledger.push(entry);
-  run.preparing.set(entry, plan);
+  run.book(entry, plan);
   return entry;
 }
 

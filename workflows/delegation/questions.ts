@@ -29,35 +29,33 @@ export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<
   // Unique over the run's life: a segment's counter restarts, and no question is open across continue-as-new.
   const questionId = run.nextQuestionId();
   const question = cutText(parsed.args.question, run.payloads.maxTextBytes);
-  run.openQuestions.set(questionId, undefined);
+  run.askQuestion(questionId);
   try {
     await sendSigned(questionSignal, origin.parentId, `question:${questionId}`, { questionId, question });
     run.setStatus('waiting_for_answer');
     setCurrentDetails(`waiting for the answer to ${questionId}: ${bounded(question.replace(/\s+/g, ' '), 100)}`);
     // The deadline ends the wait: by the timer that cancels the loop, or here when the deadline bounds activities.
     const { deadlineMs } = run.limits;
-    const answered = () => run.openQuestions.get(questionId) !== undefined;
+    const answered = () => run.answerTo(questionId) !== undefined;
     const inTime =
       run.deadlineOnActivities && deadlineMs !== null
         ? await condition(answered, Math.max(1, deadlineMs - Date.now()))
         : await condition(answered).then(() => true);
-    const answer = run.openQuestions.get(questionId);
-    run.openQuestions.delete(questionId);
+    const answer = run.answerTo(questionId);
+    run.closeQuestion(questionId);
     run.setStatus(run.liveStatus());
     if (!inTime) return toolError(`no answer to ${questionId} arrived before this run's deadline`);
     return { content: `Answer from the run that delegated to you: ${answer}`, isError: false };
   } finally {
-    run.openQuestions.delete(questionId);
+    run.closeQuestion(questionId);
   }
 }
 
 /** The child's side of the answer: kept only for a question it has open and from its own parent. */
 export function receiveAnswer(run: AgentRunState, from: string, { questionId, answer }: AnswerBody): string | void {
   if (from !== run.origin?.parentId) return "an answer not from this run's parent";
-  if (!run.openQuestions.has(questionId) || run.openQuestions.get(questionId) !== undefined) {
-    return `no open question ${questionId}`;
-  }
-  run.openQuestions.set(questionId, cutText(answer, run.payloads.maxTextBytes));
+  if (!run.awaitsAnswer(questionId)) return `no open question ${questionId}`;
+  run.answerQuestion(questionId, cutText(answer, run.payloads.maxTextBytes));
 }
 
 /**
@@ -83,7 +81,7 @@ export function receiveQuestion(
     askedAt: now(),
     answeredAt: null,
   });
-  run.inbox.push({
+  run.receive({
     from: childWorkflowId,
     content: renderQuestion({ taskName: entry.taskName, questionId, question: text }),
     question: { taskName: entry.taskName, childWorkflowId, questionId },
@@ -168,7 +166,7 @@ export async function answerQuestion(
     throw err;
   }
   if (by === 'client') {
-    run.inbox.push({
+    run.receive({
       from: 'client',
       content: answer,
       question: {

@@ -31,7 +31,7 @@ export async function admit(
   ]);
   setCurrentDetails(`waiting for one of tenant ${tenant}'s ${cap} live-child slots for ${entry.taskName}`);
   try {
-    const admitted = () => run.admitted.has(childWorkflowId);
+    const admitted = () => run.isAdmitted(childWorkflowId);
     const inTime =
       deadlineMs === null
         ? await condition(admitted).then(() => true)

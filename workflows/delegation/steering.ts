@@ -42,7 +42,7 @@ export async function deliverInterjection(
     const fresh = takeContinuedSnapshot(run.events, (event) => run.appendedAfter(event, mark));
     if (fresh.length > 0)
       content = `${renderParentContext(fresh, true)}\n\n## Message from your parent\n${args.message}`;
-    run.snapshotMarks.set(entry.childWorkflowId, run.appended);
+    run.markSnapshot(entry.childWorkflowId, run.appended);
   }
   content = cutText(content, run.payloads.maxTextBytes);
   const n = (entry.interjections ?? 0) + 1;
