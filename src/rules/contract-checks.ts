@@ -3,8 +3,7 @@
  * contract, checked by `json-schema.ts`, plus what no schema states (the fork rule, a return shape being a usable
  * schema). One checker per schema, compiled on first use. Pure and deterministic.
  */
-import type { SteeringArgs, SteeringToolName } from '../contract/delegation.js';
-import type { DelegateArgs } from '../contract/delegation.js';
+import type { DelegateArgs, SteeringArgs, SteeringToolName } from '../contract/delegation.js';
 import { forkProblems } from '../contract/fork.js';
 import * as GENERATED from '../contract/json-schemas.js';
 import type { ParsedRunInput, RunResult } from '../contract/run.js';
@@ -48,6 +47,9 @@ const STEERING = Object.fromEntries(
     }),
   ]),
 ) as Record<SteeringToolName, SchemaChecker>;
+
+/** The meta-schema a brief's return shape must pass to be a usable schema. */
+const RETURN_SHAPE_META = new SchemaChecker(GENERATED.JSON_SCHEMA_META, { draft: '7', unknownKeys: 'keep' });
 
 /** A steering tool's arguments as the workflow's update validators take them. */
 export const steeringChecker = (tool: SteeringToolName): SchemaChecker => STEERING[tool];
@@ -104,7 +106,7 @@ export function parseInvocation(rawArguments: string): InvocationCheck {
   }
   const args = checked.value as DelegateArgs;
   if (args.return_shape) {
-    const usable = checkSchema(GENERATED.JSON_SCHEMA_META, args.return_shape, { draft: '7', unknownKeys: 'keep' });
+    const usable = RETURN_SHAPE_META.check(args.return_shape);
     if (!usable.ok) {
       return {
         ok: false,
