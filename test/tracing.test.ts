@@ -23,7 +23,7 @@ let connection: Connection;
 beforeAll(async () => {
   tracing = deputyTracing({ spanProcessor: new SimpleSpanProcessor(exporter), serviceName: 'deputy-test' })!;
   h = await createHarness();
-  const { code } = await bundleDeputyWorkflows(tracing);
+  const { code } = await bundleDeputyWorkflows({ tracing });
   await h.startWorker({ config: delegationConfig(), tools: DELEGATION_TOOLS, workflowBundle: { code } });
   connection = await Connection.connect({ address: inject('temporalAddress') });
   // The starting service's client: the trace begins at its start call.

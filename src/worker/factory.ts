@@ -88,28 +88,40 @@ export const QUIET_BUNDLER_LOGGER = {
  */
 type WebpackConfiguration = Parameters<NonNullable<Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook']>>[0];
 
-function leanBundle(config: WebpackConfiguration): WebpackConfiguration {
-  for (const rule of config.module?.rules ?? []) {
-    const use = rule && typeof rule === 'object' && 'use' in rule ? rule.use : undefined;
-    if (use && typeof use === 'object' && !Array.isArray(use) && 'options' in use) {
-      const options = use.options as { jsc?: { target?: string } } | undefined;
-      if (options?.jsc) options.jsc.target = 'es2022';
+export function leanBundle(stackTraceSources: boolean) {
+  return (config: WebpackConfiguration): WebpackConfiguration => {
+    for (const rule of config.module?.rules ?? []) {
+      const use = rule && typeof rule === 'object' && 'use' in rule ? rule.use : undefined;
+      if (use && typeof use === 'object' && !Array.isArray(use) && 'options' in use) {
+        const options = use.options as { jsc?: { target?: string } } | undefined;
+        if (options?.jsc) options.jsc.target = 'es2022';
+      }
     }
-  }
-  config.optimization = { ...config.optimization, concatenateModules: true, usedExports: true };
-  return config;
+    config.optimization = { ...config.optimization, concatenateModules: true, usedExports: true };
+    // Every worker and replayer decodes, parses and re-encodes the inline source map when it loads the bundle, and
+    // the SDK maps a stack through it for each promise workflow code creates (the stack trace query's record). So
+    // the map points at source lines, not columns, and carries the sources only for a worker that sends them with
+    // its stack traces (`showStackTraceSources`); a debugger reads them from disk.
+    config.devtool = stackTraceSources ? 'inline-cheap-module-source-map' : 'inline-nosources-cheap-module-source-map';
+    return config;
+  };
 }
 
-/**
- * Bundles Deputy's workflows; the worker, the tests and the replayers share these options. With tracing, the bundle
- * carries Temporal's OpenTelemetry workflow interceptors (they cost every workflow activation, so only then).
- */
-export async function bundleDeputyWorkflows(tracing?: DeputyTracing) {
+/** Options of `bundleDeputyWorkflows`. */
+export interface DeputyBundleOptions {
+  /** Temporal's OpenTelemetry workflow interceptors (they cost every workflow activation, so only when given). */
+  tracing?: DeputyTracing | undefined;
+  /** Carry the sources, for a worker that answers stack trace queries with them (`showStackTraceSources`). */
+  stackTraceSources?: boolean | undefined;
+}
+
+/** Bundles Deputy's workflows; the worker, the tests and the replayers share these options. */
+export async function bundleDeputyWorkflows({ tracing, stackTraceSources = false }: DeputyBundleOptions = {}) {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     preloadModules: SHARED_MODULES,
     logger: QUIET_BUNDLER_LOGGER,
-    webpackConfigHook: leanBundle,
+    webpackConfigHook: leanBundle(stackTraceSources),
     ...(tracing && { plugins: [tracing.plugin] }),
   });
 }
@@ -218,7 +230,9 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
   const payloadStore = options.workerOptions?.dataConverter?.externalStorage !== undefined;
   const activities = deputyActivities({ ...options, childTaskQueue, payloadStore });
   const tracing = 'tracing' in options ? options.tracing : deputyTracing();
-  const workflowBundle = options.workflowBundle ?? (await bundleDeputyWorkflows(tracing));
+  const workflowBundle =
+    options.workflowBundle ??
+    (await bundleDeputyWorkflows({ tracing, stackTraceSources: options.workerOptions?.showStackTraceSources }));
   const queues = childTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, childTaskQueue];
   const workers = await Promise.all(
     queues.map((taskQueue) =>

@@ -35,7 +35,7 @@ import { generateBackground } from './background.js';
 import { closeQuestions } from './questions.js';
 import { admit, release } from './slot.js';
 import { joinAttached, joinChild, startChildOrExplain } from './spawn.js';
-import { childInput } from '../../src/rules/child-run.js';
+import { childInput, type ChildEnd } from '../../src/rules/child-run.js';
 import { countDelegationSettled, countRefusal } from '../metrics.js';
 
 /** The background a child gets for its context mode, rendered as its preset asks; none for `none`. */
@@ -79,6 +79,9 @@ interface ChildOrder {
   snapshot: Snapshot;
 }
 
+/** The hooks a child's task goes through before it is prepared, in order. */
+const TASK_HOOK_EVENTS = ['task.submitted', 'subagent.start'] as const;
+
 /** A step that ends the child's life early says so with the outcome to report. */
 type Step<T> = { ok: true; value: T } | { ok: false; outcome: ChildOutcome };
 
@@ -115,15 +118,27 @@ class ChildLife {
     };
   }
 
+  /**
+   * A step that has nothing to wait for (no hook listens, no summary to write, no tenant cap) answers at once and is
+   * not awaited (fewer promises: see workflows/index.ts).
+   */
   async live(): Promise<ChildOutcome> {
     try {
-      const prepared = await this.prepare();
+      const preparing = this.prepare();
+      const prepared = preparing instanceof Promise ? await preparing : preparing;
       if (!prepared.ok) return prepared.outcome;
-      const admitted = await this.admit();
+      const admitting = this.admit();
+      const admitted = admitting instanceof Promise ? await admitting : admitting;
       if (!admitted.ok) return admitted.outcome;
-      const started = await this.start(prepared.value);
+      const started = this.started(await startChildOrExplain(this.order.entry, this.#startOptions(prepared.value)));
       if (!started.ok) return started.outcome;
-      return await this.join(started.value);
+      const { entry, returnShape } = this.order;
+      const ended =
+        started.value.kind === 'started'
+          ? await joinChild(started.value.handle.result(), returnShape)
+          : await joinAttached(entry.childWorkflowId, returnShape);
+      const outcome = this.ended(ended);
+      return hasHooks('subagent.end', this.#hooks) ? await this.tellEnd(outcome, ended.output) : outcome;
     } catch (err) {
       if (isCancellation(err)) {
         // The parent itself is being cancelled (or hit its deadline): settle, then let the cancellation through.
@@ -144,12 +159,18 @@ class ChildLife {
    * The child's slot, id and cost are reserved, but it is not started and has no identity yet: the task hooks run,
    * and the background is prepared from the snapshot taken at the delegate call. Its input is fixed at the end.
    */
-  async prepare(): Promise<Step<RunInput>> {
-    const { run } = this;
-    const { plan, entry, snapshot, invocation, returnShape } = this.order;
+  prepare(): Step<RunInput> | Promise<Step<RunInput>> {
+    const { plan } = this.order;
+    const waits =
+      TASK_HOOK_EVENTS.some((event) => hasHooks(event, this.#hooks)) ||
+      (plan.contextMode === 'summary' && !plan.restore);
+    return waits ? this.#prepareWaiting() : this.#prepared(this.#background());
+  }
+
+  async #prepareWaiting(): Promise<Step<RunInput>> {
+    const { plan, entry, snapshot } = this.order;
     const trail: string[] = [];
-    for (const event of ['task.submitted', 'subagent.start'] as const) {
-      // No await where no hook listens (fewer promises: see workflows/index.ts).
+    for (const event of TASK_HOOK_EVENTS) {
       if (!hasHooks(event, this.#hooks)) continue;
       const decided = await runHooks(event, { ...this.#hookInput, task: this.#task }, this.#hooks);
       trail.push(...decided.trail);
@@ -160,21 +181,34 @@ class ChildLife {
       }
       this.#task = decided.task;
     }
-    // The snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's
-    // restored session already holds its background, and its interjections continue from its source's mark.
-    run.markSnapshot(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
-    let background = plan.restore
-      ? undefined
-      : prepareBackground(plan.contextMode, plan.contextRendering, snapshot.events, run.payloads);
+    let background = this.#background();
     if (plan.contextMode === 'summary' && !plan.restore) {
       // The background is written for the hook-accepted task; its cost is the parent's.
-      const generated = await generateBackground(this.#task, plan.brief.task_name, run, snapshot.events);
+      const generated = await generateBackground(this.#task, plan.brief.task_name, this.run, snapshot.events);
       if (!generated.ok)
         return { ok: false, outcome: this.outcome('rejected', null, generated.error, generated.error) };
       background = generated.background;
     }
+    return this.#prepared(background);
+  }
+
+  /**
+   * The snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's restored
+   * session already holds its background, and its interjections continue from its source's mark.
+   */
+  #background(): ChildBackground | undefined {
+    const { plan, entry, snapshot } = this.order;
+    this.run.markSnapshot(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
+    return plan.restore
+      ? undefined
+      : prepareBackground(plan.contextMode, plan.contextRendering, snapshot.events, this.run.payloads);
+  }
+
+  /** The child's input, with its background; its limits are given now: a later overrun can no longer shrink them. */
+  #prepared(background: ChildBackground | undefined): Step<RunInput> {
+    const { run } = this;
+    const { plan, entry, invocation, returnShape } = this.order;
     entry.preparation.backgroundChars = background ? background.content.length : null;
-    // Its limits are given now: a later overrun of the parent can no longer shrink them.
     run.prepared(entry);
     const parent = {
       sessionId: run.sessionId,
@@ -189,24 +223,24 @@ class ChildLife {
   }
 
   /** Under a tenant cap, the child starts only with a slot. */
-  async admit(): Promise<Step<void>> {
+  admit(): Step<void> | Promise<Step<void>> {
     const admission = this.run.delegationSettings.admission;
     if (!admission) return { ok: true, value: undefined };
     const { deadline } = this.order.plan.limits;
-    const admitted = await admit(this.run, this.order.entry, admission, deadline ? Date.parse(deadline) : null);
-    if (!admitted.ok) return { ok: false, outcome: this.outcome('failed', null, admitted.reason, admitted.reason) };
-    this.#holdsSlot = admission.tenant;
-    return { ok: true, value: undefined };
+    return admit(this.run, this.order.entry, admission, deadline ? Date.parse(deadline) : null).then((admitted) => {
+      if (!admitted.ok) return { ok: false, outcome: this.outcome('failed', null, admitted.reason, admitted.reason) };
+      this.#holdsSlot = admission.tenant;
+      return { ok: true, value: undefined };
+    });
   }
 
-  /** Starts the child (or attaches to this invocation's own child from an earlier attempt). */
-  async start(input: RunInput): Promise<Step<Started>> {
-    const { entry } = this.order;
-    const started = await startChildOrExplain(entry, this.#startOptions(input));
+  /** The child started (or this invocation's own child from an earlier attempt was found, to attach to). */
+  started(started: Awaited<ReturnType<typeof startChildOrExplain>>): Step<Started> {
     if (started.kind === 'refused') {
       countRefusal(this.run, 'start_failed');
       return { ok: false, outcome: this.outcome('failed', null, started.reason, started.reason) };
     }
+    const { entry } = this.order;
     entry.status = 'running';
     entry.started = true;
     this.#spent = null;
@@ -246,19 +280,17 @@ class ChildLife {
     };
   }
 
-  /** Waits for the child's end, settles it, and tells the end hooks (whose failure changes nothing). */
-  async join(started: Started): Promise<ChildOutcome> {
-    const { entry, returnShape } = this.order;
-    const ended =
-      started.kind === 'started'
-        ? await joinChild(started.handle.result(), returnShape)
-        : await joinAttached(entry.childWorkflowId, returnShape);
+  /** The child ended: what it spent, and its outcome (the child is settled). */
+  ended(ended: ChildEnd): ChildOutcome {
     this.#spent = ended.spent;
     // The child's call counts, and a mark when it answered without a tool.
     const evidence = ended.spent ? callEvidence(ended.status, ended.spent) : undefined;
-    const result = this.outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
-    if (!hasHooks('subagent.end', this.#hooks)) return result;
-    const output = typeof ended.output === 'string' ? ended.output : null;
+    return this.outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
+  }
+
+  /** Tells the end hooks how the child ended; their failure changes nothing. */
+  async tellEnd(result: ChildOutcome, ended: unknown): Promise<ChildOutcome> {
+    const output = typeof ended === 'string' ? ended : null;
     await runHooks(
       'subagent.end',
       { ...this.#hookInput, task: this.#task, status: result.status, output },
