@@ -8,11 +8,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fork, type ChildProcess, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { format, resolveConfig } from 'prettier';
 import { DeputyClient } from '../src/client/client.js';
 import { startDevServer } from '../src/testing/dev-server.js';
@@ -20,7 +20,7 @@ import { findTemporalCli, PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
 import { bundleDeputyWorkflows } from '../src/worker/factory.js';
 import { bundleBaselineWorkflows } from './baseline/bundle.js';
-import type { ParentMessage, WorkerMessage } from './ipc.js';
+import type { HistoryRef, ParentMessage, ReplaySetName, WorkerMessage } from './ipc.js';
 import { benchConfig, benchRules, growthScript, TREE_BRIEFS, WIDE_ROUNDS, WIDE_WIDTH } from './script.js';
 import { renderTable, type ScenarioResult } from './report.js';
 
@@ -69,12 +69,21 @@ const log = (line: string) => console.log(`[bench +${Math.round(performance.now(
 /** A benchmark worker process (bench/worker-main.ts). */
 class BenchWorker {
   private waiting: ((message: WorkerMessage) => void)[] = [];
+  private readonly exited: Promise<never>;
   private constructor(private readonly child: ChildProcess) {
     child.on('message', (message: WorkerMessage) => this.waiting.shift()?.(message));
+    this.exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code) => reject(new Error(`bench process ${child.spawnargs.join(' ')} exited with ${code}`))),
+    );
+    this.exited.catch(() => undefined);
   }
 
-  static async start(side: 'deputy' | 'baseline', args: string[]): Promise<BenchWorker> {
-    const child = fork(join(PROJECT_ROOT, 'bench', 'worker-main.ts'), [side, ...args], {
+  static async start(
+    side: 'deputy' | 'baseline',
+    args: string[],
+    script: 'worker-main.ts' | 'replayer-main.ts' = 'worker-main.ts',
+  ): Promise<BenchWorker> {
+    const child = fork(join(PROJECT_ROOT, 'bench', script), [side, ...args], {
       // BENCH_PROFILE=1: each worker writes a CPU profile to bench/profiles/ when it stops.
       execArgv: [
         '--import',
@@ -86,11 +95,13 @@ class BenchWorker {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const worker = new BenchWorker(child);
-    const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code) => reject(new Error(`bench worker ${side} exited with ${code}`))),
-    );
-    await Promise.race([worker.next(), exited]);
+    await worker.reply();
     return worker;
+  }
+
+  /** The process's next message; it failing instead is an error, not a wait without end. */
+  private reply(): Promise<WorkerMessage> {
+    return Promise.race([this.next(), this.exited]);
   }
 
   private next(): Promise<WorkerMessage> {
@@ -114,6 +125,14 @@ class BenchWorker {
     this.send({ type: 'cpu' });
     const message = await reply;
     return message.type === 'cpu' ? message.micros : NaN;
+  }
+
+  /** Milliseconds the replayer process took to replay its `set` `passes` times in one replayer. */
+  async replay(set: ReplaySetName, passes: number): Promise<number> {
+    const reply = this.reply();
+    this.send({ type: 'replay', set, passes });
+    const message = await reply;
+    return message.type === 'replayed' ? message.ms : NaN;
   }
 
   async stop(): Promise<void> {
@@ -543,28 +562,29 @@ async function benchGrowth({
 }
 
 /** 4. Replay: a long run's histories and a delegating tree's, against the baseline's. */
-type Histories = { workflowId: string; history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> }[];
+type ReplaySets = Record<ReplaySetName, HistoryRef[]>;
 
 /** The histories the replay scenario replays: the long runs' segments and the overhead scenario's first trees. */
-async function replayedHistories({ client, suffix, runBaseline, treeIds, segmentsSize, growthIds }: Bench) {
+async function replayedHistories({ suffix, runBaseline, treeIds, segmentsSize, growthIds }: Bench) {
   const loopId = `base-loop-${REPLAY_TURNS}-${suffix}`;
   await runBaseline('baselineLoop', [loopId, REPLAY_TURNS], loopId);
   const deputyLongId = growthIds[`on-${REPLAY_TURNS}`] ?? growthIds[`on-${GROWTH_TURNS.at(-1)}`]!;
-  const histories = async (ids: { workflowId: string; runId?: string }[]): Promise<Histories> =>
-    Promise.all(
-      ids.map(async ({ workflowId, runId }) => ({
-        workflowId,
-        history: await client.workflow.getHandle(workflowId, runId).fetchHistory(),
-      })),
-    );
   const { runIds } = await segmentsSize(deputyLongId.workflowId, deputyLongId.firstRunId);
-  const tree = async (root: string) => histories((await treeIds(root)).map((workflowId) => ({ workflowId })));
-  return {
-    deputyLong: await histories(runIds.map((runId) => ({ workflowId: deputyLongId.workflowId, runId }))),
-    baselineLong: await histories([{ workflowId: loopId }]),
-    deputyTree: await tree(`bench-tree-0-${suffix}`),
-    baselineTree: await tree(`base-tree-0-${suffix}`),
+  const tree = async (root: string) => (await treeIds(root)).map((workflowId) => ({ workflowId }));
+  const deputy: ReplaySets = {
+    long: runIds.map((runId) => ({ workflowId: deputyLongId.workflowId, runId })),
+    tree: await tree(`bench-tree-0-${suffix}`),
   };
+  const baseline: ReplaySets = { long: [{ workflowId: loopId }], tree: await tree(`base-tree-0-${suffix}`) };
+  return { deputy, baseline };
+}
+
+/** How many events the histories of a set hold. */
+async function eventCount(client: Client, refs: HistoryRef[]): Promise<number> {
+  const histories = await Promise.all(
+    refs.map(({ workflowId, runId }) => client.workflow.getHandle(workflowId, runId).fetchHistory()),
+  );
+  return histories.reduce((n, history) => n + (history.events?.length ?? 0), 0);
 }
 
 /** What every replayer (and every worker) loads: the workflow bundle's code. */
@@ -583,47 +603,57 @@ function bundleResult(deputyBundle: { code: string }, baselineBundle: { code: st
   };
 }
 
-/** Milliseconds one replayer takes for `set`, loading `bundle` first. */
-async function replayMs(bundle: { code: string }, set: Histories): Promise<number> {
-  const t0 = performance.now();
-  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'bench' }, set)) {
-    if (result.error) throw result.error;
-  }
-  return performance.now() - t0;
+/** One replayer process a side, its bundle and its histories loaded and warmed up. */
+async function startReplayers(bench: Bench, sets: { deputy: ReplaySets; baseline: ReplaySets }) {
+  const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
+  const dir = join(PROJECT_ROOT, '.deputy', 'bench');
+  mkdirSync(dir, { recursive: true });
+  const start = (side: 'deputy' | 'baseline', code: string) => {
+    const codePath = join(dir, `${side}-workflows.js`);
+    writeFileSync(codePath, code);
+    const args = [bench.server.address, codePath, JSON.stringify(sets[side])];
+    return BenchWorker.start(side, args, 'replayer-main.ts');
+  };
+  // One at a time: neither side warms up while the other does.
+  const deputy = await start('deputy', deputyBundle.code);
+  const baseline = await start('baseline', baselineBundle.code);
+  return { deputy, baseline, bundle: bundleResult(deputyBundle, baselineBundle) };
 }
 
 async function benchReplay(bench: Bench): Promise<ScenarioResult[]> {
-  log(`replay: ${REPLAY_REPS} replays a side, alternating`);
-  const { deputyLong, baselineLong, deputyTree, baselineTree } = await replayedHistories(bench);
-  const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
-  const out = [bundleResult(deputyBundle, baselineBundle)];
-  for (const [label, deputySet, baselineSet] of [
-    [`${REPLAY_TURNS}-turn run`, deputyLong, baselineLong],
-    ['delegating tree', deputyTree, baselineTree],
+  log(`replay: ${REPLAY_REPS} replays a side, alternating, each side in a replayer process of its own`);
+  const sets = await replayedHistories(bench);
+  const replayers = await startReplayers(bench, sets);
+  const out = [replayers.bundle];
+  for (const [label, set] of [
+    [`${REPLAY_TURNS}-turn run`, 'long'],
+    ['delegating tree', 'tree'],
   ] as const) {
-    const tree = label.startsWith('delegating');
+    const tree = set === 'tree';
     const passes = tree ? REPLAY_TREE_PASSES : 1;
-    const repeated = (set: Histories) => Array.from({ length: passes }, () => set).flat();
     const deputyMs: number[] = [];
     const baselineMs: number[] = [];
     for (let i = 0; i < REPLAY_REPS; i++) {
-      deputyMs.push((await replayMs(deputyBundle, repeated(deputySet))) / passes);
-      baselineMs.push((await replayMs(baselineBundle, repeated(baselineSet))) / passes);
+      deputyMs.push((await replayers.deputy.replay(set, passes)) / passes);
+      baselineMs.push((await replayers.baseline.replay(set, passes)) / passes);
     }
-    const events = (set: Histories) => set.reduce((n, h) => n + (h.history.events?.length ?? 0), 0);
     const ratio = median(deputyMs) / median(baselineMs);
+    const [deputyEvents, baselineEvents] = await Promise.all(
+      [sets.deputy[set], sets.baseline[set]].map((refs) => eventCount(bench.client, refs)),
+    );
     out.push({
-      id: `replay-${tree ? 'tree' : 'long'}`,
+      id: `replay-${set}`,
       title: `Replay: ${label}${passes > 1 ? ` (a pass of ${passes} in one replayer)` : ''}`,
       runs: REPLAY_REPS,
-      deputy: { medianMs: round(median(deputyMs)), histories: deputySet.length, events: events(deputySet) },
-      baseline: { medianMs: round(median(baselineMs)), histories: baselineSet.length, events: events(baselineSet) },
+      deputy: { medianMs: round(median(deputyMs)), histories: sets.deputy[set].length, events: deputyEvents },
+      baseline: { medianMs: round(median(baselineMs)), histories: sets.baseline[set].length, events: baselineEvents },
       ratio: round(ratio),
       target: tree ? { ratioAtMost: TARGETS.replayTree } : null,
       met: tree ? ratio <= TARGETS.replayTree : null,
     });
     log(`  ${label}: deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms`);
   }
+  await Promise.all([replayers.deputy.stop(), replayers.baseline.stop()]);
   return out;
 }
 
