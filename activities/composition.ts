@@ -20,7 +20,7 @@ import type { DeputyConfig } from '../src/config/load.js';
 import { presetRevision } from '../src/config/store.js';
 import { configEntry } from '../src/config/schema.js';
 import { DeputyError } from '../src/contract/errors.js';
-import { holdsScopes, type RunTool, type ToolDefinition } from '../src/contract/tools.js';
+import { holdsScopes, toToolSpec, type RunTool, type ToolDefinition } from '../src/contract/tools.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
 
 /** Thrown when a run names a preset or model the config does not know. */
@@ -88,7 +88,8 @@ export function resolveComposition(
     .filter(
       (tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes),
     )
-    .map((tool): RunTool => ({ name: tool.name, scopes: [...tool.scopes] }));
+    // A tool whose source can change while runs are live is recorded whole, so the run keeps what it was offered.
+    .map((tool): RunTool => (tool.recordSpec ? toToolSpec(tool) : { name: tool.name, scopes: [...tool.scopes] }));
   // `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
   if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) {
     runTools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
@@ -133,9 +134,12 @@ export function resolvePresetTools(config: DeputyConfig, input: ResolvePresetsIn
 
 /** Problems with a config given the worker's tools: one line each. */
 export function checkConfigAgainstTools(config: DeputyConfig, tools: ReadonlyMap<string, ToolDefinition>): string[] {
+  // An MCP server's tools are offered when it answers; one that did not answer at start is reported by the worker.
+  const prefixes = Object.entries(config.mcpServers).map(([name, server]) => server.prefix ?? `${name}_`);
+  const fromMcp = (name: string) => prefixes.some((prefix) => prefix !== '' && name.startsWith(prefix));
   return config.presets.flatMap((preset, i) =>
     preset.tools
-      .filter((name) => !tools.has(name))
+      .filter((name) => !tools.has(name) && !fromMcp(name))
       .map((name) => `presets.${i}.tools: unknown tool "${name}"; the worker has: ${[...tools.keys()].join(', ')}`),
   );
 }

@@ -10,12 +10,15 @@ import {
   utf8Bytes,
 } from '../src/rules/payloads.js';
 import type { RunToolInput, RunToolResult } from '../src/contract/activities.js';
-import { holdsScopes, type ToolDefinition } from '../src/contract/tools.js';
+import { holdsScopes, ToolError, type ToolDefinition } from '../src/contract/tools.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
 import { recordToolCall, toolCallSpan } from './telemetry.js';
 
 /** Longest tool result the model is shown; the rest is cut with a note. */
 export const MAX_TOOL_RESULT_CHARS = 20_000;
+
+/** How often a running tool's activity heartbeats on its own (its heartbeat timeout is 10 seconds). */
+const HEARTBEAT_EVERY_MS = 2000;
 
 const toolError = (content: string): RunToolResult => ({ content, isError: true });
 
@@ -56,12 +59,22 @@ export function createRunTool(
       return toolError(`invalid arguments for "${call.name}": ${describeIssues(parsed.error).join('; ')}`);
     }
     const context = Context.current();
-    context.heartbeat();
+    // A tool that runs longer than the heartbeat timeout stays alive, and its last reported progress stays visible.
+    let details: unknown;
+    const heartbeat = (next?: unknown) => {
+      if (next !== undefined) details = next;
+      context.heartbeat(details);
+    };
+    heartbeat();
+    const timer = setInterval(heartbeat, HEARTBEAT_EVERY_MS);
     let value: unknown;
     try {
-      value = await tool.execute(parsed.data, { runId: input.runId, signal: context.cancellationSignal });
+      value = await tool.execute(parsed.data, { runId: input.runId, signal: context.cancellationSignal, heartbeat });
     } catch (err) {
+      if (err instanceof ToolError) return toolError(boundResult(err.message, maxTextBytes()));
       throw boundedFailure(err, call.name);
+    } finally {
+      clearInterval(timer);
     }
     const text = (typeof value === 'string' ? value : JSON.stringify(value)) ?? '';
     const content = boundResult(text, maxTextBytes());

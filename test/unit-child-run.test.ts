@@ -172,6 +172,31 @@ describe('R2.4 R2.7 a child’s input', () => {
     );
     for (const input of [withRole, otherModel, followup]) expect(input.origin?.composition).toBeUndefined();
   });
+
+  it("R6.7 R4.3 an implicit child carries the tool specs its parent recorded (an MCP server's), the others by name", () => {
+    const recorded = {
+      name: 'docs_read',
+      scopes: [],
+      description: 'Read a file of the docs.',
+      parameters: { type: 'object', properties: { path: { type: 'string' } } },
+    };
+    const base = parent.composition;
+    const definition = { ...base.presetDefinition!, tools: [...base.presetDefinition!.tools, 'docs_read'] };
+    const from = {
+      ...parent,
+      depth: 1,
+      composition: { ...base, presetDefinition: definition, tools: [...base.tools, recorded] },
+    };
+    const child: ChildPlan = {
+      ...plan,
+      preset: definition.id,
+      composition: { definition, revision: 'r0', selected: false },
+      grant: { tools: ['calculate', 'docs_read'], scopes: ['tools.calc'] },
+    };
+    const input = childInput(child, plan.brief, 1, undefined, from, undefined);
+    expect(input.origin?.composition?.tools).toEqual(['calculate', recorded]);
+    expect(compositionFromInput(input as ParsedRunInput)!.tools).toEqual([{ name: 'calculate', scopes: [] }, recorded]);
+  });
 });
 
 describe('R2.8 R2.9 how a child’s end reads to its parent', () => {

@@ -12,12 +12,14 @@
  *   followup <workflowId> <task>   a new run that goes on from a finished run's session
  *   tenants                        each configured tenant: activated or not, and why (its evidence)
  *   eval admit <exported.json>     a capability scenario from an exported failed session (npm run eval runs it)
+ *   mcp [--http <port>]            Deputy as an MCP server (stdio, or Streamable HTTP at /mcp); needs DEPUTY_MCP_TOKEN
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DeputyClient } from '../client/client.js';
-import { loadConfig, readEnv } from '../config/load.js';
+import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
 import { describeTenantDelegation, tenantDelegation } from '../config/tenant-evidence.js';
 import { admitSession } from '../eval/admit.js';
 import { Redactor, redactDeep } from '../eval/redact.js';
@@ -26,11 +28,12 @@ import { renderTree } from '../client/tree.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
 import { terminalSafe, terminalSafeJson } from '../rules/terminal.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
+import { deputyMcpServer, serveMcpHttp, serveMcpStdio } from './mcp-server.js';
 
 const USAGE = `usage: deputy tree <workflowId> | watch <workflowId> [cursor] | state <workflowId> | sessions [query]
              | export <workflowId> [--redact]
              | import <file> <task> | fork <workflowId> <task> | followup <workflowId> <task>
-             | tenants | eval admit <exported-session.json>`;
+             | tenants | eval admit <exported-session.json> | mcp [--http <port>]`;
 
 const ARITY: Record<string, [min: number, max: number]> = {
   tree: [1, 1],
@@ -43,6 +46,7 @@ const ARITY: Record<string, [min: number, max: number]> = {
   followup: [2, 2],
   tenants: [0, 0],
   eval: [2, 2],
+  mcp: [0, 2],
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -83,6 +87,7 @@ async function main(argv: string[]): Promise<number> {
       namespace: env.temporalNamespace,
       ...(dataConverter && { dataConverter }),
     });
+    if (command === 'mcp') return await mcp(client, env, args);
     const deputy = new DeputyClient(client, { taskQueue: env.taskQueue });
     const [first, second] = args as [string, string];
     const started = (handle: { workflowId: string }) => print(`started ${handle.workflowId}`);
@@ -161,6 +166,41 @@ async function watch(deputy: DeputyClient, rootId: string, since: string | undef
   if (last) print(`resume after the last event: deputy watch ${rootId} ${last}`);
   const root = view.root ? view.runs.get(view.root) : undefined;
   return root?.status === 'completed' ? 0 : 1;
+}
+
+/**
+ * `deputy mcp`: serves until the caller closes stdio, or (`--http <port>`) until SIGINT/SIGTERM. Nothing but the
+ * protocol goes to stdout. Refuses to start without its own token.
+ */
+async function mcp(client: Client, env: DeputyEnv, args: string[]): Promise<number> {
+  const token = process.env.DEPUTY_MCP_TOKEN ?? '';
+  const http = args[0] === '--http';
+  if ((args.length > 0 && !http) || (http && !/^\d{1,5}$/.test(args[1] ?? ''))) {
+    console.error(USAGE);
+    return 2;
+  }
+  if (token.trim().length < 16) {
+    const what = token.trim() === '' ? 'not set' : 'too short';
+    console.error(`deputy mcp: DEPUTY_MCP_TOKEN is ${what}; set a random secret of 16 characters or more`);
+    return 2;
+  }
+  const make = () => deputyMcpServer({ client, taskQueue: env.taskQueue, config: loadConfig(env) });
+  if (!http) {
+    const server = make();
+    const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
+    await serveMcpStdio(server);
+    await closed;
+    return 0;
+  }
+  const server = await serveMcpHttp(make, { token, port: Number(args[1]) });
+  const address = server.address() as AddressInfo;
+  console.error(`deputy mcp: listening on http://${address.address}:${address.port}/mcp`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  server.close();
+  return 0;
 }
 
 /** Prints a line whose text may come from runs: control characters are shown, never obeyed. */

@@ -10,6 +10,7 @@ import { SynthesisReserve } from '../contract/run.js';
 import { BriefLimits, ContextMode } from '../contract/delegation.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../rules/payloads.js';
 import { describeIssues } from '../rules/zod-issues.js';
+import { McpServers } from './mcp.js';
 
 /** A model's price in USD per million tokens. */
 export const Price = z.strictObject({
@@ -139,6 +140,8 @@ export const DeputyConfig = z
       .default({ ...DEFAULT_PAYLOAD_LIMITS }),
     /** Hooks run at points of a child's life: HTTP webhooks or functions registered with the worker. */
     hooks: z.array(HookConfig).default([]),
+    /** MCP servers whose tools presets can offer, by name: `<server>_<tool>` unless a server sets its `prefix`. */
+    mcpServers: McpServers.default({}),
   })
   .superRefine((config, ctx) => {
     const ids = new Set<string>();

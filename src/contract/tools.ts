@@ -10,6 +10,16 @@ export interface ToolContext {
   runId: string;
   /** Aborted when the run is cancelled or the activity times out. */
   signal: AbortSignal;
+  /** Reports progress: Temporal records the last details, and a tool that reports keeps its activity alive. */
+  heartbeat(details?: unknown): void;
+}
+
+/**
+ * Thrown by a tool for a failure the model should see and answer (a refused request, an error result), not retry:
+ * the model receives the message as a tool error.
+ */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
 }
 
 /** A tool the model can call. */
@@ -22,6 +32,16 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   parameters: S;
   /** Scopes a run must hold for the tool to be offered. */
   scopes: readonly string[];
+  /**
+   * The JSON Schema the model sees, when the tool states its own (a tool an MCP server serves); `parameters` still
+   * checks the arguments before `execute`. @default generated from `parameters`
+   */
+  jsonSchema?: Record<string, unknown>;
+  /**
+   * The tool's description and schema are recorded with the composition of each run offered it, because its source
+   * can change them while runs are live (an MCP server): replay and restoration read the recorded ones.
+   */
+  recordSpec?: boolean;
   /** Runs the tool; a string is returned as is, anything else as JSON. */
   execute(args: z.infer<S>, context: ToolContext): Promise<unknown>;
 }
@@ -61,7 +81,7 @@ export function toToolSpec(tool: ToolDefinition): ToolSpec {
   return {
     name: tool.name,
     description: tool.description,
-    parameters: parametersSchema(tool.parameters),
+    parameters: tool.jsonSchema ?? parametersSchema(tool.parameters),
     scopes: [...tool.scopes],
   };
 }

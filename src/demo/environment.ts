@@ -35,15 +35,19 @@ export async function withDemoEnvironment(
   script: ScriptRule[],
   body: (demo: DemoEnvironment) => Promise<void>,
   say: (line: string) => void = console.log,
+  /** Changes the loaded config (the MCP demo adds its server and preset). */
+  adjust: (config: DeputyConfig) => DeputyConfig = (config) => config,
 ): Promise<void> {
   const telemetryOptions = runtimeTelemetry();
   Runtime.install({ logger: new DefaultLogger('WARN'), ...(telemetryOptions && { telemetryOptions }) });
   const env = readEnv();
-  const config = loadConfig({
-    ...env,
-    configPath: env.configPath ?? join(PROJECT_ROOT, 'deputy.config.yaml'),
-    delegationEnabled: env.delegationEnabled ?? true,
-  });
+  const config = adjust(
+    loadConfig({
+      ...env,
+      configPath: env.configPath ?? join(PROJECT_ROOT, 'deputy.config.yaml'),
+      delegationEnabled: env.delegationEnabled ?? true,
+    }),
+  );
   const live = env.openaiApiKey !== undefined || env.openaiBaseUrl !== undefined;
 
   let scripted: ScriptedModelServer | undefined;

@@ -2,7 +2,8 @@
  * `npm run demo`: runs a sample task end to end. Starts an embedded Temporal dev server (persisted under .deputy/)
  * unless TEMPORAL_ADDRESS is set, starts a worker, shows the run's progress, then prints the answer, usage, cost
  * and the run's Temporal UI URL. Offline (scripted model) unless OPENAI_API_KEY or OPENAI_BASE_URL is set.
- * `npm run demo -- --chat`: a conversation in the terminal instead (chat.ts).
+ * `npm run demo -- --chat`: a conversation in the terminal instead (chat.ts); `-- --mcp`: a run that reads the
+ * docs through an MCP server (mcp.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { terminalSafe } from '../rules/terminal.js';
@@ -12,6 +13,7 @@ import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
 import { microToUsd } from '../rules/usage.js';
 import { runChat } from './chat.js';
+import { runMcpDemo } from './mcp.js';
 import { runUrl, settledTree, withDemoEnvironment } from './environment.js';
 import { DEMO_SCRIPT, DEMO_TASK } from './script.js';
 import { untilInterrupted } from './ui.js';
@@ -33,6 +35,7 @@ function describeEvent(event: SessionEvent): string | null {
 
 async function main(): Promise<void> {
   if (process.argv.includes('--chat')) return runChat();
+  if (process.argv.includes('--mcp')) return runMcpDemo();
   await withDemoEnvironment(DEMO_SCRIPT, async (demo) => {
     const { deputy, env, live, uiBase } = demo;
     const workflowId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;

@@ -78,7 +78,8 @@ export function inheritComposition(
     .map((name) => byName.get(name))
     .filter((tool): tool is RunTool => tool !== undefined && granted.includes(tool.name))
     .filter((tool) => tool.scopes.every((scope) => scopes.includes(scope)))
-    .map((tool): RunTool => ({ name: tool.name, scopes: tool.scopes }));
+    // A tool recorded whole (its source can change, an MCP server's) stays whole: the child sees what the parent saw.
+    .map((tool): RunTool => (tool.description === undefined ? { name: tool.name, scopes: tool.scopes } : tool));
   const delegation = parent.delegation;
   const mayDelegate =
     delegation !== undefined &&
@@ -100,7 +101,7 @@ export function inheritComposition(
       payloads.maxInputBytes !== DEFAULT_PAYLOAD_LIMITS.maxInputBytes);
   return {
     ...(effort !== undefined && { effort }),
-    tools: mayDelegate ? tools : tools.map((tool) => tool.name),
+    tools: mayDelegate ? tools : tools.map((tool) => (tool.description === undefined ? tool.name : tool)),
     price: parent.price,
     defaultLimits: Object.fromEntries(defaults),
     ...(mayDelegate && { delegation, hooks: parent.hooks ?? [] }),

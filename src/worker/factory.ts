@@ -10,6 +10,7 @@ import OpenAI from 'openai';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { createActivities } from '../../activities/index.js';
 import { checkConfigAgainstTools } from '../../activities/composition.js';
+import { listMcpTools, type McpOptions } from '../../activities/mcp.js';
 import type { DeputyConfig } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
 import { cachedTenantDelegation, describeTenantDelegation } from '../config/tenant-evidence.js';
@@ -59,7 +60,9 @@ export interface DeputyWorkerOptions {
   client?: Client;
   /** Hook functions the config's hooks can name (`function: <name>`). */
   hookFunctions?: Record<string, HookFunction>;
-  /** Tools the worker can run. @default the built-in `calculate` and `search_notes` */
+  /** Where the config's MCP servers read `{ env }` and `{ file }` values. @default the process's environment and directory */
+  mcp?: McpOptions;
+  /** Tools the worker can run, besides those of the config's MCP servers. @default the built-in `calculate` and `search_notes` */
   tools?: ToolDefinition[];
   /** A prebuilt workflow bundle (tests build one and share it). @default bundled from `workflows/` */
   workflowBundle?: WorkerOptions['workflowBundle'];
@@ -155,11 +158,17 @@ export class DeputyWorker {
   constructor(
     /** The Temporal workers, root queue first. */
     readonly workers: readonly Worker[],
+    /** Closes what the workers hold besides (the connections of stateful MCP servers). */
+    private readonly release: () => Promise<void> = async () => undefined,
   ) {}
 
   /** Runs every worker until `shutdown()` or a signal (SIGINT/SIGTERM) stops them. */
   async run(): Promise<void> {
-    await Promise.all(this.workers.map((worker) => worker.run()));
+    try {
+      await Promise.all(this.workers.map((worker) => worker.run()));
+    } finally {
+      await this.release();
+    }
   }
 
   /** Asks every running worker to stop after its in-flight tasks. */
@@ -228,7 +237,18 @@ export function deputyActivities(options: DeputyActivityOptions) {
 export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
   const childTaskQueue = options.childTaskQueue ?? 'deputy-background';
   const payloadStore = options.workerOptions?.dataConverter?.externalStorage !== undefined;
-  const activities = deputyActivities({ ...options, childTaskQueue, payloadStore });
+  const config = options.config instanceof ConfigStore ? options.config.current : options.config;
+  // The MCP servers' tools join the worker's own; a server that does not answer is reported and left out.
+  const mcp = await listMcpTools(config.mcpServers, options.mcp);
+  for (const line of mcp.lines) console.log(`deputy: ${line}`);
+  const tools = [...(options.tools ?? builtinTools()), ...mcp.tools];
+  let activities: ReturnType<typeof deputyActivities>;
+  try {
+    activities = deputyActivities({ ...options, tools, childTaskQueue, payloadStore });
+  } catch (err) {
+    await mcp.close();
+    throw err;
+  }
   const tracing = 'tracing' in options ? options.tracing : deputyTracing();
   const workflowBundle =
     options.workflowBundle ??
@@ -249,7 +269,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
       }),
     ),
   );
-  return new DeputyWorker(workers);
+  return new DeputyWorker(workers, mcp.close);
 }
 
 /** Problems with the server's search attributes: one line each, with the command that fixes it. */

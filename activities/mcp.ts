@@ -1,0 +1,266 @@
+/**
+ * Tools from MCP servers, as Deputy tools: the worker lists each configured server's tools at start, and each call
+ * runs inside the `runTool` activity like any tool's, so scopes, presets, narrowing to children, the tool caps, retries,
+ * timeouts and cancellation are the same. A server connects per call unless it is marked stateful, in which case the
+ * worker keeps one connection and a lost connection is a tool error. What a server sends back is data for the model.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { McpServer, McpServers, McpValue } from '../src/config/mcp.js';
+import { TOOL_NAME, ToolError, type ToolContext, type ToolDefinition } from '../src/contract/tools.js';
+
+/** How long the worker waits for a server to start and list its tools. */
+const LIST_TIMEOUT_MS = 30_000;
+/** How long closing a connection waits for messages still being sent. */
+const CLOSE_GRACE_MS = 1000;
+/** The last bytes of a stdio server's stderr, kept to explain why it did not answer. */
+const STDERR_TAIL_BYTES = 2000;
+
+/** What the worker found on its MCP servers. */
+export interface McpListing {
+  tools: ToolDefinition[];
+  /** One line per server and per tool left out, for the worker's log. */
+  lines: string[];
+  /** Closes the connections stateful servers keep. */
+  close: () => Promise<void>;
+}
+
+/** How the worker reaches its servers. */
+export interface McpOptions {
+  /** Where `{ env }` values are read. @default process.env */
+  env?: NodeJS.ProcessEnv;
+  /** Where relative `{ file }` values and `cwd`s are resolved. @default process.cwd() */
+  baseDir?: string;
+}
+
+/** Lists every configured server's tools; a server that does not answer is reported, not fatal. */
+export async function listMcpTools(servers: McpServers, options: McpOptions = {}): Promise<McpListing> {
+  const sources = Object.entries(servers).map(([name, server]) => new McpSource(name, server, options));
+  const listed = await Promise.all(sources.map((source) => source.list()));
+  return {
+    tools: listed.flatMap((entry) => entry.tools),
+    lines: listed.flatMap((entry) => entry.lines),
+    close: async () => {
+      await Promise.all(sources.map((source) => source.close()));
+    },
+  };
+}
+
+/** One configured server: its connections and the Deputy tools made of what it lists. */
+class McpSource {
+  #kept?: Promise<Client> | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly server: McpServer,
+    readonly options: McpOptions,
+  ) {}
+
+  async list(): Promise<{ tools: ToolDefinition[]; lines: string[] }> {
+    let listed: Tool[];
+    try {
+      const client = await this.#client();
+      listed = await listAll(client);
+      if (!this.server.stateful) await client.close();
+    } catch (err) {
+      await this.close();
+      return { tools: [], lines: [`MCP server "${this.name}" did not answer: ${(err as Error).message}`] };
+    }
+    const prefix = this.server.prefix ?? `${this.name}_`;
+    const wanted = this.server.tools;
+    const lines: string[] = [];
+    const tools: ToolDefinition[] = [];
+    for (const tool of listed) {
+      if (wanted && !wanted.includes(tool.name)) continue;
+      const name = `${prefix}${tool.name.replace(/[^a-zA-Z0-9_-]/g, '_')}`;
+      if (!TOOL_NAME.test(name)) {
+        lines.push(`MCP server "${this.name}": tool "${tool.name}" left out; "${name}" is not a usable tool name`);
+        continue;
+      }
+      tools.push(this.#tool(name, tool));
+    }
+    const missing = (wanted ?? []).filter((name) => !listed.some((tool) => tool.name === name));
+    if (missing.length > 0) lines.push(`MCP server "${this.name}" does not list: ${missing.join(', ')}`);
+    lines.unshift(`MCP server "${this.name}": ${tools.length} tools (${tools.map((t) => t.name).join(', ')})`);
+    return { tools, lines };
+  }
+
+  async close(): Promise<void> {
+    const kept = this.#kept;
+    this.#kept = undefined;
+    await kept?.then((client) => client.close()).catch(() => undefined);
+  }
+
+  #tool(name: string, tool: Tool): ToolDefinition {
+    const { $schema: _ignored, ...schema } = tool.inputSchema;
+    return {
+      name,
+      description: tool.description ?? tool.title ?? `${tool.name} (MCP server "${this.name}")`,
+      // The server checks its own arguments and answers a bad call with an error the model reads.
+      parameters: z.record(z.string(), z.unknown()),
+      jsonSchema: schema,
+      recordSpec: true,
+      scopes: this.server.scopes,
+      execute: (args, context) => this.call(tool.name, args as Record<string, unknown>, context),
+    };
+  }
+
+  /** Calls one tool: on the kept connection of a stateful server, else on a connection of its own. */
+  async call(tool: string, args: Record<string, unknown>, context: ToolContext): Promise<string> {
+    const client = await this.#client();
+    try {
+      const result = await client.callTool({ name: tool, arguments: args }, undefined, {
+        signal: context.signal,
+        timeout: this.server.timeoutSeconds * 1000,
+        maxTotalTimeout: this.server.timeoutSeconds * 1000,
+        onprogress: ({ progress, total, message }) => context.heartbeat({ progress, total, message }),
+      });
+      const text = resultText(result as CallToolResult);
+      if (result.isError === true) throw new ToolError(`MCP server "${this.name}", tool "${tool}": ${text}`);
+      return text;
+    } catch (err) {
+      throw this.#failure(err, tool, context.signal);
+    } finally {
+      if (!this.server.stateful) await client.close().catch(() => undefined);
+    }
+  }
+
+  /** A cancelled run's abort passes through; what the server refused is the model's to read; the rest is retried. */
+  #failure(err: unknown, tool: string, signal: AbortSignal): unknown {
+    if (err instanceof ToolError || signal.aborted || !(err instanceof McpError)) return err;
+    const closed = err.code === (ErrorCode.ConnectionClosed as number);
+    if (closed && this.server.stateful) {
+      return new ToolError(
+        `MCP server "${this.name}" lost its connection during "${tool}"; what it held between calls is gone`,
+      );
+    }
+    if (closed) return err;
+    return new ToolError(`MCP server "${this.name}", tool "${tool}": ${err.message}`);
+  }
+
+  #client(): Promise<Client> {
+    if (!this.server.stateful) return this.#connect();
+    this.#kept ??= this.#connect().then((client) => {
+      // A lost connection is reported to the calls in flight; the next call connects again.
+      client.onclose = () => {
+        this.#kept = undefined;
+      };
+      return client;
+    });
+    const kept = this.#kept;
+    return kept.catch((err: unknown) => {
+      if (this.#kept === kept) this.#kept = undefined;
+      throw err;
+    });
+  }
+
+  async #connect(): Promise<Client> {
+    const client = new Client({ name: 'deputy', version: '0.1.0' });
+    const { transport, stderr } = this.#transport();
+    // Closing waits (briefly) for what is still being sent: a cancelled call's notice must reach the server.
+    const sending = new Set<Promise<void>>();
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      const sent = send(message, options);
+      sending.add(sent);
+      sent.then(
+        () => sending.delete(sent),
+        () => sending.delete(sent),
+      );
+      return sent;
+    };
+    const close = client.close.bind(client);
+    client.close = async () => {
+      await Promise.race([Promise.allSettled([...sending]), sleep(CLOSE_GRACE_MS)]);
+      await close();
+    };
+    try {
+      await client.connect(transport, { timeout: LIST_TIMEOUT_MS });
+    } catch (err) {
+      await client.close().catch(() => undefined);
+      const tail = stderr().trim();
+      throw new Error(`${(err as Error).message}${tail ? ` (stderr: ${tail})` : ''}`, { cause: err });
+    }
+    return client;
+  }
+
+  #transport(): { transport: Transport; stderr: () => string } {
+    const baseDir = this.options.baseDir ?? process.cwd();
+    const value = (entry: McpValue) => resolveValue(entry, this.options.env ?? process.env, baseDir, this.name);
+    const values = (table: Record<string, McpValue>) =>
+      Object.fromEntries(Object.entries(table).map(([key, entry]) => [key, value(entry)]));
+    if ('url' in this.server) {
+      const headers = values(this.server.headers);
+      const transport = new StreamableHTTPClientTransport(new URL(this.server.url), { requestInit: { headers } });
+      return { transport, stderr: () => '' };
+    }
+    const transport = new StdioClientTransport({
+      command: this.server.command,
+      args: this.server.args,
+      env: { ...getDefaultEnvironment(), ...values(this.server.env) },
+      cwd: resolve(baseDir, this.server.cwd ?? '.'),
+      stderr: 'pipe',
+    });
+    let tail = '';
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      tail = (tail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+    });
+    return { transport, stderr: () => tail };
+  }
+}
+
+/** Every page of a server's tool list. */
+async function listAll(client: Client): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: LIST_TIMEOUT_MS });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return tools;
+}
+
+/** A value of a server's environment or headers, read when the worker connects. */
+function resolveValue(entry: McpValue, env: NodeJS.ProcessEnv, baseDir: string, server: string): string {
+  if (typeof entry === 'string') return entry;
+  if ('env' in entry) {
+    const found = env[entry.env];
+    if (found === undefined) throw new Error(`MCP server "${server}" needs ${entry.env}, which is not set`);
+    return found;
+  }
+  return readFileSync(resolve(baseDir, entry.file), 'utf8').trim();
+}
+
+/**
+ * What the model reads of a tool's result: its text and structured content; images, audio and resources are named,
+ * not inlined (the model cannot read them, and their bytes would fill the run's history).
+ */
+export function resultText(result: CallToolResult): string {
+  const parts = (result.content ?? []).map((item) => {
+    switch (item.type) {
+      case 'text':
+        return item.text;
+      case 'image':
+      case 'audio':
+        return `[${item.type} ${item.mimeType}, ${Math.floor((item.data.length * 3) / 4)} bytes, not shown]`;
+      case 'resource_link':
+        return `[resource ${item.uri}${item.name ? ` "${item.name}"` : ''}, not fetched]`;
+      case 'resource':
+        return `[resource ${item.resource.uri}${item.resource.mimeType ? ` (${item.resource.mimeType})` : ''}, not inlined]`;
+      default:
+        return `[${(item as { type: string }).type} content, not shown]`;
+    }
+  });
+  // A server that returns structured content also returns it as text (the protocol asks it to): once is enough.
+  const hasText = (result.content ?? []).some((item) => item.type === 'text');
+  if (result.structuredContent !== undefined && !hasText) parts.push(JSON.stringify(result.structuredContent));
+  return parts.join('\n');
+}

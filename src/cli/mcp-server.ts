@@ -1,0 +1,263 @@
+/**
+ * Deputy as an MCP server (`deputy mcp`): an agent a person already uses hands durable, budgeted work to Deputy.
+ * Tools `run`, `status`, `result`, `answer`, `cancel`, and each run's tree as a resource. The caller holds no power
+ * of its own: runs get the config's default scopes, a preset the config defines, and limits no wider than the
+ * config's; it reaches only the runs it started through this server (their ids carry its prefix).
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@temporalio/client';
+import { z } from 'zod';
+import { DeputyClient } from '../client/client.js';
+import { loadTree } from '../client/inspect.js';
+import { renderTree } from '../client/tree.js';
+import type { DeputyConfig } from '../config/load.js';
+import { DeputyError } from '../contract/errors.js';
+
+// Every tool's arguments are a strict object: a caller that sends what the server does not take (scopes, tools) is
+// refused, not quietly ignored.
+
+/** Runs started through the MCP server have ids with this prefix, and it reaches no others. */
+export const MCP_RUN_PREFIX = 'mcp-';
+/** The longest a tool waits for a run's end before answering with its id. */
+const MAX_WAIT_SECONDS = 600;
+
+const RunId = z
+  .string()
+  .regex(/^mcp-[0-9a-f-]{36}$/, 'a run id this server gave (mcp-…)')
+  .describe('the id `run` returned');
+const WaitSeconds = z
+  .number()
+  .min(0)
+  .max(MAX_WAIT_SECONDS)
+  .optional()
+  .describe(`how long to wait for the run to end (0 to ${MAX_WAIT_SECONDS} s); then its id and status come back`);
+
+/** The limits a caller may ask for; each is capped by the config's. */
+const CallerLimits = z.strictObject({
+  maxTurns: z.number().int().positive().optional(),
+  maxTokens: z.number().int().positive().optional(),
+  maxCostUsd: z.number().positive().optional(),
+  maxToolCalls: z.number().int().nonnegative().optional(),
+  maxDurationSeconds: z.number().int().positive().optional(),
+});
+type CallerLimits = z.infer<typeof CallerLimits>;
+
+/** The caller's limits, each no wider than the config's: a caller only narrows. */
+export function narrowLimits(config: DeputyConfig, asked: CallerLimits = {}) {
+  const own = config.limits;
+  const min = (a: number | undefined, b: number) => (a === undefined ? b : Math.min(a, b));
+  const seconds = min(asked.maxDurationSeconds, own.maxDurationSeconds);
+  return {
+    maxTurns: min(asked.maxTurns, own.maxTurns),
+    maxTokens: min(asked.maxTokens, own.maxTokens),
+    maxCostUsd: min(asked.maxCostUsd, own.maxCostUsd),
+    maxToolCalls: min(asked.maxToolCalls, own.maxToolCalls),
+    deadline: new Date(Date.now() + seconds * 1000).toISOString(),
+  };
+}
+
+/** What a tool answers: the JSON as text, and as structured content. */
+function reply(value: Record<string, unknown>, isError = false): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value, isError };
+}
+
+/** A refusal the caller can act on (a bad id, an unknown preset, an update the run refused). */
+function refusal(err: unknown): CallToolResult {
+  if (err instanceof DeputyError || err instanceof z.ZodError) return reply({ error: err.message }, true);
+  throw err;
+}
+
+/** The runs a caller started through the server: their status, questions and results. */
+class CallerRuns {
+  readonly deputy: DeputyClient;
+
+  constructor(
+    readonly client: Client,
+    taskQueue: string,
+  ) {
+    this.deputy = new DeputyClient(client, { taskQueue });
+  }
+
+  /** The run's result once it ends within `seconds`, or its status while it is still going. */
+  async settle(runId: string, seconds: number): Promise<Record<string, unknown>> {
+    const now = await this.describe(runId);
+    if (now.running && seconds === 0) return { runId, status: now.status, openQuestions: now.openQuestions };
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), seconds * 1000);
+    try {
+      return { runId, ...(await this.client.withAbortSignal(stop.signal, () => this.deputy.result(runId))) };
+    } catch (err) {
+      if (!stop.signal.aborted) throw err;
+      const later = await this.describe(runId);
+      return { runId, status: later.status, openQuestions: later.openQuestions };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Status and the tree's open questions of a run that may still be going. */
+  async describe(runId: string) {
+    const described = await this.client.workflow.getHandle(runId).describe();
+    const status = (described.searchAttributes.DeputyStatus?.[0] as string | undefined) ?? 'starting';
+    const running = described.status.name === 'RUNNING';
+    const questions = running ? await this.deputy.openQuestions(runId) : [];
+    return {
+      running,
+      status,
+      openQuestions: questions.map((q) => ({ questionId: q.questionId, child: q.taskName, question: q.question })),
+    };
+  }
+}
+
+/** Builds the MCP server over a Temporal client; `config` is what the worker runs with. */
+export function deputyMcpServer(options: { client: Client; taskQueue: string; config: DeputyConfig }): McpServer {
+  const { client, config } = options;
+  const runs = new CallerRuns(client, options.taskQueue);
+  const { deputy } = runs;
+  const server = new McpServer({ name: 'deputy', version: '0.1.0' });
+
+  server.registerTool(
+    'run',
+    {
+      description:
+        'Start a durable Deputy run on a task, with a preset and limits (no wider than the server allows); wait for its result up to wait_seconds, else get its id to ask again with `result`.',
+      inputSchema: z.strictObject({
+        task: z.string().min(1).describe('what the run should do, complete and self-contained'),
+        preset: z
+          .enum(config.presets.map((p) => p.id) as [string, ...string[]])
+          .optional()
+          .describe('a preset this server offers'),
+        limits: CallerLimits.optional(),
+        wait_seconds: WaitSeconds,
+      }),
+    },
+    async ({ task, preset, limits, wait_seconds }) => {
+      const runId = `${MCP_RUN_PREFIX}${randomUUID()}`;
+      try {
+        await deputy.startRun(
+          { task, ...(preset !== undefined && { preset }), limits: narrowLimits(config, limits) },
+          { workflowId: runId, summary: `agentRun (MCP): ${task.replace(/\s+/g, ' ').slice(0, 70)}` },
+        );
+      } catch (err) {
+        return refusal(err);
+      }
+      return reply(await runs.settle(runId, wait_seconds ?? 30));
+    },
+  );
+
+  server.registerTool(
+    'status',
+    {
+      description: "A run's status, and the questions its children wait on.",
+      inputSchema: z.strictObject({ run_id: RunId }),
+    },
+    async ({ run_id }) => {
+      const { status, openQuestions } = await runs.describe(run_id);
+      return reply({ runId: run_id, status, openQuestions });
+    },
+  );
+
+  server.registerTool(
+    'result',
+    {
+      description: "A run's result (output, usage) once it ends; within wait_seconds, else its status.",
+      inputSchema: z.strictObject({ run_id: RunId, wait_seconds: WaitSeconds }),
+    },
+    async ({ run_id, wait_seconds }) => reply(await runs.settle(run_id, wait_seconds ?? 0)),
+  );
+
+  server.registerTool(
+    'answer',
+    {
+      description:
+        'Answer a question a child of the run is waiting on (the oldest open one unless question_id names one).',
+      inputSchema: z.strictObject({
+        run_id: RunId,
+        answer: z.string().min(1),
+        question_id: z.string().min(1).optional(),
+      }),
+    },
+    async ({ run_id, answer, question_id }) => {
+      const open = await deputy.openQuestions(run_id);
+      const question = question_id === undefined ? open[0] : open.find((q) => q.questionId === question_id);
+      if (!question) {
+        return reply({ error: question_id ? `no open question ${question_id} in this run` : 'no open question' }, true);
+      }
+      try {
+        const answered = await deputy.answer(question.childWorkflowId, answer, question.questionId);
+        return reply({ runId: run_id, answered, child: question.taskName });
+      } catch (err) {
+        return refusal(err);
+      }
+    },
+  );
+
+  server.registerTool(
+    'cancel',
+    { description: 'Cancel a run and every child under it.', inputSchema: z.strictObject({ run_id: RunId }) },
+    async ({ run_id }) => {
+      await deputy.cancel(run_id);
+      return reply({ runId: run_id, cancelled: true });
+    },
+  );
+
+  server.registerResource(
+    'tree',
+    new ResourceTemplate('deputy://runs/{runId}/tree', { list: undefined }),
+    { description: "A run's delegation tree: status, tokens, cost and calls per run", mimeType: 'text/plain' },
+    async (uri, { runId }) => {
+      const id = RunId.parse(runId);
+      return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: renderTree(await loadTree(client, id)) }] };
+    },
+  );
+  return server;
+}
+
+/** Serves `make()`'s tools over stdio (the caller started this process). */
+export async function serveMcpStdio(server: McpServer): Promise<void> {
+  await server.connect(new StdioServerTransport());
+}
+
+/**
+ * Serves over Streamable HTTP at `/mcp`, statelessly (a server per request), to callers that send the token as
+ * `Authorization: Bearer <token>`; any other request is refused before it reaches a tool.
+ */
+export async function serveMcpHttp(
+  make: () => McpServer,
+  options: { token: string; port: number; host?: string },
+): Promise<Server> {
+  const expected = digest(`Bearer ${options.token}`);
+  const http = createServer((req, res) => {
+    const given = req.headers.authorization;
+    if (given === undefined || !timingSafeEqual(digest(given), expected)) {
+      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
+      res.end(JSON.stringify({ error: 'a bearer token is required' }));
+      return;
+    }
+    if (new URL(req.url ?? '/', 'http://deputy').pathname !== '/mcp') {
+      res.writeHead(404).end();
+      return;
+    }
+    const server = make();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    server
+      .connect(transport)
+      .then(() => transport.handleRequest(req, res))
+      .catch(() => {
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+  });
+  await new Promise<void>((ok) => http.listen(options.port, options.host ?? '127.0.0.1', ok));
+  return http;
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();

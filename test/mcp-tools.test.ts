@@ -1,0 +1,398 @@
+/**
+ * R6.7 tools from MCP servers no one here wrote, installed from the registry by `npm ci`: the reference filesystem
+ * server (stdio), the memory server (stdio, stateful) and the "everything" server (Streamable HTTP, behind a proxy
+ * that records every message it carries, so a cancellation can be seen arriving at the server).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtinTools } from '../activities/builtin-tools.js';
+import { listMcpTools } from '../activities/mcp.js';
+import { parseConfig } from '../src/config/load.js';
+import { forTask, offeredTools, toolMessages, userSays } from '../src/testing/scripted-model.js';
+import { delegateReply } from './support/delegation.js';
+import { createHarness, testConfig, type Harness } from './support/harness.js';
+
+const serverScript = (name: string) => resolve(`node_modules/@modelcontextprotocol/server-${name}/dist/index.js`);
+
+/** A scratch directory the filesystem server is given, with a note and a 3 MB file in it. */
+const scratch = mkdtempSync(join(tmpdir(), 'deputy-mcp-'));
+mkdirSync(join(scratch, 'files'));
+writeFileSync(join(scratch, 'files', 'note.txt'), 'The launch code word is PERIWINKLE.\n');
+writeFileSync(join(scratch, 'files', 'big.txt'), 'lorem ipsum dolor sit amet '.repeat(120_000));
+const memoryFile = join(scratch, 'memory.jsonl');
+
+/** Every JSON-RPC message a client sends through it, in order. */
+class RecordingProxy {
+  readonly sent: { method?: string; params?: Record<string, unknown>; id?: unknown }[] = [];
+  #server?: Server;
+  url = '';
+
+  async start(target: string): Promise<void> {
+    this.#server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        if (body.length > 0) {
+          const parsed = JSON.parse(body.toString('utf8')) as unknown;
+          this.sent.push(...((Array.isArray(parsed) ? parsed : [parsed]) as RecordingProxy['sent']));
+        }
+        const out = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (reply) => {
+          res.writeHead(reply.statusCode ?? 502, reply.headers);
+          reply.pipe(res);
+        });
+        out.on('error', () => res.destroy());
+        out.end(body);
+      });
+    });
+    await new Promise<void>((ok) => this.#server!.listen(0, '127.0.0.1', ok));
+    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}/mcp`;
+  }
+
+  async close(): Promise<void> {
+    this.#server?.closeAllConnections();
+    await new Promise((ok) => this.#server?.close(ok));
+  }
+}
+
+/** The "everything" server over Streamable HTTP on a free port, answering once it listens. */
+async function startEverything(): Promise<{ process: ChildProcess; url: string }> {
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const child = spawn(process.execPath, [serverScript('everything'), 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((ok, fail) => {
+    let text = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      if (text.includes('listening')) ok();
+    });
+    child.on('exit', (code) => fail(new Error(`everything server exited (${code}): ${text}`)));
+  });
+  return { process: child, url: `http://127.0.0.1:${port}` };
+}
+
+/** Every payload recorded in a workflow's history, decoded. */
+async function recordedPayloads(workflowId: string): Promise<unknown[]> {
+  const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
+  const found: unknown[] = [];
+  const visit = (node: unknown) => {
+    if (typeof node !== 'object' || node === null) return;
+    if ('payloads' in node && Array.isArray(node.payloads)) {
+      for (const payload of node.payloads as Payload[]) found.push(defaultPayloadConverter.fromPayload(payload));
+      return;
+    }
+    for (const value of Object.values(node)) visit(value);
+  };
+  visit(history.events);
+  return found;
+}
+
+const h = {} as Harness;
+const proxy = new RecordingProxy();
+let everything: ChildProcess;
+
+const mcpServers = () => ({
+  files: {
+    command: process.execPath,
+    args: [serverScript('filesystem'), join(scratch, 'files')],
+    scopes: ['tools.files'],
+    tools: ['read_text_file', 'list_directory'],
+  },
+  memory: {
+    command: process.execPath,
+    args: [serverScript('memory')],
+    env: { MEMORY_FILE_PATH: memoryFile },
+    stateful: true,
+    prefix: 'mem_',
+    tools: ['create_entities', 'read_graph'],
+  },
+  everything: {
+    url: proxy.url,
+    scopes: ['tools.everything'],
+    prefix: 'ev_',
+    tools: ['echo', 'trigger-long-running-operation', 'get-tiny-image', 'get-structured-content'],
+  },
+  gone: { command: process.execPath, args: ['-e', 'process.exit(3)'] },
+});
+
+const config = () =>
+  testConfig({
+    presets: [
+      {
+        id: 'assistant',
+        persona: 'You use MCP tools.',
+        tools: [
+          'calculate',
+          'files_read_text_file',
+          'files_list_directory',
+          'mem_create_entities',
+          'mem_read_graph',
+          'ev_echo',
+          'ev_trigger-long-running-operation',
+          'ev_get-tiny-image',
+          'ev_get-structured-content',
+          'gone_anything',
+        ],
+      },
+    ],
+    defaultScopes: ['tools.calc', 'tools.files', 'tools.everything'],
+    delegation: { enabled: true, childDefaults: { maxTurns: 4, maxTokens: 40_000, maxCostUsd: 0.2 } },
+    mcpServers: mcpServers(),
+  });
+
+const logged: string[] = [];
+
+beforeAll(async () => {
+  const started = await startEverything();
+  everything = started.process;
+  await proxy.start(started.url);
+  Object.assign(h, await createHarness());
+  const log = console.log;
+  console.log = (...args: unknown[]) => void logged.push(args.join(' '));
+  try {
+    await h.startWorker({ config: config(), tools: builtinTools() });
+  } finally {
+    console.log = log;
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await h.close?.();
+  await proxy.close();
+  everything?.kill();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const SCOPES = ['tools.calc', 'tools.files', 'tools.everything', 'run.delegate'];
+
+describe('R6.7 MCP servers as tool sources', () => {
+  it('R6.7 the worker says what each server offers, and which did not answer', () => {
+    expect(logged).toContainEqual('deputy: MCP server "files": 2 tools (files_read_text_file, files_list_directory)');
+    expect(logged).toContainEqual('deputy: MCP server "memory": 2 tools (mem_create_entities, mem_read_graph)');
+    expect(logged.some((line) => line.startsWith('deputy: MCP server "gone" did not answer:'))).toBe(true);
+    expect(logged.find((line) => line.includes('"everything":'))).toMatch(/: 4 tools \(ev_echo, /);
+  });
+
+  it('R6.7 a run reads a file through the filesystem server; the composition records what it was offered', async () => {
+    const task = 'r6.7 read the note';
+    h.model.add(
+      {
+        name: `${task}:1`,
+        when: forTask(task, 0),
+        reply: {
+          toolCalls: [{ name: 'files_read_text_file', arguments: { path: join(scratch, 'files', 'note.txt') } }],
+        },
+      },
+      { name: `${task}:2`, when: forTask(task, 1), reply: { text: 'the word is PERIWINKLE' } },
+    );
+    const workflowId = h.id('mcp-read');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'completed', output: 'the word is PERIWINKLE' });
+    const first = h.model.requests.find((r) => r.rule === `${task}:1`)!;
+    expect(offeredTools(first)).toEqual(expect.arrayContaining(['files_read_text_file', 'files_list_directory']));
+    expect(offeredTools(first)).not.toContain('gone_anything');
+    const spec = first.body.tools!.find((t) => t.function.name === 'files_read_text_file')!.function;
+    expect(spec.parameters).toMatchObject({ type: 'object', required: ['path'] });
+    const [read] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:2`)!);
+    expect(read).toContain('The launch code word is PERIWINKLE.');
+    // What the run was offered is in its recorded composition, description and schema included.
+    const composition = (await recordedPayloads(workflowId)).find(
+      (value): value is { tools: { name: string; description?: string; parameters?: unknown }[] } =>
+        typeof value === 'object' && value !== null && 'presetRevision' in value,
+    );
+    expect(composition?.tools.find((tool) => tool.name === 'files_read_text_file')).toMatchObject({
+      description: expect.stringMatching(/^Read the complete contents of a file/) as unknown,
+      parameters: { type: 'object', required: ['path'] },
+    });
+  });
+
+  it('R6.7 a 3 MB file read through MCP reaches the model bounded; an image is named, not inlined', async () => {
+    const task = 'r6.7 read the big file';
+    h.model.add(
+      {
+        name: `${task}:1`,
+        when: forTask(task, 0),
+        reply: {
+          toolCalls: [
+            { name: 'files_read_text_file', arguments: { path: join(scratch, 'files', 'big.txt') } },
+            { name: 'ev_get-tiny-image', arguments: {} },
+          ],
+        },
+      },
+      { name: `${task}:2`, when: forTask(task, 2), reply: { text: 'read' } },
+    );
+    const workflowId = h.id('mcp-big');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
+    expect(await h.deputy.result(workflowId)).toMatchObject({ status: 'completed', output: 'read' });
+    const results = toolMessages(h.model.requests.find((r) => r.rule === `${task}:2`)!);
+    const big = results.find((text) => text.includes('lorem'));
+    const image = results.find((text) => !text.includes('lorem'));
+    expect(big!.startsWith('lorem ipsum dolor sit amet')).toBe(true);
+    expect(big).toMatch(/\[truncated: 3\.1 MB → 20 KB\]$/);
+    expect(image).toMatch(/\[image image\/png, \d+ bytes, not shown\]/);
+    expect(image).not.toMatch(/iVBOR/);
+  });
+
+  it('R6.7 an error result and a refused call are tool errors the model reads; the run goes on', async () => {
+    const task = 'r6.7 bad calls';
+    h.model.add(
+      {
+        name: `${task}:1`,
+        when: forTask(task, 0),
+        reply: {
+          toolCalls: [
+            { name: 'ev_echo', arguments: {} },
+            { name: 'files_read_text_file', arguments: { path: '/etc/passwd' } },
+          ],
+        },
+      },
+      { name: `${task}:2`, when: forTask(task, 2), reply: { text: 'noted the errors' } },
+    );
+    const workflowId = h.id('mcp-errors');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
+    expect(await h.deputy.result(workflowId)).toMatchObject({ status: 'completed', output: 'noted the errors' });
+    const [echo, passwd] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:2`)!);
+    expect(echo).toMatch(/^MCP server "everything", tool "echo": /);
+    expect(passwd).toMatch(/^MCP server "files", tool "read_text_file": .*(denied|outside)/i);
+    expect(passwd).not.toContain('root:');
+  });
+
+  it('R6.7 a long tool reports progress as heartbeats; cancelling the run cancels the request at the server', async () => {
+    const task = 'r6.7 long operation';
+    h.model.add({
+      name: `${task}:1`,
+      when: forTask(task, 0),
+      reply: { toolCalls: [{ name: 'ev_trigger-long-running-operation', arguments: { duration: 60, steps: 60 } }] },
+    });
+    const workflowId = h.id('mcp-long');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
+    let details: unknown;
+    for (let i = 0; i < 100 && details === undefined; i++) {
+      await new Promise((ok) => setTimeout(ok, 100));
+      const described = await h.client.workflow.getHandle(workflowId).describe();
+      const pending = described.raw.pendingActivities?.find((a) => a.activityType?.name === 'runTool');
+      const payload = pending?.heartbeatDetails?.payloads?.[0];
+      const decoded = payload
+        ? defaultPayloadConverter.fromPayload<{ progress?: number } | undefined>(payload)
+        : undefined;
+      if (decoded?.progress !== undefined && decoded.progress >= 2) details = decoded;
+    }
+    expect(details).toMatchObject({ progress: expect.any(Number) as unknown, total: 60 });
+    const call = proxy.sent.find(
+      (m) => m.method === 'tools/call' && m.params?.name === 'trigger-long-running-operation',
+    );
+    expect(call).toBeDefined();
+    const cancelledAt = Date.now();
+    await h.deputy.cancel(workflowId);
+    expect((await h.deputy.result(workflowId)).status).toBe('cancelled');
+    expect(Date.now() - cancelledAt).toBeLessThan(10_000);
+    const cancelled = proxy.sent.find(
+      (m) => m.method === 'notifications/cancelled' && m.params?.requestId === call!.id,
+    );
+    expect(cancelled).toBeDefined();
+  });
+
+  it('R6.7 a stateful server keeps state across calls; a worker killed between them, nothing completed runs twice', async () => {
+    const task = 'r6.7 remember';
+    h.model.add(
+      {
+        name: `${task}:1`,
+        when: forTask(task, 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'mem_create_entities',
+              arguments: { entities: [{ name: 'Periwinkle', entityType: 'codeword', observations: ['launch'] }] },
+            },
+          ],
+        },
+      },
+      { name: `${task}:2`, when: forTask(task, 1), reply: { toolCalls: [{ name: 'mem_read_graph', arguments: {} }] } },
+      { name: `${task}:3`, when: forTask(task, 2), reply: { text: 'remembered' } },
+    );
+    const workflowId = h.id('mcp-memory');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
+    // Kill the worker once the first call has completed, then start another: the run finishes on it.
+    for (let i = 0; i < 100 && !h.model.requests.some((r) => r.rule === `${task}:2`); i++) {
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    await h.stopWorkers();
+    await h.startWorker(h.lastWorkerOptions());
+    expect(await h.deputy.result(workflowId)).toMatchObject({ status: 'completed', output: 'remembered' });
+    const [, graph] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:3`)!);
+    expect(graph).toContain('Periwinkle');
+    const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
+    const toolCalls = (history.events ?? []).filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool',
+    );
+    expect(toolCalls).toHaveLength(2);
+    expect(readFileSync(memoryFile, 'utf8').match(/"name":"Periwinkle"/g)).toHaveLength(1);
+  });
+
+  it('R6.7 R2.3 a child narrowed to one MCP tool is not offered the other, and a call to it is refused', async () => {
+    const task = 'r6.7 narrowed child';
+    h.model.add(
+      {
+        name: `${task}:parent`,
+        when: forTask(task, 0),
+        reply: delegateReply({
+          briefs: [{ task_name: 'reader', message: 'mcp narrowed reader', allowed_tools: ['files_read_text_file'] }],
+        }),
+      },
+      {
+        name: `${task}:child`,
+        when: userSays('mcp narrowed reader', 0),
+        reply: { toolCalls: [{ name: 'files_list_directory', arguments: { path: join(scratch, 'files') } }] },
+      },
+      { name: `${task}:child-2`, when: userSays('mcp narrowed reader', 1), reply: { text: 'could not list' } },
+      { name: `${task}:parent-2`, when: forTask(task, 1), reply: { text: 'done' } },
+    );
+    const workflowId = h.id('mcp-narrow');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
+    expect(await h.deputy.result(workflowId)).toMatchObject({ status: 'completed', output: 'done' });
+    const child = h.model.requests.find((r) => r.rule === `${task}:child`)!;
+    expect(offeredTools(child)).toContain('files_read_text_file');
+    expect(offeredTools(child)).not.toContain('files_list_directory');
+    const [refused] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:child-2`)!);
+    expect(refused).toMatch(/files_list_directory/);
+    expect(refused).not.toContain('note.txt');
+  });
+});
+
+describe('R6.7 MCP server config', () => {
+  it('R6.7 bad server entries are refused at start, one line each', () => {
+    expect(() =>
+      parseConfig({
+        mcpServers: {
+          'bad name!': { command: 'x' },
+          nowhere: { url: 'ftp://example.com/mcp' },
+          both: { command: 'x', url: 'http://example.com' },
+        },
+      }),
+    ).toThrow(/mcpServers/);
+  });
+
+  it('R6.7 a secret comes from the environment; one that is not set is a line naming it, not a crash', async () => {
+    const listing = await listMcpTools(
+      {
+        echo: parseConfig({
+          mcpServers: { echo: { url: proxy.url, headers: { authorization: { env: 'NOPE_TOKEN' } } } },
+        }).mcpServers.echo!,
+      },
+      { env: {} },
+    );
+    expect(listing.tools).toEqual([]);
+    expect(listing.lines).toEqual([
+      'MCP server "echo" did not answer: MCP server "echo" needs NOPE_TOKEN, which is not set',
+    ]);
+  });
+});
