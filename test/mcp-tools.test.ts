@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { listMcpTools } from '../activities/mcp.js';
 import { parseConfig } from '../src/config/load.js';
+import { ConfigStore } from '../src/config/store.js';
 import { forTask, offeredTools, toolMessages, userSays } from '../src/testing/scripted-model.js';
 import { delegateReply } from './support/delegation.js';
 import { createHarness, testConfig, type Harness } from './support/harness.js';
@@ -123,7 +124,7 @@ const mcpServers = () => ({
   gone: { command: process.execPath, args: ['-e', 'process.exit(3)'] },
 });
 
-const config = () =>
+const config = (files: string[] = ['read_text_file', 'list_directory']) =>
   testConfig({
     presets: [
       {
@@ -140,31 +141,32 @@ const config = () =>
           'ev_get-tiny-image',
           'ev_get-structured-content',
           'gone_anything',
+          'files_get_file_info',
         ],
       },
     ],
     defaultScopes: ['tools.calc', 'tools.files', 'tools.everything'],
     delegation: { enabled: true, childDefaults: { maxTurns: 4, maxTokens: 40_000, maxCostUsd: 0.2 } },
-    mcpServers: mcpServers(),
+    mcpServers: { ...mcpServers(), files: { ...mcpServers().files, tools: files } },
   });
 
 const logged: string[] = [];
+const log = console.log;
+/** The worker's config, which a test reloads. */
+let store: ConfigStore;
 
 beforeAll(async () => {
   const started = await startEverything();
   everything = started.process;
   await proxy.start(started.url);
+  store = new ConfigStore(config());
   Object.assign(h, await createHarness());
-  const log = console.log;
   console.log = (...args: unknown[]) => void logged.push(args.join(' '));
-  try {
-    await h.startWorker({ config: config(), tools: builtinTools() });
-  } finally {
-    console.log = log;
-  }
+  await h.startWorker({ config: store, tools: builtinTools() });
 }, 60_000);
 
 afterAll(async () => {
+  console.log = log;
   await h.close?.();
   await proxy.close();
   everything?.kill();
@@ -365,6 +367,27 @@ describe('R6.7 MCP servers as tool sources', () => {
     const [refused] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:child-2`)!);
     expect(refused).toMatch(/files_list_directory/);
     expect(refused).not.toContain('note.txt');
+  });
+});
+
+describe('R6.7 MCP servers follow the config', () => {
+  it('R6.7 after a reload the worker lists the servers again: a tool the config now allows is offered to new runs', async () => {
+    const task = 'r6.7 after reload';
+    h.model.add({ name: task, when: forTask(task, 0), times: Infinity, reply: { text: 'seen' } });
+    const before = h.id('mcp-before');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId: before });
+    await h.deputy.result(before);
+    const offered = () => offeredTools(h.model.requests.filter((r) => r.rule === task).at(-1)!);
+    expect(offered()).not.toContain('files_get_file_info');
+    logged.length = 0;
+    store.set(config(['read_text_file', 'list_directory', 'get_file_info']));
+    await expect
+      .poll(() => logged.find((line) => line.includes('MCP server "files"')), { timeout: 20_000 })
+      .toBe('deputy: MCP server "files": 3 tools (files_read_text_file, files_list_directory, files_get_file_info)');
+    const after = h.id('mcp-after');
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId: after });
+    await h.deputy.result(after);
+    expect(offered()).toContain('files_get_file_info');
   });
 });
 

@@ -10,9 +10,10 @@ import OpenAI from 'openai';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { createActivities } from '../../activities/index.js';
 import { checkConfigAgainstTools } from '../../activities/composition.js';
-import { listMcpTools, type McpOptions } from '../../activities/mcp.js';
+import type { McpOptions } from '../../activities/mcp.js';
 import type { DeputyConfig } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
+import { followMcpTools } from './mcp-tools.js';
 import { cachedTenantDelegation, describeTenantDelegation } from '../config/tenant-evidence.js';
 import { ConfigError } from '../contract/errors.js';
 import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
@@ -199,8 +200,11 @@ export type DeputyActivityOptions = Pick<
 };
 
 /** Checks the configuration against the tools and hook functions, and builds Deputy's activities. */
-export function deputyActivities(options: DeputyActivityOptions) {
-  const tools = toolMap(options.tools ?? builtinTools());
+export function deputyActivities(
+  options: DeputyActivityOptions,
+  /** The worker's tools by name; the worker adds and replaces its MCP servers' tools in it. */
+  tools: Map<string, ToolDefinition> = toolMap(options.tools ?? builtinTools()),
+) {
   const store = options.config instanceof ConfigStore ? options.config : new ConfigStore(options.config);
   const config = store.current;
   const hookFunctions = new Map(Object.entries(options.hookFunctions ?? {}));
@@ -237,16 +241,15 @@ export function deputyActivities(options: DeputyActivityOptions) {
 export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
   const childTaskQueue = options.childTaskQueue ?? 'deputy-background';
   const payloadStore = options.workerOptions?.dataConverter?.externalStorage !== undefined;
-  const config = options.config instanceof ConfigStore ? options.config.current : options.config;
+  const store = options.config instanceof ConfigStore ? options.config : new ConfigStore(options.config);
   // The MCP servers' tools join the worker's own; a server that does not answer is reported and left out.
-  const mcp = await listMcpTools(config.mcpServers, options.mcp);
-  for (const line of mcp.lines) console.log(`deputy: ${line}`);
-  const tools = [...(options.tools ?? builtinTools()), ...mcp.tools];
+  const tools = toolMap(options.tools ?? builtinTools());
+  const release = await followMcpTools(store, tools, options.mcp);
   let activities: ReturnType<typeof deputyActivities>;
   try {
-    activities = deputyActivities({ ...options, tools, childTaskQueue, payloadStore });
+    activities = deputyActivities({ ...options, config: store, childTaskQueue, payloadStore }, tools);
   } catch (err) {
-    await mcp.close();
+    await release();
     throw err;
   }
   const tracing = 'tracing' in options ? options.tracing : deputyTracing();
@@ -269,7 +272,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
       }),
     ),
   );
-  return new DeputyWorker(workers, mcp.close);
+  return new DeputyWorker(workers, release);
 }
 
 /** Problems with the server's search attributes: one line each, with the command that fixes it. */
