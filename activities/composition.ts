@@ -89,7 +89,11 @@ export function resolveComposition(
       (tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes),
     )
     // A tool whose source can change while runs are live is recorded whole, so the run keeps what it was offered.
-    .map((tool): RunTool => (tool.recordSpec ? toToolSpec(tool) : { name: tool.name, scopes: [...tool.scopes] }));
+    .map((tool): RunTool =>
+      tool.recordSpec
+        ? { ...toToolSpec(tool), ...(tool.session !== undefined && { session: tool.session }) }
+        : { name: tool.name, scopes: [...tool.scopes] },
+    );
   // `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
   if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) {
     runTools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));

@@ -5,6 +5,8 @@ import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import type {
+  OpenMcpSessionInput,
+  OpenMcpSessionResult,
   ResolvePresetsInput,
   ResolvePresetsResult,
   ResolveRunInput,
@@ -46,6 +48,8 @@ export interface ActivityDeps {
   hookFunctions?: ReadonlyMap<string, HookFunction>;
   /** Keys that sign messages between runs. @default `MessageKeys.fromEnv()` */
   messageKeys?: MessageKeys;
+  /** The task queue only this worker polls, where the runs whose sessions it holds send their stateful MCP calls. */
+  sessionQueue?: string | undefined;
 }
 
 /** Builds the activities a Deputy worker registers. */
@@ -59,6 +63,7 @@ export function createActivities({
   client,
   payloadStore,
   messageKeys,
+  sessionQueue,
 }: ActivityDeps) {
   const keys = messageKeys ?? MessageKeys.fromEnv();
   // Evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
@@ -111,6 +116,12 @@ export function createActivities({
         }
         throw err;
       }
+    },
+    /** This worker holds the run's session with the server: its calls to the server come to this worker's queue. */
+    async openMcpSession(input: OpenMcpSessionInput): Promise<OpenMcpSessionResult> {
+      const server = configEntry(config.current.mcpServers, input.server);
+      if (sessionQueue === undefined || !server?.stateful) return null;
+      return { taskQueue: sessionQueue, startTimeoutSeconds: server.sessionStartSeconds };
     },
     async resolvePresets(input: ResolvePresetsInput): Promise<ResolvePresetsResult> {
       return resolvePresetTools(config.current, input);

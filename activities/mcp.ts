@@ -107,6 +107,7 @@ class McpSource {
       parameters: z.record(z.string(), z.unknown()),
       jsonSchema: schema,
       recordSpec: true,
+      ...(this.server.stateful && { session: this.name }),
       scopes: this.server.scopes,
       execute: (args, context) => this.call(tool.name, args as Record<string, unknown>, context),
     };

@@ -96,6 +96,15 @@ async function recordedPayloads(workflowId: string): Promise<unknown[]> {
   return found;
 }
 
+/** The activities a workflow scheduled, in order, with the queue each was scheduled on. */
+async function scheduledActivities(workflowId: string): Promise<{ type: string; taskQueue: string }[]> {
+  const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).flatMap((e) => {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    return scheduled ? [{ type: scheduled.activityType!.name!, taskQueue: scheduled.taskQueue!.name! }] : [];
+  });
+}
+
 const h = {} as Harness;
 const proxy = new RecordingProxy();
 let everything: ChildProcess;
@@ -303,8 +312,9 @@ describe('R6.7 MCP servers as tool sources', () => {
     expect(cancelled).toBeDefined();
   });
 
-  it('R6.7 a stateful server keeps state across calls; a worker killed between them, nothing completed runs twice', async () => {
+  it('R6.7 a stateful server keeps state across the calls of a run, all sent to the worker that holds its session', async () => {
     const task = 'r6.7 remember';
+    const read = { toolCalls: [{ name: 'mem_read_graph', arguments: {} }] };
     h.model.add(
       {
         name: `${task}:1`,
@@ -318,25 +328,19 @@ describe('R6.7 MCP servers as tool sources', () => {
           ],
         },
       },
-      { name: `${task}:2`, when: forTask(task, 1), reply: { toolCalls: [{ name: 'mem_read_graph', arguments: {} }] } },
-      { name: `${task}:3`, when: forTask(task, 2), reply: { text: 'remembered' } },
+      { name: `${task}:read`, when: forTask(task, 1), reply: read },
+      { name: `${task}:done`, when: forTask(task, 2), reply: { text: 'remembered' } },
     );
     const workflowId = h.id('mcp-memory');
     await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
-    // Kill the worker once the first call has completed, then start another: the run finishes on it.
-    for (let i = 0; i < 100 && !h.model.requests.some((r) => r.rule === `${task}:2`); i++) {
-      await new Promise((ok) => setTimeout(ok, 100));
-    }
-    await h.stopWorkers();
-    await h.startWorker(h.lastWorkerOptions());
     expect(await h.deputy.result(workflowId)).toMatchObject({ status: 'completed', output: 'remembered' });
-    const [, graph] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:3`)!);
-    expect(graph).toContain('Periwinkle');
-    const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
-    const toolCalls = (history.events ?? []).filter(
-      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool',
-    );
-    expect(toolCalls).toHaveLength(2);
+    const [, graph] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:done`)!);
+    expect(graph).toContain('"name": "Periwinkle"');
+    const scheduled = await scheduledActivities(workflowId);
+    expect(scheduled.filter((a) => a.type === 'openMcpSession')).toHaveLength(1);
+    const calls = scheduled.filter((a) => a.type === 'runTool');
+    expect(calls.map((c) => c.taskQueue)).toEqual([calls[0]!.taskQueue, calls[0]!.taskQueue]);
+    expect(calls[0]!.taskQueue).toMatch(new RegExp(`^${h.taskQueue}-mcp-`));
     expect(readFileSync(memoryFile, 'utf8').match(/"name":"Periwinkle"/g)).toHaveLength(1);
   });
 

@@ -15,6 +15,7 @@ import { runDelegation } from './delegation/invocation.js';
 import { runFollowup, runInterjection } from './delegation/steering.js';
 import { runWait } from './delegation/in-background.js';
 import { runAnswerChild, runAskParent } from './delegation/questions.js';
+import { sessionLost, sessionOptions } from './mcp-sessions.js';
 import { now, type AgentRunState } from './run-state.js';
 
 const { runTool } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
@@ -58,14 +59,26 @@ function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[])
   return runToolActivity(run, call, allowedTools);
 }
 
-/** Any other tool is the `runTool` activity's (which refuses a tool the run was not offered). */
+/**
+ * Any other tool is the `runTool` activity's (which refuses a tool the run was not offered); a stateful MCP server's
+ * tool runs on the worker that holds the run's session with it.
+ */
 function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
+  const server = run.composition.tools.find((tool) => tool.name === call.name)?.session;
+  const input = { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes };
+  const options = { summary: `runTool ${call.name}`, ...run.untilDeadline() };
+  if (server === undefined) {
+    return settled(
+      () => runTool.executeWithOptions(options, [input]),
+      (err) => ({ content: `tool "${call.name}" failed: ${rootMessage(err)}`, isError: true }),
+    );
+  }
   return settled(
-    () =>
-      runTool.executeWithOptions({ summary: `runTool ${call.name}`, ...run.untilDeadline() }, [
-        { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes },
-      ]),
-    (err) => ({ content: `tool "${call.name}" failed: ${rootMessage(err)}`, isError: true }),
+    () => sessionOptions(run, server).then((pinned) => runTool.executeWithOptions({ ...options, ...pinned }, [input])),
+    (err) => ({
+      content: `tool "${call.name}" failed: ${sessionLost(run, server, err) ?? rootMessage(err)}`,
+      isError: true,
+    }),
   );
 }
 

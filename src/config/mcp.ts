@@ -28,10 +28,16 @@ const common = {
     .regex(/^[a-zA-Z0-9_-]{0,32}$/, 'letters, digits, _ and - only, at most 32')
     .optional(),
   /**
-   * The server keeps state between calls on one connection: the worker keeps one connection open and every call
-   * uses it; when it is lost, calls in flight end as a tool error. Otherwise each call connects on its own.
+   * The server keeps state between calls on one connection: the worker keeps one connection open, a run's calls all
+   * go to the worker that holds the run's session, and a session lost (its connection or its worker) is a tool
+   * error. Otherwise each call connects on its own, on any worker.
    */
   stateful: z.boolean().default(false),
+  /**
+   * A stateful server: how long a run's call may wait for the worker holding the run's session before the session
+   * counts as lost (a tool error; the next call opens a new session). A live worker takes a call at once.
+   */
+  sessionStartSeconds: z.number().positive().max(600).default(30),
   /** The longest one call may take; progress the server reports does not extend it. */
   timeoutSeconds: z.number().positive().max(3600).default(240),
 };

@@ -150,6 +150,19 @@ export interface RunToolInput {
   scopes: string[];
 }
 
+/** Input of `openMcpSession`: the run that is about to call a stateful MCP server's tool, and the server. */
+export interface OpenMcpSessionInput {
+  runId: string;
+  server: string;
+}
+
+/**
+ * Result of `openMcpSession`: the task queue of the worker that answered (the run's calls to the server go there),
+ * and how long a call may wait for that worker before the session counts as lost; `null` from a worker that keeps
+ * no sessions (Deputy inside a service's own worker), whose calls then go to any worker.
+ */
+export type OpenMcpSessionResult = { taskQueue: string; startTimeoutSeconds: number } | null;
+
 /** Result of `runTool`: the text the model sees, and whether it is an error. */
 export interface RunToolResult {
   /** What the model reads (at most 20,000 characters, and within `payloads.maxTextBytes`). */

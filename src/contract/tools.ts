@@ -42,6 +42,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * can change them while runs are live (an MCP server): replay and restoration read the recorded ones.
    */
   recordSpec?: boolean;
+  /**
+   * The stateful MCP server whose session the tool uses: a run's calls to it go to the one worker that holds the
+   * run's session with that server, and losing that worker is a tool error.
+   */
+  session?: string;
   /** Runs the tool; a string is returned as is, anything else as JSON. */
   execute(args: z.infer<S>, context: ToolContext): Promise<unknown>;
 }
@@ -64,7 +69,10 @@ export type ToolSpec = z.infer<typeof ToolSpec>;
  * A tool in a run's composition: its name and scopes, and its description and parameters only in histories from
  * before the worker knew them (newer runs leave them to the worker, which knows them from the registered tool).
  */
-export const RunTool = ToolSpec.partial({ description: true, parameters: true });
+export const RunTool = ToolSpec.partial({ description: true, parameters: true }).extend({
+  /** The stateful MCP server whose session its calls use (they go to the worker that holds the run's session). */
+  session: z.string().min(1).optional(),
+});
 export type RunTool = z.infer<typeof RunTool>;
 
 /** A tool's parameters as the JSON schema the model sees, generated from zod (no `$schema` key). */

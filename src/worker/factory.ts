@@ -2,6 +2,7 @@
  * Builds Deputy workers. Kept apart from the `npm run worker` entry point so tests, the demo and users' own
  * services create workers the same way.
  */
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
@@ -204,6 +205,8 @@ export function deputyActivities(
   options: DeputyActivityOptions,
   /** The worker's tools by name; the worker adds and replaces its MCP servers' tools in it. */
   tools: Map<string, ToolDefinition> = toolMap(options.tools ?? builtinTools()),
+  /** The queue only this worker polls, for the runs whose MCP sessions it holds. */
+  sessionQueue?: string,
 ) {
   const store = options.config instanceof ConfigStore ? options.config : new ConfigStore(options.config);
   const config = store.current;
@@ -234,6 +237,7 @@ export function deputyActivities(
     hookFunctions,
     client: options.client,
     payloadStore: options.payloadStore ?? process.env.DEPUTY_PAYLOAD_STORE !== undefined,
+    sessionQueue,
   });
 }
 
@@ -245,9 +249,13 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
   // The MCP servers' tools join the worker's own; a server that does not answer is reported and left out.
   const tools = toolMap(options.tools ?? builtinTools());
   const release = await followMcpTools(store, tools, options.mcp);
+  // With a stateful MCP server, this worker also polls a queue of its own: a run's calls to that server come back
+  // to the worker that holds the run's session (as Temporal's stateful MCP providers pin theirs).
+  const stateful = Object.values(store.current.mcpServers).some((server) => server.stateful);
+  const sessionQueue = stateful ? `${options.taskQueue}-mcp-${randomUUID()}` : undefined;
   let activities: ReturnType<typeof deputyActivities>;
   try {
-    activities = deputyActivities({ ...options, config: store, childTaskQueue, payloadStore }, tools);
+    activities = deputyActivities({ ...options, config: store, childTaskQueue, payloadStore }, tools, sessionQueue);
   } catch (err) {
     await release();
     throw err;
@@ -257,21 +265,24 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     options.workflowBundle ??
     (await bundleDeputyWorkflows({ tracing, stackTraceSources: options.workerOptions?.showStackTraceSources }));
   const queues = childTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, childTaskQueue];
-  const workers = await Promise.all(
-    queues.map((taskQueue) =>
-      Worker.create({
-        connection: options.connection,
-        namespace: options.namespace ?? 'default',
-        taskQueue,
-        activities,
-        workflowBundle,
-        // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
-        maxHeartbeatThrottleInterval: '500 milliseconds',
-        ...options.workerOptions,
-        ...(tracing && { plugins: [...(options.workerOptions?.plugins ?? []), tracing.plugin] }),
-      }),
-    ),
-  );
+  // The session queue takes activities only: no workflow is ever started there.
+  const poll = (taskQueue: string, runsWorkflows: boolean) =>
+    Worker.create({
+      connection: options.connection,
+      namespace: options.namespace ?? 'default',
+      taskQueue,
+      activities,
+      workflowBundle,
+      // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
+      maxHeartbeatThrottleInterval: '500 milliseconds',
+      ...options.workerOptions,
+      ...(tracing && { plugins: [...(options.workerOptions?.plugins ?? []), tracing.plugin] }),
+      ...(!runsWorkflows && { maxConcurrentWorkflowTaskPolls: 1, maxCachedWorkflows: 0 }),
+    });
+  const workers = await Promise.all([
+    ...queues.map((taskQueue) => poll(taskQueue, true)),
+    ...(sessionQueue ? [poll(sessionQueue, false)] : []),
+  ]);
   return new DeputyWorker(workers, release);
 }
 

@@ -39,7 +39,11 @@ export const FAULT_CONFIG = {
 };
 
 /** Starts the worker process (`npm run worker`) on the harness's queues with `configPath`, and waits until it is ready. */
-export async function startFaultWorker(h: Harness, configPath: string): Promise<WorkerProcess> {
+export async function startFaultWorker(
+  h: Harness,
+  configPath: string,
+  env: Record<string, string> = {},
+): Promise<WorkerProcess> {
   const started = spawnWorker({
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     DEPUTY_TASK_QUEUE: h.taskQueue,
@@ -47,6 +51,7 @@ export async function startFaultWorker(h: Harness, configPath: string): Promise<
     DEPUTY_CONFIG: configPath,
     OPENAI_BASE_URL: h.model.url,
     OPENAI_API_KEY: TEST_API_KEY,
+    ...env,
   });
   await waitUntilReady(started);
   return started;

@@ -13,6 +13,7 @@ import type { ConfigStore } from '../../src/config/store.js';
 import { ScriptedModelServer, type ScriptRule } from '../../src/testing/scripted-model.js';
 import type { HookFunction } from '../../src/contract/hooks.js';
 import type { ToolDefinition } from '../../src/contract/tools.js';
+import type { McpOptions } from '../../activities/mcp.js';
 import { createDeputyWorker, type DeputyWorker } from '../../src/worker/factory.js';
 
 try {
@@ -67,6 +68,8 @@ export interface Harness {
     workflowBundle?: WorkerOptions['workflowBundle'];
     /** Another model endpoint (a real server). @default the scripted model */
     modelBaseURL?: string;
+    /** Where the config's MCP servers read `{ env }` values. @default this process's environment */
+    mcp?: McpOptions;
   }): Promise<RunningWorker>;
   /** Stops every worker started so far (their in-flight activities are cancelled after the grace time). */
   stopWorkers(): Promise<void>;
@@ -104,6 +107,7 @@ export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> 
         config: options.config ?? testConfig(),
         model: { apiKey: TEST_API_KEY, baseURL: options.modelBaseURL ?? model.url },
         tools: options.tools,
+        ...(options.mcp && { mcp: options.mcp }),
         hookFunctions: options.hookFunctions,
         ...(options.withClient !== false && { client }),
         workflowBundle: options.workflowBundle ?? { codePath: workflowBundlePath },
