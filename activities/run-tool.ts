@@ -43,6 +43,10 @@ export function createRunTool(
   async function run(input: RunToolInput): Promise<RunToolResult> {
     const { call } = input;
     const tool = tools.get(call.name);
+    if (!tool && input.allowedTools.includes(call.name)) {
+      // Offered when the run began, gone from the worker since (an MCP server that no longer lists it).
+      return toolError(`tool "${call.name}" is no longer offered by its source; use the other tools`);
+    }
     if (!tool || !input.allowedTools.includes(call.name) || !holdsScopes(input.scopes, tool.scopes)) {
       return toolError(`tool "${call.name}" is not available to this run; use only the tools you were given`);
     }

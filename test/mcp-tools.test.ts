@@ -375,7 +375,7 @@ describe('R6.7 MCP servers as tool sources', () => {
 });
 
 describe('R6.7 MCP servers follow the config', () => {
-  it('R6.7 after a reload the worker lists the servers again: a tool the config now allows is offered to new runs', async () => {
+  it('R6.7 after a reload the worker lists the servers again: a tool now allowed is offered to new runs; one gone is a tool error', async () => {
     const task = 'r6.7 after reload';
     h.model.add({ name: task, when: forTask(task, 0), times: Infinity, reply: { text: 'seen' } });
     const before = h.id('mcp-before');
@@ -392,6 +392,39 @@ describe('R6.7 MCP servers follow the config', () => {
     await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId: after });
     await h.deputy.result(after);
     expect(offered()).toContain('files_get_file_info');
+
+    // A run offered the tool, which the server stops offering (a reload without it) before the run calls it.
+    const gone = 'r6.7 gone after reload';
+    let reach!: () => void;
+    const reached = new Promise<void>((ok) => (reach = ok));
+    let release!: () => void;
+    const released = new Promise<void>((ok) => (release = ok));
+    h.model.add(
+      {
+        name: gone,
+        when: forTask(gone, 0),
+        reply: async () => {
+          reach();
+          await released;
+          return {
+            toolCalls: [{ name: 'files_get_file_info', arguments: { path: join(scratch, 'files', 'note.txt') } }],
+          };
+        },
+      },
+      { name: `${gone}:2`, when: forTask(gone, 1), reply: { text: 'it is gone' } },
+    );
+    const goneId = h.id('mcp-gone');
+    await h.deputy.startRun({ task: gone, scopes: SCOPES }, { workflowId: goneId });
+    await reached;
+    logged.length = 0;
+    store.set(config());
+    await expect
+      .poll(() => logged.some((line) => line.includes('MCP server "files": 2 tools')), { timeout: 20_000 })
+      .toBe(true);
+    release();
+    expect(await h.deputy.result(goneId)).toMatchObject({ status: 'completed', output: 'it is gone' });
+    const [refused] = toolMessages(h.model.requests.find((r) => r.rule === `${gone}:2`)!);
+    expect(refused).toBe('tool "files_get_file_info" is no longer offered by its source; use the other tools');
   });
 });
 
