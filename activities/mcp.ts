@@ -1,8 +1,9 @@
 /**
  * Tools from MCP servers, as Deputy tools: the worker lists each configured server's tools at start, and each call
  * runs inside the `runTool` activity like any tool's, so scopes, presets, narrowing to children, the tool caps, retries,
- * timeouts and cancellation are the same. A server connects per call unless it is marked stateful, in which case the
- * worker keeps one connection and a lost connection is a tool error. What a server sends back is data for the model.
+ * timeouts and cancellation are the same. The worker keeps one connection per server (opened again when it is lost);
+ * a stateful server's calls of one run all come to the worker holding the run's session, and losing it is a tool
+ * error. What a server sends back is data for the model.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -28,7 +29,7 @@ export interface McpListing {
   tools: ToolDefinition[];
   /** One line per server and per tool left out, for the worker's log. */
   lines: string[];
-  /** Closes the connections stateful servers keep. */
+  /** Closes the connections the worker keeps. */
   close: () => Promise<void>;
 }
 
@@ -68,7 +69,6 @@ class McpSource {
     try {
       const client = await this.#client();
       listed = await listAll(client);
-      if (!this.server.stateful) await client.close();
     } catch (err) {
       await this.close();
       return { tools: [], lines: [`MCP server "${this.name}" did not answer: ${(err as Error).message}`] };
@@ -113,7 +113,7 @@ class McpSource {
     };
   }
 
-  /** Calls one tool: on the kept connection of a stateful server, else on a connection of its own. */
+  /** Calls one tool on the connection the worker keeps to the server. */
   async call(tool: string, args: Record<string, unknown>, context: ToolContext): Promise<string> {
     const client = await this.#client();
     try {
@@ -128,8 +128,6 @@ class McpSource {
       return text;
     } catch (err) {
       throw this.#failure(err, tool, context.signal);
-    } finally {
-      if (!this.server.stateful) await client.close().catch(() => undefined);
     }
   }
 
@@ -147,7 +145,6 @@ class McpSource {
   }
 
   #client(): Promise<Client> {
-    if (!this.server.stateful) return this.#connect();
     this.#kept ??= this.#connect().then((client) => {
       // A lost connection is reported to the calls in flight; the next call connects again.
       client.onclose = () => {

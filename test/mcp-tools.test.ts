@@ -271,7 +271,11 @@ describe('R6.7 MCP servers as tool sources', () => {
     const workflowId = h.id('mcp-errors');
     await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
     expect(await h.deputy.result(workflowId)).toMatchObject({ status: 'completed', output: 'noted the errors' });
-    const [echo, passwd] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:2`)!);
+    // Results join the session as they arrive: find each by its server.
+    const results = toolMessages(h.model.requests.find((r) => r.rule === `${task}:2`)!);
+    expect(results).toHaveLength(2);
+    const echo = results.find((text) => text.includes('"everything"'));
+    const passwd = results.find((text) => text.includes('"files"'));
     expect(echo).toMatch(/^MCP server "everything", tool "echo": /);
     expect(passwd).toMatch(/^MCP server "files", tool "read_text_file": .*(denied|outside)/i);
     expect(passwd).not.toContain('root:');

@@ -28,9 +28,9 @@ const common = {
     .regex(/^[a-zA-Z0-9_-]{0,32}$/, 'letters, digits, _ and - only, at most 32')
     .optional(),
   /**
-   * The server keeps state between calls on one connection: the worker keeps one connection open, a run's calls all
-   * go to the worker that holds the run's session, and a session lost (its connection or its worker) is a tool
-   * error. Otherwise each call connects on its own, on any worker.
+   * The server keeps state between calls on one connection: a run's calls all go to the worker that holds the run's
+   * session, and a session lost (its connection or its worker) is a tool error. Otherwise a call goes to any worker.
+   * Either way each worker keeps one connection to the server, opened again when it is lost.
    */
   stateful: z.boolean().default(false),
   /**
