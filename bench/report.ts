@@ -110,6 +110,36 @@ const ROWS: Record<string, (s: ScenarioResult) => Row[]> = {
     const title = `${s.title} (${s.runs} rounds)`;
     return [[title, `${d.runsPerMinute} runs/min`, `${b.runsPerMinute} runs/min`, `${s.ratio}`, targetText(s)]];
   },
+  'peer-tree': (s) => {
+    const { d, b } = figures(s);
+    return [
+      [
+        `${s.title}: history (wall time); peer ${Object.entries(
+          (b as unknown as { versions: Record<string, string> }).versions ?? {},
+        )
+          .map(([name, version]) => `${name} ${version}`)
+          .join(', ')}`,
+        `${d.events} events, ${kib(d.bytes)} in 4 workflows (${d.medianMs} ms)`,
+        `peer: ${b.events} events, ${kib(b.bytes)} in 1 workflow (${b.medianMs} ms); children are activities: no budget, crash isolation or cancellation of their own`,
+        `${s.ratio}`,
+        '—',
+      ],
+    ];
+  },
+  'peer-growth': (s) => {
+    const deputy = s.deputy.bytesPerTurn as Record<string, number>;
+    const peer = (s.baseline as { long: Record<string, { bytesPerTurn: number; ended?: string }> }).long;
+    const rows = Object.keys(peer).map((turns) => [
+      `Peer: history per turn, ${turns} turns (2 KB tool result a turn)`,
+      `${kib(deputy[turns])} (compaction on)`,
+      `peer: ${kib(peer[turns]!.bytesPerTurn)}${peer[turns]!.ended ? ` (${peer[turns]!.ended})` : ''}`,
+      '',
+      '',
+    ]);
+    rows.at(-1)![3] = `${s.ratio} (at ${s.title.split(' at ')[1]})`;
+    rows.at(-1)![4] = targetText(s);
+    return rows;
+  },
   'throughput-rss': (s) => {
     const { d, b } = figures(s);
     return [[s.title, `${d.peakRssMiB} MiB`, `${b.peakRssMiB} MiB`, `${s.ratio}`, targetText(s)]];

@@ -16,6 +16,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { format, resolveConfig } from 'prettier';
 import { DeputyClient } from '../src/client/client.js';
 import { startDevServer } from '../src/testing/dev-server.js';
+import { benchPeer, peerRules } from './peer.js';
 import { findTemporalCli, PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
 import { bundleDeputyWorkflows } from '../src/worker/factory.js';
@@ -222,7 +223,8 @@ function runners(client: Client, deputy: DeputyClient, baselineQueue: string) {
 /** The dev server, the scripted model, both workers, and what every scenario uses to run and measure. */
 async function openBench() {
   const server = await startDevServer();
-  const model = await ScriptedModelServer.start(benchRules(), { quiet: true });
+  // The peer's rules are specific to its tasks; the bench's last rule answers anything else.
+  const model = await ScriptedModelServer.start([...peerRules(GROWTH_TURNS), ...benchRules()], { quiet: true });
   // Histories of long runs without compaction pass gRPC's default 4 MB message limit.
   const connection = await Connection.connect({
     address: server.address,
@@ -657,6 +659,19 @@ async function benchReplay(bench: Bench): Promise<ScenarioResult[]> {
   return out;
 }
 
+/** 5. The peer (OpenAI Agents SDK on Temporal) beside Deputy's tree and long runs measured above. */
+async function peerRows(bench: Bench, results: ScenarioResult[]): Promise<ScenarioResult[]> {
+  const of = (id: string) => results.find((r) => r.id === id)?.deputy;
+  const tree = of('tree-history') as { bytes: number; events: number } | undefined;
+  const wall = of('delegation-overhead') as { medianMs: number } | undefined;
+  const growth = of('history-growth')?.compactionOn as Record<number, { bytesPerTurn: number }> | undefined;
+  const bytesPerTurn = Object.fromEntries(Object.entries(growth ?? {}).map(([t, f]) => [Number(t), f.bytesPerTurn]));
+  return benchPeer(bench.client, bench.server.address, bench.model.url, GROWTH_TURNS, {
+    tree: { bytes: tree?.bytes ?? NaN, events: tree?.events ?? NaN, medianMs: wall?.medianMs ?? NaN },
+    bytesPerTurn,
+  });
+}
+
 async function main(): Promise<void> {
   const started = new Date();
   const bench = await openBench();
@@ -670,6 +685,7 @@ async function main(): Promise<void> {
     // History growth: N turns of a 2 KB page, compaction on and off.
     if (wanted('growth') || wanted('replay')) results.push(...(await benchGrowth(bench)));
     if (wanted('replay')) results.push(...(await benchReplay(bench)));
+    if (wanted('peer')) results.push(...(await peerRows(bench, results)));
   } finally {
     // A failed scenario stops the workers, the model and the server too: nothing is left running.
     await Promise.allSettled([bench.deputyWorker.stop(), bench.baselineWorker.stop()]);
