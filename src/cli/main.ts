@@ -184,7 +184,9 @@ async function mcp(client: Client, env: DeputyEnv, args: string[]): Promise<numb
     console.error(`deputy mcp: DEPUTY_MCP_TOKEN is ${what}; set a random secret of 16 characters or more`);
     return 2;
   }
-  const make = () => deputyMcpServer({ client, taskQueue: env.taskQueue, config: loadConfig(env) });
+  // Read once: over HTTP a server is made per request.
+  const config = loadConfig(env);
+  const make = () => deputyMcpServer({ client, taskQueue: env.taskQueue, config });
   if (!http) {
     const server = make();
     const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
