@@ -8,11 +8,9 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { McpServer, McpServers, McpValue } from '../src/config/mcp.js';
 import { TOOL_NAME, ToolError, type ToolContext, type ToolDefinition } from '../src/contract/tools.js';
@@ -23,6 +21,30 @@ const LIST_TIMEOUT_MS = 30_000;
 const CLOSE_GRACE_MS = 1000;
 /** The last bytes of a stdio server's stderr, kept to explain why it did not answer. */
 const STDERR_TAIL_BYTES = 2000;
+
+/**
+ * The SDK, loaded when a server is first reached: a worker with no MCP server configured (most of them) does not pay
+ * for its modules (~27 MiB of resident memory).
+ */
+let sdk: Promise<Sdk> | undefined;
+type Sdk = Awaited<ReturnType<typeof importSdk>>;
+async function importSdk() {
+  const [client, stdio, http, types] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return {
+    Client: client.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+    getDefaultEnvironment: stdio.getDefaultEnvironment,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    McpError: types.McpError,
+    ErrorCode: types.ErrorCode,
+  };
+}
+const loadSdk = (): Promise<Sdk> => (sdk ??= importSdk());
 
 /** What the worker found on its MCP servers. */
 export interface McpListing {
@@ -127,12 +149,12 @@ class McpSource {
       if (result.isError === true) throw new ToolError(`MCP server "${this.name}", tool "${tool}": ${text}`);
       return text;
     } catch (err) {
-      throw this.#failure(err, tool, context.signal);
+      throw this.#failure(await loadSdk(), err, tool, context.signal);
     }
   }
 
   /** A cancelled run's abort passes through; what the server refused is the model's to read; the rest is retried. */
-  #failure(err: unknown, tool: string, signal: AbortSignal): unknown {
+  #failure({ McpError, ErrorCode }: Sdk, err: unknown, tool: string, signal: AbortSignal): unknown {
     if (err instanceof ToolError || signal.aborted || !(err instanceof McpError)) return err;
     const closed = err.code === (ErrorCode.ConnectionClosed as number);
     if (closed && this.server.stateful) {
@@ -160,8 +182,9 @@ class McpSource {
   }
 
   async #connect(): Promise<Client> {
-    const client = new Client({ name: 'deputy', version: '0.1.0' });
-    const { transport, stderr } = this.#transport();
+    const loaded = await loadSdk();
+    const client = new loaded.Client({ name: 'deputy', version: '0.1.0' });
+    const { transport, stderr } = this.#transport(loaded);
     // Closing waits (briefly) for what is still being sent: a cancelled call's notice must reach the server.
     const sending = new Set<Promise<void>>();
     const send = transport.send.bind(transport);
@@ -189,7 +212,10 @@ class McpSource {
     return client;
   }
 
-  #transport(): { transport: Transport; stderr: () => string } {
+  #transport({ StreamableHTTPClientTransport, StdioClientTransport, getDefaultEnvironment }: Sdk): {
+    transport: Transport;
+    stderr: () => string;
+  } {
     const baseDir = this.options.baseDir ?? process.cwd();
     const value = (entry: McpValue) => resolveValue(entry, this.options.env ?? process.env, baseDir, this.name);
     const values = (table: Record<string, McpValue>) =>

@@ -107,8 +107,9 @@ const ROWS: Record<string, (s: ScenarioResult) => Row[]> = {
   'history-growth': growthRows,
   throughput: (s) => {
     const { d, b } = figures(s);
-    const title = `${s.title} (${s.runs} rounds)`;
-    return [[title, `${d.runsPerMinute} runs/min`, `${b.runsPerMinute} runs/min`, `${s.ratio}`, targetText(s)]];
+    const title = `${s.title} (a warm-up, then ${s.runs} paired rounds; ratio: median of the rounds')`;
+    const ratio = `${s.ratio} (rounds ${d.ratioMin}–${d.ratioMax})`;
+    return [[title, `${d.runsPerMinute} runs/min`, `${b.runsPerMinute} runs/min`, ratio, targetText(s)]];
   },
   'peer-tree': (s) => {
     const { d, b } = figures(s);

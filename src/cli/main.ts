@@ -28,7 +28,6 @@ import { renderTree } from '../client/tree.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
 import { terminalSafe, terminalSafeJson } from '../rules/terminal.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
-import { deputyMcpServer, serveMcpHttp, serveMcpStdio } from './mcp-server.js';
 
 const USAGE = `usage: deputy tree <workflowId> | watch <workflowId> [cursor] | state <workflowId> | sessions [query]
              | export <workflowId> [--redact]
@@ -184,6 +183,8 @@ async function mcp(client: Client, env: DeputyEnv, args: string[]): Promise<numb
     console.error(`deputy mcp: DEPUTY_MCP_TOKEN is ${what}; set a random secret of 16 characters or more`);
     return 2;
   }
+  // Loaded here: the other commands (the worker above all) do not carry the MCP SDK.
+  const { deputyMcpServer, serveMcpHttp, serveMcpStdio } = await import('./mcp-server.js');
   // Read once: over HTTP a server is made per request.
   const config = loadConfig(env);
   const make = () => deputyMcpServer({ client, taskQueue: env.taskQueue, config });
