@@ -9,6 +9,7 @@ export default {
     'src/eval/redact.ts',
     'src/client/watch-view.ts',
     'src/codec/aes-gcm.ts',
+    'src/codec/compress.ts',
   ],
   // The state directory holds servers and virtualenvs: never copied into the sandbox.
   ignorePatterns: ['/.deputy', '/mutation'],

@@ -141,6 +141,11 @@ const ROWS: Record<string, (s: ScenarioResult) => Row[]> = {
     rows.at(-1)![4] = targetText(s);
     return rows;
   },
+  'tree-history-compressed': (s) => {
+    const { d, b } = figures(s);
+    const deputy = `${kib(d.bytes)} (uncompressed: ${kib(d.uncompressedBytes)})`;
+    return [[s.title, deputy, `${kib(b.bytes)} (nothing to compress)`, `${s.ratio}`, '—']];
+  },
   'throughput-rss': (s) => {
     const { d, b } = figures(s);
     return [[s.title, `${d.peakRssMiB} MiB`, `${b.peakRssMiB} MiB`, `${s.ratio}`, targetText(s)]];

@@ -21,6 +21,7 @@ import { findTemporalCli, PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
 import { bundleDeputyWorkflows } from '../src/worker/factory.js';
 import { bundleBaselineWorkflows } from './baseline/bundle.js';
+import { compressedBytes } from './compressed.js';
 import type { HistoryRef, ParentMessage, ReplaySetName, WorkerMessage } from './ipc.js';
 import { benchConfig, benchRules, growthScript, TREE_BRIEFS, WIDE_ROUNDS, WIDE_WIDTH } from './script.js';
 import { renderTable, type ScenarioResult } from './report.js';
@@ -264,7 +265,8 @@ async function openBench() {
 type Bench = Awaited<ReturnType<typeof openBench>>;
 
 /** 1. Delegation overhead: one parent, three children of one model call each, a final call. */
-async function benchOverhead({ suffix, runDeputy, runBaseline, treeSize }: Bench): Promise<ScenarioResult[]> {
+async function benchOverhead(bench: Bench): Promise<ScenarioResult[]> {
+  const { suffix, runDeputy, runBaseline, treeSize } = bench;
   const out: ScenarioResult[] = [];
   log(`delegation overhead: ${OVERHEAD_RUNS} runs a side, alternating`);
   const deputyMs: number[] = [];
@@ -307,8 +309,27 @@ async function benchOverhead({ suffix, runDeputy, runBaseline, treeSize }: Bench
     target: { ratioAtMost: TARGETS.treeBytes },
     met: bytesRatio <= TARGETS.treeBytes,
   });
+  out.push(await compressedTreeResult(bench, lastDeputy, lastBaseline));
   log(`  deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms, ratio ${round(ratio)}`);
   return out;
+}
+
+/** The same tree's history with the compressing codec on, against the bare tree's (which has nothing to compress). */
+async function compressedTreeResult(bench: Bench, deputyRoot: string, baselineRoot: string): Promise<ScenarioResult> {
+  const [deputy, baseline] = await Promise.all(
+    [deputyRoot, baselineRoot].map(async (root) => compressedBytes(bench.client, await bench.treeIds(root))),
+  );
+  const ratio = deputy!.compressed / baseline!.plain;
+  return {
+    id: 'tree-history-compressed',
+    title: 'Same tree, payloads compressed (DEPUTY_COMPRESS=1, off by default): events as recorded',
+    runs: 1,
+    deputy: { bytes: deputy!.compressed, uncompressedBytes: deputy!.plain },
+    baseline: { bytes: baseline!.plain },
+    ratio: round(ratio),
+    target: null,
+    met: null,
+  };
 }
 
 /** 1b. A wide tree: one parent, 8 invocations of 3 children (24), a final call. */

@@ -10,7 +10,9 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { DeputyClient } from '../src/client/client.js';
+import type { PayloadCodec } from '@temporalio/common';
 import { AesGcmCodec } from '../src/codec/aes-gcm.js';
+import { DeflateCodec } from '../src/codec/compress.js';
 import { codecHandler } from '../src/codec/server.js';
 import { forTask } from '../src/testing/scripted-model.js';
 import { createHarness, type Harness } from './support/harness.js';
@@ -28,17 +30,19 @@ afterAll(async () => {
   for (const c of connections) await c.close();
 });
 
-/** A worker and a client that share `codec`, on a task queue of their own. */
-async function encrypted(codec: AesGcmCodec | undefined) {
+/** A worker and a client that share `codec` (or codecs, in the order they encode), on a task queue of their own. */
+async function encrypted(codec: PayloadCodec | PayloadCodec[] | undefined) {
   const h = await createHarness();
   harnesses.push(h);
-  await h.startWorker({ ...(codec && { workerOptions: { dataConverter: { payloadCodecs: [codec] } } }) });
+  const payloadCodecs = codec && [codec].flat();
+  await h.startWorker({ ...(payloadCodecs && { workerOptions: { dataConverter: { payloadCodecs } } }) });
   return { h, deputy: await clientWith(codec, h.taskQueue) };
 }
-async function clientWith(codec: AesGcmCodec | undefined, taskQueue: string) {
+async function clientWith(codec: PayloadCodec | PayloadCodec[] | undefined, taskQueue: string) {
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   connections.push(connection);
-  return new DeputyClient(new Client({ connection, ...(codec && { dataConverter: { payloadCodecs: [codec] } }) }), {
+  const payloadCodecs = codec && [codec].flat();
+  return new DeputyClient(new Client({ connection, ...(payloadCodecs && { dataConverter: { payloadCodecs } }) }), {
     taskQueue,
   });
 }
@@ -145,5 +149,58 @@ describe('R6.3 encrypted history', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('R6.3 compression on (alone or before encryption): the history holds deflated payloads, smaller; runs and the codec server read them', async () => {
+    const long = `${SECRET_TASK} ${'Quote the page back. '.repeat(100)}`;
+    const sizes: Record<string, number> = {};
+    for (const [name, codec] of [
+      ['plain', undefined],
+      ['compressed', [new DeflateCodec()]],
+      ['both', [new DeflateCodec(), new AesGcmCodec([['k1', K1]])]],
+    ] as const) {
+      const { h, deputy } = await encrypted(codec && [...codec]);
+      h.model.add({ when: forTask(long), reply: { text: SECRET_ANSWER } });
+      const id = h.id(`zip-${name}`);
+      await deputy.startRun({ task: long }, { workflowId: id });
+      expect(await deputy.result(id)).toMatchObject({ status: 'completed', output: SECRET_ANSWER });
+      const raw = await rawHistory(h, id);
+      const started = raw.history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+      sizes[name] = started.data!.length;
+      const encoding = Buffer.from(started.metadata!.encoding!).toString();
+      expect(encoding).toBe({ plain: 'json/plain', compressed: 'binary/zlib', both: 'binary/encrypted' }[name]);
+      expect(raw.holds('Quote the page back. Quote the page back.')).toBe(name === 'plain');
+      if (name === 'both') {
+        // The codec server, given both, undoes both: Temporal UI shows the run's input as it was sent.
+        const server = createServer(
+          codecHandler([...codec], { token: 'tok-123-long-enough-0', origin: 'http://localhost:8233' }),
+        );
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        try {
+          const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/decode`;
+          const toBase64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+          const body = JSON.stringify({
+            payloads: [
+              {
+                metadata: Object.fromEntries(Object.entries(started.metadata!).map(([k, v]) => [k, toBase64(v)])),
+                data: toBase64(started.data!),
+              },
+            ],
+          });
+          const reply = await fetch(url, {
+            method: 'POST',
+            body,
+            headers: { authorization: 'Bearer tok-123-long-enough-0' },
+          });
+          expect(reply.status).toBe(200);
+          const decoded = (await reply.json()) as { payloads: { data: string }[] };
+          expect(JSON.parse(Buffer.from(decoded.payloads[0]!.data, 'base64').toString())).toMatchObject({ task: long });
+        } finally {
+          server.close();
+        }
+      }
+    }
+    expect(sizes.compressed).toBeLessThan(sizes.plain! / 3);
+    expect(sizes.both).toBeLessThan(sizes.plain! / 3);
   });
 });

@@ -8,7 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Payload } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
+import { deflateRawSync } from 'node:zlib';
 import { AesGcmCodec, codecFromEnv, deputyDataConverter, parseCodecKeys } from '../src/codec/aes-gcm.js';
+import { compressionFromEnv, DeflateCodec } from '../src/codec/compress.js';
+import proto from '@temporalio/proto';
+
+const { Payload: PayloadProto } = proto.temporal.api.common.v1;
 
 const K1 = randomBytes(32);
 const K2 = randomBytes(32);
@@ -115,5 +120,84 @@ describe('R6.3 codec keys from the environment', () => {
     const converter = deputyDataConverter({ DEPUTY_CODEC_KEYS: spec });
     expect(converter?.payloadCodecs).toHaveLength(1);
     expect(converter?.payloadCodecs?.[0]).toBeInstanceOf(AesGcmCodec);
+    expect(converter?.externalStorage).toBeUndefined();
+    // A payload store alone: no codec, the store.
+    const stored = deputyDataConverter({ DEPUTY_PAYLOAD_STORE: mkdtempSync(join(tmpdir(), 'deputy-store-')) });
+    expect(stored).toBeDefined();
+    expect(Object.keys(stored!)).toEqual(['externalStorage']);
+  });
+});
+
+describe('R6.3 compression (off by default)', () => {
+  const dialogue = plain(JSON.stringify({ task: 'summarise the page', page: 'the quick brown fox. '.repeat(200) }));
+
+  it('R6.3 a large payload is deflated and labelled binary/zlib; it reads back exactly, metadata included', async () => {
+    const codec = new DeflateCodec();
+    const [packed] = await codec.encode([dialogue]);
+    expect(meta(packed, 'encoding')).toBe('binary/zlib');
+    expect(Object.keys(packed!.metadata!)).toEqual(['encoding']);
+    expect(packed!.data!.length).toBeLessThan(dialogue.data!.length / 10);
+    const [opened] = await codec.decode([packed!]);
+    expect(meta(opened, 'encoding')).toBe('json/plain');
+    expect(Buffer.from(opened!.data!).equals(Buffer.from(dialogue.data!))).toBe(true);
+  });
+
+  it('R6.3 a short payload, or one deflate would not shrink, is written as it was', async () => {
+    const codec = new DeflateCodec();
+    const short = plain('"completed"');
+    const random: Payload = { metadata: { encoding: Buffer.from('binary/plain') }, data: randomBytes(2000) };
+    const [a, b] = await codec.encode([short, random]);
+    expect(a).toBe(short);
+    expect(b).toBe(random);
+    const [c] = await codec.decode([short]);
+    expect(c).toBe(short);
+    // Under 256 bytes nothing is deflated, even text that would deflate well; a payload without metadata passes.
+    const small = plain('a'.repeat(200));
+    expect((await codec.encode([small]))[0]).toBe(small);
+    const bare: Payload = { data: Buffer.from('x') };
+    expect((await codec.decode([bare]))[0]).toBe(bare);
+  });
+
+  it('R6.3 a payload that would inflate past 16 MiB, or does not inflate, is refused with the reason', async () => {
+    const codec = new DeflateCodec();
+    const label = { encoding: Buffer.from('binary/zlib') };
+    // A well-formed payload of 17 MiB of zeros deflates to a few KiB: a reader that inflated it whole would be the one
+    // exhausted. Its twin of 1 MiB reads back.
+    const zeros = (bytes: number) =>
+      deflateRawSync(PayloadProto.encode({ metadata: {}, data: Buffer.alloc(bytes) }).finish());
+    const bomb = { metadata: label, data: zeros(17 * 2 ** 20) };
+    expect(bomb.data.length).toBeLessThan(64 * 1024);
+    await expect(codec.decode([bomb])).rejects.toThrow(
+      'payload labelled binary/zlib would inflate past 16777216 bytes; refused, not read',
+    );
+    const [fine] = await codec.decode([{ metadata: label, data: zeros(2 ** 20) }]);
+    expect(fine!.data!.length).toBe(2 ** 20);
+    await expect(codec.decode([{ metadata: label, data: Buffer.from('not deflate at all') }])).rejects.toThrow(
+      /^payload labelled binary\/zlib does not inflate \(.+\); it is damaged$/,
+    );
+    await expect(codec.decode([{ metadata: label, data: deflateRawSync(Buffer.from([0xff, 0xff])) }])).rejects.toThrow(
+      'payload labelled binary/zlib inflates to something that is not a payload; it is damaged',
+    );
+  });
+
+  it('R6.3 DEPUTY_COMPRESS=1 turns it on, before encryption; 0 or unset, off; anything else is refused', async () => {
+    expect(compressionFromEnv({})).toBeUndefined();
+    expect(compressionFromEnv({ DEPUTY_COMPRESS: '0' })).toBeUndefined();
+    expect(() => compressionFromEnv({ DEPUTY_COMPRESS: 'yes' })).toThrow(
+      'DEPUTY_COMPRESS: "yes" is neither 1 (compress) nor 0 (do not)',
+    );
+    expect(() => compressionFromEnv({ DEPUTY_COMPRESS: ' 1' })).toThrow('" 1" is neither');
+    expect(() => compressionFromEnv({ DEPUTY_COMPRESS: 'x'.repeat(500) })).toThrow(`"${'x'.repeat(20)}" is neither`);
+    expect(deputyDataConverter({ DEPUTY_COMPRESS: '1' })?.payloadCodecs?.[0]).toBeInstanceOf(DeflateCodec);
+    const both = deputyDataConverter({ DEPUTY_COMPRESS: '1', DEPUTY_CODEC_KEYS: `k1:${K1.toString('base64')}` });
+    const codecs = both!.payloadCodecs!;
+    expect(codecs.map((codec) => codec.constructor.name)).toEqual(['DeflateCodec', 'AesGcmCodec']);
+    // Compressed, then encrypted: the ciphertext is of the deflated payload, so it is small too.
+    let sealed = [dialogue];
+    for (const codec of codecs) sealed = await codec.encode(sealed);
+    expect(meta(sealed[0], 'encoding')).toBe('binary/encrypted');
+    expect(sealed[0]!.data!.length).toBeLessThan(dialogue.data!.length / 10);
+    for (const codec of [...codecs].reverse()) sealed = await codec.decode(sealed);
+    expect(Buffer.from(sealed[0]!.data!).equals(Buffer.from(dialogue.data!))).toBe(true);
   });
 });

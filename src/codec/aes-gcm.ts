@@ -14,6 +14,7 @@ import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { ConfigError, DeputyError } from '../contract/errors.js';
 import { externalStorageFromEnv } from '../ops/storage.js';
+import { compressionFromEnv } from './compress.js';
 
 const { Payload: PayloadProto } = proto.temporal.api.common.v1;
 const ENCODING = 'binary/encrypted';
@@ -117,13 +118,20 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmCodec 
   return undefined;
 }
 
+/** The codecs the environment configures, in the order they encode: compression (`DEPUTY_COMPRESS`), then encryption. */
+export function codecsFromEnv(env: NodeJS.ProcessEnv = process.env): PayloadCodec[] {
+  const compression = compressionFromEnv(env);
+  const encryption = codecFromEnv(env);
+  return [...(compression ? [compression] : []), ...(encryption ? [encryption] : [])];
+}
+
 /**
- * The data converter client and workers use: Temporal's default, with the codec and the external payload
+ * The data converter client and workers use: Temporal's default, with the codecs and the external payload
  * store when the environment configures them.
  */
 export function deputyDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
-  const codec = codecFromEnv(env);
+  const payloadCodecs = codecsFromEnv(env);
   const externalStorage = externalStorageFromEnv(env);
-  if (!codec && !externalStorage) return undefined;
-  return { ...(codec && { payloadCodecs: [codec] }), ...(externalStorage && { externalStorage }) };
+  if (payloadCodecs.length === 0 && !externalStorage) return undefined;
+  return { ...(payloadCodecs.length > 0 && { payloadCodecs }), ...(externalStorage && { externalStorage }) };
 }

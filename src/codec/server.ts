@@ -1,18 +1,19 @@
 #!/usr/bin/env node
 /**
- * `npm run codec-server`: Temporal UI's remote codec endpoint, so an authorised person reads encrypted runs in
- * the UI. `POST /decode` and `POST /encode` take and return `{ payloads: [{ metadata: { k: base64 }, data: base64 }] }`.
+ * `npm run codec-server`: Temporal UI's remote codec endpoint, so an authorised person reads encrypted (or
+ * compressed) runs in the UI. `POST /decode` and `POST /encode` take and return
+ * `{ payloads: [{ metadata: { k: base64 }, data: base64 }] }`.
  * Only the UI's origin may call it (CORS, `DEPUTY_UI_ORIGIN`, default http://localhost:8233), and every request must
  * carry `Authorization: Bearer $DEPUTY_CODEC_SERVER_TOKEN`, or name it as the endpoint's first path segment
- * (`http://host:8888/<token>`, for a Temporal UI without a login whose access token it could pass). Keys as for the
- * worker (DEPUTY_CODEC_KEYS[_FILE]).
+ * (`http://host:8888/<token>`, for a Temporal UI without a login whose access token it could pass). Keys and
+ * compression as for the worker (DEPUTY_CODEC_KEYS[_FILE], DEPUTY_COMPRESS).
  * Listens on `DEPUTY_CODEC_SERVER_PORT` (default 8888), loopback only unless `DEPUTY_CODEC_SERVER_HOST` says otherwise.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
-import type { Payload } from '@temporalio/common';
+import type { Payload, PayloadCodec } from '@temporalio/common';
 import { ConfigError } from '../contract/errors.js';
-import { codecFromEnv, type AesGcmCodec } from './aes-gcm.js';
+import { codecsFromEnv } from './aes-gcm.js';
 
 interface JsonPayload {
   metadata?: Record<string, string>;
@@ -35,8 +36,14 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Shortest bearer token the codec server accepts. */
 export const MIN_TOKEN_LENGTH = 16;
 
-/** The codec server's request handler. */
-export function codecHandler(codec: AesGcmCodec, options: { token: string; origin: string }) {
+const isCodec = (value: PayloadCodec | readonly PayloadCodec[]): value is PayloadCodec => !Array.isArray(value);
+
+/** The codec server's request handler: `codecs` in the order they encode (they decode in the reverse order). */
+export function codecHandler(
+  codecs: PayloadCodec | readonly PayloadCodec[],
+  options: { token: string; origin: string },
+) {
+  const chain: PayloadCodec[] = isCodec(codecs) ? [codecs] : [...codecs];
   if (options.token.length < MIN_TOKEN_LENGTH) {
     throw new ConfigError(
       [`DEPUTY_CODEC_SERVER_TOKEN: ${options.token.length} characters; at least ${MIN_TOKEN_LENGTH} are needed`],
@@ -84,7 +91,9 @@ export function codecHandler(codec: AesGcmCodec, options: { token: string; origi
         try {
           const { payloads } = JSON.parse(body) as { payloads: JsonPayload[] };
           const input = payloads.map(fromJson);
-          const output = route === '/decode' ? await codec.decode(input) : await codec.encode(input);
+          let output = input;
+          if (route === '/decode') for (const codec of [...chain].reverse()) output = await codec.decode(output);
+          else for (const codec of chain) output = await codec.encode(output);
           res
             .writeHead(200, { 'content-type': 'application/json' })
             .end(JSON.stringify({ payloads: output.map(toJson) }));
@@ -98,9 +107,13 @@ export function codecHandler(codec: AesGcmCodec, options: { token: string; origi
 
 /** Starts the server from the environment. */
 export async function startCodecServer(env: NodeJS.ProcessEnv = process.env): Promise<Server> {
-  const codec = codecFromEnv(env);
+  const codecs = codecsFromEnv(env);
   const problems = [
-    ...(codec ? [] : ['DEPUTY_CODEC_KEYS: not set (nor DEPUTY_CODEC_KEYS_FILE): there is nothing to decode with']),
+    ...(codecs.length > 0
+      ? []
+      : [
+          'DEPUTY_CODEC_KEYS: not set (nor DEPUTY_CODEC_KEYS_FILE), and DEPUTY_COMPRESS is not 1: there is nothing to decode',
+        ]),
     ...(env.DEPUTY_CODEC_SERVER_TOKEN === undefined
       ? ['DEPUTY_CODEC_SERVER_TOKEN: not set; every request must carry it']
       : env.DEPUTY_CODEC_SERVER_TOKEN.length < MIN_TOKEN_LENGTH
@@ -109,7 +122,7 @@ export async function startCodecServer(env: NodeJS.ProcessEnv = process.env): Pr
   ];
   if (problems.length > 0) throw new ConfigError(problems, 'environment');
   const server = createServer(
-    codecHandler(codec!, {
+    codecHandler(codecs, {
       token: env.DEPUTY_CODEC_SERVER_TOKEN!,
       origin: env.DEPUTY_UI_ORIGIN ?? 'http://localhost:8233',
     }),

@@ -1,6 +1,7 @@
 /**
  * `npm run ui`: Temporal UI on the runs the demos persisted (`.deputy/state/temporal.db`), until Ctrl-C.
- * With DEPUTY_CODEC_KEYS set, the UI reads encrypted payloads through a codec server this process starts.
+ * With DEPUTY_CODEC_KEYS (or DEPUTY_COMPRESS=1) set, the UI reads encrypted (or compressed) payloads through a codec
+ * server this process starts.
  * Also what `npm run demo -- --ui` keeps open after its run.
  */
 import { mkdirSync } from 'node:fs';
@@ -21,22 +22,22 @@ export function persistedDatabase(): string {
   return join(stateDir, 'temporal.db');
 }
 
-/** A dev server with its UI, and the codec server the UI decodes through when keys are configured. */
+/** A dev server with its UI, and the codec server the UI decodes through when a codec is configured. */
 export interface ServedUi {
   server: DevServer;
   uiBase: string;
-  /** The codec endpoint given to the UI (its token is the first path segment), when keys are configured. */
+  /** The codec endpoint given to the UI (its token is the first path segment), when a codec is configured. */
   codecEndpoint: string | undefined;
   close(): Promise<void>;
 }
 
-/** Starts the persisted dev server with its UI (and a codec server for it when DEPUTY_CODEC_KEYS[_FILE] is set). */
+/** Starts the persisted dev server with its UI (and a codec server for it when a codec is configured). */
 export async function serveUi(env: NodeJS.ProcessEnv = process.env): Promise<ServedUi> {
   const uiPort = await freePort(Number(env.DEPUTY_UI_PORT ?? 8233));
   const uiBase = `http://localhost:${uiPort}`;
   let codec: Server | undefined;
   let codecEndpoint: string | undefined;
-  if (env.DEPUTY_CODEC_KEYS || env.DEPUTY_CODEC_KEYS_FILE) {
+  if (env.DEPUTY_CODEC_KEYS || env.DEPUTY_CODEC_KEYS_FILE || env.DEPUTY_COMPRESS === '1') {
     const token = env.DEPUTY_CODEC_SERVER_TOKEN ?? randomBytes(18).toString('base64url');
     codec = await startCodecServer({
       ...env,
