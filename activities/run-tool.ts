@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { withHeartbeat } from './heartbeat.js';
 import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -62,23 +62,16 @@ export function createRunTool(
     if (!parsed.success) {
       return toolError(`invalid arguments for "${call.name}": ${describeIssues(parsed.error).join('; ')}`);
     }
-    const context = Context.current();
-    // A tool that runs longer than the heartbeat timeout stays alive, and its last reported progress stays visible.
-    let details: unknown;
-    const heartbeat = (next?: unknown) => {
-      if (next !== undefined) details = next;
-      context.heartbeat(details);
-    };
-    heartbeat();
-    const timer = setInterval(heartbeat, HEARTBEAT_EVERY_MS);
     let value: unknown;
     try {
-      value = await tool.execute(parsed.data, { runId: input.runId, signal: context.cancellationSignal, heartbeat });
+      // A tool that runs longer than the heartbeat timeout stays alive, and its last reported progress stays visible.
+      value = await withHeartbeat(
+        (signal, heartbeat) => tool.execute(parsed.data, { runId: input.runId, signal, heartbeat }),
+        HEARTBEAT_EVERY_MS,
+      );
     } catch (err) {
       if (err instanceof ToolError) return toolError(boundResult(err.message, maxTextBytes()));
       throw boundedFailure(err, call.name);
-    } finally {
-      clearInterval(timer);
     }
     const text = (typeof value === 'string' ? value : JSON.stringify(value)) ?? '';
     const content = boundResult(text, maxTextBytes());

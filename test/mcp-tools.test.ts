@@ -18,6 +18,7 @@ import { ConfigStore } from '../src/config/store.js';
 import { forTask, offeredTools, toolMessages, userSays } from '../src/testing/scripted-model.js';
 import { delegateReply } from './support/delegation.js';
 import { createHarness, testConfig, type Harness } from './support/harness.js';
+import { scheduledActivities } from './support/history.js';
 
 const serverScript = (name: string) => resolve(`node_modules/@modelcontextprotocol/server-${name}/dist/index.js`);
 
@@ -97,14 +98,6 @@ async function recordedPayloads(workflowId: string): Promise<unknown[]> {
 }
 
 /** The activities a workflow scheduled, in order, with the queue each was scheduled on. */
-async function scheduledActivities(workflowId: string): Promise<{ type: string; taskQueue: string }[]> {
-  const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? []).flatMap((e) => {
-    const scheduled = e.activityTaskScheduledEventAttributes;
-    return scheduled ? [{ type: scheduled.activityType!.name!, taskQueue: scheduled.taskQueue!.name! }] : [];
-  });
-}
-
 const h = {} as Harness;
 const proxy = new RecordingProxy();
 let everything: ChildProcess;
@@ -340,7 +333,7 @@ describe('R6.7 MCP servers as tool sources', () => {
     expect(await h.deputy.result(workflowId)).toMatchObject({ status: 'completed', output: 'remembered' });
     const [, graph] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:done`)!);
     expect(graph).toContain('"name": "Periwinkle"');
-    const scheduled = await scheduledActivities(workflowId);
+    const scheduled = await scheduledActivities(h.client, workflowId);
     expect(scheduled.filter((a) => a.type === 'openMcpSession')).toHaveLength(1);
     const calls = scheduled.filter((a) => a.type === 'runTool');
     expect(calls.map((c) => c.taskQueue)).toEqual([calls[0]!.taskQueue, calls[0]!.taskQueue]);

@@ -28,7 +28,7 @@ const MAX_WAIT_SECONDS = 600;
 
 const RunId = z
   .string()
-  .regex(/^mcp-[0-9a-f-]{36}$/, 'a run id this server gave (mcp-…)')
+  .regex(new RegExp(`^${MCP_RUN_PREFIX}[0-9a-f-]{36}$`), `a run id this server gave (${MCP_RUN_PREFIX}…)`)
   .describe('the id `run` returned');
 const WaitSeconds = z
   .number()

@@ -18,6 +18,7 @@ import {
   type ScriptRule,
 } from '../../src/testing/scripted-model.js';
 import { createHarness, type Harness } from '../support/harness.js';
+import { scheduledActivities } from '../support/history.js';
 import type { WorkerProcess } from '../support/worker-process.js';
 import { FAULT_CONFIG, startFaultWorker, writeConfig } from './support.js';
 
@@ -100,15 +101,6 @@ const create = (tool: string) => ({
 });
 const call = (tool: string) => ({ toolCalls: [{ name: tool, arguments: {} }] });
 
-/** The activities a run scheduled, with the queue of each. */
-async function scheduled(workflowId: string): Promise<{ type: string; taskQueue: string }[]> {
-  const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? []).flatMap((e) => {
-    const at = e.activityTaskScheduledEventAttributes;
-    return at ? [{ type: at.activityType!.name!, taskQueue: at.taskQueue!.name! }] : [];
-  });
-}
-
 beforeAll(async () => {
   h = await createHarness();
 });
@@ -141,7 +133,7 @@ describe('R6.7 MCP servers when workers crash', () => {
     const [created, graph] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:2`)!);
     expect(created).toContain('Periwinkle');
     expect(graph).toContain('"name": "Periwinkle"');
-    expect((await scheduled(id)).filter((a) => a.type === 'runTool')).toHaveLength(2);
+    expect((await scheduledActivities(h.client, id)).filter((a) => a.type === 'runTool')).toHaveLength(2);
     expect(readFileSync(sharedFile, 'utf8').match(/"name":"Periwinkle"/g)).toHaveLength(1);
   });
 
@@ -160,7 +152,7 @@ describe('R6.7 MCP servers when workers crash', () => {
     const [, ...reads] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:5`)!);
     expect(reads).toHaveLength(4);
     for (const graph of reads) expect(graph).toContain('"name": "Periwinkle"');
-    const calls = (await scheduled(id)).filter((a) => a.type === 'runTool');
+    const calls = (await scheduledActivities(h.client, id)).filter((a) => a.type === 'runTool');
     expect(new Set(calls.map((c) => c.taskQueue)).size).toBe(1);
     expect(calls[0]!.taskQueue).toMatch(new RegExp(`^${h.taskQueue}-mcp-`));
     const holding = ['a', 'b'].filter(
