@@ -110,7 +110,7 @@ describe('R6.3 encrypted history', () => {
   it('R6.3 the codec server decodes for Temporal UI with its token and only for the UI origin', async () => {
     const codec = new AesGcmCodec([['k1', K1]]);
     const server = createServer(
-      codecHandler(codec, { token: 'tok-123-long-enough-0', origin: 'http://localhost:8233' }),
+      codecHandler([codec], { token: 'tok-123-long-enough-0', origin: 'http://localhost:8233' }),
     );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {

@@ -14,6 +14,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { ConfigError } from '../contract/errors.js';
 import { codecsFromEnv } from './aes-gcm.js';
+import { decodeWith, encodeWith } from './decode.js';
 
 interface JsonPayload {
   metadata?: Record<string, string>;
@@ -36,14 +37,8 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Shortest bearer token the codec server accepts. */
 export const MIN_TOKEN_LENGTH = 16;
 
-const isCodec = (value: PayloadCodec | readonly PayloadCodec[]): value is PayloadCodec => !Array.isArray(value);
-
 /** The codec server's request handler: `codecs` in the order they encode (they decode in the reverse order). */
-export function codecHandler(
-  codecs: PayloadCodec | readonly PayloadCodec[],
-  options: { token: string; origin: string },
-) {
-  const chain: PayloadCodec[] = isCodec(codecs) ? [codecs] : [...codecs];
+export function codecHandler(codecs: readonly PayloadCodec[], options: { token: string; origin: string }) {
   if (options.token.length < MIN_TOKEN_LENGTH) {
     throw new ConfigError(
       [`DEPUTY_CODEC_SERVER_TOKEN: ${options.token.length} characters; at least ${MIN_TOKEN_LENGTH} are needed`],
@@ -91,9 +86,7 @@ export function codecHandler(
         try {
           const { payloads } = JSON.parse(body) as { payloads: JsonPayload[] };
           const input = payloads.map(fromJson);
-          let output = input;
-          if (route === '/decode') for (const codec of [...chain].reverse()) output = await codec.decode(output);
-          else for (const codec of chain) output = await codec.encode(output);
+          const output = route === '/decode' ? await decodeWith(codecs, input) : await encodeWith(codecs, input);
           res
             .writeHead(200, { 'content-type': 'application/json' })
             .end(JSON.stringify({ payloads: output.map(toJson) }));

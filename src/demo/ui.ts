@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startCodecServer } from '../codec/server.js';
+import { codecsFromEnv } from '../codec/aes-gcm.js';
 import { ConfigError } from '../contract/errors.js';
 import { startDevServer, type DevServer } from '../testing/dev-server.js';
 import { freePort } from '../testing/ports.js';
@@ -37,7 +38,7 @@ export async function serveUi(env: NodeJS.ProcessEnv = process.env): Promise<Ser
   const uiBase = `http://localhost:${uiPort}`;
   let codec: Server | undefined;
   let codecEndpoint: string | undefined;
-  if (env.DEPUTY_CODEC_KEYS || env.DEPUTY_CODEC_KEYS_FILE || env.DEPUTY_COMPRESS === '1') {
+  if (codecsFromEnv(env).length > 0) {
     const token = env.DEPUTY_CODEC_SERVER_TOKEN ?? randomBytes(18).toString('base64url');
     codec = await startCodecServer({
       ...env,

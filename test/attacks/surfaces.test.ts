@@ -248,7 +248,7 @@ describe('attacks on the surfaces around runs', () => {
     await h.deputy.endConversation(id);
 
     const codec = new AesGcmCodec([['k1', randomBytes(32)]]);
-    const codecServer = createServer(codecHandler(codec, { token: 'codec-token-long-enough', origin: 'http://x' }));
+    const codecServer = createServer(codecHandler([codec], { token: 'codec-token-long-enough', origin: 'http://x' }));
     servers.push(codecServer);
     await new Promise<void>((resolve) => codecServer.listen(0, '127.0.0.1', resolve));
     const codecUrl = `http://127.0.0.1:${(codecServer.address() as AddressInfo).port}/decode`;
