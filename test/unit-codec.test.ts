@@ -180,6 +180,23 @@ describe('R6.3 compression (off by default)', () => {
     );
   });
 
+  it('R6.3 payloads of one call, each under the limit, that would inflate past 64 MiB together are refused', async () => {
+    const codec = new DeflateCodec();
+    const label = { encoding: Buffer.from('binary/zlib') };
+    const zeros = (bytes: number) => ({
+      metadata: label,
+      data: deflateRawSync(PayloadProto.encode({ metadata: {}, data: Buffer.alloc(bytes) }).finish()),
+    });
+    // Five of 15 MiB: each passes alone, four pass together (60 MiB), the fifth would take the call past 64 MiB.
+    const one = zeros(15 * 2 ** 20);
+    expect((await codec.decode([one, one, one, one])).map((p) => p.data!.length)).toEqual(Array(4).fill(15 * 2 ** 20));
+    await expect(codec.decode([one, one, one, one, one])).rejects.toThrow(
+      'payloads labelled binary/zlib would inflate past 67108864 bytes together; refused, not read',
+    );
+    // A separate call starts again.
+    expect(await codec.decode([one])).toHaveLength(1);
+  });
+
   it('R6.3 DEPUTY_COMPRESS=1 turns it on, before encryption; 0 or unset, off; anything else is refused', async () => {
     expect(compressionFromEnv({})).toBeUndefined();
     expect(compressionFromEnv({ DEPUTY_COMPRESS: '0' })).toBeUndefined();

@@ -20,6 +20,11 @@ const MIN_BYTES = 256;
  * refuses payloads past a few MiB), so it can only be a payload made to exhaust the reader's memory.
  */
 export const MAX_INFLATED_BYTES = 16 * 2 ** 20;
+/**
+ * What the payloads of one call may inflate to together: a codec server request of 4 MiB could otherwise carry
+ * hundreds of payloads each just under the single limit.
+ */
+export const MAX_INFLATED_BYTES_A_CALL = 64 * 2 ** 20;
 
 /** Thrown when a payload labelled compressed does not inflate. */
 export class CompressionError extends DeputyError {}
@@ -37,19 +42,27 @@ export class DeflateCodec implements PayloadCodec {
   }
 
   async decode(payloads: Payload[]): Promise<Payload[]> {
+    let left = MAX_INFLATED_BYTES_A_CALL;
     return payloads.map((payload) => {
       const encoding = payload.metadata?.encoding;
       if (!encoding || new TextDecoder().decode(encoding) !== ENCODING) return payload; // written uncompressed
+      const limit = Math.max(1, Math.min(MAX_INFLATED_BYTES, left));
       let plain: Buffer;
       try {
-        plain = inflateRawSync(payload.data ?? new Uint8Array(), { maxOutputLength: MAX_INFLATED_BYTES });
+        plain = inflateRawSync(payload.data ?? new Uint8Array(), { maxOutputLength: limit });
       } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') {
+          throw new CompressionError(
+            `payload labelled ${ENCODING} does not inflate (${(err as Error).message}); it is damaged`,
+          );
+        }
         throw new CompressionError(
-          (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE'
+          limit === MAX_INFLATED_BYTES
             ? `payload labelled ${ENCODING} would inflate past ${MAX_INFLATED_BYTES} bytes; refused, not read`
-            : `payload labelled ${ENCODING} does not inflate (${(err as Error).message}); it is damaged`,
+            : `payloads labelled ${ENCODING} would inflate past ${MAX_INFLATED_BYTES_A_CALL} bytes together; refused, not read`,
         );
       }
+      left -= plain.length;
       try {
         return PayloadProto.decode(plain);
       } catch {

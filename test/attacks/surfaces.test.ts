@@ -12,7 +12,10 @@ import { join } from 'node:path';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
+import { deflateRawSync } from 'node:zlib';
+import proto from '@temporalio/proto';
 import { AesGcmCodec } from '../../src/codec/aes-gcm.js';
+import { DeflateCodec } from '../../src/codec/compress.js';
 import { codecHandler, startCodecServer } from '../../src/codec/server.js';
 import { checkEvidence } from '../../src/config/tenant-evidence.js';
 import { admitSession } from '../../src/eval/admit.js';
@@ -276,5 +279,37 @@ describe('attacks on the surfaces around runs', () => {
     const cause = chain.find((e): e is ApplicationFailure => e instanceof ApplicationFailure);
     expect(cause?.type).toBe('Config.UnknownModelPrice');
     expect(cause?.message).toContain('no price for model "constructor"');
+  });
+  it('R1.12 attack 15: compressed payloads that would inflate to gigabytes are refused by the codec server, not inflated', async () => {
+    const codecServer = createServer(
+      codecHandler([new DeflateCodec()], { token: 'codec-token-long-enough', origin: 'http://x' }),
+    );
+    servers.push(codecServer);
+    await new Promise<void>((resolve) => codecServer.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(codecServer.address() as AddressInfo).port}/decode`;
+    // 100 payloads of 15 MiB of zeros each (1.5 GiB), deflated to about 15 KiB each: a 2 MB request, under the
+    // server's 4 MiB body limit, each payload under the 16 MiB a payload may inflate to.
+    const plain = proto.temporal.api.common.v1.Payload.encode({
+      metadata: {},
+      data: Buffer.alloc(15 * 2 ** 20),
+    }).finish();
+    const bomb = {
+      metadata: { encoding: Buffer.from('binary/zlib').toString('base64') },
+      data: deflateRawSync(plain).toString('base64'),
+    };
+    const body = JSON.stringify({ payloads: Array(100).fill(bomb) });
+    expect(body.length).toBeLessThan(4 * 1024 * 1024);
+    const before = process.memoryUsage().rss;
+    const reply = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: 'Bearer codec-token-long-enough' },
+      body,
+    });
+    expect(reply.status).toBe(400);
+    expect(await reply.text()).toBe(
+      'payloads labelled binary/zlib would inflate past 67108864 bytes together; refused, not read',
+    );
+    // It stopped at the limit: nothing near 1.5 GiB was ever held.
+    expect(process.memoryUsage().rss - before).toBeLessThan(512 * 2 ** 20);
   });
 });
