@@ -24,7 +24,7 @@ const STDERR_TAIL_BYTES = 2000;
 
 /**
  * The SDK, loaded when a server is first reached: a worker with no MCP server configured (most of them) does not pay
- * for its modules (~27 MiB of resident memory).
+ * for its modules (about 20 MiB of resident memory).
  */
 let sdk: Promise<Sdk> | undefined;
 type Sdk = Awaited<ReturnType<typeof importSdk>>;

@@ -67,18 +67,15 @@ function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: strin
   const server = run.composition.tools.find((tool) => tool.name === call.name)?.session;
   const input = { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes };
   const options = { summary: `runTool ${call.name}`, ...run.untilDeadline() };
-  if (server === undefined) {
-    return settled(
-      () => runTool.executeWithOptions(options, [input]),
-      (err) => ({ content: `tool "${call.name}" failed: ${rootMessage(err)}`, isError: true }),
-    );
-  }
   return settled(
-    () => sessionOptions(run, server).then((pinned) => runTool.executeWithOptions({ ...options, ...pinned }, [input])),
-    (err) => ({
-      content: `tool "${call.name}" failed: ${sessionLost(run, server, err) ?? rootMessage(err)}`,
-      isError: true,
-    }),
+    () =>
+      server === undefined
+        ? runTool.executeWithOptions(options, [input])
+        : sessionOptions(run, server).then((pinned) => runTool.executeWithOptions({ ...options, ...pinned }, [input])),
+    (err) => {
+      const lost = server === undefined ? undefined : sessionLost(run, server, err);
+      return { content: `tool "${call.name}" failed: ${lost ?? rootMessage(err)}`, isError: true };
+    },
   );
 }
 
