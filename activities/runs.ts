@@ -11,8 +11,11 @@ import type {
   DescribeRunResult,
   LoadSessionInput,
   LoadSessionResult,
+  PresetAtRevisionInput,
   RunRef,
 } from '../src/contract/activities.js';
+import { Preset } from '../src/contract/preset.js';
+import { presetRevision } from '../src/config/store.js';
 import { FAILURE } from '../src/contract/failures.js';
 import { stateQuery } from '../src/contract/messages.js';
 import { RunResult } from '../src/contract/run.js';
@@ -78,6 +81,46 @@ export function createRunLookups(temporal: () => Client) {
       }, 5000);
     },
   };
+}
+
+/**
+ * The preset `id` at `revision` as a parent run recorded it: in the answers of Deputy's own look-ups (a `resolveRun`
+ * or `presetAtRevision` marker, a `resolvePresets` result) or in the parts of its start input only Temporal children
+ * and continuations carry (`origin`, `resume`; never a caller's `restore`). Matched by content: its revision is
+ * computed here, not read.
+ */
+export async function presetRecordedBy(
+  client: Client,
+  { id, revision, parent }: PresetAtRevisionInput,
+): Promise<Preset | undefined> {
+  const history = await client.workflow.getHandle(parent.workflowId, parent.runId).fetchHistory();
+  const converter = client.options.loadedDataConverter;
+  for (const event of history.events ?? []) {
+    const started = event.workflowExecutionStartedEventAttributes?.input?.payloads;
+    const answered =
+      event.markerRecordedEventAttributes?.details?.result?.payloads ??
+      event.activityTaskCompletedEventAttributes?.result?.payloads;
+    if (!started && !answered) continue;
+    const [value] = await decodePayloads(converter, started ?? answered);
+    const input = started ? (value as { origin?: unknown; resume?: unknown } | undefined) : undefined;
+    const found = findPreset(input ? [input.origin, input.resume] : value, id, revision);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** The first object in `value` that is preset `id` at `revision`. */
+function findPreset(value: unknown, id: string, revision: string): Preset | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (!Array.isArray(value) && (value as { id?: unknown }).id === id) {
+    const parsed = Preset.safeParse(value);
+    if (parsed.success && presetRevision(parsed.data) === revision) return parsed.data;
+  }
+  for (const inner of Object.values(value)) {
+    const found = findPreset(inner, id, revision);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /** The `origin` a run was started with, read from the first event of its current execution. */

@@ -369,7 +369,12 @@ async function main(): Promise<void> {
       delegation: { enabled: true },
       presets: [
         { id: 'assistant', persona: DEFAULT_PERSONA, tools: ['calculate', 'search_notes'] },
-        { id: 'researcher', persona: 'You research with the notes.', tools: ['search_notes'] },
+        // Past the size a child's input carries whole: the role child gets it by reference and looks it up.
+        {
+          id: 'researcher',
+          persona: `You research with the notes. ${'Quote the note you used, word for word. '.repeat(26)}`,
+          tools: ['search_notes'],
+        },
       ],
       // Small enough that the compacting scenario compacts; the other scenarios stay far below it.
       compaction: { thresholdTokens: 700, keepRecentTurns: 2, continueAsNewAfterEvents: 100_000 },

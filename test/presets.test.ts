@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import proto from '@temporalio/proto';
+import { presetRecordedBy } from '../activities/runs.js';
+import { decodePayloads } from '../src/codec/decode.js';
 import { ConfigStore, presetRevision } from '../src/config/store.js';
 import { parseConfig } from '../src/config/load.js';
 import { RunState } from '../src/contract/run.js';
@@ -133,5 +136,118 @@ describe('R4.1 R4.2 R4.3 R4.4 explicit or inherited composition', () => {
     expect(h.model.requests.some((r) => r.rule === 'never')).toBe(false);
     const state = RunState.parse(await h.deputy.getState(parentId));
     expect(state.delegations.map((d) => d.taskName)).toEqual(['look']);
+  });
+});
+
+describe('R4.3 a large preset goes to a child by reference', () => {
+  const { HistoryEvent } = proto.temporal.api.history.v1;
+  /** Over the size past which a child's input carries the preset's revision instead of its definition. */
+  const long = `You are the parent, at length. ${'Mind every detail. '.repeat(80)}`;
+  const assistantOf = (config: ReturnType<typeof withAssistant>) => config.presets.find((p) => p.id === 'assistant')!;
+
+  /** The run's events with the input each start carried (a child's, in its parent or in itself) decoded. */
+  async function eventsOf(workflowId: string) {
+    const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
+    return Promise.all(
+      (history.events ?? []).map(async (event) => {
+        const started =
+          event.startChildWorkflowExecutionInitiatedEventAttributes ?? event.workflowExecutionStartedEventAttributes;
+        const [input] = started
+          ? await decodePayloads(h.client.options.loadedDataConverter, started.input?.payloads)
+          : [];
+        return {
+          event,
+          bytes: Buffer.from(HistoryEvent.encode(event).finish()),
+          input: input as { origin?: { taskName?: string; preset?: unknown } } | undefined,
+        };
+      }),
+    );
+  }
+
+  it("R4.3 after the config moves on, an implicit child runs with the parent's exact preset, read from what the parent recorded; its start carries only the revision", async () => {
+    const before = withAssistant(long);
+    store.set(before);
+    const revision = presetRevision(assistantOf(before));
+    const task = 'presets: by reference';
+    h.model.add(
+      {
+        name: 'ref first',
+        when: forTask(task, 0),
+        delayMs: 1500,
+        reply: delegateReply({
+          briefs: [
+            { task_name: 'implicit', message: 'implicit by reference' },
+            { task_name: 'explicit', message: 'explicit by reference', role: 'assistant' },
+          ],
+        }),
+      },
+      { when: forTask(task, 1), reply: { text: 'done' } },
+      { name: 'ref implicit', when: userSays('implicit by reference'), reply: { text: 'ok' } },
+      { name: 'ref explicit', when: userSays('explicit by reference'), reply: { text: 'ok' } },
+    );
+    const parentId = h.id('by-reference');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: parentId });
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'ref first'));
+    const after = withAssistant(`${long} Version 2.`);
+    store.set(after); // the worker's config no longer has the parent's revision
+    try {
+      expect((await h.deputy.result(parentId)).status).toBe('completed');
+    } finally {
+      store.set(base);
+    }
+    const system = (rule: string) => h.model.requests.find((r) => r.rule === rule)!.body.messages[0]!.content;
+    expect(system('ref implicit')).toBe(long);
+    // A role is looked up when the parent spawns it: after the change, the new revision, from the config.
+    expect(system('ref explicit')).toBe(`${long} Version 2.`);
+
+    const implicit = RunState.parse(await h.deputy.getState(`${parentId}/implicit-1`));
+    expect(implicit.composition).toEqual({ preset: assistantOf(before), revision, model: 'test-model' });
+    const explicit = RunState.parse(await h.deputy.getState(`${parentId}/explicit-1`));
+    expect(explicit.composition?.revision).toBe(presetRevision(assistantOf(after)));
+
+    // Both starts of the implicit child (the parent's initiated event, the child's started one) carry the revision,
+    // not the persona; the child records it in its look-up's marker, then sends it to the model as any run does.
+    const parentEvents = await eventsOf(parentId);
+    const childEvents = await eventsOf(`${parentId}/implicit-1`);
+    const initiated = parentEvents.find((e) => e.input?.origin?.taskName === 'implicit')!;
+    const started = childEvents[0]!;
+    for (const start of [initiated, started]) {
+      expect(start.input?.origin?.preset).toEqual({ revision, selected: false });
+      expect(start.bytes.includes('Mind every detail')).toBe(false);
+    }
+    const withPersona = childEvents.filter((e) => e.bytes.includes('Mind every detail'));
+    expect(withPersona.map((e) => e.event.eventType)).toEqual([
+      proto.temporal.api.enums.v1.EventType.EVENT_TYPE_MARKER_RECORDED,
+      proto.temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+    ]);
+    expect(withPersona[0]!.bytes.includes('presetAtRevision')).toBe(true);
+
+    // What the parent recorded answers for that revision and no other.
+    const parent = { workflowId: parentId, runId: (await h.client.workflow.getHandle(parentId).describe()).runId };
+    expect(await presetRecordedBy(h.client, { id: 'assistant', revision, parent })).toEqual(assistantOf(before));
+    expect(await presetRecordedBy(h.client, { id: 'assistant', revision: 'ffffffffffff', parent })).toBeUndefined();
+  });
+
+  it("R4.3 attack: a preset a caller put in a root's input is never taken for what the root recorded", async () => {
+    store.set(base);
+    const task = 'presets: caller preset';
+    h.model.add({ when: forTask(task, 0), reply: { text: 'done' } });
+    // The config grants `assistant` no `fetch_page`: the root runs with it narrowed away.
+    const claimed = { ...assistantOf(withAssistant(long)), tools: ['calculate', 'fetch_page'] };
+    const rootId = h.id('caller-preset');
+    await h.deputy.startRun(
+      { task, scopes: PARENT_SCOPES, restore: { kind: 'import', events: [], preset: claimed } },
+      { workflowId: rootId },
+    );
+    expect((await h.deputy.result(rootId)).status).toBe('completed');
+    const parent = { workflowId: rootId, runId: (await h.client.workflow.getHandle(rootId).describe()).runId };
+    const recorded = RunState.parse(await h.deputy.getState(rootId)).composition!;
+    expect(recorded.preset.tools).toEqual(['calculate']);
+    expect(
+      await presetRecordedBy(h.client, { id: 'assistant', revision: presetRevision(claimed), parent }),
+    ).toBeUndefined();
+    expect(await presetRecordedBy(h.client, { id: 'assistant', revision: recorded.revision, parent })).toEqual(
+      recorded.preset,
+    );
   });
 });

@@ -197,6 +197,42 @@ describe('R2.4 R2.7 a child’s input', () => {
     expect(input.origin?.composition?.tools).toEqual(['calculate', recorded]);
     expect(compositionFromInput(input as ParsedRunInput)!.tools).toEqual([{ name: 'calculate', scopes: [] }, recorded]);
   });
+
+  it('R4.3 a preset definition past 1,024 characters goes by its revision; a smaller one whole', () => {
+    const sized = (persona: string) => ({
+      ...plan.composition,
+      definition: { ...plan.composition.definition, persona },
+    });
+    const empty = JSON.stringify(sized('').definition).length;
+    const presetOf = (composition: ChildPlan['composition']) =>
+      childInput({ ...plan, composition }, plan.brief, 1, undefined, parent, undefined).origin?.preset;
+    expect(presetOf(sized('p'.repeat(1024 - empty)))).toHaveProperty('definition');
+    expect(presetOf(sized('p'.repeat(1025 - empty)))).not.toHaveProperty('definition');
+    const inline = sized('p'.repeat(900));
+    expect(
+      childInput({ ...plan, composition: inline }, plan.brief, 1, undefined, parent, undefined).origin?.preset,
+    ).toEqual(inline);
+    const large = sized('p'.repeat(1100));
+    expect(
+      childInput({ ...plan, composition: large }, plan.brief, 1, undefined, parent, undefined).origin?.preset,
+    ).toEqual({
+      revision: 'r1',
+      selected: true,
+    });
+    // An implicit child carried whole starts from its input; carried by reference, it must look its preset up first.
+    const implicit = (composition: ChildPlan['composition']) =>
+      childInput(
+        { ...plan, composition: { ...composition, selected: false } },
+        plan.brief,
+        1,
+        undefined,
+        parent,
+        undefined,
+      );
+    expect(compositionFromInput(implicit(inline) as ParsedRunInput)?.presetDefinition).toEqual(inline.definition);
+    expect(implicit(large).origin?.composition).toBeDefined();
+    expect(compositionFromInput(implicit(large) as ParsedRunInput)).toBeUndefined();
+  });
 });
 
 describe('R2.8 R2.9 how a child’s end reads to its parent', () => {

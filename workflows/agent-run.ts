@@ -13,6 +13,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
+import type { PresetAtRevisionInput } from '../src/contract/activities.js';
+import type { Preset } from '../src/contract/preset.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { RunInput, RunResult } from '../src/contract/run.js';
 import * as SA from '../src/contract/search-attributes.js';
@@ -60,7 +62,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   try {
     if (!input.resume) {
       // An implicit child got its composition from its parent; anything else looks it up.
-      const composition = compositionFromInput(input) ?? (await local.resolveRun(resolveRunInput(input, run.depth)));
+      const lookup = presetLookup(input);
+      const given = lookup ? withPresetDefinition(input, await local.presetAtRevision(lookup)) : input;
+      const composition = compositionFromInput(given) ?? (await local.resolveRun(resolveRunInput(given, run.depth)));
       run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
     }
     // One upsert when the run starts running, of what its start did not set: a parent starts a child with all of
@@ -121,6 +125,27 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
     throw err;
   }
+}
+
+/**
+ * A child given its preset by reference (a large one) looks it up by its revision, once, recorded: its worker's
+ * config when that still has the revision, else what its parent recorded, so it runs with the parent's exact preset.
+ */
+function presetLookup(input: ParsedRunInput): PresetAtRevisionInput | undefined {
+  const { origin } = input;
+  const { parent } = workflowInfo();
+  if (!origin?.preset || origin.preset.definition || input.preset === undefined || !parent) return undefined;
+  return {
+    id: input.preset,
+    revision: origin.preset.revision,
+    parent: { workflowId: parent.workflowId, runId: parent.runId },
+  };
+}
+
+/** The input with the definition its preset's revision was looked up to. */
+function withPresetDefinition(input: ParsedRunInput, definition: Preset): ParsedRunInput {
+  const origin = input.origin!;
+  return { ...input, origin: { ...origin, preset: { ...origin.preset!, definition } } };
 }
 
 /**

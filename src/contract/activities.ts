@@ -106,6 +106,13 @@ export interface ResolvePresetsResult {
   )[];
 }
 
+/** Input of `presetAtRevision`: a child's preset given by reference, and the parent run that recorded it. */
+export interface PresetAtRevisionInput {
+  id: string;
+  revision: string;
+  parent: { workflowId: string; runId: string };
+}
+
 /** Input of `callModel`. */
 export interface CallModelInput {
   model: string;

@@ -44,6 +44,11 @@ export const FAILURE = {
   UnknownPreset: 'Config.UnknownPreset',
   /** A run's model has no price, so its cost limits could not hold. Non-retryable. */
   UnknownModelPrice: 'Config.UnknownModelPrice',
+  /**
+   * A child's preset, given by reference, is neither in its worker's config at that revision nor recorded by its
+   * parent. Non-retryable.
+   */
+  PresetNotRecorded: 'Config.PresetNotRecorded',
   /** A look-up needs a Temporal client the worker was not given. Non-retryable. */
   NoClient: 'Config.NoClient',
 } as const;

@@ -102,7 +102,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
             revision: { type: 'string' },
             selected: { type: 'boolean' },
           },
-          required: ['definition', 'revision', 'selected'],
+          required: ['revision', 'selected'],
           additionalProperties: false,
         },
         composition: {

@@ -56,9 +56,10 @@ export const ChildOrigin = z.strictObject({
   contextMode: ContextMode,
   /**
    * The child's composition: the preset registered at spawn when the brief named a role (`selected`),
-   * else the parent's exact definition.
+   * else the parent's exact definition. A large definition is left out: the child looks it up by its revision
+   * (its worker's config, else what its parent recorded), so the start records the revision twice, not the text.
    */
-  preset: z.strictObject({ definition: Preset, revision: z.string(), selected: z.boolean() }).optional(),
+  preset: z.strictObject({ definition: Preset.optional(), revision: z.string(), selected: z.boolean() }).optional(),
   /** The rest of an implicit child's composition, from its parent's: it starts without a look-up. */
   composition: InheritedComposition.optional(),
   /** The parent's context as prepared for this child: a `context/background` event before its task. */

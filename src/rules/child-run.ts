@@ -27,6 +27,9 @@ import type { Spend } from './usage.js';
 /** The parent's context as prepared for a child. */
 export type ChildBackground = NonNullable<ChildOrigin['background']>;
 
+/** The preset as a child's input carries it. */
+export type ChildPreset = NonNullable<ChildOrigin['preset']>;
+
 /** One child as planned before anything is reserved or started. */
 export interface ChildPlan {
   brief: Brief;
@@ -111,10 +114,24 @@ export function inheritComposition(
   };
 }
 
+/**
+ * Past this many characters a child's preset definition (persona, skills) goes by reference, its revision only: the
+ * child's one recorded look-up (a local activity's marker, about 350 bytes besides the definition) then costs less
+ * than the two copies Temporal records of every start input (the parent's initiated event, the child's started one).
+ */
+export const PRESET_INLINE_MAX_CHARS = 1024;
+
+/** The preset a child's input carries: whole, or by its revision when it is large. */
+export function presetForChild({ definition, revision, selected }: ChildPlan['composition']): ChildPreset {
+  return JSON.stringify(definition).length > PRESET_INLINE_MAX_CHARS
+    ? { revision, selected }
+    : { definition, revision, selected };
+}
+
 /** The child's composition from its input, when its parent passed it down (no look-up needed). */
 export function compositionFromInput(input: ParsedRunInput): ResolveRunResult | undefined {
   const { origin } = input;
-  if (!origin?.composition || !origin.preset || input.model === undefined) return undefined;
+  if (!origin?.composition || !origin.preset?.definition || input.model === undefined) return undefined;
   const { definition, revision } = origin.preset;
   const { effort, tools, ...rest } = origin.composition;
   return {
@@ -159,7 +176,7 @@ export function childInput(
       ...(parent.invocationId && { invocationId: parent.invocationId }),
       allowedTools: plan.grant.tools,
       contextMode: plan.contextMode,
-      preset: plan.composition,
+      preset: presetForChild(plan.composition),
       ...(composition && { composition }),
       ...(background && { background }),
     },
