@@ -7,15 +7,13 @@ import type OpenAI from 'openai';
 import type {
   OpenMcpSessionInput,
   OpenMcpSessionResult,
-  PresetAtRevisionInput,
   ResolvePresetsInput,
   ResolvePresetsResult,
   ResolveRunInput,
   ResolveRunResult,
 } from '../src/contract/activities.js';
 import { CompositionError, resolveComposition, resolvePresetTools } from './composition.js';
-import { presetRevision, type ConfigStore } from '../src/config/store.js';
-import type { Preset } from '../src/contract/preset.js';
+import type { ConfigStore } from '../src/config/store.js';
 import { configEntry } from '../src/config/schema.js';
 import type { Client } from '@temporalio/client';
 import type { HookFunction } from '../src/contract/hooks.js';
@@ -23,7 +21,7 @@ import { toToolSpec, type ToolDefinition, type ToolSpec } from '../src/contract/
 import { STEERING_TOOL_REGISTRY, steeringToolSpec, type SteeringToolName } from '../src/contract/delegation.js';
 import { createCallModel, createSummarizeContext } from './call-model.js';
 import { createMessaging } from './messaging.js';
-import { createRunLookups, presetRecordedBy } from './runs.js';
+import { createPresetLookup, createRunLookups } from './runs.js';
 import { ContextCache } from './context-cache.js';
 import { tenantDelegationLookup } from '../src/config/tenant-evidence.js';
 import { createRunHook } from './run-hook.js';
@@ -128,18 +126,7 @@ export function createActivities({
     async resolvePresets(input: ResolvePresetsInput): Promise<ResolvePresetsResult> {
       return resolvePresetTools(config.current, input);
     },
-    /** A child's preset given by reference: this worker's config at that revision, else what its parent recorded. */
-    async presetAtRevision(input: PresetAtRevisionInput): Promise<Preset> {
-      const registered = config.current.presets.find((preset) => preset.id === input.id);
-      if (registered && presetRevision(registered) === input.revision) return registered;
-      const recorded = await presetRecordedBy(temporal(), input);
-      if (recorded) return recorded;
-      throw ApplicationFailure.create({
-        type: FAILURE.PresetNotRecorded,
-        message: `preset "${input.id}" at revision ${input.revision} is neither in this worker's config nor recorded by the parent run ${input.parent.workflowId}`,
-        nonRetryable: true,
-      });
-    },
+    presetAtRevision: createPresetLookup(config, client),
     ...createRunLookups(temporal),
     ...createMessaging({ keys, temporal, config, childTaskQueue }),
   };

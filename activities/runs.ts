@@ -1,9 +1,10 @@
 /**
  * Activities that read other runs from Temporal: a run's session (for follow-ups), which runs have closed (the
- * admission sweep), who holds a child's id, and the end of a run this parent attached to.
+ * admission sweep), who holds a child's id, the end of a run this parent attached to, and the preset a parent
+ * recorded for a child that was given it by reference.
  */
 import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { decodePayloads } from '../src/codec/decode.js';
 import type {
   AwaitRunResult,
@@ -15,7 +16,7 @@ import type {
   RunRef,
 } from '../src/contract/activities.js';
 import { Preset } from '../src/contract/preset.js';
-import { presetRevision } from '../src/config/store.js';
+import { presetRevision, type ConfigStore } from '../src/config/store.js';
 import { FAILURE } from '../src/contract/failures.js';
 import { stateQuery } from '../src/contract/messages.js';
 import { RunResult } from '../src/contract/run.js';
@@ -80,6 +81,27 @@ export function createRunLookups(temporal: () => Client) {
         return Promise.race([ended, aborted]);
       }, 5000);
     },
+  };
+}
+
+/**
+ * `presetAtRevision`: a child's preset given by reference, from this worker's config when it still has that
+ * revision, else from what the child's parent recorded.
+ */
+export function createPresetLookup(config: ConfigStore, client: Client | undefined) {
+  return async (input: PresetAtRevisionInput): Promise<Preset> => {
+    const registered = config.current.presets.find((preset) => preset.id === input.id);
+    if (registered && presetRevision(registered) === input.revision) return registered;
+    const recorded = client && (await presetRecordedBy(client, input));
+    if (recorded) return recorded;
+    const where = client
+      ? `nor recorded by the parent run ${input.parent.workflowId}`
+      : 'and reading what the parent run recorded needs a Temporal client: pass `client` to createDeputyWorker';
+    throw ApplicationFailure.create({
+      type: FAILURE.PresetNotRecorded,
+      message: `preset "${input.id}" at revision ${input.revision} is not in this worker's config, ${where}`,
+      nonRetryable: true,
+    });
   };
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import proto from '@temporalio/proto';
-import { presetRecordedBy } from '../activities/runs.js';
+import { createPresetLookup, presetRecordedBy } from '../activities/runs.js';
 import { decodePayloads } from '../src/codec/decode.js';
 import { ConfigStore, presetRevision } from '../src/config/store.js';
 import { parseConfig } from '../src/config/load.js';
@@ -226,6 +226,17 @@ describe('R4.3 a large preset goes to a child by reference', () => {
     const parent = { workflowId: parentId, runId: (await h.client.workflow.getHandle(parentId).describe()).runId };
     expect(await presetRecordedBy(h.client, { id: 'assistant', revision, parent })).toEqual(assistantOf(before));
     expect(await presetRecordedBy(h.client, { id: 'assistant', revision: 'ffffffffffff', parent })).toBeUndefined();
+    // A revision nobody recorded fails the look-up, saying where it looked; so does a worker without a client.
+    const unknown = { id: 'assistant', revision: 'ffffffffffff', parent };
+    await expect(createPresetLookup(store, h.client)(unknown)).rejects.toMatchObject({
+      type: 'Config.PresetNotRecorded',
+      nonRetryable: true,
+      message: `preset "assistant" at revision ffffffffffff is not in this worker's config, nor recorded by the parent run ${parentId}`,
+    });
+    await expect(createPresetLookup(store, undefined)({ ...unknown, revision })).rejects.toMatchObject({
+      type: 'Config.PresetNotRecorded',
+      message: expect.stringContaining('needs a Temporal client') as unknown,
+    });
   });
 
   it("R4.3 attack: a preset a caller put in a root's input is never taken for what the root recorded", async () => {
