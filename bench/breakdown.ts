@@ -1,7 +1,8 @@
 /**
  * `node --import tsx bench/breakdown.ts`: runs one benchmark tree (parent + 3 children) and one growth run, and prints
  * where their history bytes go, by event type and by activity, so changes to history size can be measured.
- * LIST=1 lists each event of the root and its first child with its size; DUMP=<kind> prints matching events.
+ * LIST=1 lists each event of the root and its first child with its size; DUMP=<kind> prints matching events;
+ * PERSONA=<characters> gives the preset a persona that long.
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
@@ -21,13 +22,23 @@ import { benchConfig, benchRules, growthScript } from './script.js';
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const TURNS = Number(process.env.TURNS ?? 20);
 
+/** PERSONA=<characters>: the preset's persona that long (a large preset goes to children by reference). */
+function withPersona(config: ReturnType<typeof benchConfig>): ReturnType<typeof benchConfig> {
+  const chars = Number(process.env.PERSONA ?? 0);
+  if (!chars) return config;
+  const sentence = 'Keep every answer short and exact. ';
+  const persona = sentence.repeat(Math.ceil(chars / sentence.length)).slice(0, chars);
+  const presets = (config.presets as { persona: string }[]).map((preset) => ({ ...preset, persona }));
+  return { ...config, presets };
+}
+
 async function main(): Promise<void> {
   const server = await startDevServer();
   const model = await ScriptedModelServer.start(benchRules(), { quiet: true });
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ connection });
   const queue = `breakdown-${randomUUID().slice(0, 8)}`;
-  const store = new ConfigStore(parseConfig(benchConfig(true, TURNS)));
+  const store = new ConfigStore(parseConfig(withPersona(benchConfig(true, TURNS))));
   const worker = await createDeputyWorker({
     connection: await NativeConnection.connect({ address: server.address }),
     taskQueue: queue,
