@@ -4,7 +4,7 @@
  * recorded for a child that was given it by reference.
  */
 import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, type Payload } from '@temporalio/common';
 import { decodePayloads } from '../src/codec/decode.js';
 import type {
   AwaitRunResult,
@@ -106,43 +106,49 @@ export function createPresetLookup(config: ConfigStore, client: Client | undefin
 }
 
 /**
- * The preset `id` at `revision` as a parent run recorded it: in the answers of Deputy's own look-ups (a `resolveRun`
- * or `presetAtRevision` marker, a `resolvePresets` result) or in the parts of its start input only Temporal children
- * and continuations carry (`origin`, `resume`; never a caller's `restore`). Matched by content: its revision is
- * computed here, not read.
+ * The preset `id` at `revision` as a parent run recorded it, looked for only where Deputy records a definition: its
+ * start input's `origin.preset` and `resume.composition` (never a caller's `restore`), the answers of its `resolveRun`
+ * and `presetAtRevision` look-ups (local activities: markers) and of `resolvePresets`. Nothing else a history holds
+ * (a hook's answer, a tool's result) is read. Matched by content: the revision is computed here, not read.
  */
 export async function presetRecordedBy(
   client: Client,
   { id, revision, parent }: PresetAtRevisionInput,
 ): Promise<Preset | undefined> {
   const history = await client.workflow.getHandle(parent.workflowId, parent.runId).fetchHistory();
-  const converter = client.options.loadedDataConverter;
+  const decode = async (payloads: Payload[] | null | undefined) =>
+    (await decodePayloads(client.options.loadedDataConverter, payloads))[0] as Recorded | undefined;
+  const activityTypes = new Map<string, string | null | undefined>();
   for (const event of history.events ?? []) {
-    const started = event.workflowExecutionStartedEventAttributes?.input?.payloads;
-    const answered =
-      event.markerRecordedEventAttributes?.details?.result?.payloads ??
-      event.activityTaskCompletedEventAttributes?.result?.payloads;
-    if (!started && !answered) continue;
-    const [value] = await decodePayloads(converter, started ?? answered);
-    const input = started ? (value as { origin?: unknown; resume?: unknown } | undefined) : undefined;
-    const found = findPreset(input ? [input.origin, input.resume] : value, id, revision);
-    if (found) return found;
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled) activityTypes.set(String(event.eventId), scheduled.activityType?.name);
+    let definitions: unknown[] = [];
+    if (event.workflowExecutionStartedEventAttributes) {
+      const input = await decode(event.workflowExecutionStartedEventAttributes.input?.payloads);
+      definitions = [input?.origin?.preset?.definition, input?.resume?.composition?.presetDefinition];
+    } else if (event.markerRecordedEventAttributes) {
+      const answer = await decode(event.markerRecordedEventAttributes.details?.result?.payloads);
+      definitions = [answer, answer?.presetDefinition];
+    } else if (event.activityTaskCompletedEventAttributes) {
+      const { scheduledEventId, result } = event.activityTaskCompletedEventAttributes;
+      if (activityTypes.get(String(scheduledEventId)) !== 'resolvePresets') continue;
+      const presets = (await decode(result?.payloads))?.presets;
+      definitions = Array.isArray(presets) ? presets.map((preset) => preset?.definition) : [];
+    }
+    for (const definition of definitions) {
+      const parsed = Preset.safeParse(definition);
+      if (parsed.success && parsed.data.id === id && presetRevision(parsed.data) === revision) return parsed.data;
+    }
   }
   return undefined;
 }
 
-/** The first object in `value` that is preset `id` at `revision`. */
-function findPreset(value: unknown, id: string, revision: string): Preset | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  if (!Array.isArray(value) && (value as { id?: unknown }).id === id) {
-    const parsed = Preset.safeParse(value);
-    if (parsed.success && presetRevision(parsed.data) === revision) return parsed.data;
-  }
-  for (const inner of Object.values(value)) {
-    const found = findPreset(inner, id, revision);
-    if (found) return found;
-  }
-  return undefined;
+/** The parts of a recorded payload where a preset definition can be, each maybe absent or of any shape. */
+interface Recorded {
+  origin?: { preset?: { definition?: unknown } };
+  resume?: { composition?: { presetDefinition?: unknown } };
+  presetDefinition?: unknown;
+  presets?: ({ definition?: unknown } | null)[];
 }
 
 /** The `origin` a run was started with, read from the first event of its current execution. */
