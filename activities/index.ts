@@ -76,6 +76,7 @@ export function createActivities({
       nonRetryable: true,
     });
   };
+  const presetAtRevision = createPresetLookup(config, client);
   const contexts = new ContextCache();
   const callModel = createCallModel({
     openai,
@@ -103,7 +104,9 @@ export function createActivities({
     // Same call, its own name, so Temporal UI tells compaction from context summaries.
     compactSession: createSummarizeContext(callModel, contexts),
     runHook: createRunHook(config, hookFunctions ?? new Map()),
-    async resolveRun(input: ResolveRunInput): Promise<ResolveRunResult> {
+    async resolveRun({ presetAt, ...input }: ResolveRunInput): Promise<ResolveRunResult> {
+      // A preset given by reference is looked up here, so the run records its definition once, in this answer.
+      if (presetAt) input.presetDefinition = await presetAtRevision(presetAt);
       try {
         const current = config.current;
         return resolveComposition(current, tools, input, {
@@ -126,7 +129,7 @@ export function createActivities({
     async resolvePresets(input: ResolvePresetsInput): Promise<ResolvePresetsResult> {
       return resolvePresetTools(config.current, input);
     },
-    presetAtRevision: createPresetLookup(config, client),
+    presetAtRevision,
     ...createRunLookups(temporal),
     ...createMessaging({ keys, temporal, config, childTaskQueue }),
   };

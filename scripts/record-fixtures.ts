@@ -127,6 +127,24 @@ const SCENARIOS: Scenario[] = [
     ],
   },
   {
+    // A root on a preset past the size a child's input carries whole: its implicit child gets it by reference and
+    // looks it up (a presetAtRevision marker) before its first turn.
+    name: 'implicit-by-reference',
+    input: { task: 'fixture: by reference', preset: 'writer', scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
+    rules: [
+      {
+        when: forTask('fixture: by reference', 0),
+        reply: {
+          toolCalls: [
+            { name: 'delegate', arguments: { briefs: [{ task_name: 'draft', message: 'fixture child: one line' }] } },
+          ],
+        },
+      },
+      { when: userSays('fixture child: one line'), reply: { text: 'a line' } },
+      { when: forTask('fixture: by reference', 1), reply: { text: 'the child wrote a line' } },
+    ],
+  },
+  {
     name: 'context-summary-and-all',
     input: { task: 'fixture: context', scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
     rules: [
@@ -335,6 +353,32 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** The config every fixture is recorded with. */
+function fixtureConfig() {
+  return parseConfig({
+    model: 'test-model',
+    prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
+    delegation: { enabled: true },
+    presets: [
+      { id: 'assistant', persona: DEFAULT_PERSONA, tools: ['calculate', 'search_notes'] },
+      // Past the size a child's input carries whole: children get these by reference and look them up.
+      {
+        id: 'writer',
+        persona: `You write. ${'Say it in one line. '.repeat(60)}`,
+        tools: ['calculate', 'search_notes'],
+      },
+      {
+        id: 'researcher',
+        persona: `You research with the notes. ${'Quote the note you used, word for word. '.repeat(26)}`,
+        tools: ['search_notes'],
+      },
+    ],
+    // Small enough that the compacting scenario compacts; the other scenarios stay far below it.
+    compaction: { thresholdTokens: 700, keepRecentTurns: 2, continueAsNewAfterEvents: 100_000 },
+    hooks: [{ name: 'audit', events: ['task.submitted', 'subagent.start', 'subagent.end'], function: 'audit' }],
+  });
+}
+
 /** A run's history in the JSON form Temporal's CLI exports (and the replayer reads). */
 function exportHistory(address: string, workflowId: string): { text: string; events: number } {
   const cli = findTemporalCli();
@@ -363,23 +407,7 @@ async function main(): Promise<void> {
     client,
     taskQueue,
     childTaskQueue: `${taskQueue}-background`,
-    config: parseConfig({
-      model: 'test-model',
-      prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
-      delegation: { enabled: true },
-      presets: [
-        { id: 'assistant', persona: DEFAULT_PERSONA, tools: ['calculate', 'search_notes'] },
-        // Past the size a child's input carries whole: the role child gets it by reference and looks it up.
-        {
-          id: 'researcher',
-          persona: `You research with the notes. ${'Quote the note you used, word for word. '.repeat(26)}`,
-          tools: ['search_notes'],
-        },
-      ],
-      // Small enough that the compacting scenario compacts; the other scenarios stay far below it.
-      compaction: { thresholdTokens: 700, keepRecentTurns: 2, continueAsNewAfterEvents: 100_000 },
-      hooks: [{ name: 'audit', events: ['task.submitted', 'subagent.start', 'subagent.end'], function: 'audit' }],
-    }),
+    config: fixtureConfig(),
     hookFunctions: { audit: async () => ({ decision: 'accept' as const }) },
     model: { apiKey: 'sk-fixture', baseURL: model.url },
   });

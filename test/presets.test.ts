@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import proto from '@temporalio/proto';
+import OpenAI from 'openai';
+import { createActivities } from '../activities/index.js';
 import { createPresetLookup, presetRecordedBy } from '../activities/runs.js';
+import { toolMap } from '../src/worker/factory.js';
 import { decodePayloads } from '../src/codec/decode.js';
 import { ConfigStore, presetRevision } from '../src/config/store.js';
 import { parseConfig } from '../src/config/load.js';
@@ -221,11 +224,35 @@ describe('R4.3 a large preset goes to a child by reference', () => {
       proto.temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
     ]);
     expect(withPersona[0]!.bytes.includes('presetAtRevision')).toBe(true);
+    // A role child looks its preset up inside resolveRun: one marker holds the definition, no second look-up.
+    const roleEvents = await eventsOf(`${parentId}/explicit-1`);
+    const roleWithPersona = roleEvents.filter((e) => e.bytes.includes('Mind every detail'));
+    expect(roleWithPersona.map((e) => e.event.eventType)).toEqual([
+      proto.temporal.api.enums.v1.EventType.EVENT_TYPE_MARKER_RECORDED,
+      proto.temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+    ]);
+    expect(roleWithPersona[0]!.bytes.includes('resolveRun')).toBe(true);
+    expect(roleEvents.some((e) => e.bytes.includes('presetAtRevision'))).toBe(false);
 
     // What the parent recorded answers for that revision and no other.
     const parent = { workflowId: parentId, runId: (await h.client.workflow.getHandle(parentId).describe()).runId };
     expect(await presetRecordedBy(h.client, { id: 'assistant', revision, parent })).toEqual(assistantOf(before));
     expect(await presetRecordedBy(h.client, { id: 'assistant', revision: 'ffffffffffff', parent })).toBeUndefined();
+    // resolveRun, asked for a preset by reference its config no longer has, resolves the parent's recorded one.
+    const activities = createActivities({
+      openai: new OpenAI({ apiKey: 'unused', baseURL: 'http://127.0.0.1:9' }),
+      config: store,
+      tools: toolMap(DELEGATION_TOOLS),
+      childTaskQueue: 'unused',
+      client: h.client,
+    });
+    const resolved = await activities.resolveRun({
+      preset: 'assistant',
+      depth: 1,
+      presetAt: { id: 'assistant', revision, parent },
+    });
+    expect(resolved.presetDefinition).toEqual(assistantOf(before));
+    expect(resolved.presetRevision).toBe(revision);
     // A revision nobody recorded fails the look-up, saying where it looked; so does a worker without a client.
     const unknown = { id: 'assistant', revision: 'ffffffffffff', parent };
     await expect(createPresetLookup(store, h.client)(unknown)).rejects.toMatchObject({

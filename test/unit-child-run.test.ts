@@ -6,6 +6,7 @@ import {
   compositionFromInput,
   endOfResult,
   settleReservation,
+  startsFromInput,
   type ChildPlan,
 } from '../src/rules/child-run.js';
 import { checkReturnShape } from '../src/rules/delegation.js';
@@ -232,6 +233,17 @@ describe('R2.4 R2.7 a child’s input', () => {
     expect(compositionFromInput(implicit(inline) as ParsedRunInput)?.presetDefinition).toEqual(inline.definition);
     expect(implicit(large).origin?.composition).toBeDefined();
     expect(compositionFromInput(implicit(large) as ParsedRunInput)).toBeUndefined();
+    // Both start from their input, the one by reference after its look-up; a role child or another model does not.
+    expect(startsFromInput(implicit(inline) as ParsedRunInput)).toBe(true);
+    expect(startsFromInput(implicit(large) as ParsedRunInput)).toBe(true);
+    const { model: _model, ...modelless } = implicit(large);
+    expect(startsFromInput(modelless as ParsedRunInput)).toBe(false);
+    const roleChild = childInput({ ...plan, composition: large }, plan.brief, 1, undefined, parent, undefined);
+    expect(roleChild.origin?.composition).toBeUndefined();
+    expect(startsFromInput(roleChild as ParsedRunInput)).toBe(false);
+    const { preset: _preset, ...presetless } = implicit(large).origin!;
+    expect(startsFromInput({ ...implicit(large), origin: presetless } as ParsedRunInput)).toBe(false);
+    expect(startsFromInput({ task: 'a root' })).toBe(false);
   });
 });
 

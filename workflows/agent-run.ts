@@ -21,7 +21,7 @@ import * as SA from '../src/contract/search-attributes.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import { resolveLimits } from '../src/rules/limits.js';
-import { compositionFromInput } from '../src/rules/child-run.js';
+import { compositionFromInput, startsFromInput } from '../src/rules/child-run.js';
 import { STEERING_TOOLS } from '../src/rules/children.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
@@ -61,10 +61,15 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   let deadlineHit = false;
   try {
     if (!input.resume) {
-      // An implicit child got its composition from its parent; anything else looks it up.
-      const lookup = presetLookup(input);
-      const given = lookup ? withPresetDefinition(input, await local.presetAtRevision(lookup)) : input;
-      const composition = compositionFromInput(given) ?? (await local.resolveRun(resolveRunInput(given, run.depth)));
+      // An implicit child got its composition from its parent (its preset looked up first when given by reference);
+      // anything else looks it up, a preset by reference with it.
+      const presetAt = presetLookup(input);
+      const given =
+        presetAt && startsFromInput(input)
+          ? withPresetDefinition(input, await local.presetAtRevision(presetAt))
+          : input;
+      const composition =
+        compositionFromInput(given) ?? (await local.resolveRun({ ...resolveRunInput(given, run.depth), presetAt }));
       run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
     }
     // One upsert when the run starts running, of what its start did not set: a parent starts a child with all of

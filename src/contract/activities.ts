@@ -39,6 +39,8 @@ export interface ResolveRunInput {
   allowedTools?: string[] | undefined;
   /** An exact preset definition to run with instead of looking `preset` up. */
   presetDefinition?: Preset | undefined;
+  /** A child's preset given by reference: the definition to run with is looked up by its revision. */
+  presetAt?: PresetAtRevisionInput | undefined;
   /**
    * The definition came from a caller (an imported or forked session), not from a parent run: its tools are narrowed
    * to what the config's preset of that id (or, when none has it, any of the config's presets) grants.

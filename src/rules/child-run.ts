@@ -128,6 +128,14 @@ export function presetForChild({ definition, revision, selected }: ChildPlan['co
     : { definition, revision, selected };
 }
 
+/**
+ * Whether a child starts from the composition its parent passed down (an implicit one, its preset maybe still to be
+ * looked up by reference), not from `resolveRun`.
+ */
+export function startsFromInput(input: ParsedRunInput): boolean {
+  return input.origin?.composition !== undefined && input.origin.preset !== undefined && input.model !== undefined;
+}
+
 /** The child's composition from its input, when its parent passed it down (no look-up needed). */
 export function compositionFromInput(input: ParsedRunInput): ResolveRunResult | undefined {
   const { origin } = input;
