@@ -34,7 +34,10 @@ export type ChildPreset = NonNullable<ChildOrigin['preset']>;
 export interface ChildPlan {
   brief: Brief;
   preset: string;
-  /** What the child runs with, carried in its input; `selected` when its brief named a role. */
+  /**
+   * The preset the child runs with, `selected` when its brief named a role: its input carries the definition, or
+   * only its revision when the definition is large (the child then looks it up, see `presetForChild`).
+   */
   composition: { definition: Preset; revision: string; selected: boolean };
   /** A follow-up: the finished child whose session this one goes on from. */
   restore?: { from: string; events: SessionEvent[] };
