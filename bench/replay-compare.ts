@@ -1,7 +1,12 @@
-/** Profiling aid: records one benchmark tree on each side, then replays each side's histories PASSES times. */
+/**
+ * Profiling aid: records one benchmark tree on a side (SIDE=deputy or baseline), then replays its histories PASSES
+ * times in one replayer. SIDE=both records both trees and alternates the two sides, REPS rounds for each number of
+ * trees in PASSES (a list, e.g. `1,10,40`): the ratio for each, and, with two or more, what a replayer's own start
+ * costs each side and what each further tree costs (a straight line fitted through the medians).
+ */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { DeputyClient } from '../src/client/client.js';
 import { parseConfig } from '../src/config/load.js';
@@ -15,19 +20,26 @@ import { bundleBaselineWorkflows } from './baseline/bundle.js';
 import { benchConfig, benchRules, TREE_BRIEFS } from './script.js';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
-const PASSES = Number(process.env.PASSES ?? 40);
+const PASSES = (process.env.PASSES ?? '40').split(',').map(Number);
+const REPS = Number(process.env.REPS ?? 7);
 const SIDE = process.env.SIDE ?? 'deputy';
+
+type Side = 'deputy' | 'baseline';
+type History = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>;
+type Histories = { workflowId: string; history: History }[];
+interface Recorded {
+  bundle: WorkflowBundle;
+  histories: Histories;
+}
 
 const server = await startDevServer();
 const model = await ScriptedModelServer.start(benchRules(), { quiet: true });
 const client = new Client({ connection: await Connection.connect({ address: server.address }) });
-const queue = `rc-${randomUUID().slice(0, 8)}`;
 const connection = await NativeConnection.connect({ address: server.address });
 const modelOptions = { apiKey: 'k', baseURL: model.url };
-let root: string;
-let bundle;
-if (SIDE === 'deputy') {
-  bundle = await bundleDeputyWorkflows();
+
+/** Runs one tree on Deputy's worker; its root's workflow id. */
+async function runDeputyTree(queue: string, bundle: WorkflowBundle): Promise<string> {
   const worker = await createDeputyWorker({
     connection,
     taskQueue: queue,
@@ -38,7 +50,7 @@ if (SIDE === 'deputy') {
     workflowBundle: bundle,
   });
   const deputy = new DeputyClient(client, { taskQueue: queue });
-  root = `tree-${queue}`;
+  const root = `tree-${queue}`;
   await worker.runUntil(async () => {
     await deputy.startRun(
       { task: 'tree-run 1', scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
@@ -46,83 +58,150 @@ if (SIDE === 'deputy') {
     );
     await deputy.result(root);
   });
-} else {
-  bundle = await bundleBaselineWorkflows();
-  const worker = await Worker.create({
-    connection,
-    taskQueue: queue,
-    activities: createBaselineActivities(createOpenAIClient(modelOptions)),
-    workflowBundle: bundle,
-  });
-  root = `base-${queue}`;
+  return root;
+}
+
+/** Runs one tree on the bare Temporal worker; its root's workflow id. */
+async function runBaselineTree(queue: string, bundle: WorkflowBundle): Promise<string> {
+  const activities = createBaselineActivities(createOpenAIClient(modelOptions));
+  const worker = await Worker.create({ connection, taskQueue: queue, activities, workflowBundle: bundle });
+  const root = `base-${queue}`;
   await worker.runUntil(
     client.workflow.execute('baselineTree', { taskQueue: queue, workflowId: root, args: [root, TREE_BRIEFS] }),
   );
+  return root;
 }
-const ids = [root];
-const histories: {
-  workflowId: string;
-  history: Awaited<ReturnType<ReturnType<typeof client.workflow.getHandle>['fetchHistory']>>;
-}[] = [];
-for (let i = 0; i < ids.length; i++) {
-  const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
-  for (const e of history.events ?? []) {
-    const id = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
-    if (id) ids.push(id);
+
+/** The histories of a root and of every child it started, root first. */
+async function treeHistories(root: string): Promise<Histories> {
+  const ids = [root];
+  const histories: Histories = [];
+  for (let i = 0; i < ids.length; i++) {
+    const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
+    for (const e of history.events ?? []) {
+      const id = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
+      if (id) ids.push(id);
+    }
+    histories.push({ workflowId: ids[i]!, history });
   }
-  histories.push({ workflowId: ids[i]!, history });
+  return histories;
 }
-if (process.env.COUNT) {
+
+/** One tree recorded on `side`, with the bundle that ran it. */
+async function record(side: Side): Promise<Recorded> {
+  const queue = `rc-${randomUUID().slice(0, 8)}`;
+  const bundle = side === 'deputy' ? await bundleDeputyWorkflows() : await bundleBaselineWorkflows();
+  const root = side === 'deputy' ? await runDeputyTree(queue, bundle) : await runBaselineTree(queue, bundle);
+  return { bundle, histories: await treeHistories(root) };
+}
+
+/** Each history's events and bytes, and how many events of each type the tree holds. */
+async function printCounts(side: Side, histories: Histories): Promise<void> {
   const { temporal } = (await import('@temporalio/proto')).default;
-  for (const { workflowId, history } of histories) {
-    const bytes = (history.events ?? []).reduce(
-      (n, e) => n + temporal.api.history.v1.HistoryEvent.encode(e).finish().length,
-      0,
-    );
-    console.log(`${SIDE} ${workflowId}: ${history.events?.length ?? 0} events, ${bytes} bytes`);
-  }
   const counts = new Map<string, number>();
-  for (const { history } of histories)
-    for (const e of history.events ?? []) counts.set(String(e.eventType), (counts.get(String(e.eventType)) ?? 0) + 1);
-  console.log(
-    SIDE,
-    [...counts]
-      .sort((a, b) => b[1] - a[1])
-      .map(([k, v]) => `${k}:${v}`)
-      .join(' '),
-  );
+  for (const { workflowId, history } of histories) {
+    const events = history.events ?? [];
+    const bytes = events.reduce((n, e) => n + temporal.api.history.v1.HistoryEvent.encode(e).finish().length, 0);
+    console.log(`${side} ${workflowId}: ${events.length} events, ${bytes} bytes`);
+    for (const e of events) counts.set(String(e.eventType), (counts.get(String(e.eventType)) ?? 0) + 1);
+  }
+  const byType = [...counts].sort((a, b) => b[1] - a[1]).map(([type, n]) => `${type}:${n}`);
+  console.log(side, byType.join(' '));
 }
-const set = Array.from({ length: PASSES }, () => histories).flat();
-if (process.env.PROMISES) {
-  // How many promises workflow code creates in one replay of the tree (the SDK captures a stack for each).
+
+/** How many promises workflow code creates in one replay of the tree (the SDK captures a stack for each). */
+async function printPromises(side: Side, { bundle, histories }: Recorded): Promise<void> {
   const { promiseHooks } = await import('node:v8');
   const stacks = new Map<string, number>();
   let count = 0;
   const stop = promiseHooks.onInit((promise: Promise<unknown>) => {
     if (promise.constructor === Promise) return;
     count++;
-    if (process.env.PROMISES === 'stacks') {
-      const stack = (new Error().stack ?? '')
-        .split('\n')
-        .slice(2, Number(process.env.DEPTH ?? 6))
-        .join(' | ');
-      stacks.set(stack, (stacks.get(stack) ?? 0) + 1);
-    }
+    if (process.env.PROMISES !== 'stacks') return;
+    const stack = (new Error().stack ?? '')
+      .split('\n')
+      .slice(2, Number(process.env.DEPTH ?? 6))
+      .join(' | ');
+    stacks.set(stack, (stacks.get(stack) ?? 0) + 1);
   }) as () => void;
-  for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'p' }, histories))
-    if (r.error) throw r.error;
+  await replayMs(bundle, histories, 1);
   stop();
-  console.log(`${SIDE}: ${count} workflow promises in one replay of the tree`);
+  console.log(`${side}: ${count} workflow promises in one replay of the tree`);
   for (const [stack, n] of [...stacks].sort((a, b) => b[1] - a[1]).slice(0, 200)) console.log(n, stack);
 }
-for (const label of ['warm', 'measured']) {
+
+/** Milliseconds one replayer takes for `passes` passes over the tree, its own start included. */
+async function replayMs(bundle: WorkflowBundle, histories: Histories, passes: number): Promise<number> {
+  const set = Array.from({ length: passes }, () => histories).flat();
   const t0 = performance.now();
   for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'p' }, set))
     if (r.error) throw r.error;
+  return performance.now() - t0;
+}
+
+/** One side: a warm-up, then the measured passes. */
+async function measureOne(side: Side, { bundle, histories }: Recorded): Promise<void> {
+  const passes = PASSES[0]!;
+  for (const label of ['warm', 'measured']) {
+    const ms = await replayMs(bundle, histories, passes);
+    const each = (ms / passes).toFixed(2);
+    console.log(`${side} ${label}: ${passes * histories.length} histories in ${Math.round(ms)} ms: ${each} ms a tree`);
+  }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+
+/** Both sides, alternating, REPS rounds for each number of trees a replayer replays. */
+async function measureBoth(sides: Record<Side, Recorded>): Promise<void> {
+  const medians: Record<Side, number[]> = { deputy: [], baseline: [] };
+  for (const side of ['deputy', 'baseline'] as const) await replayMs(sides[side].bundle, sides[side].histories, 2);
+  for (const passes of PASSES) {
+    const rounds: Record<Side, number[]> = { deputy: [], baseline: [] };
+    for (let i = 0; i < REPS; i++) {
+      for (const side of ['deputy', 'baseline'] as const)
+        rounds[side].push(await replayMs(sides[side].bundle, sides[side].histories, passes));
+    }
+    const [deputy, baseline] = [median(rounds.deputy), median(rounds.baseline)];
+    medians.deputy.push(deputy);
+    medians.baseline.push(baseline);
+    const perTree = (ms: number) => (ms / passes).toFixed(2);
+    console.log(
+      `${passes} trees a replayer: deputy ${perTree(deputy)}, baseline ${perTree(baseline)} ms a tree: ${(deputy / baseline).toFixed(2)}x`,
+    );
+  }
+  if (PASSES.length >= 2) printFit(medians);
+}
+
+/** A straight line through (trees, median ms) a side: the replayer's own start and each further tree. */
+function printFit(medians: Record<Side, number[]>): void {
+  const fit = (ys: number[]) => {
+    const n = PASSES.length;
+    const mx = PASSES.reduce((a, b) => a + b, 0) / n;
+    const my = ys.reduce((a, b) => a + b, 0) / n;
+    const slope =
+      PASSES.reduce((s, x, i) => s + (x - mx) * (ys[i]! - my), 0) / PASSES.reduce((s, x) => s + (x - mx) ** 2, 0);
+    return { start: my - slope * mx, perTree: slope };
+  };
+  const [deputy, baseline] = [fit(medians.deputy), fit(medians.baseline)];
   console.log(
-    `${SIDE} ${label}: ${set.length} histories in ${Math.round(performance.now() - t0)} ms: ${((performance.now() - t0) / PASSES).toFixed(2)} ms a tree`,
+    `fitted: a replayer's start ${deputy.start.toFixed(1)} vs ${baseline.start.toFixed(1)} ms; ` +
+      `each further tree ${deputy.perTree.toFixed(2)} vs ${baseline.perTree.toFixed(2)} ms: ${(deputy.perTree / baseline.perTree).toFixed(2)}x`,
   );
 }
+
+async function main(): Promise<void> {
+  if (SIDE === 'both') {
+    await measureBoth({ deputy: await record('deputy'), baseline: await record('baseline') });
+    return;
+  }
+  const side = SIDE === 'baseline' ? 'baseline' : 'deputy';
+  const recorded = await record(side);
+  if (process.env.COUNT) await printCounts(side, recorded.histories);
+  if (process.env.PROMISES) await printPromises(side, recorded);
+  await measureOne(side, recorded);
+}
+
+await main();
 await model.close();
 await server.env.teardown();
 process.exit(0);
