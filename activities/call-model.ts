@@ -8,14 +8,14 @@ import type {
   SummarizeContextResult,
 } from '../src/contract/activities.js';
 import { fitCall } from '../src/rules/budget.js';
-import { addTokens, callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
+import { callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
 import type { ModelPrice } from '../src/contract/composition.js';
 import type { Span } from '@opentelemetry/api';
 import { captureContent, captured, modelCallSpan, recordModelCall } from './telemetry.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from '../src/rules/payloads.js';
 import { toModelFailure } from './model-errors.js';
 import { countCallTokens, loadEncoding } from './tokens.js';
-import { billedDetail, billedFailure, carriedBilling, lessBilled, streamAnswer } from './model-request.js';
+import { billedFailure, streamAnswer } from './model-request.js';
 import type { CapParameter } from '../src/config/schema.js';
 import { ApplicationFailure } from '@temporalio/common';
 import type { RunTool, ToolSpec } from '../src/contract/tools.js';
@@ -107,25 +107,19 @@ export function createCallModel(deps: CallModelDeps) {
     let maxCompletionTokens: number | null = null;
     await loadEncoding(input.model);
     const { counted, estimate } = countCallTokens(input.model, messages, tools, inputCountFactor?.(input.model));
-    // Earlier attempts of this call that were billed and gave no usable answer are paid from the same budget, and
-    // debited with this one.
-    const carried = carriedBilling();
     if (input.budget) {
-      const fit = fitCall(estimate, lessBilled(input.budget, carried));
+      const fit = fitCall(estimate, input.budget);
       if (!fit.ok) {
         throw ApplicationFailure.create({
           type: FAILURE.BudgetExceeded,
           message: `not calling ${input.model}: ${fit.message} (${fit.limit})`,
           nonRetryable: true,
-          details: [{ limit: fit.limit, inputTokens: estimate, ...billedDetail(carried) }],
+          details: [{ limit: fit.limit, inputTokens: estimate }],
         });
       }
       maxCompletionTokens = fit.maxCompletionTokens;
     }
-    const streamed = await streamAnswer(deps, input, messages, tools, maxCompletionTokens, {
-      carried,
-      inputTokens: counted,
-    });
+    const streamed = await streamAnswer(deps, input, messages, tools, maxCompletionTokens, counted);
     if (streamed.impossibleUsage) noteImpossibleUsage(input.model, streamed.impossibleUsage);
     // Both directions are debited at the larger of what the endpoint reports and what Deputy counted: an
     // endpoint that reports too little (or nothing) never spends past the budget unseen, and one whose tokenizer
@@ -137,7 +131,7 @@ export function createCallModel(deps: CallModelDeps) {
     if (streamed.content === null && streamed.toolCalls.length === 0 && streamed.finishReason === null) {
       throw billedFailure(
         toModelFailure(new Error('the answer stream ended without an answer'), input.model, apiKey),
-        addTokens(carried, spent),
+        spent,
       );
     }
     // An answer past the budget is cut here, so the result always fits in history and the paid call is
@@ -151,7 +145,7 @@ export function createCallModel(deps: CallModelDeps) {
       dropped > 0
         ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
         : text;
-    const usage = addTokens(carried, spent);
+    const usage = spent;
     if (streamed.reported) {
       noteDisagreement(input.model, streamed.reported, {
         inputTokens: counted,

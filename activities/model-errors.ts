@@ -52,7 +52,8 @@ export function toModelFailure(err: unknown, model: string, apiKey: string | und
         message: `model endpoint answered ${status} for ${model}; retrying: ${message}`,
         nonRetryable: false,
         cause,
-        ...(delay !== undefined && { nextRetryDelay: Math.max(delay, 1) }),
+        // The workflow retries model calls itself: the wait the endpoint asked for travels in the details.
+        ...(delay !== undefined && { details: [{ retryAfterMs: Math.max(delay, 1) }] }),
       });
     }
     const [type, fix] = FIXES[status] ?? [FAILURE.ModelRejected, 'check the request; the endpoint refused it'];

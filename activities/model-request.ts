@@ -11,8 +11,7 @@ import type { CallModelInput } from '../src/contract/activities.js';
 import type { ChatMessage } from '../src/contract/dialogue.js';
 import type { ToolSpec } from '../src/contract/tools.js';
 import type { CapParameter } from '../src/config/schema.js';
-import type { CallBudget } from '../src/rules/budget.js';
-import { addTokens, callCostMicroUsd, callTokensOf, NO_TOKENS, type CallTokens } from '../src/rules/usage.js';
+import { NO_TOKENS, type CallTokens } from '../src/rules/usage.js';
 import { toModelFailure } from './model-errors.js';
 import { countText, encodingFor } from './tokens.js';
 import { readStream, type StreamedAnswer, type StreamProgress } from './model-stream.js';
@@ -26,33 +25,14 @@ export interface RequestDeps {
   capParameter?: (model: string) => CapParameter;
 }
 
-/** What earlier attempts of this activity were billed without an answer: the `billed` of their last heartbeat. */
-export function carriedBilling(): CallTokens {
-  const details = Context.current().info.heartbeatDetails as { billed?: unknown } | undefined;
-  return callTokensOf(details?.billed) ?? NO_TOKENS;
-}
-
 /** `{ billed }` for a heartbeat or a failure's details, or nothing when nothing was billed. */
 export function billedDetail(billed: CallTokens): { billed?: CallTokens } {
   return billed.inputTokens + billed.outputTokens > 0 ? { billed } : {};
 }
 
-/** A call's budget less what its earlier attempts were billed. */
-export function lessBilled(budget: CallBudget, billed: CallTokens): CallBudget {
-  return {
-    ...budget,
-    tokens: budget.tokens === null ? null : budget.tokens - billed.inputTokens - billed.outputTokens,
-    costMicroUsd: budget.costMicroUsd === null ? null : budget.costMicroUsd - callCostMicroUsd(billed, budget.price),
-  };
-}
-
-/**
- * `failure` carrying what the call was billed (see `billedBy`), which is also heartbeated, so the next attempt
- * debits it with its own answer if the failure is retried.
- */
+/** `failure` carrying what the call was billed (see `billedBy`): the workflow debits it, retried or not. */
 export function billedFailure(failure: ApplicationFailure, billed: CallTokens): ApplicationFailure {
   if (billed.inputTokens + billed.outputTokens === 0) return failure;
-  Context.current().heartbeat({ billed });
   const [first] = failure.details ?? [];
   return ApplicationFailure.create({
     type: failure.type ?? undefined,
@@ -60,7 +40,6 @@ export function billedFailure(failure: ApplicationFailure, billed: CallTokens): 
     nonRetryable: failure.nonRetryable ?? false,
     cause: failure.cause,
     details: [{ ...(typeof first === 'object' && first), billed }],
-    ...(typeof failure.nextRetryDelay === 'number' && { nextRetryDelay: failure.nextRetryDelay }),
   });
 }
 
@@ -104,17 +83,21 @@ export async function streamAnswer(
   messages: ChatMessage[],
   tools: ToolSpec[],
   cap: number | null,
-  bill: { carried: CallTokens; inputTokens: number },
+  inputTokens: number,
 ): Promise<StreamedAnswer> {
   const context = Context.current();
-  // What this call has been billed so far, earlier attempts included: once the endpoint accepts the request its
-  // input is paid for, and every token of the answer that arrived. Each heartbeat carries it, so an attempt that
-  // dies (a stall, a timeout, a killed worker) leaves it to the next attempt, or to the workflow in the failure.
+  // What this attempt has been billed so far: once the endpoint accepts the request its input is paid for, and every
+  // token of the answer that arrived, or what the endpoint reported when that is more (a stream cut or cancelled
+  // after its usage came is billed as reported). Each heartbeat carries it, so an attempt that dies (a killed
+  // worker, a heartbeat timeout) leaves it to the workflow in the timeout's last heartbeat.
   let opened = false;
-  const billed = () =>
+  const billed = (): CallTokens =>
     opened
-      ? addTokens(bill.carried, { inputTokens: bill.inputTokens, outputTokens: progress?.outputTokens ?? 0 })
-      : bill.carried;
+      ? {
+          inputTokens: Math.max(progress?.reported?.inputTokens ?? 0, inputTokens),
+          outputTokens: Math.max(progress?.reported?.outputTokens ?? 0, progress?.outputTokens ?? 0),
+        }
+      : NO_TOKENS;
   const stallMs = context.info.heartbeatTimeoutMs || 30_000;
   const abort = new AbortController();
   const cancelled = context.cancellationSignal;

@@ -4,7 +4,7 @@
  * allows, whatever cap parameter it reads (or ignores).
  */
 import type OpenAI from 'openai';
-import { callTokensOf } from '../src/rules/usage.js';
+import { callTokensOf, type CallTokens } from '../src/rules/usage.js';
 
 /** What a stream came to. */
 export interface StreamedAnswer {
@@ -21,16 +21,19 @@ export interface StreamedAnswer {
   countedOutput: number;
 }
 
-/** Progress of a stream, for live output. */
+/** Progress of a stream, for live output and for what the call has been billed so far. */
 export interface StreamProgress {
   outputTokens: number;
   /** The answer's text so far. */
   text: string;
+  /** Usage as the endpoint reported it, once it has. */
+  reported?: CallTokens;
 }
 
 /**
  * Reads `stream` to its end, or until `count` of what arrived reaches `cap` (then `stop()` aborts the request and
- * the answer ends with finish reason `length`). `onProgress` is told after each chunk that added to the answer.
+ * the answer ends with finish reason `length`). `onProgress` is told after each chunk that added to the answer or
+ * reported usage.
  */
 export async function readStream(
   stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>,
@@ -71,9 +74,11 @@ export async function readStream(
     stoppedAtCap = true;
     return kept;
   };
+  const progress = (): StreamProgress => ({ outputTokens: counted, text: content, ...(reported && { reported }) });
   try {
     for await (const chunk of stream) {
       model ??= chunk.model;
+      const reportedBefore = reported;
       if (chunk.usage) {
         // A report that is no token count (negative, fractional, not a number) is no report: it must never lower
         // what is debited.
@@ -85,10 +90,13 @@ export async function readStream(
         else impossibleUsage = chunk.usage;
       }
       const choice = chunk.choices?.[0];
-      if (!choice) continue;
+      if (!choice) {
+        if (reported !== reportedBefore) onProgress?.(progress());
+        continue;
+      }
+      const before = counted;
       if (choice.finish_reason) finishReason = choice.finish_reason;
       const delta = choice.delta;
-      const before = counted;
       if (typeof delta?.content === 'string' && delta.content.length > 0) {
         sawContent = true;
         content += take(delta.content);
@@ -102,7 +110,7 @@ export async function readStream(
         if (name && call.name !== name) call.name += take(name);
         if (part.function?.arguments && !stoppedAtCap) call.arguments += take(part.function.arguments);
       }
-      if (counted > before) onProgress?.({ outputTokens: counted, text: content });
+      if (counted > before || reported !== reportedBefore) onProgress?.(progress());
       if (stoppedAtCap || (cap !== null && counted >= cap && finishReason === null)) {
         // The cap is Deputy's, not the server's: stop reading and drop the connection, so nothing past it is made.
         stoppedAtCap = true;

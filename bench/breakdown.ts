@@ -18,6 +18,7 @@ import { fetchPageTool } from '../src/testing/pages.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
 import { createDeputyWorker } from '../src/worker/factory.js';
 import { benchConfig, benchRules, growthScript } from './script.js';
+import { treeHistories } from './trees.js';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const TURNS = Number(process.env.TURNS ?? 20);
@@ -57,15 +58,12 @@ async function main(): Promise<void> {
     await deputy.result(`growth-${queue}`);
   });
   for (const root of [`tree-${queue}`, `growth-${queue}`]) {
-    const ids = [root];
+    const histories = await treeHistories(client, root);
     const byKind = new Map<string, { n: number; bytes: number }>();
     let total = 0;
-    for (let i = 0; i < ids.length; i++) {
-      const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
+    for (const [i, { history }] of histories.entries()) {
       const scheduled = new Map<string, string>();
       for (const event of history.events ?? []) {
-        const id = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
-        if (id) ids.push(id);
         const bytes = temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
         total += bytes;
         let kind = String(temporal.api.enums.v1.EventType[event.eventType ?? 0]).replace('EVENT_TYPE_', '');
@@ -84,7 +82,7 @@ async function main(): Promise<void> {
         byKind.set(kind, entry);
       }
     }
-    console.log(`\n${root}: ${ids.length} workflows, ${total} bytes`);
+    console.log(`\n${root}: ${histories.length} workflows, ${total} bytes`);
     for (const [kind, { n, bytes }] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes))
       console.log(`${String(bytes).padStart(9)}  ${String(n).padStart(4)}  ${kind}`);
   }

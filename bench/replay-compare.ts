@@ -18,6 +18,7 @@ import { bundleDeputyWorkflows, createDeputyWorker, createOpenAIClient } from '.
 import { createBaselineActivities } from './baseline/activities.js';
 import { bundleBaselineWorkflows } from './baseline/bundle.js';
 import { benchConfig, benchRules, TREE_BRIEFS } from './script.js';
+import { median, treeHistories, type History } from './trees.js';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const PASSES = (process.env.PASSES ?? '40').split(',').map(Number);
@@ -25,7 +26,6 @@ const REPS = Number(process.env.REPS ?? 7);
 const SIDE = process.env.SIDE ?? 'deputy';
 
 type Side = 'deputy' | 'baseline';
-type History = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>;
 type Histories = { workflowId: string; history: History }[];
 interface Recorded {
   bundle: WorkflowBundle;
@@ -72,27 +72,12 @@ async function runBaselineTree(queue: string, bundle: WorkflowBundle): Promise<s
   return root;
 }
 
-/** The histories of a root and of every child it started, root first. */
-async function treeHistories(root: string): Promise<Histories> {
-  const ids = [root];
-  const histories: Histories = [];
-  for (let i = 0; i < ids.length; i++) {
-    const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
-    for (const e of history.events ?? []) {
-      const id = e.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
-      if (id) ids.push(id);
-    }
-    histories.push({ workflowId: ids[i]!, history });
-  }
-  return histories;
-}
-
 /** One tree recorded on `side`, with the bundle that ran it. */
 async function record(side: Side): Promise<Recorded> {
   const queue = `rc-${randomUUID().slice(0, 8)}`;
   const bundle = side === 'deputy' ? await bundleDeputyWorkflows() : await bundleBaselineWorkflows();
   const root = side === 'deputy' ? await runDeputyTree(queue, bundle) : await runBaselineTree(queue, bundle);
-  return { bundle, histories: await treeHistories(root) };
+  return { bundle, histories: await treeHistories(client, root) };
 }
 
 /** Each history's events and bytes, and how many events of each type the tree holds. */
@@ -148,8 +133,6 @@ async function measureOne(side: Side, { bundle, histories }: Recorded): Promise<
     console.log(`${side} ${label}: ${passes * histories.length} histories in ${Math.round(ms)} ms: ${each} ms a tree`);
   }
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 
 /** Both sides, alternating, REPS rounds for each number of trees a replayer replays. */
 async function measureBoth(sides: Record<Side, Recorded>): Promise<void> {

@@ -25,6 +25,7 @@ import { compressedBytes } from './compressed.js';
 import type { HistoryRef, ParentMessage, ReplaySetName, WorkerMessage } from './ipc.js';
 import { benchConfig, benchRules, growthScript, TREE_BRIEFS, WIDE_ROUNDS, WIDE_WIDTH } from './script.js';
 import { renderTable, type ScenarioResult } from './report.js';
+import { median, treeHistories } from './trees.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 /** BENCH_ONLY=throughput,replay runs only those scenarios (for profiling; results are not written). */
@@ -61,11 +62,6 @@ const REPLAY_TREE_PASSES = QUICK ? 3 : 10;
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 const log = (line: string) => console.log(`[bench +${Math.round(performance.now() / 1000)}s] ${line}`);
 
@@ -153,15 +149,7 @@ interface TreeSize {
 
 /** Ids of a workflow and all its descendants, found through their histories' child-started events. */
 async function treeIds(client: Client, root: string): Promise<string[]> {
-  const ids = [root];
-  for (let i = 0; i < ids.length; i++) {
-    const history = await client.workflow.getHandle(ids[i]!).fetchHistory();
-    for (const event of history.events ?? []) {
-      const id = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
-      if (id) ids.push(id);
-    }
-  }
-  return ids;
+  return (await treeHistories(client, root)).map(({ workflowId }) => workflowId);
 }
 
 /** Events and bytes of a whole tree's histories. */

@@ -195,6 +195,16 @@ const SCENARIOS: Scenario[] = [
     rules: [{ when: forTask('fixture: unauthorized'), reply: { status: 401, message: 'Incorrect API key' } }],
   },
   {
+    // A model call retried by its workflow: a 500, then a stream cut mid-answer (billed), then the answer.
+    name: 'model-retried',
+    input: { task: 'fixture: retried' },
+    rules: [
+      { when: forTask('fixture: retried'), reply: { status: 500, message: 'upstream broke' } },
+      { when: forTask('fixture: retried'), reply: { text: 'a long answer that is cut '.repeat(8), cutAfterChars: 32 } },
+      { when: forTask('fixture: retried'), reply: { text: 'Answered on the third attempt.' } },
+    ],
+  },
+  {
     // R2.14: background children, `wait` on one, an answer while the other is live, its result between turns.
     name: 'background-task',
     input: { task: 'fixture: background', scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },

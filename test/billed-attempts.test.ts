@@ -5,6 +5,7 @@
  * retry's answer, or with the failure when no attempt succeeds. A usage report that is no token count is ignored,
  * never a credit.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
 import { forTask, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
@@ -63,6 +64,57 @@ describe('R2.15 every billed attempt is debited', () => {
     // 400 characters of "wordN is here" arrived before the drop: far more than 40 tokens, with the retry's 20.
     expect(result.usage.outputTokens).toBeGreaterThan(20 + 40);
     expect(result.usage.costMicroUsd).toBe(result.usage.inputTokens + 2 * result.usage.outputTokens);
+  }, 60_000);
+
+  it('R2.15 a stream that reports its usage and then never ends is retried; the stalled attempt is debited what the endpoint reported, not Deputy’s smaller count', async () => {
+    const task = 'billed: the whole answer and its usage, then silence';
+    h.model.add(
+      {
+        name: 'stalls after usage',
+        when: userSays(task),
+        reply: {
+          text: 'an answer that never ends',
+          usage: { prompt_tokens: 7000, completion_tokens: 30 },
+          stallAfterUsage: true,
+        },
+      },
+      {
+        name: 'answered',
+        when: userSays(task),
+        reply: { text: 'the whole answer', usage: { prompt_tokens: 5000, completion_tokens: 20 } },
+      },
+    );
+    const id = h.id('stall-after-usage');
+    await h.deputy.startRun({ task }, { workflowId: id });
+    const result = await h.deputy.result(id);
+    expect(result).toMatchObject({ status: 'completed', output: 'the whole answer' });
+    const stalled = h.model.requests.find((r) => r.rule === 'stalls after usage')!;
+    expect(stalled).toMatchObject({ aborted: true, billed: { prompt_tokens: 7000, completion_tokens: 30 } });
+    // Deputy counts this short input as far fewer than 7,000 tokens: only the report makes the sum.
+    expect(worstUsage(stalled.body).prompt_tokens).toBeLessThan(1000);
+    expect(result.usage).toMatchObject({ inputTokens: 12_000, outputTokens: 50, totalTokens: 12_050, modelCalls: 1 });
+  }, 60_000);
+
+  it('R2.15 a run cancelled while a billed attempt waits for its retry is still debited that attempt', async () => {
+    const task = 'billed: usage and no answer, then cancelled before the retry';
+    h.model.add({ name: 'the retry hangs', when: userSays(task), reply: { hang: true } });
+    const first = (r: RecordedRequest) => userSays(task)(r) && r === h.model.requests.find(userSays(task));
+    h.model.behaviour = { ...h.model.behaviour, billsWithoutAnswer: first };
+    try {
+      const id = h.id('cancel-in-backoff');
+      await h.deputy.startRun({ task }, { workflowId: id });
+      while (!h.model.requests.some((r) => first(r) && r.billed)) await sleep(10);
+      // Temporal waits a second before the retry: the cancel lands while no attempt runs.
+      await h.deputy.cancel(id);
+      const result = await h.deputy.result(id);
+      expect(result.status).toBe('cancelled');
+      const billed = h.model.requests.filter((r) => userSays(task)(r) && r.billed);
+      expect(billed).toHaveLength(1);
+      expect(result.usage.inputTokens).toBe(billed[0]!.billed!.prompt_tokens);
+      expect(result.usage.outputTokens).toBe(billed[0]!.billed!.completion_tokens);
+    } finally {
+      h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed' };
+    }
   }, 60_000);
 
   it('R2.15 an empty background summary is paid for; the retry that writes one is debited with it', async () => {

@@ -6,7 +6,7 @@ import { useHarness } from './support/harness.js';
 const h = useHarness();
 
 describe('R1.2 model errors', () => {
-  it('R1.2 429 with retry-after, then 500, then success: retried by Temporal, one turn of usage', async () => {
+  it('R1.2 429 with retry-after, then 500, then success: retried by the workflow, an activity an attempt after its wait, one turn of usage', async () => {
     const task = 'retry after rate limit';
     h.model.add(
       {
@@ -31,6 +31,14 @@ describe('R1.2 model errors', () => {
     expect(h.model.requests.filter(forTask(task)).map((r) => r.rule)).toEqual(['429', '500', 'ok']);
     // retry-after: 1 second was honoured before the second attempt.
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    // Each attempt is an activity of its own; the waits between them are timers: the one asked for, then backoff.
+    const events = (await h.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const calls = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel');
+    expect(calls).toHaveLength(3);
+    expect(calls.map((e) => e.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts)).toEqual([1, 1, 1]);
+    const waits = events.flatMap((e) => e.timerStartedEventAttributes?.startToFireTimeout?.seconds ?? []);
+    expect(waits.map(Number)).toEqual(expect.arrayContaining([1, 2]));
+    expect(events.filter((e) => e.activityTaskFailedEventAttributes)).toHaveLength(2);
   });
 
   it('R1.2 a truncated or invalid JSON answer, or a dropped connection, is retried', async () => {

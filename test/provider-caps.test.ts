@@ -124,8 +124,9 @@ describe('R6.6 a stream that stalls', () => {
     expect(stalled).toMatchObject({ rule: 'stalls', aborted: true, sentChars: 64 });
     expect(retried!.rule).toBe('retried');
     const history = await h.client.workflow.getHandle(id).fetchHistory();
-    const failures = (history.events ?? []).flatMap((e) =>
-      e.activityTaskCompletedEventAttributes ? [] : (e.activityTaskStartedEventAttributes?.lastFailure?.message ?? []),
+    // The workflow retries a model call itself: the abandoned attempt is an activity of its own that failed.
+    const failures = (history.events ?? []).flatMap(
+      (e) => (e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes)?.failure?.message ?? [],
     );
     // Abandoned by the worker (the stream brought nothing for the heartbeat timeout) or, at the same moment, by the
     // server (no heartbeat came): either way the attempt failed and the call was retried.

@@ -37,7 +37,9 @@ describe('R1.2 model error policy', () => {
   });
 
   it('R1.2 retry-after (seconds, ms, HTTP date) sets the next retry delay', () => {
-    expect(toModelFailure(apiError(429, { 'retry-after': '7' }), 'm', undefined).nextRetryDelay).toBe(7000);
+    expect(toModelFailure(apiError(429, { 'retry-after': '7' }), 'm', undefined).details).toEqual([
+      { retryAfterMs: 7000 },
+    ]);
     expect(retryAfterMs(new Headers({ 'retry-after-ms': '250' }))).toBe(250);
     expect(
       retryAfterMs(new Headers({ 'retry-after': 'Thu, 01 Jan 2026 00:00:05 GMT' }), Date.parse('2026-01-01T00:00:00Z')),

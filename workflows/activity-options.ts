@@ -1,14 +1,22 @@
 /** Activity options shared by the workflow modules. Deterministic code only. */
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
 
-/** Model calls (turns, summaries, compaction): heartbeating, abortable, retried with backoff. */
-export const MODEL_CALL_OPTIONS: ActivityOptions = {
+/** Tool calls: heartbeating, abortable, retried with backoff by Temporal. */
+export const TOOL_CALL_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '10 seconds',
-  // A cancelled run ends only after the HTTP request in flight has been aborted.
+  // A cancelled run ends only after the call in flight has been aborted.
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
 };
+
+/**
+ * Model calls (turns, summaries, compaction): heartbeating and abortable like tools, but each attempt is an activity
+ * of its own, retried by the workflow (`modelRetryDelay`). An attempt can be billed and still fail (a stream cut, a
+ * usage report with no answer); the workflow debits it when it fails. Were Temporal to retry it, a run cancelled
+ * while the retry waits would learn nothing of it: the server records such a cancel without the attempts before.
+ */
+export const MODEL_CALL_OPTIONS: ActivityOptions = { ...TOOL_CALL_OPTIONS, retry: { maximumAttempts: 1 } };
 
 /**
  * Look-ups in the worker's configuration and in Temporal (resolveRun, resolvePresets, loadSession). A run
@@ -32,4 +40,9 @@ export function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
     if (failed) throw failed.reason;
     return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
   });
+}
+
+/** An activity's summary in Temporal UI, with the attempt when it is a retry. */
+export function attempted(summary: string, attempt: number): string {
+  return attempt > 1 ? `${summary} (attempt ${attempt})` : summary;
 }

@@ -2,7 +2,7 @@
  * One model turn and the compaction before it. Deterministic code only: the model call
  * and the summary are activities.
  */
-import { ApplicationFailure, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import { ApplicationFailure, proxyActivities, setCurrentDetails, sleep } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { LimitName } from '../src/contract/run.js';
@@ -20,7 +20,8 @@ import { callCostMicroUsd } from '../src/rules/usage.js';
 import { countModelCall } from './metrics.js';
 import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
-import { MODEL_CALL_OPTIONS } from './activity-options.js';
+import { attempted, MODEL_CALL_OPTIONS } from './activity-options.js';
+import { modelRetryDelay } from '../src/rules/model-retry.js';
 import { now, type AgentRunState } from './run-state.js';
 
 /** Appended to a synthesis call, which offers no tools. */
@@ -65,27 +66,34 @@ function sinceLastCall(run: AgentRunState, messages: ChatMessage[], whole: boole
 
 /**
  * Makes `call` with `messages` sent as what is new since the run's last call, and again with them whole if the worker
- * does not hold the rest (`ModelCall.ContextUnknown`); then records what that worker now holds (`held`).
+ * does not hold the rest (`ModelCall.ContextUnknown`); then records what that worker now holds (`held`). An attempt
+ * that fails and may be retried is debited what it was billed, and `call` is made again after the backoff.
  */
 function sendingWhatIsNew<T, R>(
   run: AgentRunState,
   messages: ChatMessage[],
-  call: (sent: ReturnType<typeof sinceLastCall>) => Promise<T>,
+  call: (sent: ReturnType<typeof sinceLastCall>, attempt: number) => Promise<T>,
   held: (result: T) => ChatMessage[],
   settle: Settle<T, R>,
   whole = false,
+  attempt = 1,
 ): Promise<R> {
   const sent = sinceLastCall(run, messages, whole);
   // One `then` for the call and its booking (fewer promises: see workflows/index.ts).
-  return call(sent).then(
+  return call(sent, attempt).then(
     (result) => {
       run.workerDialogue.held(sent.context.seq, held(result));
       return settle.done(result);
     },
-    (err: unknown) =>
-      whole || !findFailure(err, FAILURE.ContextUnknown)
-        ? settle.failed(err)
-        : sendingWhatIsNew(run, messages, call, held, settle, true),
+    (err: unknown) => {
+      if (!whole && findFailure(err, FAILURE.ContextUnknown)) {
+        return sendingWhatIsNew(run, messages, call, held, settle, true, attempt);
+      }
+      const delay = modelRetryDelay(err, attempt);
+      if (delay === null) return settle.failed(err);
+      run.debitBilled(err);
+      return sleep(delay).then(() => sendingWhatIsNew(run, messages, call, held, settle, whole, attempt + 1));
+    },
   );
 }
 
@@ -105,7 +113,11 @@ function callWithContext<R>(
   return sendingWhatIsNew(
     run,
     input.messages,
-    (sent) => callModel.executeWithOptions({ summary, ...run.untilDeadline() }, [{ ...input, ...sent }]),
+    (sent, attempt) =>
+      callModel.executeWithOptions({ summary: attempted(summary, attempt), ...run.untilDeadline() }, [
+        // A retry is fitted to what is left once the attempts before it were debited.
+        { ...input, ...(attempt > 1 && { budget: run.callBudget(input.budget?.maxCompletionTokens) }), ...sent },
+      ]),
     () => input.messages,
     settle,
   );
@@ -146,9 +158,12 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
   return sendingWhatIsNew(
     run,
     messages,
-    (sent) =>
+    (sent, attempt) =>
       compactSession.executeWithOptions(
-        { summary: `compactSession ${model} (${plan.replacesTurns} turns so far)`, ...run.untilDeadline() },
+        {
+          summary: attempted(`compactSession ${model} (${plan.replacesTurns} turns so far)`, attempt),
+          ...run.untilDeadline(),
+        },
         [{ model, ...sent, compact: range, budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS) }],
       ),
     // What the worker now holds: the dialogue as the session reads once the summary replaces the range.

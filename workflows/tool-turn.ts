@@ -10,7 +10,7 @@ import type { ToolCall } from '../src/contract/session.js';
 import type { SteeringToolName } from '../src/contract/delegation.js';
 import { CHILD_STEERING_TOOLS } from '../src/contract/json-schemas.js';
 import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
-import { joinAll, MODEL_CALL_OPTIONS } from './activity-options.js';
+import { joinAll, TOOL_CALL_OPTIONS } from './activity-options.js';
 import { runDelegation } from './delegation/invocation.js';
 import { runFollowup, runInterjection } from './delegation/steering.js';
 import { runWait } from './delegation/in-background.js';
@@ -18,7 +18,7 @@ import { runAnswerChild, runAskParent } from './delegation/questions.js';
 import { sessionLost, sessionOptions } from './mcp-sessions.js';
 import { now, type AgentRunState } from './run-state.js';
 
-const { runTool } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
+const { runTool } = proxyActivities<DeputyActivities>(TOOL_CALL_OPTIONS);
 
 type Handler = (call: ToolCall, run: AgentRunState) => Promise<RunToolResult>;
 

@@ -7,7 +7,7 @@ import type { BriefLimits } from '../contract/delegation.js';
 import { remaining } from './limits.js';
 import type { Limits, ResolvedLimits, Usage } from '../contract/run.js';
 import { utf8Bytes } from './payloads.js';
-import { callCostMicroUsd, microToUsd, usdToMicro, type ModelPrice, type Spend } from './usage.js';
+import { callCostMicroUsd, microToUsd, usdToMicro, type CallTokens, type ModelPrice, type Spend } from './usage.js';
 import type { CallBudget } from '../contract/activities.js';
 
 /** Tokens and integer micro-USD. */
@@ -162,6 +162,16 @@ export function debit(budget: Budget, actual: Amount): Budget {
 }
 
 export type { CallBudget };
+
+/** A call's budget less what the attempts before it were billed (never below nothing). */
+export function lessBilled(budget: CallBudget, billed: CallTokens): CallBudget {
+  const less = (left: number | null, spent: number) => (left === null ? null : Math.max(0, left - spent));
+  return {
+    ...budget,
+    tokens: less(budget.tokens, billed.inputTokens + billed.outputTokens),
+    costMicroUsd: less(budget.costMicroUsd, callCostMicroUsd(billed, budget.price)),
+  };
+}
 
 /** A call whose answer could be shorter than this is not made: it could not say anything useful. */
 export const MIN_COMPLETION_TOKENS = 16;

@@ -21,9 +21,17 @@ export type ReplyUsage = ScriptUsage | 'worst' | 'counted';
 export type ScriptReply =
   /**
    * A final answer; streamed in pieces `chunkDelayMs` apart when the request streams, and (`stallAfterChars`) stopping
-   * for good, the connection left open, or (`cutAfterChars`) dropping the connection, after that many characters.
+   * for good, the connection left open, or (`cutAfterChars`) dropping the connection, after that many characters, or
+   * (`stallAfterUsage`) stopping for good after the whole answer and its usage report, before the stream's end.
    */
-  | { text: string; usage?: ReplyUsage; chunkDelayMs?: number; stallAfterChars?: number; cutAfterChars?: number }
+  | {
+      text: string;
+      usage?: ReplyUsage;
+      chunkDelayMs?: number;
+      stallAfterChars?: number;
+      cutAfterChars?: number;
+      stallAfterUsage?: boolean;
+    }
   /** Tool calls; `arguments` as a string is sent raw (use it for malformed JSON). */
   | { toolCalls: { name: string; arguments: unknown; id?: string }[]; text?: string; usage?: ReplyUsage }
   /** An HTTP error with an OpenAI-style error body. */

@@ -258,6 +258,7 @@ export class ScriptedModelServer {
       const chunkDelayMs = 'chunkDelayMs' in reply ? (reply.chunkDelayMs ?? 0) : 0;
       const stallAfterChars = 'stallAfterChars' in reply ? reply.stallAfterChars : undefined;
       const cutAfterChars = 'cutAfterChars' in reply ? reply.cutAfterChars : undefined;
+      const stallAfterUsage = 'stallAfterUsage' in reply && reply.stallAfterUsage === true;
       await this.stream(res, record, {
         text,
         toolCalls: noAnswer ? undefined : toolCalls,
@@ -266,6 +267,7 @@ export class ScriptedModelServer {
         chunkDelayMs,
         stallAfterChars,
         cutAfterChars,
+        stallAfterUsage,
       });
       return;
     }
@@ -309,6 +311,7 @@ export class ScriptedModelServer {
       chunkDelayMs: number;
       stallAfterChars?: number | undefined;
       cutAfterChars?: number | undefined;
+      stallAfterUsage?: boolean;
     },
   ): Promise<void> {
     const base = {
@@ -354,6 +357,7 @@ export class ScriptedModelServer {
       write({ choices: [], usage: answer.usage });
       record.billed = { prompt_tokens: answer.usage.prompt_tokens, completion_tokens: answer.usage.completion_tokens };
     }
+    if (answer.stallAfterUsage) return; // silent, connection open
     if (!res.destroyed) res.end('data: [DONE]\n\n');
   }
 

@@ -2,12 +2,14 @@
  * A generated background: written by the parent's model for the hook-accepted task, its worst case held as a
  * reservation while it runs. Deterministic code only.
  */
-import { MODEL_CALL_OPTIONS } from '../activity-options.js';
+import { attempted, MODEL_CALL_OPTIONS } from '../activity-options.js';
+import { modelRetryDelay } from '../../src/rules/model-retry.js';
 import type { DeputyActivities } from '../../activities/index.js';
-import { isCancellation, proxyActivities } from '@temporalio/workflow';
+import { isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
 import {
   available,
   budgetOf,
+  lessBilled,
   upperBoundTokens,
   worstCase,
   type Amount,
@@ -15,18 +17,18 @@ import {
 } from '../../src/rules/budget.js';
 import { cutText } from '../../src/rules/payloads.js';
 import type { SessionEvent } from '../../src/contract/session.js';
-import { budgetExceeded, failureMessage } from '../../src/rules/failure-message.js';
+import { billedBy, budgetExceeded, failureMessage } from '../../src/rules/failure-message.js';
 import { BACKGROUND_HEADING, summaryPrompt } from '../../src/rules/context.js';
-import { callCostMicroUsd } from '../../src/rules/usage.js';
+import { callCostMicroUsd, NO_TOKENS } from '../../src/rules/usage.js';
 import type { AgentRunState } from '../run-state.js';
 import type { ChildBackground } from './plan.js';
 import { countModelCall } from '../metrics.js';
 
 // Cancelling the parent aborts the generation's HTTP request before the run ends.
-const { summarizeContext } = proxyActivities<DeputyActivities>({
-  ...MODEL_CALL_OPTIONS,
-  retry: { ...MODEL_CALL_OPTIONS.retry, maximumAttempts: 5 },
-});
+const { summarizeContext } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
+
+/** Attempts at a background before the child is given up. */
+const SUMMARY_ATTEMPTS = 5;
 
 /** The most a background summary may write (the prompt asks for 250 words). */
 export const SUMMARY_MAX_COMPLETION_TOKENS = 1024;
@@ -47,19 +49,35 @@ export async function generateBackground(
   const worst = worstCase(upperBoundTokens(messages), SUMMARY_MAX_COMPLETION_TOKENS, composition.price);
   const free = available(budgetOf(run.limits, run.usage, run.reserved));
   const capped = (left: number | null, need: number) => (left === null ? null : Math.min(left, need));
-  const budget: CallBudget = {
+  let budget: CallBudget = {
     tokens: capped(free.tokens, worst.tokens),
     costMicroUsd: capped(free.costMicroUsd, worst.costMicroUsd),
     price: composition.price,
     maxCompletionTokens: SUMMARY_MAX_COMPLETION_TOKENS,
   };
-  const hold: Amount = { tokens: budget.tokens ?? 0, costMicroUsd: budget.costMicroUsd ?? 0 };
+  const held = (left: CallBudget): Amount => ({ tokens: left.tokens ?? 0, costMicroUsd: left.costMicroUsd ?? 0 });
+  let hold = held(budget);
   run.hold(hold);
   try {
-    const generated = await summarizeContext.executeWithOptions(
-      { summary: `summarizeContext ${composition.model} for ${taskName}` },
-      [{ model: composition.model, messages, budget }],
-    );
+    let generated: Awaited<ReturnType<typeof summarizeContext>> | undefined;
+    for (let attempt = 1; !generated; attempt++) {
+      try {
+        generated = await summarizeContext.executeWithOptions(
+          { summary: attempted(`summarizeContext ${composition.model} for ${taskName}`, attempt) },
+          [{ model: composition.model, messages, budget }],
+        );
+      } catch (err) {
+        const delay = modelRetryDelay(err, attempt, SUMMARY_ATTEMPTS);
+        if (delay === null) throw err;
+        // The hold pays for the retries: what a failed attempt was billed moves from the hold to the run's spend.
+        run.releaseHold(hold);
+        run.debitBilled(err);
+        budget = lessBilled(budget, billedBy(err) ?? NO_TOKENS);
+        hold = held(budget);
+        run.hold(hold);
+        await sleep(delay);
+      }
+    }
     run.releaseHold(hold);
     const costMicroUsd = callCostMicroUsd(generated, composition.price);
     run.debit({ inputTokens: generated.inputTokens, outputTokens: generated.outputTokens, costMicroUsd });
