@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
-import { forTask, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { countedInput, forTask, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
 import {
   CHILD_USAGE,
   delegateReply,
@@ -23,17 +23,6 @@ const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
 
 /** About `n` words of prose. */
 const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i % 97} is here`).join(' ');
-
-/**
- * Deputy's count of a request's input, from the estimate it is fitted with: the count × 1.25, rounded up, + 16 for a
- * model the tokenizer does not know (one count gives each estimate).
- */
-function countedInput(request: RecordedRequest): number {
-  const estimate = worstUsage(request.body).prompt_tokens;
-  let count = Math.max(0, Math.floor((estimate - 16) / 1.25) - 2);
-  while (Math.ceil(count * 1.25) + 16 < estimate) count += 1;
-  return count;
-}
 
 const isSummaryCall = (r: RecordedRequest) =>
   (r.body.messages[0]?.content ?? '').startsWith('You write the background');

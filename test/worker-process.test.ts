@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { forTask } from '../src/testing/scripted-model.js';
+import { countedInput, forTask } from '../src/testing/scripted-model.js';
 import { createHarness, TEST_API_KEY, type Harness } from './support/harness.js';
 import { spawnWorker, waitUntilReady, type WorkerProcess } from './support/worker-process.js';
 
@@ -94,6 +94,46 @@ describe('npm run worker', () => {
     second.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   });
+
+  it('R2.15 R1.1 a worker killed mid-answer: the dead attempt is debited as its last heartbeat had it, and the call is made again on the next worker', async () => {
+    const task = 'killed while it streams';
+    const text = Array.from({ length: 400 }, (_, i) => `word${i} is here`).join(' ');
+    h.model.add({ name: 'streaming', when: forTask(task, 0), reply: { text, chunkDelayMs: 100 } });
+    const first = spawnWorker(workerEnv(CONFIG));
+    spawned.push(first);
+    await waitUntilReady(first);
+    const workflowId = h.id('killed-streaming');
+    await h.deputy.startRun({ task }, { workflowId });
+    // The first heartbeat (half a second in) carries the accepted input; then the worker dies mid-answer.
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'streaming'), 30_000);
+    await expect
+      .poll(() => h.model.requests.find((r) => r.rule === 'streaming')?.sentChars ?? 0, { timeout: 30_000 })
+      .toBeGreaterThan(160);
+    first.kill('SIGKILL');
+    await first.exited;
+
+    h.model.add({
+      name: 'after the kill',
+      when: forTask(task, 0),
+      reply: { text: 'the whole answer', usage: { prompt_tokens: 5000, completion_tokens: 20 } },
+    });
+    const second = spawnWorker(workerEnv(CONFIG));
+    spawned.push(second);
+    await waitUntilReady(second);
+    const result = await h.deputy.result(workflowId);
+    expect(result).toMatchObject({ status: 'completed', output: 'the whole answer' });
+    expect(h.model.requests.filter(forTask(task)).map((r) => r.rule)).toEqual(['streaming', 'after the kill']);
+    // The retry's 5,000 and 20, and the dead attempt's input as Deputy counted it (the endpoint never reported it).
+    const dead = h.model.requests.find((r) => r.rule === 'streaming')!;
+    expect(result.usage.inputTokens - 5000).toBe(countedInput(dead));
+    expect(result.usage.outputTokens).toBeGreaterThanOrEqual(20);
+    expect(result.usage.modelCalls).toBe(1);
+    // Each attempt is an activity of its own: the dead one timed out on its heartbeat.
+    const events = (await h.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.activityTaskTimedOutEventAttributes)).toHaveLength(1);
+    second.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  }, 90_000);
 
   it('R4.1 the worker reloads its config on a file change and on SIGHUP, and keeps the old one when the new one is invalid', async () => {
     const env = workerEnv(CONFIG);

@@ -40,6 +40,11 @@ function inputCount(body: ChatRequestBody): { counted: number; estimate: number 
   return countCallTokens(body.model, body.messages as ChatMessage[], tools);
 }
 
+/** A request's input as Deputy counts it: what a call is debited when the endpoint reports no usage. */
+export function countedInput(request: RecordedRequest): number {
+  return inputCount(request.body).counted;
+}
+
 /** The largest usage a request allows (see `ReplyUsage`). */
 export function worstUsage(body: ChatRequestBody): ScriptUsage {
   const maxCompletion = body.max_completion_tokens;
