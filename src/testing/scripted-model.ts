@@ -286,7 +286,8 @@ export class ScriptedModelServer {
       ],
       ...(this.behaviour.reportsUsage && { usage: fullUsage }),
     };
-    if (this.behaviour.reportsUsage) record.billed = usage;
+    // A provider bills what it answers: a request whose client left before the answer was written is not billed.
+    if (this.behaviour.reportsUsage && !res.destroyed) record.billed = usage;
     record.sentChars = text?.length ?? 0;
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
   }
@@ -329,7 +330,7 @@ export class ScriptedModelServer {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     record.sentChars = 0;
     if (answer.finishReason === null) {
-      if (this.behaviour.reportsUsage) {
+      if (this.behaviour.reportsUsage && !res.destroyed) {
         write({ choices: [], usage: answer.usage });
         record.billed = {
           prompt_tokens: answer.usage.prompt_tokens,
@@ -358,7 +359,8 @@ export class ScriptedModelServer {
     }
     write({ choices: [{ index: 0, delta: {}, finish_reason: answer.finishReason }] });
     const options = record.body.stream_options as { include_usage?: boolean } | undefined;
-    if (options?.include_usage && this.behaviour.reportsUsage) {
+    // Billed only when the report goes out: a client that left (a cancelled call) is sent nothing and billed nothing.
+    if (options?.include_usage && this.behaviour.reportsUsage && !res.destroyed) {
       write({ choices: [], usage: answer.usage });
       record.billed = { prompt_tokens: answer.usage.prompt_tokens, completion_tokens: answer.usage.completion_tokens };
     }
