@@ -53,5 +53,25 @@ describe('agentRun', () => {
     expect(last.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
     expect(last[3]!.content).toContain('8%');
     expect(last[5]!.content).toBe('40.5');
+    // Tool calls are retried by Temporal with the backoff the workflow gives model calls: 1 s doubling to 1 min,
+    // 10 attempts; each model call is one attempt, retried by the workflow.
+    const events = (await h.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const policy = (name: string) =>
+      events
+        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === name)
+        .map((e) => {
+          const retry = e.activityTaskScheduledEventAttributes!.retryPolicy!;
+          return [
+            Number(retry.initialInterval?.seconds ?? 0),
+            retry.backoffCoefficient,
+            Number(retry.maximumInterval?.seconds ?? 0),
+            retry.maximumAttempts,
+          ];
+        });
+    expect(policy('runTool')).toEqual([
+      [1, 2, 60, 10],
+      [1, 2, 60, 10],
+    ]);
+    expect(policy('callModel').map((p) => p[3])).toEqual([1, 1, 1]);
   });
 });

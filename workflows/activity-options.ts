@@ -1,13 +1,21 @@
 /** Activity options shared by the workflow modules. Deterministic code only. */
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
+import { MODEL_CALL_RETRY } from '../src/rules/model-retry.js';
 
-/** Tool calls: heartbeating, abortable, retried with backoff by Temporal. */
+const { initialIntervalMs, backoffCoefficient, maximumIntervalMs, maximumAttempts } = MODEL_CALL_RETRY;
+
+/** Tool calls: heartbeating, abortable, retried by Temporal with the backoff the workflow gives model calls. */
 export const TOOL_CALL_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '10 seconds',
   // A cancelled run ends only after the call in flight has been aborted.
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
+  retry: {
+    initialInterval: initialIntervalMs,
+    backoffCoefficient,
+    maximumInterval: maximumIntervalMs,
+    maximumAttempts,
+  },
 };
 
 /**

@@ -1,7 +1,7 @@
 /** How a workflow retries a model call, attempt by attempt. Shared by workflow code: no Node built-ins. */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
 
-/** How the workflow retries a model call: Temporal's own policy for the tools, attempt by attempt. */
+/** How the workflow retries a model call, attempt by attempt; Temporal retries tool calls with the same policy. */
 export const MODEL_CALL_RETRY = {
   initialIntervalMs: 1000,
   backoffCoefficient: 2,
