@@ -1,6 +1,8 @@
 /**
  * `node --import tsx bench/breakdown.ts`: runs one benchmark tree (parent + 3 children) and one growth run, and prints
- * where their history bytes go, by event type and by activity, so changes to history size can be measured.
+ * where their history bytes go, by event type and by activity, so changes to history size can be measured, and what
+ * the inspection rules make every run record: its search attributes (at a child's start, in both start events, and in
+ * each upsert) and the readable summaries of its workflows and activities.
  * LIST=1 lists each event of the root and its first child with its size; DUMP=<kind> prints matching events;
  * PERSONA=<characters> gives the preset a persona that long.
  */
@@ -33,6 +35,63 @@ function withPersona(config: ReturnType<typeof benchConfig>): ReturnType<typeof 
   return { ...config, presets };
 }
 
+type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
+
+/** Bytes the inspection rules add: search attributes a start event carries, upsert events, user-metadata summaries. */
+function inspectionBytes(events: HistoryEvent[]) {
+  const { SearchAttributes } = temporal.api.common.v1;
+  const { UserMetadata } = temporal.api.sdk.v1;
+  let startAttributes = 0;
+  let upserts = 0;
+  let summaries = 0;
+  for (const event of events) {
+    const attributes =
+      event.startChildWorkflowExecutionInitiatedEventAttributes?.searchAttributes ??
+      event.workflowExecutionStartedEventAttributes?.searchAttributes;
+    if (attributes) startAttributes += SearchAttributes.encode(attributes).finish().length;
+    if (event.upsertWorkflowSearchAttributesEventAttributes) {
+      upserts += temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+    }
+    if (event.userMetadata) summaries += UserMetadata.encode(event.userMetadata).finish().length;
+  }
+  return { startAttributes, upserts, summaries, total: startAttributes + upserts + summaries };
+}
+
+/** Prints where a root's tree's history bytes go: by event type (and activity), and what inspection adds. */
+function printBreakdown(root: string, histories: Awaited<ReturnType<typeof treeHistories>>): void {
+  const byKind = new Map<string, { n: number; bytes: number }>();
+  let total = 0;
+  for (const [i, { history }] of histories.entries()) {
+    const scheduled = new Map<string, string>();
+    for (const event of history.events ?? []) {
+      const bytes = temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+      total += bytes;
+      let kind = String(temporal.api.enums.v1.EventType[event.eventType ?? 0]).replace('EVENT_TYPE_', '');
+      const sched = event.activityTaskScheduledEventAttributes;
+      if (sched) scheduled.set(String(event.eventId), sched.activityType?.name ?? '?');
+      const done = event.activityTaskCompletedEventAttributes ?? event.activityTaskStartedEventAttributes;
+      if (sched) kind += ` ${sched.activityType?.name}`;
+      if (done) kind += ` ${scheduled.get(String(done.scheduledEventId)) ?? '?'}`;
+      if (process.env.LIST && i <= 1) console.log(`${String(bytes).padStart(6)}  ${i}  ${kind}`);
+      const dump = process.env.DUMP;
+      if (dump && kind.includes(dump) && (process.env.DUMP_ALL || i <= 1))
+        console.log(kind, JSON.stringify(event).slice(0, 6000));
+      const entry = byKind.get(kind) ?? { n: 0, bytes: 0 };
+      entry.n += 1;
+      entry.bytes += bytes;
+      byKind.set(kind, entry);
+    }
+  }
+  console.log(`\n${root}: ${histories.length} workflows, ${total} bytes`);
+  const inspection = inspectionBytes(histories.flatMap(({ history }) => history.events ?? []));
+  console.log(
+    `  for inspection: search attributes in start events ${inspection.startAttributes}, upsert events ` +
+      `${inspection.upserts}, summaries ${inspection.summaries} (${inspection.total} bytes in all)`,
+  );
+  for (const [kind, { n, bytes }] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes))
+    console.log(`${String(bytes).padStart(9)}  ${String(n).padStart(4)}  ${kind}`);
+}
+
 async function main(): Promise<void> {
   const server = await startDevServer();
   const model = await ScriptedModelServer.start(benchRules(), { quiet: true });
@@ -57,35 +116,7 @@ async function main(): Promise<void> {
     await deputy.startRun({ task: `growth-run on ${TURNS}`, scopes }, { workflowId: `growth-${queue}` });
     await deputy.result(`growth-${queue}`);
   });
-  for (const root of [`tree-${queue}`, `growth-${queue}`]) {
-    const histories = await treeHistories(client, root);
-    const byKind = new Map<string, { n: number; bytes: number }>();
-    let total = 0;
-    for (const [i, { history }] of histories.entries()) {
-      const scheduled = new Map<string, string>();
-      for (const event of history.events ?? []) {
-        const bytes = temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
-        total += bytes;
-        let kind = String(temporal.api.enums.v1.EventType[event.eventType ?? 0]).replace('EVENT_TYPE_', '');
-        const sched = event.activityTaskScheduledEventAttributes;
-        if (sched) scheduled.set(String(event.eventId), sched.activityType?.name ?? '?');
-        const done = event.activityTaskCompletedEventAttributes ?? event.activityTaskStartedEventAttributes;
-        if (sched) kind += ` ${sched.activityType?.name}`;
-        if (done) kind += ` ${scheduled.get(String(done.scheduledEventId)) ?? '?'}`;
-        if (process.env.LIST && i <= 1) console.log(`${String(bytes).padStart(6)}  ${i}  ${kind}`);
-        const dump = process.env.DUMP;
-        if (dump && kind.includes(dump) && (process.env.DUMP_ALL || i <= 1))
-          console.log(kind, JSON.stringify(event).slice(0, 6000));
-        const entry = byKind.get(kind) ?? { n: 0, bytes: 0 };
-        entry.n += 1;
-        entry.bytes += bytes;
-        byKind.set(kind, entry);
-      }
-    }
-    console.log(`\n${root}: ${histories.length} workflows, ${total} bytes`);
-    for (const [kind, { n, bytes }] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes))
-      console.log(`${String(bytes).padStart(9)}  ${String(n).padStart(4)}  ${kind}`);
-  }
+  for (const root of [`tree-${queue}`, `growth-${queue}`]) printBreakdown(root, await treeHistories(client, root));
   await model.close();
   await server.env.teardown();
 }

@@ -109,7 +109,14 @@ const ROWS: Record<string, (s: ScenarioResult) => Row[]> = {
     const { d, b } = figures(s);
     const title = `${s.title} (a warm-up, then ${s.runs} paired rounds; ratio: median of the rounds')`;
     const ratio = `${s.ratio} (rounds ${d.ratioMin}–${d.ratioMax})`;
-    return [[title, `${d.runsPerMinute} runs/min`, `${b.runsPerMinute} runs/min`, ratio, targetText(s)]];
+    // CPU a run, when the bench could read the dev server's (Linux).
+    const cpu = (f: Numbers) =>
+      !Number.isFinite(f.serverCpuMsPerRun)
+        ? ''
+        : `; CPU a run: dev server ${f.serverCpuMsPerRun} ms, worker ${f.workerCpuMsPerRun} ms`;
+    return [
+      [title, `${d.runsPerMinute} runs/min${cpu(d)}`, `${b.runsPerMinute} runs/min${cpu(b)}`, ratio, targetText(s)],
+    ];
   },
   'peer-tree': (s) => {
     const { d, b } = figures(s);

@@ -25,6 +25,7 @@ import { compressedBytes } from './compressed.js';
 import type { HistoryRef, ParentMessage, ReplaySetName, WorkerMessage } from './ipc.js';
 import { benchConfig, benchRules, growthScript, TREE_BRIEFS, WIDE_ROUNDS, WIDE_WIDTH } from './script.js';
 import { renderTable, type ScenarioResult } from './report.js';
+import { cpuMs, devServerPid } from './server-cpu.js';
 import { median, treeHistories } from './trees.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -438,12 +439,31 @@ async function benchWatch({ client, deputy, deputyWorker, suffix, runDeputy }: B
   return watchResults(wall, cpu, delays, watchedEvents);
 }
 
-/** One round of the throughput scenario on one side: its rate (runs a minute) and its worker's peak RSS. */
-async function throughputRound(worker: BenchWorker, runs: () => Promise<unknown>[]): Promise<[number, number]> {
+/** What one round of the throughput scenario measured on one side. */
+interface Round {
+  /** Runs a minute. */
+  rate: number;
+  /** The worker's peak RSS, bytes. */
+  rss: number;
+  /** CPU milliseconds the round cost the dev server and the side's worker. */
+  serverCpuMs: number;
+  workerCpuMs: number;
+}
+
+/** One round of the throughput scenario on one side: its rate, its worker's peak RSS, the CPU it cost. */
+async function throughputRound(worker: BenchWorker, serverPid: number | undefined, runs: () => Promise<unknown>[]) {
   worker.send({ type: 'reset-peak' });
+  const [server0, worker0] = [cpuMs(serverPid), await worker.cpuMicros()];
   const t0 = performance.now();
   await Promise.all(runs());
-  return [(THROUGHPUT_RUNS * 60_000) / (performance.now() - t0), await worker.peakRss()];
+  const ms = performance.now() - t0;
+  const round: Round = {
+    rate: (THROUGHPUT_RUNS * 60_000) / ms,
+    rss: await worker.peakRss(),
+    serverCpuMs: cpuMs(serverPid) - server0,
+    workerCpuMs: ((await worker.cpuMicros()) - worker0) / 1000,
+  };
+  return round;
 }
 
 /** A ratio row of the throughput scenario: Deputy's median against the baseline's. */
@@ -466,6 +486,7 @@ function throughputResult(
  * the Deputy worker's heap large, so both workers start this scenario in the same state.
  */
 async function benchThroughput({
+  server,
   deputyWorker,
   baselineWorker,
   suffix,
@@ -473,17 +494,20 @@ async function benchThroughput({
   runBaseline,
 }: Bench): Promise<ScenarioResult[]> {
   log(`throughput: ${THROUGHPUT_RUNS} concurrent runs, a warm-up and ${THROUGHPUT_ROUNDS} paired rounds`);
+  const serverPid = devServerPid(server.address);
   const each = (run: (i: number) => Promise<unknown>) => () =>
     Array.from({ length: THROUGHPUT_RUNS }, (_, i) => run(i));
   const side = {
     deputy: (r: string) =>
       throughputRound(
         deputyWorker,
+        serverPid,
         each((i) => runDeputy(`tp-run ${r}-${i}`, `bench-tp-${r}-${i}-${suffix}`)),
       ),
     baseline: (r: string) =>
       throughputRound(
         baselineWorker,
+        serverPid,
         each((i) =>
           runBaseline(
             'baselineTree',
@@ -495,44 +519,45 @@ async function benchThroughput({
   };
   await side.deputy('warm');
   await side.baseline('warm');
-  const rate = { deputy: [] as number[], baseline: [] as number[], ratio: [] as number[] };
-  const rss = { deputy: [] as number[], baseline: [] as number[] };
+  const rounds = { deputy: [] as Round[], baseline: [] as Round[] };
   for (let r = 0; r < THROUGHPUT_ROUNDS; r++) {
     const order = r % 2 === 0 ? (['deputy', 'baseline'] as const) : (['baseline', 'deputy'] as const);
-    const measured = { deputy: [0, 0], baseline: [0, 0] };
-    for (const name of order) measured[name] = await side[name](String(r));
-    const [deputyRate, deputyRss] = measured.deputy as [number, number];
-    const [baselineRate, baselineRss] = measured.baseline as [number, number];
-    rate.deputy.push(deputyRate);
-    rate.baseline.push(baselineRate);
-    rate.ratio.push(deputyRate / baselineRate);
-    rss.deputy.push(deputyRss);
-    rss.baseline.push(baselineRss);
+    for (const name of order) rounds[name].push(await side[name](String(r)));
+    const [deputy, baseline] = [rounds.deputy.at(-1)!, rounds.baseline.at(-1)!];
     log(
-      `  round ${r + 1} (${order[0]} first): deputy ${round(deputyRate, 0)}/min, baseline ${round(baselineRate, 0)}/min, ${round(deputyRate / baselineRate)}`,
+      `  round ${r + 1} (${order[0]} first): deputy ${round(deputy.rate, 0)}/min, baseline ${round(baseline.rate, 0)}/min, ${round(deputy.rate / baseline.rate)}; ` +
+        `server CPU a run ${round(deputy.serverCpuMs / THROUGHPUT_RUNS)} vs ${round(baseline.serverCpuMs / THROUGHPUT_RUNS)} ms, ` +
+        `worker ${round(deputy.workerCpuMs / THROUGHPUT_RUNS)} vs ${round(baseline.workerCpuMs / THROUGHPUT_RUNS)} ms`,
     );
   }
-  return throughputRows(rate, rss);
+  return throughputRows(rounds);
 }
 
-/** The throughput scenario's rows: the median of the rounds' ratios (with their spread), and peak RSS. */
-function throughputRows(
-  rate: { deputy: number[]; baseline: number[]; ratio: number[] },
-  rss: { deputy: number[]; baseline: number[] },
-): ScenarioResult[] {
-  const ratio = median(rate.ratio);
-  const rssRatio = median(rss.deputy) / median(rss.baseline);
-  const mib = (values: number[]) => ({ peakRssMiB: round(median(values) / 2 ** 20, 1) });
+/** The throughput scenario's rows: the median of the rounds' ratios (with their spread), the CPU a run, peak RSS. */
+function throughputRows(rounds: { deputy: Round[]; baseline: Round[] }): ScenarioResult[] {
+  const ratios = rounds.deputy.map((deputy, r) => deputy.rate / rounds.baseline[r]!.rate);
+  const ratio = median(ratios);
+  const of = (side: Round[], key: keyof Round) => median(side.map((r) => r[key]));
+  const rssRatio = of(rounds.deputy, 'rss') / of(rounds.baseline, 'rss');
+  const mib = (side: Round[]) => ({ peakRssMiB: round(of(side, 'rss') / 2 ** 20, 1) });
+  // CPU a run: what the side's rounds cost the dev server and the worker, over the runs they made.
+  const perRun = (side: Round[], key: 'serverCpuMs' | 'workerCpuMs') =>
+    round(side.reduce((n, r) => n + r[key], 0) / (side.length * THROUGHPUT_RUNS), 1);
+  const cpu = (side: Round[]) => ({
+    serverCpuMsPerRun: perRun(side, 'serverCpuMs'),
+    workerCpuMsPerRun: perRun(side, 'workerCpuMs'),
+  });
   return [
     throughputResult(
       'throughput',
       `Throughput: ${THROUGHPUT_RUNS} concurrent roots, 2 children each`,
       {
-        runsPerMinute: round(median(rate.deputy), 1),
-        ratioMin: round(Math.min(...rate.ratio)),
-        ratioMax: round(Math.max(...rate.ratio)),
+        runsPerMinute: round(of(rounds.deputy, 'rate'), 1),
+        ratioMin: round(Math.min(...ratios)),
+        ratioMax: round(Math.max(...ratios)),
+        ...cpu(rounds.deputy),
       },
-      { runsPerMinute: round(median(rate.baseline), 1) },
+      { runsPerMinute: round(of(rounds.baseline, 'rate'), 1), ...cpu(rounds.baseline) },
       ratio,
       { ratioAtLeast: TARGETS.throughput },
       ratio >= TARGETS.throughput,
@@ -540,8 +565,8 @@ function throughputRows(
     throughputResult(
       'throughput-rss',
       'Same load: worker peak RSS',
-      mib(rss.deputy),
-      mib(rss.baseline),
+      mib(rounds.deputy),
+      mib(rounds.baseline),
       rssRatio,
       { ratioAtMost: TARGETS.rss },
       rssRatio <= TARGETS.rss,
