@@ -457,13 +457,13 @@ async function throughputRound(worker: BenchWorker, serverPid: number | undefine
   const t0 = performance.now();
   await Promise.all(runs());
   const ms = performance.now() - t0;
-  const round: Round = {
+  const measured: Round = {
     rate: (THROUGHPUT_RUNS * 60_000) / ms,
     rss: await worker.peakRss(),
     serverCpuMs: cpuMs(serverPid) - server0,
     workerCpuMs: ((await worker.cpuMicros()) - worker0) / 1000,
   };
-  return round;
+  return measured;
 }
 
 /** A ratio row of the throughput scenario: Deputy's median against the baseline's. */
