@@ -18,6 +18,7 @@ import {
   CONTRACT,
   parseInvocation,
   parseSteeringArgs,
+  runInputChecker,
   steeringChecker,
 } from '../src/rules/contract-checks.js';
 import type { SchemaChecker } from '../src/rules/json-schema.js';
@@ -200,6 +201,57 @@ describe('R1.7 the workflow checker, held to zod', () => {
     expect(asRunResult(result)).toEqual({ status: 'failed', output: null, usage, sessionId: 's' });
     expect(asRunResult({ status: 'failed' })).toBeNull();
     expect(asRunResult(undefined)).toBeNull();
+  });
+
+  it('R1.7 a run input is read the same whichever schema checks it: without resume and restore, or the whole one', () => {
+    // checkRunInput checks an input that carries neither field against the schema without them; it must say what the
+    // whole schema (held to zod above) says, for every input, valid or not.
+    const whole = (raw: unknown) => {
+      const checked = CONTRACT.runInput.check(raw);
+      return checked.ok ? checkRunInput(raw) : checked;
+    };
+    let plainValid = 0;
+    let carrying = 0;
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          ...[ROOT_INPUT, CHILD_INPUT, RESTORED_INPUT].map((base) =>
+            mutated(base, { addKeys: true }).map((m) => m.value),
+          ),
+          fc.anything(),
+        ),
+        (raw) => {
+          const text = JSON.stringify(raw);
+          if (text === undefined) return;
+          const value = JSON.parse(text) as unknown;
+          const carries = typeof value === 'object' && value !== null && ('resume' in value || 'restore' in value);
+          if (carries) carrying += 1;
+          const checked = checkRunInput(value);
+          expect(checked, text).toEqual(whole(JSON.parse(text)));
+          if (!carries && checked.ok) plainValid += 1;
+          // The check never changes what it was given.
+          expect(value, text).toEqual(JSON.parse(text));
+        },
+      ),
+      { numRuns: 3000, seed: SEED },
+    );
+    expect(plainValid).toBeGreaterThan(50);
+    expect(carrying).toBeGreaterThan(50);
+  });
+
+  it('R1.7 only an input that carries resume or restore is checked by the whole schema; the rest by one without them', () => {
+    for (const raw of [{ task: 'x', resume: null }, { task: 'x', restore: {} }, RESTORED_INPUT]) {
+      expect(runInputChecker(raw), JSON.stringify(raw)).toBe(CONTRACT.runInput);
+    }
+    for (const raw of [ROOT_INPUT, CHILD_INPUT, { task: 'x' }, null, 'x', [], 1]) {
+      const checker = runInputChecker(raw);
+      expect(checker, JSON.stringify(raw)).not.toBe(CONTRACT.runInput);
+      // It knows no resume: that field is the whole schema's alone.
+      expect(checker.check({ task: 'x', resume: {} })).toEqual({
+        ok: false,
+        issues: ['(root): unrecognized key "resume"'],
+      });
+    }
   });
 
   it('R2.8 a return shape must be a usable JSON Schema; an answer is read from its fence and keeps what the shape allows', () => {

@@ -54,9 +54,32 @@ const RETURN_SHAPE_META = new SchemaChecker(GENERATED.JSON_SCHEMA_META, { draft:
 /** A steering tool's arguments as the workflow's update validators take them. */
 export const steeringChecker = (tool: SteeringToolName): SchemaChecker => STEERING[tool];
 
+/**
+ * A run input that carries neither `resume` nor `restore` (every input but a continued or restored run's) is checked
+ * against the schema without them, which reads it exactly as the whole schema does: an absent optional field is
+ * never checked. Three quarters of the schema are those two fields, and a checker compiles its schema in each new
+ * workflow context, so a worker or replayer that meets no such input never compiles them.
+ */
+const RUN_INPUT_SCHEMA = GENERATED.RUN_INPUT_SCHEMA as Record<string, unknown>;
+const {
+  resume: _resume,
+  restore: _restore,
+  ...PLAIN_RUN_PROPERTIES
+} = RUN_INPUT_SCHEMA.properties as Record<string, unknown>;
+const PLAIN_RUN_INPUT = new SchemaChecker(
+  { ...RUN_INPUT_SCHEMA, properties: PLAIN_RUN_PROPERTIES },
+  { messages: GENERATED.RUN_INPUT_MESSAGES },
+);
+
+/** The checker an agentRun input is checked by: the whole schema only for an input that carries what only it has. */
+export const runInputChecker = (raw: unknown): SchemaChecker =>
+  typeof raw === 'object' && raw !== null && (Object.hasOwn(raw, 'resume') || Object.hasOwn(raw, 'restore'))
+    ? CONTRACT.runInput
+    : PLAIN_RUN_INPUT;
+
 /** An agentRun input, as zod would parse it (schema and fork rule), or one line per problem. */
 export function checkRunInput(raw: unknown): { ok: true; input: ParsedRunInput } | { ok: false; issues: string[] } {
-  const checked = CONTRACT.runInput.check(raw);
+  const checked = runInputChecker(raw).check(raw);
   if (!checked.ok) return checked;
   const input = checked.value as ParsedRunInput;
   const fork = forkProblems(input).map(({ path, message }) => `${formatPath(path)}: ${message}`);
