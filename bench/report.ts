@@ -72,10 +72,10 @@ function replayRows(s: ScenarioResult): Row[] {
   const { d, b } = figures(s);
   return [
     [
-      `${s.title} (${s.runs} replays)`,
+      `${s.title} (${s.runs} paired replays; ratio: median of the pairs')`,
       `${d.medianMs} ms (${d.histories} histories, ${d.events} events)`,
       `${b.medianMs} ms (${b.histories} histories, ${b.events} events)`,
-      `${s.ratio}`,
+      d.ratioQ1 === undefined ? `${s.ratio}` : `${s.ratio} (pairs' quartiles ${d.ratioQ1}–${d.ratioQ3})`,
       targetText(s),
     ],
   ];
