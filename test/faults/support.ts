@@ -152,46 +152,35 @@ export function callKey(request: RecordedRequest): string {
   return `${user} #${toolResultCount(request)}`;
 }
 
-/** The attempts of one model call (a turn of the run) as Temporal recorded them. */
-export interface ModelCallTurn {
-  /** Attempts that may have sent a request: the one that completed and those whose worker died holding them. */
-  sending: number;
-  /** Attempts that timed out (the worker died while it held them). */
-  timedOut: number;
-  /** Attempts that failed before sending anything: a worker that did not hold the run's dialogue. */
-  contextUnknown: number;
-}
-
 /**
- * The `callModel` activities of one workflow history, one entry a turn in order: a run makes one model call at a
- * time and the workflow itself retries a call (each attempt its own activity), so a turn is every attempt scheduled
- * after the previous turn's completion, up to and including its own. An attempt that neither completed, nor timed
- * out, nor failed as a cold worker's fails the check that reads this: this suite's model never fails a call.
+ * The `callModel` attempts of one workflow history that could have sent a request, one count a turn in order: the
+ * attempt that completed the turn and those that timed out (their worker died holding them). A run makes one model
+ * call at a time and the workflow itself retries a call (each attempt its own activity), so a turn is every attempt
+ * scheduled after the previous turn's completion, up to and including its own. An attempt that failed otherwise than
+ * as a cold worker's (which sends nothing: it does not hold the run's dialogue) fails the check: this suite's model
+ * never fails a call.
  */
-export async function modelCallTurns(client: Client, workflowId: string): Promise<ModelCallTurn[]> {
+export async function modelCallSendingAttempts(client: Client, workflowId: string): Promise<number[]> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   const modelCalls = new Set<string>();
-  const turns: ModelCallTurn[] = [];
-  let current: ModelCallTurn = { sending: 0, timedOut: 0, contextUnknown: 0 };
   const isModelCall = (scheduledEventId: unknown) => modelCalls.has(String(scheduledEventId));
+  const turns: number[] = [];
+  let sending = 0;
   for (const event of history.events ?? []) {
     if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel') {
       modelCalls.add(String(event.eventId));
     }
     const done = event.activityTaskCompletedEventAttributes;
     if (done && isModelCall(done.scheduledEventId)) {
-      turns.push({ ...current, sending: current.sending + 1 });
-      current = { sending: 0, timedOut: 0, contextUnknown: 0 };
+      turns.push(sending + 1);
+      sending = 0;
     }
     const timedOut = event.activityTaskTimedOutEventAttributes;
-    if (timedOut && isModelCall(timedOut.scheduledEventId)) {
-      current = { ...current, sending: current.sending + 1, timedOut: current.timedOut + 1 };
-    }
+    if (timedOut && isModelCall(timedOut.scheduledEventId)) sending += 1;
     const failed = event.activityTaskFailedEventAttributes;
     if (failed && isModelCall(failed.scheduledEventId)) {
       const type = failed.failure?.applicationFailureInfo?.type;
       expect(type, `${workflowId}: a model call failed as ${type}`).toBe('ModelCall.ContextUnknown');
-      current = { ...current, contextUnknown: current.contextUnknown + 1 };
     }
   }
   return turns;

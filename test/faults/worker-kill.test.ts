@@ -10,7 +10,7 @@ import {
   callKey,
   expectLedgerAddsUp,
   FAULT_CONFIG,
-  modelCallTurns,
+  modelCallSendingAttempts,
   seededRandom,
   sleep,
   startFaultWorker,
@@ -87,9 +87,9 @@ describe(`worker killed (seed ${SEED})`, () => {
         [`${id}/kid-a-1`, `kill kid a ${n}`],
         [`${id}/kid-b-1`, `kill kid b ${n}`],
       ] as const) {
-        const turns = await modelCallTurns(h.client, workflowId);
+        const turns = await modelCallSendingAttempts(h.client, workflowId);
         expect(turns, workflowId).toHaveLength(2);
-        for (const [turn, { sending }] of turns.entries()) {
+        for (const [turn, sending] of turns.entries()) {
           const key = `${prefix} #${turn}`;
           const requests = requestsOf(key);
           expect(requests, `${key}: requests against attempts that could send one`).toBeGreaterThanOrEqual(1);
