@@ -3,8 +3,12 @@
  * times in one replayer. SIDE=both records both trees and alternates the two sides, REPS rounds for each number of
  * trees in PASSES (a list, e.g. `1,10,40`): the ratio for each, and, with two or more, what a replayer's own start
  * costs each side and what each further tree costs (a straight line fitted through the medians).
+ * A change to workflow code, measured: `WRITE_BUNDLE=<file>` (in a checkout without the change) writes its workflow
+ * bundle; `SIDE=ab BUNDLE_A=<file>` (with the change) records one Deputy tree and replays it REPS times in pairs,
+ * that bundle and this checkout's, the first of a pair alternating: the median of the pairs' ratios, this over that.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { builtinTools } from '../activities/builtin-tools.js';
@@ -134,6 +138,26 @@ async function measureOne(side: Side, { bundle, histories }: Recorded): Promise<
   }
 }
 
+/** This checkout's bundle against BUNDLE_A's on one tree, in pairs: the median and quartiles of the pairs' ratios. */
+async function measureAB(): Promise<void> {
+  const { bundle: b, histories } = await record('deputy');
+  const a: WorkflowBundle = { code: readFileSync(process.env.BUNDLE_A!, 'utf8') };
+  const passes = PASSES[0]!;
+  for (const bundle of [a, b]) await replayMs(bundle, histories, 2);
+  const ratios: number[] = [];
+  for (let i = 0; i < REPS; i++) {
+    const order = i % 2 === 0 ? [a, b] : [b, a];
+    const ms = new Map<WorkflowBundle, number>();
+    for (const bundle of order) ms.set(bundle, await replayMs(bundle, histories, passes));
+    ratios.push(ms.get(b)! / ms.get(a)!);
+  }
+  const sorted = [...ratios].sort((x, y) => x - y);
+  const q = (f: number) => sorted[Math.floor(f * (sorted.length - 1))]!.toFixed(3);
+  console.log(
+    `${REPS} pairs of ${passes} trees: this bundle / BUNDLE_A ${median(ratios).toFixed(3)} (${q(0.25)}–${q(0.75)})`,
+  );
+}
+
 /** Both sides, alternating, REPS rounds for each number of trees a replayer replays. */
 async function measureBoth(sides: Record<Side, Recorded>): Promise<void> {
   const medians: Record<Side, number[]> = { deputy: [], baseline: [] };
@@ -173,6 +197,11 @@ function printFit(medians: Record<Side, number[]>): void {
 }
 
 async function main(): Promise<void> {
+  if (process.env.WRITE_BUNDLE) {
+    writeFileSync(process.env.WRITE_BUNDLE, (await bundleDeputyWorkflows()).code);
+    return;
+  }
+  if (SIDE === 'ab') return measureAB();
   if (SIDE === 'both') {
     await measureBoth({ deputy: await record('deputy'), baseline: await record('baseline') });
     return;
