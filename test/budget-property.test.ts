@@ -484,7 +484,7 @@ async function property(runs: number, check: { bounded: boolean; billed: boolean
   expect(trees, replay).toBe(runs);
   // The draw said something: trees went past their first step, and children's budgets were observed. A working
   // harness clears both by far (over 300 trees a tree took 3.8 steps, one in four took one, and 6 in 10 delegated:
-  // 20 trees fail them about once in 10^8 draws); a harness whose steps stop running does not.
+  // 20 trees fail them less than once in 10^8 draws); a harness whose steps stop running does not.
   expect(steps, replay).toBeGreaterThan(runs);
   if (check.bounded) expect(delegating, replay).toBeGreaterThan(0);
 }
