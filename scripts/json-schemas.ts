@@ -1,7 +1,7 @@
 /**
  * `npm run schemas`: writes src/contract/json-schemas.ts, the JSON Schemas of the inputs workflow code checks on its
- * hot paths, generated from the zod contract (the one source of truth). test/json-schemas.test.ts fails when the
- * committed file is stale.
+ * hot paths, generated from the zod contract (the one source of truth), then the compiled checks made from them
+ * (scripts/compiled-checks.ts). test/unit-contract-checks.test.ts fails when either committed file is stale.
  */
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -157,4 +157,8 @@ export async function generatedModule(): Promise<string> {
 if (process.argv[1] && join(process.argv[1]) === fileURLToPath(import.meta.url)) {
   writeFileSync(GENERATED_PATH, await generatedModule());
   console.log(`wrote ${GENERATED_PATH}`);
+  // The compiled checks are made from the schemas just written.
+  const { COMPILED_PATH, compiledModule } = await import('./compiled-checks.js');
+  writeFileSync(COMPILED_PATH, compiledModule());
+  console.log(`wrote ${COMPILED_PATH}`);
 }

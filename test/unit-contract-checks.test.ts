@@ -8,6 +8,8 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
+import { COMPILED_PATH, compiledModule } from '../scripts/compiled-checks.js';
+import { delegateArgs, plainRunInput } from '../src/contract/compiled-checks.js';
 import { generatedModule, GENERATED_PATH } from '../scripts/json-schemas.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput } from '../src/contract/run.js';
 import { AnswerChildArgs, DelegateArgs, InterjectArgs, WaitArgs } from '../src/rules/delegation.js';
@@ -104,6 +106,10 @@ const field = (line: string) => line.split(':')[0];
 describe('R1.7 the workflow checker, held to zod', () => {
   it('the committed src/contract/json-schemas.ts is what `npm run schemas` generates', async () => {
     expect(readFileSync(GENERATED_PATH, 'utf8'), 'run `npm run schemas`').toBe(await generatedModule());
+  });
+
+  it('the committed src/contract/compiled-checks.ts is what `npm run schemas` compiles from those schemas', () => {
+    expect(readFileSync(COMPILED_PATH, 'utf8'), 'run `npm run schemas`').toBe(compiledModule());
   });
 
   for (const [name, schema, checker, bases] of CASES) {
@@ -233,6 +239,37 @@ describe('R1.7 the workflow checker, held to zod', () => {
     );
     expect(plainValid).toBeGreaterThan(50);
     expect(carrying).toBeGreaterThan(50);
+  });
+
+  it('R1.7 the compiled checks alone: pass exactly what zod passes and shape it as zod does (no fallback behind them)', () => {
+    // A compiled check that refused too much would still give the right answer through the checker's second pass;
+    // this holds the compiled code itself to zod, so its speed is not lost unseen.
+    const compiled: [string, (value: unknown) => boolean, z.ZodType, Json[]][] = [
+      ['plain RunInput', plainRunInput, RunInput, [ROOT_INPUT, CHILD_INPUT]],
+      ['DelegateArgs', delegateArgs, DelegateArgs, [{ briefs: [BRIEF, { ...BRIEF, context: 2 }] }]],
+    ];
+    for (const [name, check, schema, bases] of compiled) {
+      let valid = 0;
+      fc.assert(
+        fc.property(
+          fc.oneof(...bases.map((base) => mutated(base, { addKeys: true }).map((m) => m.value)), fc.anything()),
+          (raw) => {
+            const text = JSON.stringify(raw);
+            if (text === undefined) return;
+            const value = JSON.parse(text) as unknown;
+            if (typeof value === 'object' && value !== null && ('resume' in value || 'restore' in value)) return;
+            const parsed = schema.safeParse(JSON.parse(text));
+            expect(check(value), `${name} ${text}`).toBe(parsed.success);
+            if (parsed.success) {
+              valid += 1;
+              expect(value, `${name} ${text}`).toEqual(parsed.data);
+            }
+          },
+        ),
+        { numRuns: 3000, seed: SEED },
+      );
+      expect(valid, name).toBeGreaterThan(50);
+    }
   });
 
   it('R1.7 only an input that carries resume or restore is checked by the whole schema; the rest by one without them', () => {

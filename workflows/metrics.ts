@@ -6,13 +6,19 @@
  * workflow type; the names and tags below are the documented contract (README "Operating Deputy").
  */
 import type { MetricCounter } from '@temporalio/common';
-import { metricMeter } from '@temporalio/workflow';
+import { metricMeter, workflowInfo } from '@temporalio/workflow';
 
 /** What metrics read of a run: the composition it resolved (none yet at its very start) and its tenant. */
 export interface MeteredRun {
   readonly resolvedComposition: { model: string; preset: string; tenantLabel?: string | undefined } | undefined;
   readonly tenant: string | undefined;
 }
+
+/**
+ * A replayed history's metrics were counted when it first ran, and the SDK's sink drops them on replay: so a replay
+ * does not even make their tags.
+ */
+const replaying = () => workflowInfo().unsafe.isReplaying;
 
 const counters = new Map<string, MetricCounter>();
 function counter(name: string, unit: string, description: string): MetricCounter {
@@ -33,6 +39,7 @@ function runTags(run: MeteredRun): Record<string, string> {
 
 /** A model call booked (a turn, a synthesis or a compaction): its tokens and cost. */
 export function countModelCall(run: MeteredRun, tokens: { inputTokens: number; outputTokens: number }, cost: number) {
+  if (replaying()) return;
   const tags = runTags(run);
   counter('deputy_model_calls', '1', 'Model calls made by runs').add(1, tags);
   const tokenCounter = counter('deputy_model_tokens', 'tokens', 'Tokens billed for model calls, by direction');
@@ -47,6 +54,7 @@ export type RefusalReason =
 
 /** A `delegate` call (or one of its briefs) refused. */
 export function countRefusal(run: MeteredRun, reason: RefusalReason, briefs = 1): void {
+  if (replaying()) return;
   counter('deputy_delegations_refused', '1', 'Delegations refused, by reason').add(briefs, {
     ...runTags(run),
     reason,
@@ -55,6 +63,7 @@ export function countRefusal(run: MeteredRun, reason: RefusalReason, briefs = 1)
 
 /** Children booked: each one's cost is now reserved out of the parent's budget. */
 export function countDelegationsStarted(run: MeteredRun, children: number): void {
+  if (replaying()) return;
   const tags = runTags(run);
   counter('deputy_delegations_started', '1', 'Children booked and started').add(children, tags);
   counter('deputy_reservations_opened', '1', 'Reservations made for children').add(children, tags);
@@ -66,6 +75,7 @@ export function countDelegationSettled(
   status: string,
   overrun: { tokens: number; costMicroUsd: number } | null = null,
 ): void {
+  if (replaying()) return;
   const tags = runTags(run);
   counter('deputy_reservations_settled', '1', 'Reservations settled').add(1, tags);
   counter('deputy_delegations_ended', '1', 'Children ended, by status').add(1, { ...tags, status });
@@ -77,6 +87,7 @@ export function countDelegationSettled(
 
 /** A run ended: by status, the limit that ended it (`none`) and whether a synthesis wrote its answer. */
 export function countRunEnded(run: MeteredRun, status: string, limit: string | undefined): void {
+  if (replaying()) return;
   counter('deputy_runs_ended', '1', 'Runs ended, by status and limit').add(1, {
     ...runTags(run),
     status,
@@ -87,5 +98,6 @@ export function countRunEnded(run: MeteredRun, status: string, limit: string | u
 
 /** A signal dropped before it touched state: it did not parse, was not for this run, was a repeat or was not signed. */
 export function countSignalDropped(signal: string, reason: string): void {
+  if (replaying()) return;
   counter('deputy_signals_dropped', '1', 'Signals dropped unread, by signal and reason').add(1, { signal, reason });
 }

@@ -1,10 +1,12 @@
 /**
  * The contract's checks as code without zod runs them (workflow code): the JSON Schemas generated from the zod
  * contract, checked by `json-schema.ts`, plus what no schema states (the fork rule, a return shape being a usable
- * schema). One checker per schema, compiled on first use. Pure and deterministic.
+ * schema). One checker per schema, compiled on first use; what is checked at every start and every delegation is
+ * also compiled ahead of time, by ajv from the same schemas. Pure and deterministic.
  */
 import type { DelegateArgs, SteeringArgs, SteeringToolName } from '../contract/delegation.js';
 import { forkProblems } from '../contract/fork.js';
+import { delegateArgs, plainRunInput } from '../contract/compiled-checks.js';
 import * as GENERATED from '../contract/json-schemas.js';
 import type { ParsedRunInput, RunResult } from '../contract/run.js';
 import { checkSchema, formatPath, SchemaChecker } from './json-schema.js';
@@ -39,11 +41,15 @@ export const CONTRACT = {
   signedAdmitted: checker('SIGNED_ADMITTED'),
 } as const;
 
+/** The checks compiled ahead of time, for what is checked at every start and every delegation. */
+const COMPILED: Partial<Record<SteeringToolName, (value: unknown) => boolean>> = { delegate: delegateArgs };
+
 const STEERING = Object.fromEntries(
   Object.keys(GENERATED.STEERING_ARGS_SCHEMAS).map((name) => [
     name,
     new SchemaChecker(GENERATED.STEERING_ARGS_SCHEMAS[name as SteeringToolName], {
       messages: GENERATED.STEERING_ARGS_MESSAGES[name as SteeringToolName],
+      compiled: COMPILED[name as SteeringToolName],
     }),
   ]),
 ) as Record<SteeringToolName, SchemaChecker>;
@@ -68,7 +74,7 @@ const {
 } = RUN_INPUT_SCHEMA.properties as Record<string, unknown>;
 const PLAIN_RUN_INPUT = new SchemaChecker(
   { ...RUN_INPUT_SCHEMA, properties: PLAIN_RUN_PROPERTIES },
-  { messages: GENERATED.RUN_INPUT_MESSAGES },
+  { messages: GENERATED.RUN_INPUT_MESSAGES, compiled: plainRunInput },
 );
 
 /** The checker an agentRun input is checked by: the whole schema only for an input that carries what only it has. */

@@ -3,7 +3,8 @@
  * that must not carry zod: workflow code, where zod's size and start-up would be paid on every replay. The checks
  * are `@cfworker/json-schema`'s (no `eval`, no I/O, deterministic); what is ours is what zod does besides checking
  * (fill defaults in, drop the unknown keys of a non-strict object) and the words of each problem, as zod's are
- * read: one line per problem, naming the field. `test/unit-contract-checks.test.ts` holds both to zod.
+ * read: one line per problem, naming the field. A schema checked at every start may come compiled ahead of time
+ * (`src/contract/compiled-checks.ts`), a faster first pass. `test/unit-contract-checks.test.ts` holds both to zod.
  */
 import { dereference, validate, type OutputUnit, type Schema } from '@cfworker/json-schema';
 import type { JsonSchema, SchemaMessages } from '../contract/tools.js';
@@ -30,6 +31,12 @@ export interface SchemaOptions {
    * @default 'strip'
    */
   unknownKeys?: 'strip' | 'keep';
+  /**
+   * The same schema compiled ahead of time, checking and shaping in one pass (it fills defaults in and drops
+   * unknown keys in the value it is given): a value it passes is the answer; one it refuses is checked again here,
+   * for the words of each problem.
+   */
+  compiled?: (value: unknown) => boolean;
 }
 const PLAIN_KEY = /^[A-Za-z0-9_-]+$/;
 
@@ -73,6 +80,13 @@ export class SchemaChecker {
   }
 
   #check(value: unknown): SchemaCheck {
+    // The compiled check changes what it checks, so it is given a copy (what comes in is JSON, as the payload
+    // converter decoded it).
+    const { compiled } = this.options;
+    if (compiled) {
+      const shaped = copy(value);
+      if (compiled(shaped)) return { ok: true, value: shaped };
+    }
     const { root, lookup } = this.#compile();
     if (validate(value, root, this.draft, lookup, true).valid) {
       const shaper = new Shaper(lookup, this.draft, this.options.unknownKeys ?? 'strip');
