@@ -103,12 +103,19 @@ const CASES: [string, z.ZodType, SchemaChecker, Json[]][] = [
 
 const field = (line: string) => line.split(':')[0];
 
+/** What a workflow receives, as JSON text: a base changed (keys added, values swapped), or anything at all. */
+const jsonTexts = (bases: Json[]) =>
+  fc
+    .oneof(...bases.map((base) => mutated(base, { addKeys: true }).map((m) => m.value)), fc.anything())
+    .map((raw) => JSON.stringify(raw) as string | undefined)
+    .filter((text): text is string => text !== undefined);
+
 describe('R1.7 the workflow checker, held to zod', () => {
   it('the committed src/contract/json-schemas.ts is what `npm run schemas` generates', async () => {
     expect(readFileSync(GENERATED_PATH, 'utf8'), 'run `npm run schemas`').toBe(await generatedModule());
   });
 
-  it('the committed src/contract/compiled-checks.ts is what `npm run schemas` compiles from those schemas', () => {
+  it('the committed src/contract/compiled-checks.js (compiled from those schemas) is what `npm run schemas` generates', () => {
     expect(readFileSync(COMPILED_PATH, 'utf8'), 'run `npm run schemas`').toBe(compiledModule());
   });
 
@@ -118,11 +125,9 @@ describe('R1.7 the workflow checker, held to zod', () => {
       let valid = 0;
       fc.assert(
         fc.property(
-          fc.oneof(...bases.map((base) => mutated(base, { addKeys: true }).map((m) => m.value)), fc.anything()),
-          (raw) => {
-            // What a workflow receives went through the JSON payload converter.
-            const text = JSON.stringify(raw);
-            if (text === undefined) return;
+          // What a workflow receives went through the JSON payload converter.
+          jsonTexts(bases),
+          (text) => {
             const checked = checker.check(JSON.parse(text));
             const parsed = schema.safeParse(JSON.parse(text));
             expect(checked.ok, text).toBe(parsed.success);
@@ -215,26 +220,16 @@ describe('R1.7 the workflow checker, held to zod', () => {
     let plainValid = 0;
     let carrying = 0;
     fc.assert(
-      fc.property(
-        fc.oneof(
-          ...[ROOT_INPUT, CHILD_INPUT, RESTORED_INPUT].map((base) =>
-            mutated(base, { addKeys: true }).map((m) => m.value),
-          ),
-          fc.anything(),
-        ),
-        (raw) => {
-          const text = JSON.stringify(raw);
-          if (text === undefined) return;
-          const value = JSON.parse(text) as unknown;
-          const carries = typeof value === 'object' && value !== null && ('resume' in value || 'restore' in value);
-          if (carries) carrying += 1;
-          const checked = runInputChecker(value).check(value);
-          expect(checked, text).toEqual(CONTRACT.runInput.check(JSON.parse(text)));
-          if (!carries && checked.ok) plainValid += 1;
-          // The check never changes what it was given.
-          expect(value, text).toEqual(JSON.parse(text));
-        },
-      ),
+      fc.property(jsonTexts([ROOT_INPUT, CHILD_INPUT, RESTORED_INPUT]), (text) => {
+        const value = JSON.parse(text) as unknown;
+        const carries = typeof value === 'object' && value !== null && ('resume' in value || 'restore' in value);
+        if (carries) carrying += 1;
+        const checked = runInputChecker(value).check(value);
+        expect(checked, text).toEqual(CONTRACT.runInput.check(JSON.parse(text)));
+        if (!carries && checked.ok) plainValid += 1;
+        // The check never changes what it was given.
+        expect(value, text).toEqual(JSON.parse(text));
+      }),
       { numRuns: 3000, seed: SEED },
     );
     expect(plainValid).toBeGreaterThan(50);
@@ -251,21 +246,16 @@ describe('R1.7 the workflow checker, held to zod', () => {
     for (const [name, check, schema, bases] of compiled) {
       let valid = 0;
       fc.assert(
-        fc.property(
-          fc.oneof(...bases.map((base) => mutated(base, { addKeys: true }).map((m) => m.value)), fc.anything()),
-          (raw) => {
-            const text = JSON.stringify(raw);
-            if (text === undefined) return;
-            const value = JSON.parse(text) as unknown;
-            if (typeof value === 'object' && value !== null && ('resume' in value || 'restore' in value)) return;
-            const parsed = schema.safeParse(JSON.parse(text));
-            expect(check(value), `${name} ${text}`).toBe(parsed.success);
-            if (parsed.success) {
-              valid += 1;
-              expect(value, `${name} ${text}`).toEqual(parsed.data);
-            }
-          },
-        ),
+        fc.property(jsonTexts(bases), (text) => {
+          const value = JSON.parse(text) as unknown;
+          if (typeof value === 'object' && value !== null && ('resume' in value || 'restore' in value)) return;
+          const parsed = schema.safeParse(JSON.parse(text));
+          expect(check(value), `${name} ${text}`).toBe(parsed.success);
+          if (parsed.success) {
+            valid += 1;
+            expect(value, `${name} ${text}`).toEqual(parsed.data);
+          }
+        }),
         { numRuns: 3000, seed: SEED },
       );
       expect(valid, name).toBeGreaterThan(50);

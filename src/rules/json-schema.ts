@@ -4,7 +4,7 @@
  * are `@cfworker/json-schema`'s (no `eval`, no I/O, deterministic); what is ours is what zod does besides checking
  * (fill defaults in, drop the unknown keys of a non-strict object) and the words of each problem, as zod's are
  * read: one line per problem, naming the field. A schema checked at every start may come compiled ahead of time
- * (`src/contract/compiled-checks.ts`), a faster first pass. `test/unit-contract-checks.test.ts` holds both to zod.
+ * (`src/contract/compiled-checks.js`), a faster first pass. `test/unit-contract-checks.test.ts` holds both to zod.
  */
 import { dereference, validate, type OutputUnit, type Schema } from '@cfworker/json-schema';
 import type { JsonSchema, SchemaMessages } from '../contract/tools.js';

@@ -96,13 +96,10 @@ type WebpackConfiguration = Parameters<NonNullable<Parameters<typeof bundleWorkf
 export function leanBundle(stackTraceSources: boolean) {
   return (config: WebpackConfiguration): WebpackConfiguration => {
     for (const rule of config.module?.rules ?? []) {
-      if (!rule || typeof rule !== 'object' || !('use' in rule)) continue;
-      const { use } = rule;
+      const use = rule && typeof rule === 'object' && 'use' in rule ? rule.use : undefined;
       if (use && typeof use === 'object' && !Array.isArray(use) && 'options' in use) {
         const options = use.options as { jsc?: { target?: string } } | undefined;
         if (options?.jsc) options.jsc.target = 'es2022';
-        // The compiled checks are JavaScript already; compiling them again would print them eight times larger.
-        rule.exclude = [/node_modules/, /[\\/]src[\\/]contract[\\/]compiled-checks\.ts$/];
       }
     }
     config.optimization = { ...config.optimization, concatenateModules: true, usedExports: true };
