@@ -4,7 +4,13 @@
  * as zod would. The property tests in unit-contract-checks.test.ts hold it to zod on the generated schemas.
  */
 import { describe, expect, it } from 'vitest';
-import { checkSchema, formatPath, type JsonSchema, type SchemaOptions } from '../src/rules/json-schema.js';
+import {
+  checkSchema,
+  formatPath,
+  SchemaChecker,
+  type JsonSchema,
+  type SchemaOptions,
+} from '../src/rules/json-schema.js';
 
 const problems = (schema: JsonSchema, value: unknown, options?: SchemaOptions) => {
   const checked = checkSchema(schema, value, options);
@@ -195,5 +201,24 @@ describe('R1.7 the workflow checker, keyword by keyword', () => {
     const value = { one: { x: 1 }, either: {}, open: [{ a: 1 }], any: { b: [2] } };
     expect(returned(defs, value)).toEqual({ one: { n: 0 }, either: { n: 0 }, open: [{ a: 1 }], any: { b: [2] } });
     expect(returned(defs, { either: 'text' })).toEqual({ either: 'text' });
+  });
+  it('R1.7 a compiled check answers first, with what it shaped of a copy; the schema words a value it refuses', () => {
+    const given: unknown[] = [];
+    // A stand-in for ajv's code: passes {a: 1} only, and marks what it was given, as a shaping check changes it.
+    const compiled = (value: unknown) => {
+      given.push(value);
+      const object = value as Record<string, unknown>;
+      object.shaped = true;
+      return object.a === 1;
+    };
+    const schema = { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] };
+    const checker = new SchemaChecker(schema, { compiled });
+    const input = { a: 1 };
+    expect(checker.check(input)).toEqual({ ok: true, value: { a: 1, shaped: true } });
+    expect(input, 'the compiled check is given a copy').toEqual({ a: 1 });
+    expect(checker.check({ a: 'x' })).toEqual({ ok: false, issues: ['a: expected number, received string'] });
+    // Refused by the compiled check alone: the schema has the last word.
+    expect(checker.check({ a: 2 })).toEqual({ ok: true, value: { a: 2 } });
+    expect(given).toHaveLength(3);
   });
 });
