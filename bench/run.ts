@@ -56,6 +56,12 @@ const GROWTH_TURNS = QUICK ? [10, 20] : [50, 100, 200, 400];
 const REPLAY_TURNS = QUICK ? 20 : 200;
 const REPLAY_REPS = QUICK ? 2 : 15;
 /**
+ * Fresh replayer processes, one a side, each pair taking its share of the long run's pairs and all of the tree's: a
+ * process's own luck (how its code was compiled, where its heap landed) lasts its whole life, so the tree's figure is
+ * the median over several lives, not one.
+ */
+const REPLAYER_LIVES = QUICK ? 1 : 3;
+/**
  * The tree's histories are replayed this many times in one replayer, and the time divided: what a worker pays per
  * replayed tree, with the replayer's own start (loading the workflow bundle) spread over the passes.
  */
@@ -667,76 +673,100 @@ function bundleResult(deputyBundle: { code: string }, baselineBundle: { code: st
   };
 }
 
-/** One replayer process a side, its bundle and its histories loaded and warmed up. */
-async function startReplayers(bench: Bench, sets: { deputy: ReplaySets; baseline: ReplaySets }) {
+/** Each side's workflow bundle, as its replayers load it from a file. */
+async function replayedBundles() {
   const [deputyBundle, baselineBundle] = await Promise.all([bundleDeputyWorkflows(), bundleBaselineWorkflows()]);
   const dir = join(PROJECT_ROOT, '.deputy', 'bench');
   mkdirSync(dir, { recursive: true });
-  const start = (side: 'deputy' | 'baseline', code: string) => {
-    const codePath = join(dir, `${side}-workflows.js`);
-    writeFileSync(codePath, code);
-    const args = [bench.server.address, codePath, JSON.stringify(sets[side])];
-    return BenchWorker.start(side, args, 'replayer-main.ts');
-  };
+  const codePaths = { deputy: join(dir, 'deputy-workflows.js'), baseline: join(dir, 'baseline-workflows.js') };
+  writeFileSync(codePaths.deputy, deputyBundle.code);
+  writeFileSync(codePaths.baseline, baselineBundle.code);
+  return { codePaths, result: bundleResult(deputyBundle, baselineBundle) };
+}
+
+/** One replayer process a side, its bundle and its histories loaded and warmed up. */
+async function startReplayers(
+  bench: Bench,
+  sets: { deputy: ReplaySets; baseline: ReplaySets },
+  codePaths: Record<'deputy' | 'baseline', string>,
+) {
+  const start = (side: 'deputy' | 'baseline') =>
+    BenchWorker.start(side, [bench.server.address, codePaths[side], JSON.stringify(sets[side])], 'replayer-main.ts');
   // One at a time: neither side warms up while the other does.
-  const deputy = await start('deputy', deputyBundle.code);
-  const baseline = await start('baseline', baselineBundle.code);
-  return { deputy, baseline, bundle: bundleResult(deputyBundle, baselineBundle) };
+  const deputy = await start('deputy');
+  const baseline = await start('baseline');
+  return { deputy, baseline };
+}
+
+/** The milliseconds of each side's replays of a set, paired: the i-th of one side beside the i-th of the other. */
+type Paired = { deputy: number[]; baseline: number[] };
+
+/** `pairs` paired replays of `set`, the side going first alternating, in one life of the two replayers. */
+async function replayPairs(replayers: Replayers, set: ReplaySetName, pairs: number, into: Paired): Promise<void> {
+  const passes = set === 'tree' ? REPLAY_TREE_PASSES : 1;
+  // Each pair's two replays run back to back, so what slows the machine for a while weighs on both; the figure is
+  // the median of the pairs' ratios, as in the throughput scenario.
+  for (let i = 0; i < pairs; i++) {
+    const order = i % 2 === 0 ? (['deputy', 'baseline'] as const) : (['baseline', 'deputy'] as const);
+    for (const side of order) into[side].push((await replayers[side].replay(set, passes)) / passes);
+  }
+}
+
+type Replayers = Awaited<ReturnType<typeof startReplayers>>;
+
+/** One set's row: the median of the pairs' ratios, with their quartiles. */
+async function replayRow(
+  bench: Bench,
+  sets: Record<'deputy' | 'baseline', ReplaySets>,
+  set: ReplaySetName,
+  ms: Paired,
+) {
+  const tree = set === 'tree';
+  const label = tree ? 'delegating tree' : `${REPLAY_TURNS}-turn run`;
+  const ratios = ms.deputy.map((deputy, i) => deputy / ms.baseline[i]!);
+  const ratio = median(ratios);
+  const sorted = [...ratios].sort((x, y) => x - y);
+  const quartile = (q: number) => round(sorted[Math.round(q * (sorted.length - 1))]!);
+  const [deputyEvents, baselineEvents] = await Promise.all(
+    [sets.deputy[set], sets.baseline[set]].map((refs) => eventCount(bench.client, refs)),
+  );
+  const [deputyMs, baselineMs] = [round(median(ms.deputy)), round(median(ms.baseline))];
+  log(
+    `  ${label}: deputy ${deputyMs} ms, baseline ${baselineMs} ms; ratio ${round(ratio)} (pairs' quartiles ${quartile(0.25)}–${quartile(0.75)})`,
+  );
+  return {
+    id: `replay-${set}`,
+    title: `Replay: ${label}${tree ? ` (a pass of ${REPLAY_TREE_PASSES} in one replayer)` : ''}`,
+    runs: ratios.length,
+    deputy: {
+      medianMs: deputyMs,
+      histories: sets.deputy[set].length,
+      events: deputyEvents,
+      ratioQ1: quartile(0.25),
+      ratioQ3: quartile(0.75),
+    },
+    baseline: { medianMs: baselineMs, histories: sets.baseline[set].length, events: baselineEvents },
+    ratio: round(ratio),
+    target: tree ? { ratioAtMost: TARGETS.replayTree } : null,
+    met: tree ? ratio <= TARGETS.replayTree : null,
+  } satisfies ScenarioResult;
 }
 
 async function benchReplay(bench: Bench): Promise<ScenarioResult[]> {
+  const longPairs = Math.ceil(REPLAY_REPS / REPLAYER_LIVES);
   log(
-    `replay: ${REPLAY_REPS} paired replays, the side going first alternating, each side in a replayer process of its own`,
+    `replay: ${REPLAYER_LIVES} lives of a replayer process a side; in each, ${longPairs} paired replays of the long run and ${REPLAY_REPS} of the tree, the side going first alternating`,
   );
   const sets = await replayedHistories(bench);
-  const replayers = await startReplayers(bench, sets);
-  const out = [replayers.bundle];
-  for (const [label, set] of [
-    [`${REPLAY_TURNS}-turn run`, 'long'],
-    ['delegating tree', 'tree'],
-  ] as const) {
-    const tree = set === 'tree';
-    const passes = tree ? REPLAY_TREE_PASSES : 1;
-    const deputyMs: number[] = [];
-    const baselineMs: number[] = [];
-    // Each pair's two replays run back to back, so what slows the machine for a while weighs on both; the figure is
-    // the median of the pairs' ratios, as in the throughput scenario.
-    for (let i = 0; i < REPLAY_REPS; i++) {
-      const order = i % 2 === 0 ? (['deputy', 'baseline'] as const) : (['baseline', 'deputy'] as const);
-      for (const side of order) {
-        const ms = (await replayers[side].replay(set, passes)) / passes;
-        (side === 'deputy' ? deputyMs : baselineMs).push(ms);
-      }
-    }
-    const ratios = deputyMs.map((ms, i) => ms / baselineMs[i]!);
-    const ratio = median(ratios);
-    const sorted = [...ratios].sort((x, y) => x - y);
-    const quartile = (q: number) => round(sorted[Math.round(q * (sorted.length - 1))]!);
-    const [deputyEvents, baselineEvents] = await Promise.all(
-      [sets.deputy[set], sets.baseline[set]].map((refs) => eventCount(bench.client, refs)),
-    );
-    out.push({
-      id: `replay-${set}`,
-      title: `Replay: ${label}${passes > 1 ? ` (a pass of ${passes} in one replayer)` : ''}`,
-      runs: REPLAY_REPS,
-      deputy: {
-        medianMs: round(median(deputyMs)),
-        histories: sets.deputy[set].length,
-        events: deputyEvents,
-        ratioQ1: quartile(0.25),
-        ratioQ3: quartile(0.75),
-      },
-      baseline: { medianMs: round(median(baselineMs)), histories: sets.baseline[set].length, events: baselineEvents },
-      ratio: round(ratio),
-      target: tree ? { ratioAtMost: TARGETS.replayTree } : null,
-      met: tree ? ratio <= TARGETS.replayTree : null,
-    });
-    log(
-      `  ${label}: deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms; ratio ${round(ratio)} (pairs' quartiles ${quartile(0.25)}–${quartile(0.75)})`,
-    );
+  const bundles = await replayedBundles();
+  const ms: Record<ReplaySetName, Paired> = { long: { deputy: [], baseline: [] }, tree: { deputy: [], baseline: [] } };
+  for (let life = 0; life < REPLAYER_LIVES; life++) {
+    const replayers = await startReplayers(bench, sets, bundles.codePaths);
+    await replayPairs(replayers, 'long', longPairs, ms.long);
+    await replayPairs(replayers, 'tree', REPLAY_REPS, ms.tree);
+    await Promise.all([replayers.deputy.stop(), replayers.baseline.stop()]);
   }
-  await Promise.all([replayers.deputy.stop(), replayers.baseline.stop()]);
-  return out;
+  return [bundles.result, await replayRow(bench, sets, 'long', ms.long), await replayRow(bench, sets, 'tree', ms.tree)];
 }
 
 /** 5. The peer (OpenAI Agents SDK on Temporal) beside Deputy's tree and long runs measured above. */

@@ -3,8 +3,12 @@
  * which is the client's and the config's, never the workflow's; and a source map of lines, without the sources
  * unless a worker sends them with its stack traces.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
 import { describe, expect, inject, it } from 'vitest';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { leanBundle } from '../src/worker/factory.js';
 
 /** The inline source map at the end of a bundle. */
@@ -38,5 +42,93 @@ describe('R1.7 the workflow bundle', () => {
     const hook = (stackTraceSources: boolean) => leanBundle(stackTraceSources)({ module: { rules: [] } }).devtool;
     expect(hook(false)).toBe('inline-nosources-cheap-module-source-map');
     expect(hook(true)).toBe('inline-cheap-module-source-map');
+  });
+});
+
+/** The project's own modules in the bundle (its source map's sources), as paths from the repository's root. */
+function projectModules(code: string): string[] {
+  return inlineMap(code)
+    .sources.filter((source) => isAbsolute(source) && existsSync(source))
+    .map((source) => relative(PROJECT_ROOT, source))
+    .filter((path) => !path.startsWith('..') && !path.includes('node_modules') && /\.(ts|js)$/.test(path));
+}
+
+/**
+ * Module-level state a shared module could carry from one run into the next: variables (`let`, `var`), collections
+ * (`Map`, `Set`, and their weak kinds: freezing does not stop their contents changing) that are exported or written
+ * to, and writable static fields.
+ */
+function moduleState(path: string): string[] {
+  const text = readFileSync(resolve(PROJECT_ROOT, path), 'utf8');
+  const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  for (const statement of file.statements) {
+    if (ts.isVariableStatement(statement)) {
+      const constant = (statement.declarationList.flags & ts.NodeFlags.Const) !== 0;
+      for (const declaration of statement.declarationList.declarations) {
+        const name = declaration.name.getText(file);
+        const init = declaration.initializer;
+        // Exported, it can be written elsewhere, unless its type says it is read-only.
+        const exported =
+          ts.getModifiers(statement)?.some((modifier) => modifier.kind === ts.SyntaxKind.ExportKeyword) &&
+          !declaration.type?.getText(file).startsWith('Readonly');
+        const written = new RegExp(`\\b${name}\\.(add|set|delete|clear)\\(`).test(text);
+        const collection = init && ts.isNewExpression(init) && /^(Weak)?(Map|Set)$/.test(init.expression.getText(file));
+        if (!constant) found.push(`${path}: ${name} (a module-level variable)`);
+        else if (collection && (exported || written))
+          found.push(`${path}: ${name} (a module-level ${init.expression.getText(file)})`);
+      }
+    }
+    if (ts.isClassDeclaration(statement)) {
+      for (const member of statement.members) {
+        const modifiers = ts.canHaveModifiers(member) ? (ts.getModifiers(member) ?? []) : [];
+        const has = (kind: ts.SyntaxKind) => modifiers.some((modifier) => modifier.kind === kind);
+        if (ts.isPropertyDeclaration(member) && has(ts.SyntaxKind.StaticKeyword) && !has(ts.SyntaxKind.ReadonlyKeyword))
+          found.push(`${path}: ${statement.name?.text}.${member.name.getText(file)} (a writable static field)`);
+      }
+    }
+  }
+  return found;
+}
+
+describe('R1.7 one evaluation of the workflow modules for every workflow of a worker', () => {
+  it('R1.7 the worker evaluates the workflows module and all it imports once, before any workflow', () => {
+    const code = readFileSync(inject('workflowBundlePath'), 'utf8');
+    const preload = /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code);
+    expect(preload?.[1]).toContain('"./workflows/index.ts"');
+  });
+
+  it('R1.7 no workflow module keeps state of its own that one run could leave to the next', () => {
+    const modules = projectModules(readFileSync(inject('workflowBundlePath'), 'utf8'));
+    expect(modules).toContain('workflows/agent-run.ts');
+    expect(modules).toContain('src/rules/budget.ts');
+    // Each kept on purpose: it holds nothing of a run, or only what it keys by the run's own state.
+    const allowed = [
+      'workflows/metrics.ts: counters (a module-level Map)', // counters carry no run's values
+      'workflows/mcp-sessions.ts: sessions (a module-level WeakMap)', // keyed by each run's own state
+    ];
+    expect(modules.flatMap(moduleState).filter((found) => !allowed.includes(found))).toEqual([]);
+  });
+
+  it('R1.7 the check finds a module-level variable, collection and static field', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'deputy-module-state-'));
+    const path = join(dir, 'stateful.ts');
+    const lines = [
+      'let turns = 0;',
+      'const seen = new Set<string>();',
+      'export const shared = new Map<string, number>();',
+      "const KINDS = new Set(['a', 'b']);",
+      "export const NAMES: ReadonlySet<string> = new Set(['c']);",
+      'const ok = 1;',
+      'class Cache { static hits = 0; static readonly size = 1; }',
+      'export const mark = (id: string) => seen.add(id) && KINDS.has(id);',
+    ];
+    writeFileSync(path, lines.join('\n'));
+    expect(moduleState(path).map((found) => found.slice(path.length + 2))).toEqual([
+      'turns (a module-level variable)',
+      'seen (a module-level Set)',
+      'shared (a module-level Map)',
+      'Cache.hits (a writable static field)',
+    ]);
   });
 });

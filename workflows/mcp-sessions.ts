@@ -12,7 +12,10 @@ import type { AgentRunState } from './run-state.js';
 
 const { openMcpSession } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
-/** Each run's open sessions by server (a workflow's modules are its own: this map holds one run's at most). */
+/**
+ * Each run's open sessions by server, keyed by the run's own state: every workflow of a worker shares this module, and
+ * a run finds only its own sessions, which go with its state when the worker lets the run go.
+ */
 const sessions = new WeakMap<AgentRunState, Map<string, Promise<OpenMcpSessionResult>>>();
 
 /** Where a call to `server`'s tool runs: the session's worker, or anywhere when no worker keeps sessions. */

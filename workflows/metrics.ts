@@ -20,6 +20,7 @@ export interface MeteredRun {
  */
 const replaying = () => workflowInfo().unsafe.isReplaying;
 
+/** Shared by every workflow of a worker: a counter holds no run's values (each `add` names its run's tags). */
 const counters = new Map<string, MetricCounter>();
 function counter(name: string, unit: string, description: string): MetricCounter {
   let found = counters.get(name);

@@ -35,16 +35,13 @@ export const WORKFLOWS_PATH = [
   .find((path) => existsSync(path))!;
 
 /**
- * Modules evaluated once per worker and shared by every workflow in it, instead of once per workflow: pure and
- * stateless (their caches live in private fields, which the worker's freezing of shared modules leaves writable).
- * The contract's checkers compile its schemas once, not at every workflow start and replay.
+ * Every workflow in a worker shares one evaluation of the workflows' modules (Temporal's workflow API, the contract,
+ * the rules) instead of evaluating them again at each workflow's start and replay. That is safe because a run's
+ * state lives on its own objects, never at module level, and Temporal's API finds the running workflow at each call.
+ * The worker freezes the objects it shares, and a test refuses module-level variables and collections in workflow
+ * code, so no module can carry one run's values into another.
  */
-const SHARED_MODULES = [
-  new URL('../rules/contract-checks.ts', import.meta.url),
-  new URL('../rules/contract-checks.js', import.meta.url),
-]
-  .map((url) => fileURLToPath(url))
-  .filter((path) => existsSync(path));
+const SHARED_MODULES = [WORKFLOWS_PATH];
 
 /** Options of `createDeputyWorker`. */
 export interface DeputyWorkerOptions {

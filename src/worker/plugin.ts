@@ -17,15 +17,22 @@ export class DeputyPlugin extends SimplePlugin {
 
   /**
    * Adds Deputy's activities; a Worker with no workflows of its own gets Deputy's (one with its own re-exports
-   * `agentRun` from `deputy/workflows` in its workflows module). Cancellation reaches an activity only through a
-   * heartbeat's reply, so the heartbeat throttle is kept short unless the Worker sets it.
+   * `agentRun` from `deputy/workflows` in its workflows module), evaluated once for all of them as Deputy's own worker
+   * does. Cancellation reaches an activity only through a heartbeat's reply, so the heartbeat throttle is kept short
+   * unless the Worker sets it.
    */
   override configureWorker(options: WorkerOptions): WorkerOptions {
     const configured: WorkerOptions = super.configureWorker(options);
     const ownWorkflows = options.workflowsPath !== undefined || options.workflowBundle !== undefined;
     return {
       ...configured,
-      ...(!ownWorkflows && { workflowsPath: WORKFLOWS_PATH }),
+      ...(!ownWorkflows && {
+        workflowsPath: WORKFLOWS_PATH,
+        bundlerOptions: {
+          ...configured.bundlerOptions,
+          preloadModules: [...(configured.bundlerOptions?.preloadModules ?? []), WORKFLOWS_PATH],
+        },
+      }),
       ...(options.maxHeartbeatThrottleInterval === undefined && { maxHeartbeatThrottleInterval: '500 milliseconds' }),
     };
   }

@@ -140,36 +140,21 @@ export async function bookAndRun(
   // workflows/index.ts). The scope runs its function at once, so every child has started its life when it returns.
   const scope = new CancellationScope();
   const waited: Waited[] = [];
-  const joined = scope.run(() => {
-    for (const child of toWait) waited.push({ ...child, scope, life: start(child) });
-    return joinAll(waited.map(({ life }) => life));
-  });
-  for (const child of waited) {
-    child.life.then(
-      (outcome) => {
-        child.outcome = outcome;
-      },
-      () => undefined,
-    );
-  }
-  const allEnded = () => waited.every((child) => child.outcome !== undefined);
-  const ids = waited.map(({ entry }) => entry.childWorkflowId);
+  const allEnded = () => waited.every((child) => child.ended);
+  const ids = toWait.map(({ entry }) => entry.childWorkflowId);
   let outcomes: ChildOutcome[] | undefined;
   try {
-    // A question from a child this call waits for ends the wait: the model must be able to answer it.
-    outcomes = await Promise.race([
-      joined,
-      // Cancelled, it leaves the answer to the join, which settles only once every child has stopped.
-      condition(() => allEnded() || questionWaiting(run, ids)).then(
-        () => undefined,
-        () => joined,
-      ),
-    ]);
-    // The condition can see every child ended before the join's own promise settles: then it is a plain join.
-    if (!outcomes && allEnded()) outcomes = waited.map(({ outcome }) => outcome!);
+    // A question from a child this call waits for ends the wait: the model must be able to answer it. Cancelled, the
+    // wait leaves the answer to a join of every child's life, which settles only once each has stopped.
+    outcomes = await scope.run(() => {
+      for (const child of toWait) waited.push(followed({ ...child, scope, life: start(child), ended: false }));
+      return condition(() => allEnded() || questionWaiting(run, ids)).then(
+        () => (allEnded() ? joined(waited) : undefined),
+        () => joinAll(waited.map(({ life }) => life)),
+      );
+    });
+    // The waited children still live go on in the background.
     if (!outcomes) {
-      joined.catch(() => undefined); // its children go on in the background, where their end is handled
-      // The waited children still live go on in the background.
       for (const child of waited) {
         if (child.outcome === undefined) adoptInBackground(run, child.entry, child.scope, child.life);
       }
@@ -198,7 +183,32 @@ interface Booked {
 interface Waited extends Booked {
   scope: CancellationScope;
   life: Promise<ChildOutcome>;
+  /** Its life has settled: with its outcome, or with the failure that ended it. */
+  ended: boolean;
   outcome?: ChildOutcome;
+  failure?: { reason: unknown };
+}
+
+/** The child, noting how its life ends as it ends. */
+function followed(child: Waited): Waited {
+  child.life.then(
+    (outcome) => {
+      child.outcome = outcome;
+      child.ended = true;
+    },
+    (reason: unknown) => {
+      child.failure = { reason };
+      child.ended = true;
+    },
+  );
+  return child;
+}
+
+/** What every child ended with, as a join of their lives gives it: the first failure, in order, if any. */
+function joined(waited: readonly Waited[]): ChildOutcome[] {
+  const failed = waited.find((child) => child.failure);
+  if (failed) throw failed.failure!.reason;
+  return waited.map(({ outcome }) => outcome!);
 }
 
 /** The child's ledger entry, booked with its reservation; its limits may still shrink while it is prepared. */
