@@ -91,14 +91,14 @@ function moduleState(path: string): string[] {
   return found;
 }
 
-describe('R1.7 one evaluation of the workflow modules for every workflow of a worker', () => {
-  it('R1.7 the worker evaluates the workflows module and all it imports once, before any workflow', () => {
+describe('R1.1 one evaluation of the workflow modules for every workflow of a worker', () => {
+  it('R1.1 the worker evaluates the workflows module and all it imports once, before any workflow', () => {
     const code = readFileSync(inject('workflowBundlePath'), 'utf8');
     const preload = /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code);
     expect(preload?.[1]).toContain('"./workflows/index.ts"');
   });
 
-  it('R1.7 no workflow module keeps state of its own that one run could leave to the next', () => {
+  it('R1.1 no workflow module keeps state of its own that one run could leave to the next', () => {
     const modules = projectModules(readFileSync(inject('workflowBundlePath'), 'utf8'));
     expect(modules).toContain('workflows/agent-run.ts');
     expect(modules).toContain('src/rules/budget.ts');
@@ -110,7 +110,7 @@ describe('R1.7 one evaluation of the workflow modules for every workflow of a wo
     expect(modules.flatMap(moduleState).filter((found) => !allowed.includes(found))).toEqual([]);
   });
 
-  it('R1.7 the check finds a module-level variable, collection and static field', () => {
+  it('R1.1 the check finds a module-level variable, collection and static field', () => {
     const dir = mkdtempSync(join(tmpdir(), 'deputy-module-state-'));
     const path = join(dir, 'stateful.ts');
     const lines = [

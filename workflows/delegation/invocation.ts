@@ -140,14 +140,14 @@ export async function bookAndRun(
   // workflows/index.ts). The scope runs its function at once, so every child has started its life when it returns.
   const scope = new CancellationScope();
   const waited: Waited[] = [];
-  const allEnded = () => waited.every((child) => child.ended);
+  const allEnded = () => waited.every((child) => child.outcome !== undefined || child.failure !== undefined);
   const ids = toWait.map(({ entry }) => entry.childWorkflowId);
   let outcomes: ChildOutcome[] | undefined;
   try {
     // A question from a child this call waits for ends the wait: the model must be able to answer it. Cancelled, the
     // wait leaves the answer to a join of every child's life, which settles only once each has stopped.
     outcomes = await scope.run(() => {
-      for (const child of toWait) waited.push(followed({ ...child, scope, life: start(child), ended: false }));
+      for (const child of toWait) waited.push(followed({ ...child, scope, life: start(child) }));
       return condition(() => allEnded() || questionWaiting(run, ids)).then(
         () => (allEnded() ? joined(waited) : undefined),
         () => joinAll(waited.map(({ life }) => life)),
@@ -183,8 +183,7 @@ interface Booked {
 interface Waited extends Booked {
   scope: CancellationScope;
   life: Promise<ChildOutcome>;
-  /** Its life has settled: with its outcome, or with the failure that ended it. */
-  ended: boolean;
+  /** How its life ended, once it has: its outcome, or the failure that ended it. */
   outcome?: ChildOutcome;
   failure?: { reason: unknown };
 }
@@ -194,11 +193,9 @@ function followed(child: Waited): Waited {
   child.life.then(
     (outcome) => {
       child.outcome = outcome;
-      child.ended = true;
     },
     (reason: unknown) => {
       child.failure = { reason };
-      child.ended = true;
     },
   );
   return child;
