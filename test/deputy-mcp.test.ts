@@ -14,6 +14,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { lastMessage, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
 import { narrowLimits } from '../src/cli/mcp-server.js';
+import { freePort } from '../src/testing/ports.js';
 import { delegateReply, DELEGATION_TOOLS, delegationConfig } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
@@ -158,7 +159,8 @@ describe('R6.8 Deputy as an MCP server', () => {
   });
 
   it('R6.8 over Streamable HTTP a caller without the token is refused; with it, served', async () => {
-    const port = 30_000 + Math.floor(Math.random() * 20_000);
+    // A port the system has free now: a random one can be a connection's own (the ephemeral range starts at 32768).
+    const port = await freePort();
     const server = spawn(process.execPath, [...CLI, '--http', String(port)], {
       env: serverEnv(),
       stdio: ['ignore', 'ignore', 'pipe'],

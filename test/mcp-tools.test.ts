@@ -16,6 +16,7 @@ import { listMcpTools } from '../activities/mcp.js';
 import { parseConfig } from '../src/config/load.js';
 import { ConfigStore } from '../src/config/store.js';
 import { forTask, offeredTools, toolMessages, userSays } from '../src/testing/scripted-model.js';
+import { freePort } from '../src/testing/ports.js';
 import { delegateReply } from './support/delegation.js';
 import { createHarness, testConfig, type Harness } from './support/harness.js';
 import { scheduledActivities } from './support/history.js';
@@ -65,7 +66,7 @@ class RecordingProxy {
 
 /** The "everything" server over Streamable HTTP on a free port, answering once it listens. */
 async function startEverything(): Promise<{ process: ChildProcess; url: string }> {
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const port = await freePort();
   const child = spawn(process.execPath, [serverScript('everything'), 'streamableHttp'], {
     env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
