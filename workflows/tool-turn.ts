@@ -92,18 +92,25 @@ function settled(start: () => Promise<RunToolResult>, failed: (err: unknown) => 
   }
 }
 
-/** Runs `calls`; answers `refused` with a tool error because `maxToolCalls` leaves no room for them. */
-export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
+/**
+ * Runs `calls`; answers `refused` with a tool error because `maxToolCalls` leaves no room for them. A `then` chain, not
+ * an `async` frame (fewer promises: see workflows/index.ts).
+ */
+export function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
   setCurrentDetails(`turn ${run.usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
   const allowedTools = run.composition.tools.map((tool) => tool.name);
   const costBefore = run.usage.costMicroUsd;
-  await joinAll(
+  return joinAll(
     calls.map((call) =>
       executeTool(run, call, allowedTools).then(({ content, isError }) => {
         run.append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
       }),
     ),
-  );
+  ).then(() => toolsDone(run, calls, refused, costBefore));
+}
+
+/** The turn's tools ended: they are counted, the cost they moved is shown, and the refused calls are answered. */
+function toolsDone(run: AgentRunState, calls: ToolCall[], refused: ToolCall[], costBefore: number): void {
   run.recordToolCalls(calls.length);
   // Children and summaries charged during the turn: the cost is shown once for all of them, unless the status
   // change at the delegation's end already showed it.

@@ -34,7 +34,7 @@ import type { ChildBackground, ChildPlan, Snapshot } from './plan.js';
 import { generateBackground } from './background.js';
 import { closeQuestions } from './questions.js';
 import { admit, release } from './slot.js';
-import { joinAttached, joinChild, startChildOrExplain } from './spawn.js';
+import { endOfFailure, explainStartFailure, joinAttached, readResult, startAgentRun } from './spawn.js';
 import { childInput, type ChildEnd } from '../../src/rules/child-run.js';
 import { countDelegationSettled, countRefusal } from '../metrics.js';
 
@@ -119,40 +119,90 @@ class ChildLife {
   }
 
   /**
-   * A step that has nothing to wait for (no hook listens, no summary to write, no tenant cap) answers at once and is
-   * not awaited (fewer promises: see workflows/index.ts).
+   * The steps in order. One that has nothing to wait for (no hook listens, no summary to write, no tenant cap)
+   * answers at once and is not awaited, and those that wait are chained with `then`, each with its failure (fewer
+   * promises: see workflows/index.ts). Under a tenant cap the slot goes back however the child ended, and while the
+   * parent is being cancelled, too.
    */
-  async live(): Promise<ChildOutcome> {
+  live(): Promise<ChildOutcome> {
+    const life = this.#guard(() =>
+      this.#then(this.prepare(), (prepared) =>
+        !prepared.ok
+          ? prepared.outcome
+          : this.#then(this.admit(), (admitted) => (admitted.ok ? this.#start(prepared.value) : admitted.outcome)),
+      ),
+    );
+    if (!this.run.delegationSettings.admission) return Promise.resolve(life);
+    const released = () =>
+      this.#holdsSlot === undefined ? Promise.resolve() : release(this.#holdsSlot, this.order.entry.childWorkflowId);
+    return Promise.resolve(life).then(
+      (outcome) => released().then(() => outcome),
+      (err: unknown) =>
+        released().then(() => {
+          throw err;
+        }),
+    );
+  }
+
+  /** Starts the child (or attaches to this invocation's own from an earlier attempt) and follows it to its end. */
+  #start(input: RunInput): Life {
+    const { entry, returnShape } = this.order;
+    return startAgentRun(this.#startOptions(input)).then(
+      (handle) =>
+        this.#guard(() => {
+          this.started();
+          return handle.result().then(
+            (result) => this.#guard(() => this.#ended(readResult(result, returnShape))),
+            (err: unknown) => this.#guard(() => this.#ended(endOfFailure(err))),
+          );
+        }),
+      (err: unknown) =>
+        this.#guard(() =>
+          this.#then(explainStartFailure(entry, err), (notStarted) => {
+            if (notStarted.kind === 'refused') return this.refused(notStarted.reason);
+            this.started();
+            return this.#then(joinAttached(entry.childWorkflowId, returnShape), (ended) => this.#ended(ended));
+          }),
+        ),
+    );
+  }
+
+  /** `next` of a step's value, at once when the step did not wait; a failure on the way ends in `#failed`. */
+  #then<T>(value: T | Promise<T>, next: (value: T) => Life): Life {
+    if (!(value instanceof Promise)) return this.#guard(() => next(value));
+    return value.then(
+      (done) => this.#guard(() => next(done)),
+      (err: unknown) => this.#failed(err),
+    );
+  }
+
+  #guard(step: () => Life): Life {
     try {
-      const preparing = this.prepare();
-      const prepared = preparing instanceof Promise ? await preparing : preparing;
-      if (!prepared.ok) return prepared.outcome;
-      const admitting = this.admit();
-      const admitted = admitting instanceof Promise ? await admitting : admitting;
-      if (!admitted.ok) return admitted.outcome;
-      const started = this.started(await startChildOrExplain(this.order.entry, this.#startOptions(prepared.value)));
-      if (!started.ok) return started.outcome;
-      const { entry, returnShape } = this.order;
-      const ended =
-        started.value.kind === 'started'
-          ? await joinChild(started.value.handle.result(), returnShape)
-          : await joinAttached(entry.childWorkflowId, returnShape);
-      const outcome = this.ended(ended);
-      return hasHooks('subagent.end', this.#hooks) ? await this.tellEnd(outcome, ended.output) : outcome;
+      return step();
     } catch (err) {
-      if (isCancellation(err)) {
-        // The parent itself is being cancelled (or hit its deadline): settle, then let the cancellation through.
-        this.settle('cancelled', 'cancelled with its parent');
-        throw err;
-      }
-      // An infrastructure error on this brief's path is an error for this brief only; a started child that can no
-      // longer be followed is charged its whole reservation (never under-count).
-      const reason = `this brief's delegation failed: ${failureMessage(err)}`;
-      return this.outcome('failed', null, reason, reason);
-    } finally {
-      // The slot goes back however the child ended (and while the parent is being cancelled, too).
-      if (this.#holdsSlot !== undefined) await release(this.#holdsSlot, this.order.entry.childWorkflowId);
+      return this.#failed(err);
     }
+  }
+
+  /**
+   * The parent itself is being cancelled (or hit its deadline): the child is settled, and the cancellation goes
+   * through. Any other error on this brief's path is an error for this brief only; a started child that can no
+   * longer be followed is charged its whole reservation (never under-count).
+   */
+  #failed(err: unknown): ChildOutcome {
+    if (isCancellation(err)) {
+      this.settle('cancelled', 'cancelled with its parent');
+      throw err;
+    }
+    const reason = `this brief's delegation failed: ${failureMessage(err)}`;
+    return this.outcome('failed', null, reason, reason);
+  }
+
+  /** The child ended: its outcome, once the end hooks (if any listen) were told. */
+  #ended(ended: ChildEnd): Life {
+    const outcome = this.ended(ended);
+    if (!hasHooks('subagent.end', this.#hooks)) return outcome;
+    return this.#then(this.tellEnd(outcome, ended.output), (told) => told);
   }
 
   /**
@@ -235,16 +285,17 @@ class ChildLife {
   }
 
   /** The child started (or this invocation's own child from an earlier attempt was found, to attach to). */
-  started(started: Awaited<ReturnType<typeof startChildOrExplain>>): Step<Started> {
-    if (started.kind === 'refused') {
-      countRefusal(this.run, 'start_failed');
-      return { ok: false, outcome: this.outcome('failed', null, started.reason, started.reason) };
-    }
+  started(): void {
     const { entry } = this.order;
     entry.status = 'running';
     entry.started = true;
     this.#spent = null;
-    return { ok: true, value: started };
+  }
+
+  /** The child could not be started: this brief fails, its siblings go on. */
+  refused(reason: string): ChildOutcome {
+    countRefusal(this.run, 'start_failed');
+    return this.outcome('failed', null, reason, reason);
   }
 
   #startOptions(input: RunInput): ChildWorkflowOptions & { args: [RunInput] } {
@@ -341,6 +392,7 @@ class ChildLife {
   }
 }
 
-type Started = Exclude<Awaited<ReturnType<typeof startChildOrExplain>>, { kind: 'refused' }>;
+/** A step of a child's life: its outcome, at once or once it has waited. */
+type Life = ChildOutcome | Promise<ChildOutcome>;
 
 const ZERO_SPEND = { inputTokens: 0, outputTokens: 0, costMicroUsd: 0 };

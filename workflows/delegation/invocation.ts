@@ -5,7 +5,8 @@
  */
 import type { DeputyActivities } from '../../activities/index.js';
 import { CancellationScope, condition, proxyActivities } from '@temporalio/workflow';
-import type { RunToolResult } from '../../src/contract/activities.js';
+import type { ResolvePresetsResult, RunToolResult } from '../../src/contract/activities.js';
+import type { DelegateArgs } from '../../src/contract/delegation.js';
 import { checkCaps, childWorkflowId, renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
 import type { Brief } from '../../src/rules/delegation.js';
 import { parseInvocation } from '../../src/rules/contract-checks.js';
@@ -28,22 +29,39 @@ function refused(run: AgentRunState, reason: RefusalReason, error: string): RunT
   return toolError(error);
 }
 
-/** Executes one `delegate` tool call; every refusal is a tool error the model sees, with nothing spawned. */
-export async function runDelegation(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const { delegationSettings: settings, composition } = run;
+/**
+ * Executes one `delegate` tool call; every refusal is a tool error the model sees, with nothing spawned. The presets
+ * are looked up only when a brief needs one, and the call is a `then` chain, not an `async` frame (fewer promises:
+ * see workflows/index.ts).
+ */
+export function runDelegation(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+  const { composition } = run;
   // The evidence is frozen at the call, before any await: a sibling result that lands later never gets in.
   const snapshot: Snapshot = { events: takeSnapshot(run.events), mark: run.appended };
   const check = parseInvocation(call.arguments);
-  if (!check.ok) return refused(run, 'invalid_arguments', check.error);
-  const { briefs, return_shape: returnShape } = check.args;
+  if (!check.ok) return Promise.resolve(refused(run, 'invalid_arguments', check.error));
+  const invocation = check.args;
 
   // An explicit role resolves the preset registered now. No role joins the parent's exact composition
   // (histories from before revisions existed look the parent's preset up instead).
+  const lookUp = invocation.briefs.filter((brief) => brief.role !== undefined || !composition.presetDefinition);
+  if (lookUp.length === 0) return Promise.resolve(planAndRun(call, invocation, [], run, snapshot));
+  return resolvePresets({ ids: [...new Set(lookUp.map((brief) => brief.role ?? composition.preset))] }).then(
+    ({ presets }) => planAndRun(call, invocation, presets, run, snapshot),
+  );
+}
+
+/** Plans a child for each brief of a checked invocation, with the presets looked up for it, and runs them. */
+function planAndRun(
+  call: ToolCall,
+  invocation: DelegateArgs,
+  presets: ResolvedPreset[],
+  run: AgentRunState,
+  snapshot: Snapshot,
+): RunToolResult | Promise<RunToolResult> {
+  const { delegationSettings: settings, composition } = run;
+  const { briefs, return_shape: returnShape } = invocation;
   const inherited = composition.presetDefinition;
-  const lookUp = briefs.filter((brief) => brief.role !== undefined || !inherited);
-  const { presets } = lookUp.length
-    ? await resolvePresets({ ids: [...new Set(lookUp.map((brief) => brief.role ?? composition.preset))] })
-    : { presets: [] };
   const unknown = presets.filter((preset) => !preset.ok);
   if (unknown.length > 0) {
     return refused(
@@ -71,7 +89,7 @@ export async function runDelegation(call: ToolCall, run: AgentRunState): Promise
 
   // From here to the reservation there is no await: the caps and names checked hold when the children are booked.
   const capError = checkCaps(
-    check.args,
+    invocation,
     settings,
     run.ledger.map((entry) => entry.taskName),
     run.ledger.length,
@@ -86,6 +104,8 @@ export async function runDelegation(call: ToolCall, run: AgentRunState): Promise
   return bookAndRun(call, plans, returnShape, run, snapshot);
 }
 
+type ResolvedPreset = ResolvePresetsResult['presets'][number];
+
 /** What a brief narrowed, for the ledger: a follow-up of its child keeps it. Nothing when it narrowed nothing. */
 function narrowingOf(brief: Brief, returnShape: Record<string, unknown> | undefined): Pick<LedgerEntry, 'narrowing'> {
   const narrowing: NonNullable<LedgerEntry['narrowing']> = {
@@ -99,8 +119,11 @@ function narrowingOf(brief: Brief, returnShape: Record<string, unknown> | undefi
   return Object.keys(narrowing).length > 0 ? { narrowing } : {};
 }
 
-/** Reserves for every plan all or nothing, books them in the ledger, runs them and joins them. */
-export async function bookAndRun(
+/**
+ * Reserves for every plan all or nothing, books them in the ledger, runs them and joins them; a `then` chain, not an
+ * `async` frame (fewer promises: see workflows/index.ts).
+ */
+export function bookAndRun(
   call: ToolCall,
   plans: ChildPlan[],
   returnShape: Record<string, unknown> | undefined,
@@ -110,14 +133,16 @@ export async function bookAndRun(
   // Checked again here, with no await before the booking: a follow-up and a delegate of one turn both awaited
   // look-ups since their first check.
   if (run.ledger.length + plans.length > run.delegationSettings.maxChildrenPerRun) {
-    return refused(
-      run,
-      'max_children',
-      `this run has started ${run.ledger.length} of its ${run.delegationSettings.maxChildrenPerRun} children; ${plans.length} more do not fit; nothing was spawned`,
+    return Promise.resolve(
+      refused(
+        run,
+        'max_children',
+        `this run has started ${run.ledger.length} of its ${run.delegationSettings.maxChildrenPerRun} children; ${plans.length} more do not fit; nothing was spawned`,
+      ),
     );
   }
   const reservation = run.reserveChildren(plans.map((plan) => plan.reservation));
-  if (!reservation.ok) return refused(run, 'budget', `${reservation.error}; nothing was spawned`);
+  if (!reservation.ok) return Promise.resolve(refused(run, 'budget', `${reservation.error}; nothing was spawned`));
   countDelegationsStarted(run, plans.length);
 
   const invocation = new Set(run.ledger.map((entry) => entry.invocation)).size + 1;
@@ -132,7 +157,7 @@ export async function bookAndRun(
     dispatched.push(child.entry);
   }
   const toWait = booked.filter(({ plan }) => plan.brief.wait !== false);
-  if (toWait.length === 0) return { content: renderDispatched(dispatched), isError: false };
+  if (toWait.length === 0) return Promise.resolve({ content: renderDispatched(dispatched), isError: false });
 
   run.setStatus('waiting_for_children');
   // The waited children share a scope apart from the run's, so those still live when a question ends the wait go on
@@ -142,27 +167,46 @@ export async function bookAndRun(
   const waited: Waited[] = [];
   const allEnded = () => waited.every((child) => child.outcome !== undefined || child.failure !== undefined);
   const ids = toWait.map(({ entry }) => entry.childWorkflowId);
-  let outcomes: ChildOutcome[] | undefined;
-  try {
-    // A question from a child this call waits for ends the wait: the model must be able to answer it. Cancelled, the
-    // wait leaves the answer to a join of every child's life, which settles only once each has stopped.
-    outcomes = await scope.run(() => {
+  // Another invocation of the same turn may still have live children (background ones do not hold the parent).
+  const waitEnded = () => run.setStatusWithCost(run.liveStatus());
+  // A question from a child this call waits for ends the wait: the model must be able to answer it. Cancelled, the
+  // wait leaves the answer to a join of every child's life, which settles only once each has stopped.
+  return scope
+    .run(() => {
       for (const child of toWait) waited.push(followed({ ...child, scope, life: start(child) }));
       return condition(() => allEnded() || questionWaiting(run, ids)).then(
         () => (allEnded() ? joined(waited) : undefined),
         () => joinAll(waited.map(({ life }) => life)),
       );
-    });
-    // The waited children still live go on in the background.
-    if (!outcomes) {
-      for (const child of waited) {
-        if (child.outcome === undefined) adoptInBackground(run, child.entry, child.scope, child.life);
-      }
-    }
-  } finally {
-    // Another invocation of the same turn may still have live children (background ones do not hold the parent).
-    run.setStatusWithCost(run.liveStatus());
-  }
+    })
+    .then(
+      (outcomes) => {
+        try {
+          // The waited children still live go on in the background.
+          if (!outcomes) {
+            for (const child of waited) {
+              if (child.outcome === undefined) adoptInBackground(run, child.entry, child.scope, child.life);
+            }
+          }
+        } finally {
+          waitEnded();
+        }
+        return answer(waited, outcomes, dispatched, run);
+      },
+      (err: unknown) => {
+        waitEnded();
+        throw err;
+      },
+    );
+}
+
+/** The call's result: the children that ended, those a question left running, those dispatched to the background. */
+function answer(
+  waited: readonly Waited[],
+  outcomes: ChildOutcome[] | undefined,
+  dispatched: readonly LedgerEntry[],
+  run: AgentRunState,
+): RunToolResult {
   const done = outcomes ?? waited.flatMap(({ outcome }) => (outcome ? [outcome] : []));
   const stillLive = waited.filter(({ outcome }) => !outcome).map(({ entry }) => entry);
   const parts = [

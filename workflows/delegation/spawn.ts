@@ -35,35 +35,30 @@ const { awaitRun } = proxyActivities<DeputyActivities>({
   retry: { maximumAttempts: 5 },
 });
 
-/**
- * Starts a child, or says why not. An id already held by this invocation's own child from an earlier attempt
- * (a reset parent) is attached to; an id held by anything else refuses this brief only; no error of the start ever
- * fails the parent.
- */
-export function startChildOrExplain(
-  entry: LedgerEntry,
-  options: ChildWorkflowOptions & { args: [RunInput] },
-): Promise<StartedOrNot> {
-  // `then`, not `async`/`await` (fewer promises: see workflows/index.ts).
-  return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options).then(
-    (handle): StartedOrNot => ({ kind: 'started', handle }),
-    (err: unknown) => {
-      if (isCancellation(err)) throw err;
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-        return { kind: 'refused', reason: `the child could not be started: ${failureMessage(err)}` };
-      }
-      return explainTakenId(entry);
-    },
-  );
+/** Starts the child's `agentRun`; its handle once Temporal records the start. */
+export function startAgentRun(options: ChildWorkflowOptions & { args: [RunInput] }): Promise<ChildHandle> {
+  return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options);
 }
 
-type StartedOrNot =
-  | { kind: 'started'; handle: ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>> }
-  | { kind: 'attached' }
-  | { kind: 'refused'; reason: string };
+export type ChildHandle = ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>>;
+
+/**
+ * Why a child did not start, or that it need not: an id already held by this invocation's own child from an earlier
+ * attempt (a reset parent) is attached to; an id held by anything else refuses this brief only; no error of the start
+ * ever fails the parent. A cancellation goes through.
+ */
+export function explainStartFailure(entry: LedgerEntry, err: unknown): NotStarted | Promise<NotStarted> {
+  if (isCancellation(err)) throw err;
+  if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+    return { kind: 'refused', reason: `the child could not be started: ${failureMessage(err)}` };
+  }
+  return explainTakenId(entry);
+}
+
+type NotStarted = { kind: 'attached' } | { kind: 'refused'; reason: string };
 
 /** The child's id is taken: this invocation's own child from an earlier attempt (attach), or anything else. */
-async function explainTakenId(entry: LedgerEntry): Promise<StartedOrNot> {
+async function explainTakenId(entry: LedgerEntry): Promise<NotStarted> {
   const existing = await describeRun({ workflowId: entry.childWorkflowId }).catch((err: unknown) => {
     if (isCancellation(err)) throw err;
     return null;
@@ -87,7 +82,7 @@ async function explainTakenId(entry: LedgerEntry): Promise<StartedOrNot> {
 }
 
 /** A child's result as its parent books it; a completed child's output is checked when a return shape asks. */
-function readResult(result: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd {
+export function readResult(result: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd {
   if (!returnShape || result.status !== 'completed') return endOfResult(result, undefined);
   return endOfResult(result, checkReturnShape(result.output, returnShape));
 }
@@ -111,21 +106,16 @@ export async function joinAttached(
   }
 }
 
-/** How a started child ended, read from its result or its failure; a child's end never cancels its parent. */
-export function joinChild(
-  result: Promise<RunResult>,
-  returnShape: Record<string, unknown> | undefined,
-): Promise<ChildEnd> {
-  return result.then(
-    (ended) => readResult(ended, returnShape),
-    (err: unknown) => {
-      if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
-      const cause = err.cause;
-      if (cause instanceof ApplicationFailure && cause.type === FAILURE.ChildFailed) {
-        return failedEnd(cause.message, reportedUsage(cause.details?.[0]));
-      }
-      if (cause instanceof CancelledFailure || isCancellation(err)) return cancelledEnd();
-      return failedEnd(cause?.message ?? err.message, null);
-    },
-  );
+/**
+ * How a started child ended, read from the failure its result rejected with; a child's end never cancels its parent.
+ * A cancellation of the parent itself, or an error that is not the child's, goes through.
+ */
+export function endOfFailure(err: unknown): ChildEnd {
+  if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.type === FAILURE.ChildFailed) {
+    return failedEnd(cause.message, reportedUsage(cause.details?.[0]));
+  }
+  if (cause instanceof CancelledFailure || isCancellation(err)) return cancelledEnd();
+  return failedEnd(cause?.message ?? err.message, null);
 }
