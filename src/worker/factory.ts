@@ -41,7 +41,7 @@ export const WORKFLOWS_PATH = [
  * The worker freezes the objects it shares, and a test refuses module-level variables and collections in workflow
  * code, so no module can carry one run's values into another.
  */
-const SHARED_MODULES = [WORKFLOWS_PATH];
+export const SHARED_MODULES = [WORKFLOWS_PATH];
 
 /** Options of `createDeputyWorker`. */
 export interface DeputyWorkerOptions {

@@ -4,7 +4,7 @@
  */
 import { SimplePlugin } from '@temporalio/plugin';
 import type { WorkerOptions } from '@temporalio/worker';
-import { deputyActivities, WORKFLOWS_PATH, type DeputyActivityOptions } from './factory.js';
+import { deputyActivities, SHARED_MODULES, WORKFLOWS_PATH, type DeputyActivityOptions } from './factory.js';
 
 /** Options of `deputyPlugin`: what Deputy's activities need. */
 export type DeputyPluginOptions = DeputyActivityOptions;
@@ -30,7 +30,7 @@ export class DeputyPlugin extends SimplePlugin {
         workflowsPath: WORKFLOWS_PATH,
         bundlerOptions: {
           ...configured.bundlerOptions,
-          preloadModules: [...(configured.bundlerOptions?.preloadModules ?? []), WORKFLOWS_PATH],
+          preloadModules: [...(configured.bundlerOptions?.preloadModules ?? []), ...SHARED_MODULES],
         },
       }),
       ...(options.maxHeartbeatThrottleInterval === undefined && { maxHeartbeatThrottleInterval: '500 milliseconds' }),
