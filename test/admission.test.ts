@@ -27,6 +27,18 @@ const h = useHarness({
 const admission = () => h.client.workflow.getHandle(`deputy-admission-${tenant}`);
 const slots = () => admission().query(admissionStateQuery);
 
+/** The children whose slots a parent gave back, read from the release signals in the admission workflow's history. */
+async function releasedSlots(): Promise<string[]> {
+  const history = await admission().fetchHistory();
+  return (history.events ?? []).flatMap((event) => {
+    const signal = event.workflowExecutionSignaledEventAttributes;
+    const data = signal?.signalName === 'deputy.admission.release' ? signal.input?.payloads?.[0]?.data : undefined;
+    return data
+      ? [(JSON.parse(Buffer.from(data).toString('utf8')) as { body: { childWorkflowId: string } }).body.childWorkflowId]
+      : [];
+  });
+}
+
 describe('R5.4 tenant admission', () => {
   it(`R5.4 three runs of one tenant, two children each, cap ${CAP}: never more than ${CAP} live (admission state, Temporal's records, visibility), every child runs`, async () => {
     const tasks = [1, 2, 3].map((n) => `admission run ${n}`);
@@ -98,18 +110,7 @@ describe('R5.4 tenant admission', () => {
     expect(started.workflowExecutionStartedEventAttributes?.priority?.priorityKey).toBe(4);
     // Every slot came back, each given back by its parent when its child ended (not left to the sweep).
     await expect.poll(async () => (await slots()).holders).toEqual([]);
-    const history = await admission().fetchHistory();
-    const released = (history.events ?? []).flatMap((event) => {
-      const signal = event.workflowExecutionSignaledEventAttributes;
-      const data = signal?.signalName === 'deputy.admission.release' ? signal.input?.payloads?.[0]?.data : undefined;
-      return data
-        ? [
-            (JSON.parse(Buffer.from(data).toString('utf8')) as { body: { childWorkflowId: string } }).body
-              .childWorkflowId,
-          ]
-        : [];
-    });
-    expect(released.sort()).toEqual([...children].sort());
+    expect((await releasedSlots()).sort()).toEqual([...children].sort());
     expect((await slots()).waiting).toEqual([]);
   });
 
@@ -163,5 +164,40 @@ describe('R5.4 tenant admission', () => {
     // The hog is terminated: it never gives its slots back, its children are cancelled, and the sweep reclaims them.
     await h.client.workflow.getHandle(hog).terminate('test: a parent that never releases');
     await expect.poll(async () => (await slots()).holders, { timeout: 15_000 }).toEqual([]);
+  }, 60_000);
+
+  it('R5.4 R2.10 a cancelled parent settles its children cancelled, releases their reservations and gives their slots back itself, not left to the sweep', async () => {
+    h.model.add(
+      {
+        when: (r) => lastMessage(r) === 'admission cancelled',
+        reply: delegateReply({
+          briefs: [
+            { task_name: 'c1', message: 'cancelled child c1' },
+            { task_name: 'c2', message: 'cancelled child c2' },
+          ],
+        }),
+      },
+      { name: 'cancelled hang', when: userSays('cancelled child'), times: 2, reply: { hang: true } },
+    );
+    const parent = h.id('adm-cancel');
+    await h.deputy.startRun({ task: 'admission cancelled', scopes: PARENT_SCOPES, tenant }, { workflowId: parent });
+    await expect
+      .poll(() => h.model.requests.filter((r) => r.rule === 'cancelled hang').length, { timeout: 15_000 })
+      .toBe(2);
+    expect(RunState.parse(await h.deputy.getState(parent)).reserved.tokens).toBeGreaterThan(0);
+
+    await h.deputy.cancel(parent);
+    expect((await h.deputy.result(parent)).status).toBe('cancelled');
+    const state = RunState.parse(await h.deputy.getState(parent));
+    expect(state.delegations.map((d) => [d.taskName, d.status])).toEqual([
+      ['c1', 'cancelled'],
+      ['c2', 'cancelled'],
+    ]);
+    expect(state.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
+    const children = [`${parent}/c1-1`, `${parent}/c2-1`];
+    await expect
+      .poll(async () => (await releasedSlots()).filter((id) => children.includes(id)).sort())
+      .toEqual(children);
+    await expect.poll(async () => (await slots()).holders.filter((holder) => children.includes(holder))).toEqual([]);
   }, 60_000);
 });
