@@ -198,11 +198,10 @@ class ChildLife {
     return this.outcome('failed', null, reason, reason);
   }
 
-  /** The child ended: its outcome, once the end hooks (if any listen) were told. */
+  /** The child ended (and is settled): its outcome, once the end hooks (if any listen) were told. */
   #ended(ended: ChildEnd): Life {
     const outcome = this.ended(ended);
-    if (!hasHooks('subagent.end', this.#hooks)) return outcome;
-    return this.#then(this.tellEnd(outcome, ended.output), (told) => told);
+    return hasHooks('subagent.end', this.#hooks) ? this.tellEnd(outcome, ended.output) : outcome;
   }
 
   /**

@@ -40,7 +40,7 @@ export function startAgentRun(options: ChildWorkflowOptions & { args: [RunInput]
   return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options);
 }
 
-export type ChildHandle = ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>>;
+type ChildHandle = ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>>;
 
 /**
  * Why a child did not start, or that it need not: an id already held by this invocation's own child from an earlier
