@@ -186,12 +186,19 @@ export function createCallModel(deps: CallModelDeps) {
 /** The models already warned of for impossible usage reports. */
 const warnedImpossible = new Set<string>();
 
-/** Logs (once per model) an endpoint that reported usage that is no token count: ignored, Deputy's count is debited. */
+/**
+ * Counts, and logs once per model, an endpoint that reported impossible usage — no token count, or more than the
+ * request it was sent could use: ignored, and Deputy's count debited (an answer past the cap sent, at the cap).
+ */
 function noteImpossibleUsage(model: string, usage: unknown): void {
+  const context = Context.current();
+  context.metricMeter
+    .createCounter('deputy_impossible_usage_reports', '1', 'Model calls whose usage report was impossible (ignored)')
+    .add(1, { model });
   if (warnedImpossible.has(model)) return;
   warnedImpossible.add(model);
-  Context.current().log.warn(
-    `${model} reported usage that is not a token count (${cutText(JSON.stringify(usage) ?? String(usage), 200)}); it is ignored and Deputy's count debited (said once per model)`,
+  context.log.warn(
+    `${model} reported impossible usage (${cutText(JSON.stringify(usage) ?? String(usage), 200)}): no token count, or more than the request it was sent could use; it is ignored and Deputy's count debited, an answer past the cap at the cap (said once per model; deputy_impossible_usage_reports counts each call)`,
   );
 }
 

@@ -58,6 +58,17 @@ export function liveOutput(progress: StreamProgress): { outputTokens: number; pa
   return { outputTokens, partial: text.length > LIVE_OUTPUT_CHARS ? `…${text.slice(-LIVE_OUTPUT_CHARS)}` : text };
 }
 
+/**
+ * Tokens past any model's context window: no call's input or uncapped answer can be billed more. An endpoint whose
+ * tokenizer counts far more than Deputy's is billed what it says (up to here); past it, the report is impossible.
+ */
+const TOKENS_NO_CALL_REACHES = 2 ** 24;
+
+/** The most a request can have used: an answer of at most the cap sent, and no more tokens than any call can reach. */
+export function possibleUsage(cap: number | null): CallTokens {
+  return { inputTokens: TOKENS_NO_CALL_REACHES, outputTokens: cap ?? TOKENS_NO_CALL_REACHES };
+}
+
 /** The request fields that carry `cap` to the endpoint (see the config's `capParameter`). */
 export function capParameters(
   style: CapParameter,
@@ -73,9 +84,10 @@ export function capParameters(
 
 /**
  * One streamed request: the answer's cap goes in the parameter the endpoint reads, Deputy stops the stream at the
- * cap itself, and the activity heartbeats the answer's progress (live output) while tokens arrive. Before the first
- * token it heartbeats on a timer (the endpoint may be reading a long input); once tokens flow, a stream that
- * brings nothing for the heartbeat timeout is abandoned and the call retried, as any other fault.
+ * cap itself, and the activity heartbeats the answer's progress (live output) while tokens arrive. A stall is
+ * counted from content, never from keep-alive comments or usage-only chunks: a request that brings no token of an
+ * answer for `modelTimeoutSeconds` (the endpoint may be reading a long input before the first), or for the heartbeat
+ * timeout once tokens flow, is abandoned and the call retried, as any other fault.
  */
 export async function streamAnswer(
   { openai, apiKey, timeoutMs, capParameter }: RequestDeps,
@@ -98,18 +110,20 @@ export async function streamAnswer(
           outputTokens: Math.max(progress?.reported?.outputTokens ?? 0, progress?.outputTokens ?? 0),
         }
       : NO_TOKENS;
-  const stallMs = context.info.heartbeatTimeoutMs || 30_000;
+  const requestMs = timeoutMs?.() ?? 120_000;
+  const flowingMs = Math.min(context.info.heartbeatTimeoutMs || 30_000, requestMs);
   const abort = new AbortController();
   const cancelled = context.cancellationSignal;
   const onCancel = () => abort.abort();
   cancelled.addEventListener('abort', onCancel);
   let progress: StreamProgress | undefined;
-  let lastChunkAt = Date.now();
+  let lastContentAt = Date.now();
   let beaten: StreamProgress | undefined;
-  let stalled = false;
+  let stalledMs: number | undefined;
   const timer = setInterval(() => {
-    if (progress && Date.now() - lastChunkAt > stallMs) {
-      stalled = true;
+    const limit = (progress?.outputTokens ?? 0) > 0 ? flowingMs : requestMs;
+    if (Date.now() - lastContentAt > limit) {
+      stalledMs = limit;
       abort.abort();
       return;
     }
@@ -143,24 +157,26 @@ export async function streamAnswer(
       cap,
       count: (text) => countText(text, count),
       stop: () => abort.abort(),
+      bound: possibleUsage(cap),
       onProgress: (next) => {
+        if (next.outputTokens > (progress?.outputTokens ?? 0)) lastContentAt = Date.now();
         progress = next;
-        lastChunkAt = Date.now();
       },
     });
     // The client ends a stream it aborted quietly: a cancelled or stalled call must not pass for an answer.
-    if (cancelled.aborted || stalled) throw new Error('aborted');
+    if (cancelled.aborted || stalledMs !== undefined) throw new Error('aborted');
     return answer;
   } catch (err) {
     const spent = billed();
     if (cancelled.aborted) {
       throw new CancelledFailure('model call cancelled; the HTTP request was aborted', [billedDetail(spent)]);
     }
-    if (stalled) {
+    if (stalledMs !== undefined) {
+      const what = progress && progress.outputTokens > 0 ? 'stopped sending its answer' : 'sent no answer';
       throw billedFailure(
         ApplicationFailure.create({
           type: FAILURE.ModelTimeout,
-          message: `${input.model} stopped sending its answer for ${Math.round(stallMs / 1000)} s; the call is retried`,
+          message: `${input.model} ${what} for ${Math.round(stalledMs / 1000)} s; the call is retried (keep-alives and usage reports are not an answer)`,
           nonRetryable: false,
         }),
         spent,

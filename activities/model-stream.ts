@@ -15,7 +15,7 @@ export interface StreamedAnswer {
   finishReason: string | null;
   /** Usage as the endpoint reported it, if it did (a stream aborted at the cap never gets it). */
   reported: { inputTokens: number; outputTokens: number } | undefined;
-  /** A usage report that was no token count, ignored (see `reported`). */
+  /** A usage report that was no token count, or past what the call could have used: ignored (see `reported`). */
   impossibleUsage?: unknown;
   /** The completion's tokens as Deputy counted them. */
   countedOutput: number;
@@ -30,10 +30,57 @@ export interface StreamProgress {
   reported?: CallTokens;
 }
 
+/** Most tool calls one streamed answer may open; an index past it is not a call. */
+const MAX_STREAMED_CALLS = 128;
+
+/**
+ * Counts a text that arrives in pieces as the tokenizer counts the whole, not piece by piece (a word cut in two
+ * counts twice). Whatever precedes a point where a word starts after a space or a line break is settled: the
+ * tokenizer's pre-split never joins across it, so only the open tail is counted again as pieces arrive.
+ */
+class GrowingText {
+  #settled = 0;
+  #tail = '';
+  /** Past this many characters with no such point, the tail is settled as it is (at worst a token more). */
+  static readonly #MAX_TAIL = 4096;
+
+  constructor(private readonly count: (text: string) => number) {}
+
+  /** Tokens of the text so far with `more` appended. */
+  with(more: string): number {
+    return this.#settled + this.count(this.#tail + more);
+  }
+
+  append(more: string): void {
+    let tail = this.#tail + more;
+    const at = lastSettlePoint(tail);
+    if (at > 0) {
+      this.#settled += this.count(tail.slice(0, at));
+      tail = tail.slice(at);
+    } else if (tail.length > GrowingText.#MAX_TAIL) {
+      this.#settled += this.count(tail);
+      tail = '';
+    }
+    this.#tail = tail;
+  }
+}
+
+/** The last index where a word starts after a space that follows non-space, or after a line break (0: none). */
+function lastSettlePoint(text: string): number {
+  for (let i = text.length - 1; i > 1; i -= 1) {
+    if (!/[\p{L}\p{N}]/u.test(text[i]!)) continue;
+    const before = text[i - 1]!;
+    if (before === '\n' && i - 1 > 0) return i;
+    if (before === ' ' && !/\s/.test(text[i - 2]!)) return i - 1;
+  }
+  return 0;
+}
+
 /**
  * Reads `stream` to its end, or until `count` of what arrived reaches `cap` (then `stop()` aborts the request and
  * the answer ends with finish reason `length`). `onProgress` is told after each chunk that added to the answer or
- * reported usage.
+ * reported usage. A usage report past `bound` (what the call sent could have used) is impossible: kept aside in
+ * `impossibleUsage`; only an answer past the cap is still debited, at the cap.
  */
 export async function readStream(
   stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>,
@@ -41,37 +88,47 @@ export async function readStream(
     cap: number | null;
     count: (text: string) => number;
     stop: () => void;
+    bound?: CallTokens;
     onProgress?: (progress: StreamProgress) => void;
   },
 ): Promise<StreamedAnswer> {
-  const { cap, count, stop, onProgress } = options;
+  const { cap, count, stop, bound, onProgress } = options;
   let content = '';
   let sawContent = false;
   const calls: { id: string; name: string; arguments: string }[] = [];
+  // Each text (the answer, each call's name and arguments) counted whole, as the endpoint's tokenizer sees it.
+  const texts = new Map<string, GrowingText>();
+  const countedOf = new Map<string, number>();
   let finishReason: string | null = null;
   let reported: StreamedAnswer['reported'];
   let impossibleUsage: unknown;
   let model: string | undefined;
   let counted = 0;
   let stoppedAtCap = false;
-  /** The part of `text` that still fits under the cap (all of it when there is none), counted. */
-  const take = (text: string): string => {
-    const tokens = count(text);
-    if (cap === null || counted + tokens <= cap) {
-      counted += tokens;
-      return text;
+  /** The part of `text`, appended to the text named `key`, that still fits under the cap (all of it when there is none). */
+  const take = (key: string, text: string): string => {
+    let whole = texts.get(key);
+    if (!whole) texts.set(key, (whole = new GrowingText(count)));
+    const before = countedOf.get(key) ?? 0;
+    const others = counted - before;
+    const after = whole.with(text);
+    let kept = text;
+    if (cap !== null && others + after > cap) {
+      // The longest prefix that fits: the answer ends exactly at the cap, never a token past it.
+      let lo = 0;
+      let hi = text.length;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        if (others + whole.with(text.slice(0, mid)) <= cap) lo = mid;
+        else hi = mid - 1;
+      }
+      kept = text.slice(0, lo);
+      stoppedAtCap = true;
     }
-    // The longest prefix that fits: the answer ends exactly at the cap, never a token past it.
-    let lo = 0;
-    let hi = text.length;
-    while (lo < hi) {
-      const mid = Math.ceil((lo + hi) / 2);
-      if (counted + count(text.slice(0, mid)) <= cap) lo = mid;
-      else hi = mid - 1;
-    }
-    const kept = text.slice(0, lo);
-    counted += count(kept);
-    stoppedAtCap = true;
+    const total = kept === text ? after : whole.with(kept);
+    whole.append(kept);
+    countedOf.set(key, total);
+    counted = others + total;
     return kept;
   };
   const progress = (): StreamProgress => ({ outputTokens: counted, text: content, ...(reported && { reported }) });
@@ -80,14 +137,18 @@ export async function readStream(
       model ??= chunk.model;
       const reportedBefore = reported;
       if (chunk.usage) {
-        // A report that is no token count (negative, fractional, not a number) is no report: it must never lower
-        // what is debited.
         const tokens = callTokensOf({
           inputTokens: chunk.usage.prompt_tokens,
           outputTokens: chunk.usage.completion_tokens,
         });
-        if (tokens) reported = tokens;
-        else impossibleUsage = chunk.usage;
+        // A report that is no token count (negative, fractional, not a number), or whose input no call can reach, is
+        // no report: it must never lower what is debited, nor raise it past what was possible. An answer reported
+        // past the cap sent is impossible too, and debited at the cap: the most the call could have been billed.
+        if (!tokens || (bound && tokens.inputTokens > bound.inputTokens)) impossibleUsage = chunk.usage;
+        else if (bound && tokens.outputTokens > bound.outputTokens) {
+          impossibleUsage = chunk.usage;
+          reported = { inputTokens: tokens.inputTokens, outputTokens: bound.outputTokens };
+        } else reported = tokens;
       }
       const choice = chunk.choices?.[0];
       if (!choice) {
@@ -99,16 +160,20 @@ export async function readStream(
       const delta = choice.delta;
       if (typeof delta?.content === 'string' && delta.content.length > 0) {
         sawContent = true;
-        content += take(delta.content);
+        content += take('content', delta.content);
       }
       for (const part of delta?.tool_calls ?? []) {
         if (stoppedAtCap) break;
-        const call = (calls[part.index] ??= { id: '', name: '', arguments: '' });
-        if (part.id) call.id = part.id;
+        // The index is the endpoint's word: only a small whole number names a call (never `__proto__`).
+        const index: unknown = part.index;
+        if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= MAX_STREAMED_CALLS) continue;
+        const call = (calls[index] ??= { id: '', name: '', arguments: '' });
+        if (typeof part.id === 'string' && part.id) call.id = part.id;
         // OpenAI sends a call's name once; some servers repeat it in every delta of the call: taken once.
         const name = part.function?.name;
-        if (name && call.name !== name) call.name += take(name);
-        if (part.function?.arguments && !stoppedAtCap) call.arguments += take(part.function.arguments);
+        if (typeof name === 'string' && name && call.name !== name) call.name += take(`name ${index}`, name);
+        const args = part.function?.arguments;
+        if (typeof args === 'string' && args && !stoppedAtCap) call.arguments += take(`arguments ${index}`, args);
       }
       if (counted > before || reported !== reportedBefore) onProgress?.(progress());
       if (stoppedAtCap || (cap !== null && counted >= cap && finishReason === null)) {

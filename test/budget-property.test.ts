@@ -380,7 +380,7 @@ describe(`R2.15 model-based: every billed token is counted (seed ${SEED})`, () =
     await property(RUNS, { bounded: true, billed: true }, SEED + 20);
     expect(billedWithoutAnswer).toBeGreaterThan(0);
   }, 600_000);
-  it(`R2.15 ${RUNS} random trees against a provider that also bills past the cap: each run is charged exactly what it was billed`, async () => {
+  it(`R2.15 R1.15 ${RUNS} random trees against a provider that also bills past the cap: each run is charged exactly what it was billed, an answer past the cap sent at the cap (the rest is impossible)`, async () => {
     h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed', ...billingProvider(true) };
     billing = true;
     await property(RUNS, { bounded: false, billed: true }, SEED + 21);
@@ -405,7 +405,11 @@ async function checkBills(real: Real) {
         : null
       : real.puppet.actorOf(request);
     if (actor === null) continue;
-    const tokens = request.billed.prompt_tokens + request.billed.completion_tokens;
+    // No answer can be billed past the cap the request sent: a report beyond it is impossible, debited at the cap.
+    const cap = request.body.max_completion_tokens;
+    const answer =
+      typeof cap === 'number' ? Math.min(request.billed.completion_tokens, cap) : request.billed.completion_tokens;
+    const tokens = request.billed.prompt_tokens + answer;
     billedTo.set(actor, (billedTo.get(actor) ?? 0) + tokens);
   }
   const parent = RunState.parse(await h.deputy.getState(real.parentId));

@@ -41,7 +41,13 @@ export type ScriptReply =
   /** Destroys the connection without an answer. */
   | { reset: true }
   /** A raw body, for truncated or invalid JSON. */
-  | { raw: string; status?: number };
+  | { raw: string; status?: number }
+  /**
+   * A stream written event by event, as a hostile or broken endpoint might: each event's `data` is sent as a
+   * `data:` line (an object as JSON, a string as it is), or `comment` as a `: comment` line (a keep-alive), `afterMs`
+   * after the one before; then the stream ends, or (`hold`) the connection is left open and silent.
+   */
+  | { events: { data?: unknown; comment?: string; afterMs?: number }[]; hold?: boolean };
 
 /** A request as the server received it. */
 export interface RecordedRequest {
@@ -53,6 +59,8 @@ export interface RecordedRequest {
   rule: string | undefined;
   /** True when the client dropped the connection before the answer was sent. */
   aborted: boolean;
+  /** `Date.now()` when the client dropped the connection, if it did. */
+  abortedAt?: number;
   /** `Date.now()` when the request arrived. */
   receivedAt: number;
   /** `Date.now()` when the answer was sent in full, if it was. */
@@ -103,7 +111,7 @@ export interface ProviderBehaviour {
   usage?: 'fixed' | 'counted';
   /**
    * What the provider bills a request, from what a provider counting as Deputy does would bill it (`counted`: its
-   * input, and the answer as written, piece by piece): replaces any usage the reply names. A provider whose tokenizer
+   * input, and the answer as written, counted whole): replaces any usage the reply names. A provider whose tokenizer
    * counts input differently, or that bills answer tokens it never sends, is written here.
    */
   bill?: (request: RecordedRequest, counted: ScriptUsage) => ScriptUsage;

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { countCallTokens, encodingFor, loadEncoding } from '../../activities/tokens.js';
+import { countCallTokens, countText, encodingFor, loadEncoding } from '../../activities/tokens.js';
 import type { ChatMessage } from '../contract/dialogue.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
@@ -55,15 +55,14 @@ export function worstUsage(body: ChatRequestBody): ScriptUsage {
 }
 
 /**
- * The usage a provider counting as Deputy does bills for a request and the pieces of its answer (see `ReplyUsage`):
- * text as it is streamed, in pieces of `CHUNK_CHARS`, each counted as it arrives.
+ * The usage a provider counting as Deputy does bills for a request and its answer (see `ReplyUsage`): the answer's
+ * text counted whole, however it was streamed, and each tool call's name and arguments.
  */
 function countedUsage(body: ChatRequestBody, text: string, calls: string[]): ScriptUsage {
   const { count } = encodingFor(body.model);
-  const pieces = body.stream === true ? streamPieces(text) : [text];
   return {
     prompt_tokens: inputCount(body).counted,
-    completion_tokens: [...pieces, ...calls].reduce((sum, piece) => sum + count(piece), 0),
+    completion_tokens: [text, ...calls].reduce((sum, piece) => sum + countText(piece, count), 0),
   };
 }
 
@@ -174,6 +173,7 @@ export class ScriptedModelServer {
         record.answeredAt = Date.now();
       } else {
         record.aborted = true;
+        record.abortedAt = Date.now();
         this.notify();
       }
     });
@@ -217,6 +217,17 @@ export class ScriptedModelServer {
     }
     if ('raw' in reply) {
       res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' }).end(reply.raw);
+      return;
+    }
+    if ('events' in reply) {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }).flushHeaders();
+      for (const event of reply.events) {
+        if (event.afterMs) await sleep(event.afterMs);
+        if (res.destroyed) return;
+        if (event.comment !== undefined) res.write(`: ${event.comment}\n\n`);
+        else res.write(`data: ${typeof event.data === 'string' ? event.data : JSON.stringify(event.data)}\n\n`);
+      }
+      if (!reply.hold && !res.destroyed) res.end('data: [DONE]\n\n');
       return;
     }
     if ('status' in reply) {
