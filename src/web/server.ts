@@ -112,6 +112,9 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
       res.writeHead(503, { ...headers, 'content-type': 'text/plain', 'retry-after': '10' });
       return void res.end(`this web view already serves ${maxStreams} live streams; close one and try again`);
     }
+    // Counted before anything is awaited: requests arriving together must not all pass the check above.
+    streams += 1;
+    res.once('close', () => (streams -= 1));
     // A run that does not exist is a 404, which ends a browser's EventSource instead of making it reconnect forever.
     const exists = await options.deputy.temporal.workflow
       .getHandle(id)
@@ -126,8 +129,6 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
     if (!exists) {
       return void res.writeHead(404, { ...headers, 'content-type': 'text/plain' }).end(`no run ${escapeHtml(id)}`);
     }
-    streams += 1;
-    res.once('close', () => (streams -= 1));
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', connection: 'keep-alive' });
     res.write(': deputy\n\n');
     const stop = new AbortController();

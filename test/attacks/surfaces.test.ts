@@ -280,6 +280,31 @@ describe('attacks on the surfaces around runs', () => {
     expect(cause?.type).toBe('Config.UnknownModelPrice');
     expect(cause?.message).toContain('no price for model "constructor"');
   });
+  it('R1.12 attack 21: 40 live streams asked for at once get exactly the 32 the web view serves; the other 8 a 503', async () => {
+    const task = 'attack 21: a crowd of watchers';
+    h.model.add({ name: task, when: userSays(task), reply: { text: 'watched by many' } });
+    const id = h.id('attack-crowd');
+    await h.deputy.startRun({ task, mode: 'conversation', idleTimeoutSeconds: 60 }, { workflowId: id });
+    const token = 'a-crowded-web-token';
+    const server = await startWebServer({ deputy: h.deputy, token, uiBase: 'http://x', port: 0 });
+    servers.push(server);
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const auth = { authorization: `Bearer ${token}` };
+    const crowd = await Promise.all(Array.from({ length: 40 }, () => get(`${base}/api/runs/${id}/events`, auth)));
+    const statuses = crowd.map((stream) => stream.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(32);
+    expect(statuses.filter((status) => status === 503)).toHaveLength(8);
+    for (const stream of crowd) stream.close();
+    // Closed streams are given back: a new watcher is served again.
+    await expect
+      .poll(async () => {
+        const next = await get(`${base}/api/runs/${id}/events`, auth);
+        next.close();
+        return next.status;
+      })
+      .toBe(200);
+    await h.deputy.endConversation(id);
+  });
   it('R1.12 attack 15: compressed payloads that would inflate to gigabytes are refused by the codec server, not inflated', async () => {
     const codecServer = createServer(
       codecHandler([new DeflateCodec()], { token: 'codec-token-long-enough', origin: 'http://x' }),
