@@ -13,13 +13,16 @@
  *   tenants                        each configured tenant: activated or not, and why (its evidence)
  *   eval admit <exported.json>     a capability scenario from an exported failed session (npm run eval runs it)
  *   mcp [--http <port>]            Deputy as an MCP server (stdio, or Streamable HTTP at /mcp); needs DEPUTY_MCP_TOKEN
+ *                                  (or, over HTTP, DEPUTY_MCP_TOKENS: tenant=token entries, a caller each)
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DeputyClient } from '../client/client.js';
-import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
+import { loadConfig, readEnv, type DeputyConfig, type DeputyEnv } from '../config/load.js';
+import { configEntry } from '../config/schema.js';
+import type { McpCaller } from './mcp-server.js';
 import { describeTenantDelegation, tenantDelegation } from '../config/tenant-evidence.js';
 import { admitSession } from '../eval/admit.js';
 import { Redactor, redactDeep } from '../eval/redact.js';
@@ -172,30 +175,38 @@ async function watch(deputy: DeputyClient, rootId: string, since: string | undef
  * protocol goes to stdout. Refuses to start without its own token.
  */
 async function mcp(client: Client, env: DeputyEnv, args: string[]): Promise<number> {
-  const token = process.env.DEPUTY_MCP_TOKEN ?? '';
   const http = args[0] === '--http';
   if ((args.length > 0 && !http) || (http && !/^\d{1,5}$/.test(args[1] ?? ''))) {
     console.error(USAGE);
     return 2;
   }
-  if (token.trim().length < 16) {
-    const what = token.trim() === '' ? 'not set' : 'too short';
-    console.error(`deputy mcp: DEPUTY_MCP_TOKEN is ${what}; set a random secret of 16 characters or more`);
+  // Read once: over HTTP a server is made per request.
+  const config = loadConfig(env);
+  const callers = mcpTokens(config, http);
+  const maxWaits = Number(process.env.DEPUTY_MCP_MAX_WAITS ?? '64');
+  const problems = [
+    ...(typeof callers === 'string' ? [callers] : []),
+    ...(Number.isSafeInteger(maxWaits) && maxWaits > 0
+      ? []
+      : [`DEPUTY_MCP_MAX_WAITS is ${JSON.stringify(process.env.DEPUTY_MCP_MAX_WAITS)}; set a whole number above 0`]),
+  ];
+  if (problems.length > 0 || typeof callers === 'string') {
+    for (const problem of problems) console.error(`deputy mcp: ${problem}`);
     return 2;
   }
   // Loaded here: the other commands (the worker above all) do not carry the MCP SDK.
-  const { deputyMcpServer, serveMcpHttp, serveMcpStdio } = await import('./mcp-server.js');
-  // Read once: over HTTP a server is made per request.
-  const config = loadConfig(env);
-  const make = () => deputyMcpServer({ client, taskQueue: env.taskQueue, config });
+  const { callerOf, deputyMcpServer, serveMcpHttp, serveMcpStdio, Waits } = await import('./mcp-server.js');
+  const waits = new Waits(maxWaits);
+  const make = (caller: McpCaller) => deputyMcpServer({ client, taskQueue: env.taskQueue, config, caller, waits });
   if (!http) {
-    const server = make();
+    const [only] = callers;
+    const server = make(callerOf(only!.token, only!.tenant));
     const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
     await serveMcpStdio(server);
     await closed;
     return 0;
   }
-  const server = await serveMcpHttp(make, { token, port: Number(args[1]) });
+  const server = await serveMcpHttp(make, { tokens: callers, port: Number(args[1]) });
   const address = server.address() as AddressInfo;
   console.error(`deputy mcp: listening on http://${address.address}:${address.port}/mcp`);
   await new Promise<void>((resolve) => {
@@ -204,6 +215,41 @@ async function mcp(client: Client, env: DeputyEnv, args: string[]): Promise<numb
   });
   server.close();
   return 0;
+}
+
+/**
+ * The callers `deputy mcp` serves: `DEPUTY_MCP_TOKEN`, one caller of the config's default tenant, and (over HTTP)
+ * `DEPUTY_MCP_TOKENS`, `tenant=token` entries separated by commas, each token a caller of its tenant. A string is
+ * what is wrong.
+ */
+function mcpTokens(config: DeputyConfig, http: boolean): { token: string; tenant?: string }[] | string {
+  const single = (process.env.DEPUTY_MCP_TOKEN ?? '').trim();
+  const listed = (process.env.DEPUTY_MCP_TOKENS ?? '').trim();
+  const short = (token: string) => token.length < 16;
+  if (single === '' && (listed === '' || !http)) {
+    return `DEPUTY_MCP_TOKEN is not set; set a random secret of 16 characters or more${http ? ' (or DEPUTY_MCP_TOKENS, tenant=token entries)' : ' (over stdio it is the one caller that started this process)'}`;
+  }
+  if (single !== '' && short(single)) {
+    return 'DEPUTY_MCP_TOKEN is too short; set a random secret of 16 characters or more';
+  }
+  const callers: { token: string; tenant?: string }[] = single === '' ? [] : [{ token: single }];
+  if (!http) return callers;
+  for (const entry of listed === '' ? [] : listed.split(',')) {
+    const at = entry.indexOf('=');
+    const tenant = entry.slice(0, at).trim();
+    const token = entry.slice(at + 1).trim();
+    if (at <= 0 || short(token)) {
+      return `DEPUTY_MCP_TOKENS: an entry is not tenant=token with a token of 16 characters or more; write them as "alice=<secret>,bob=<secret>"`;
+    }
+    if (config.tenants && configEntry(config.tenants, tenant) === undefined) {
+      return `DEPUTY_MCP_TOKENS: tenant "${tenant}" is not in the config's tenants (${Object.keys(config.tenants).join(', ')}); add it there first`;
+    }
+    if (callers.some((caller) => caller.token === token)) {
+      return `DEPUTY_MCP_TOKENS: two entries share a token; each caller needs its own`;
+    }
+    callers.push({ token, tenant });
+  }
+  return callers;
 }
 
 /** Prints a line whose text may come from runs: control characters are shown, never obeyed. */

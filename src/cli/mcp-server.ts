@@ -1,8 +1,9 @@
 /**
  * Deputy as an MCP server (`deputy mcp`): an agent a person already uses hands durable, budgeted work to Deputy.
  * Tools `run`, `status`, `result`, `answer`, `cancel`, and each run's tree as a resource. The caller holds no power
- * of its own: runs get the config's default scopes, a preset the config defines, and limits no wider than the
- * config's; it reaches only the runs it started through this server (their ids carry its prefix).
+ * of its own: runs get the config's default scopes (or its tenant's), a preset the config defines, and limits no
+ * wider than the config's; its tenant is the one its token maps to; it reaches only the runs it started, as each
+ * run's start records (its memo), never as an id looks.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -10,7 +11,7 @@ import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mc
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import { DeputyClient } from '../client/client.js';
 import { loadTree } from '../client/inspect.js';
@@ -72,6 +73,38 @@ function refusal(err: unknown): CallToolResult {
   throw err;
 }
 
+/** Who calls: the tenant its token maps to (none: the config's default) and an id that names the token, not it. */
+export interface McpCaller {
+  id: string;
+  tenant?: string;
+}
+
+/** The caller a token is: its id is a digest of the token, so the memo that records it gives the token away to no one. */
+export function callerOf(token: string, tenant?: string): McpCaller {
+  return { id: digest(`deputy mcp caller ${token}`).toString('hex').slice(0, 24), ...(tenant && { tenant }) };
+}
+
+/** The memo field a run started through the server records its caller in. */
+export const CALLER_MEMO = 'deputyMcpCaller';
+
+/** The waits for a run's end the server holds at once, over every caller; one more answers at once. */
+export class Waits {
+  #open = 0;
+  constructor(readonly max: number) {}
+  /** Takes a place, or says there is none. */
+  take(): boolean {
+    if (this.#open >= this.max) return false;
+    this.#open += 1;
+    return true;
+  }
+  give(): void {
+    this.#open -= 1;
+  }
+}
+
+/** A refusal for a run the caller did not start, or that does not exist: the two are not told apart. */
+const notYours = (runId: string) => new DeputyError(`no run ${runId} was started by this caller`);
+
 /** The runs a caller started through the server: their status, questions and results. */
 class CallerRuns {
   readonly deputy: DeputyClient;
@@ -79,14 +112,65 @@ class CallerRuns {
   constructor(
     readonly client: Client,
     taskQueue: string,
+    readonly caller: McpCaller,
+    readonly waits: Waits,
   ) {
     this.deputy = new DeputyClient(client, { taskQueue });
+  }
+
+  /** Starts a run on `task` as this caller (its tenant, its record in the run's memo); returns its id. */
+  async start(task: string, preset: string | undefined, limits: ReturnType<typeof narrowLimits>): Promise<string> {
+    const runId = `${MCP_RUN_PREFIX}${randomUUID()}`;
+    await this.deputy.startRun(
+      {
+        task,
+        ...(preset !== undefined && { preset }),
+        ...(this.caller.tenant !== undefined && { tenant: this.caller.tenant }),
+        limits,
+      },
+      {
+        workflowId: runId,
+        summary: `agentRun (MCP): ${task.replace(/\s+/g, ' ').slice(0, 70)}`,
+        memo: { [CALLER_MEMO]: this.caller.id },
+      },
+    );
+    return runId;
+  }
+
+  /** Throws unless `runId` was started by this caller, as the run's start recorded. */
+  async own(runId: string): Promise<void> {
+    const described = await this.client.workflow
+      .getHandle(runId)
+      .describe()
+      .catch((err: unknown) => {
+        if (err instanceof WorkflowNotFoundError) throw notYours(runId);
+        throw err;
+      });
+    if (described.type !== 'agentRun' || described.memo?.[CALLER_MEMO] !== this.caller.id) throw notYours(runId);
   }
 
   /** The run's result once it ends within `seconds`, or its status while it is still going. */
   async settle(runId: string, seconds: number): Promise<Record<string, unknown>> {
     const now = await this.describe(runId);
     if (now.running && seconds === 0) return { runId, status: now.status, openQuestions: now.openQuestions };
+    if (now.running && !this.waits.take()) {
+      return {
+        runId,
+        status: now.status,
+        openQuestions: now.openQuestions,
+        waited: false,
+        note: `this server already holds ${this.waits.max} waits; ask again with result later`,
+      };
+    }
+    if (!now.running) return this.read(runId, seconds);
+    try {
+      return await this.read(runId, seconds);
+    } finally {
+      this.waits.give();
+    }
+  }
+
+  private async read(runId: string, seconds: number): Promise<Record<string, unknown>> {
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), seconds * 1000);
     try {
@@ -114,12 +198,23 @@ class CallerRuns {
   }
 }
 
-/** Builds the MCP server over a Temporal client; `config` is what the worker runs with. */
-export function deputyMcpServer(options: { client: Client; taskQueue: string; config: DeputyConfig }): McpServer {
-  const { client, config } = options;
-  const runs = new CallerRuns(client, options.taskQueue);
+/**
+ * Builds the MCP server over a Temporal client for one caller; `config` is what the worker runs with, `waits` the
+ * server's waits for runs' ends, shared by every caller.
+ */
+export function deputyMcpServer(options: {
+  client: Client;
+  taskQueue: string;
+  config: DeputyConfig;
+  caller: McpCaller;
+  waits: Waits;
+}): McpServer {
+  const { client, config, caller } = options;
+  const runs = new CallerRuns(client, options.taskQueue, caller, options.waits);
   const { deputy } = runs;
   const server = new McpServer({ name: 'deputy', version: '0.1.0' });
+  /** `work` on a run this caller started; any other is refused before anything is read of it. */
+  const onOwn = (runId: string, work: () => Promise<CallToolResult>) => runs.own(runId).then(work, refusal);
 
   server.registerTool(
     'run',
@@ -137,12 +232,9 @@ export function deputyMcpServer(options: { client: Client; taskQueue: string; co
       }),
     },
     async ({ task, preset, limits, wait_seconds }) => {
-      const runId = `${MCP_RUN_PREFIX}${randomUUID()}`;
+      let runId: string;
       try {
-        await deputy.startRun(
-          { task, ...(preset !== undefined && { preset }), limits: narrowLimits(config, limits) },
-          { workflowId: runId, summary: `agentRun (MCP): ${task.replace(/\s+/g, ' ').slice(0, 70)}` },
-        );
+        runId = await runs.start(task, preset, narrowLimits(config, limits));
       } catch (err) {
         return refusal(err);
       }
@@ -156,10 +248,11 @@ export function deputyMcpServer(options: { client: Client; taskQueue: string; co
       description: "A run's status, and the questions its children wait on.",
       inputSchema: z.strictObject({ run_id: RunId }),
     },
-    async ({ run_id }) => {
-      const { status, openQuestions } = await runs.describe(run_id);
-      return reply({ runId: run_id, status, openQuestions });
-    },
+    async ({ run_id }) =>
+      onOwn(run_id, async () => {
+        const { status, openQuestions } = await runs.describe(run_id);
+        return reply({ runId: run_id, status, openQuestions });
+      }),
   );
 
   server.registerTool(
@@ -168,7 +261,7 @@ export function deputyMcpServer(options: { client: Client; taskQueue: string; co
       description: "A run's result (output, usage) once it ends; within wait_seconds, else its status.",
       inputSchema: z.strictObject({ run_id: RunId, wait_seconds: WaitSeconds }),
     },
-    async ({ run_id, wait_seconds }) => reply(await runs.settle(run_id, wait_seconds ?? 0)),
+    async ({ run_id, wait_seconds }) => onOwn(run_id, async () => reply(await runs.settle(run_id, wait_seconds ?? 0))),
   );
 
   server.registerTool(
@@ -182,28 +275,33 @@ export function deputyMcpServer(options: { client: Client; taskQueue: string; co
         question_id: z.string().min(1).optional(),
       }),
     },
-    async ({ run_id, answer, question_id }) => {
-      const open = await deputy.openQuestions(run_id);
-      const question = question_id === undefined ? open[0] : open.find((q) => q.questionId === question_id);
-      if (!question) {
-        return reply({ error: question_id ? `no open question ${question_id} in this run` : 'no open question' }, true);
-      }
-      try {
-        const answered = await deputy.answer(question.childWorkflowId, answer, question.questionId);
-        return reply({ runId: run_id, answered, child: question.taskName });
-      } catch (err) {
-        return refusal(err);
-      }
-    },
+    async ({ run_id, answer, question_id }) =>
+      onOwn(run_id, async () => {
+        const open = await deputy.openQuestions(run_id);
+        const question = question_id === undefined ? open[0] : open.find((q) => q.questionId === question_id);
+        if (!question) {
+          return reply(
+            { error: question_id ? `no open question ${question_id} in this run` : 'no open question' },
+            true,
+          );
+        }
+        try {
+          const answered = await deputy.answer(question.childWorkflowId, answer, question.questionId);
+          return reply({ runId: run_id, answered, child: question.taskName });
+        } catch (err) {
+          return refusal(err);
+        }
+      }),
   );
 
   server.registerTool(
     'cancel',
     { description: 'Cancel a run and every child under it.', inputSchema: z.strictObject({ run_id: RunId }) },
-    async ({ run_id }) => {
-      await deputy.cancel(run_id);
-      return reply({ runId: run_id, cancelled: true });
-    },
+    async ({ run_id }) =>
+      onOwn(run_id, async () => {
+        await deputy.cancel(run_id);
+        return reply({ runId: run_id, cancelled: true });
+      }),
   );
 
   server.registerResource(
@@ -212,6 +310,7 @@ export function deputyMcpServer(options: { client: Client; taskQueue: string; co
     { description: "A run's delegation tree: status, tokens, cost and calls per run", mimeType: 'text/plain' },
     async (uri, { runId }) => {
       const id = RunId.parse(runId);
+      await runs.own(id);
       return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: renderTree(await loadTree(client, id)) }] };
     },
   );
@@ -224,17 +323,25 @@ export async function serveMcpStdio(server: McpServer): Promise<void> {
 }
 
 /**
- * Serves over Streamable HTTP at `/mcp`, statelessly (a server per request), to callers that send the token as
- * `Authorization: Bearer <token>`; any other request is refused before it reaches a tool.
+ * Serves over Streamable HTTP at `/mcp`, statelessly (a server per request), to callers that send one of the tokens
+ * as `Authorization: Bearer <token>`, each as the caller its token is; any other request is refused before it
+ * reaches a tool.
  */
 export async function serveMcpHttp(
-  make: () => McpServer,
-  options: { token: string; port: number; host?: string },
+  make: (caller: McpCaller) => McpServer,
+  options: { tokens: { token: string; tenant?: string }[]; port: number; host?: string },
 ): Promise<Server> {
-  const expected = digest(`Bearer ${options.token}`);
+  const callers = options.tokens.map(({ token, tenant }) => ({
+    expected: digest(`Bearer ${token}`),
+    caller: callerOf(token, tenant),
+  }));
   const http = createServer((req, res) => {
     const given = req.headers.authorization;
-    if (given === undefined || !timingSafeEqual(digest(given), expected)) {
+    const presented = given === undefined ? undefined : digest(given);
+    // Every token is compared, in constant time, so the time taken says nothing of which one nearly matched.
+    let caller: McpCaller | undefined;
+    for (const known of callers) if (presented && timingSafeEqual(presented, known.expected)) caller = known.caller;
+    if (!caller) {
       res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
       res.end(JSON.stringify({ error: 'a bearer token is required' }));
       return;
@@ -243,7 +350,7 @@ export async function serveMcpHttp(
       res.writeHead(404).end();
       return;
     }
-    const server = make();
+    const server = make(caller);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close();

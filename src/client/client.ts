@@ -58,6 +58,8 @@ export interface StartRunOptions {
   workflowId?: string;
   /** One line shown for the run in Temporal UI. @default the task's first 80 characters */
   summary?: string;
+  /** Memo fields recorded with the run's start (a front door records who started it). */
+  memo?: Record<string, unknown>;
 }
 
 function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
@@ -159,6 +161,7 @@ export class DeputyClient {
       workflowId: options.workflowId ?? `run-${randomUUID()}`,
       args: [valid],
       staticSummary: options.summary ?? `agentRun: ${valid.task.replace(/\s+/g, ' ').slice(0, 80)}`,
+      ...(options.memo && { memo: options.memo }),
     });
   }
 
