@@ -65,7 +65,9 @@ export function resolveComposition(
       FAILURE.UnknownModelPrice,
     );
   }
-  const scopes = input.scopes ?? config.defaultScopes;
+  // What a caller names is kept only where the config grants it: the config is the ceiling, not a default to raise.
+  const ceiling = config.grantableScopes ?? config.defaultScopes;
+  const scopes = input.scopes?.filter((scope) => ceiling.includes(scope)) ?? config.defaultScopes;
   const { synthesisReserve, ...limits } = config.limits;
   const granted = (name: string) => input.allowedTools === undefined || input.allowedTools.includes(name);
   // The global flag is the master switch; with tenants configured, the run's tenant must be activated too.

@@ -87,6 +87,7 @@ export function benchConfig(compaction: boolean, turns = 0): Record<string, unkn
     model: 'bench-model',
     prices: { 'bench-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
     presets: [{ id: 'assistant', persona: 'You are benchmarked.', tools: ['calculate', 'search_notes', 'fetch_page'] }],
+    grantableScopes: ['tools.calc', 'tools.notes', 'run.delegate'],
     limits: {
       maxTurns: turns + 10,
       maxTokens: 1_000_000_000,

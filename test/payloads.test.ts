@@ -39,6 +39,16 @@ const hugeErrorTool = defineTool({
 const h = useHarness({
   config: testConfig({
     presets: [{ id: 'assistant', persona: 'You are the parent.', tools: ['calculate', 'huge_result', 'huge_error'] }],
+    grantableScopes: ['tools.calc', 'tools.notes', 'run.delegate'],
+    // The config's limits are the most a run may ask for: room for a whole 3 MB answer (about 750,000 tokens).
+    limits: {
+      maxTurns: 10,
+      maxTokens: 2_000_000,
+      maxCostUsd: 10,
+      maxToolCalls: 20,
+      maxDurationSeconds: 600,
+      synthesisReserve: false,
+    },
     delegation: { enabled: true, childDefaults: { maxTurns: 4, maxTokens: 40_000, maxCostUsd: 0.2 } },
   }),
   tools: [...builtinTools(), hugeResultTool, hugeErrorTool],

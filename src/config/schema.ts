@@ -72,6 +72,12 @@ export const DeputyConfig = z
     defaultPreset: z.string().default('assistant'),
     /** Scopes a run holds when its input names none. */
     defaultScopes: z.array(z.string()).default(['tools.calc', 'tools.notes']),
+    /**
+     * The most a caller may ask for: scopes a run's input names are kept only where they are listed here (default:
+     * `defaultScopes`), so a caller narrows what the config grants and never raises it. Add `run.delegate` here to
+     * let callers ask for delegation without giving it to every run.
+     */
+    grantableScopes: z.array(z.string()).optional(),
     limits: DefaultLimitsConfig.default(DefaultLimitsConfig.parse({})),
     presets: z.array(Preset).default([
       {

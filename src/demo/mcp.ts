@@ -24,6 +24,8 @@ export const DEMO_MCP_CONFIG = {
       tools: ['list_directory', 'read_text_file'],
     },
   },
+  /** A caller may ask for the server's scope (added to the config's). */
+  grantableScopes: ['tools.docs'],
   preset: {
     id: 'librarian',
     persona: 'You answer questions about Deputy from its docs, which you read with your tools. Quote what you use.',
@@ -52,6 +54,7 @@ const withDemoServer = (config: DeputyConfig): DeputyConfig =>
     ...config,
     mcpServers: { ...config.mcpServers, ...DEMO_MCP_CONFIG.mcpServers },
     presets: [...config.presets, DEMO_MCP_CONFIG.preset],
+    grantableScopes: [...(config.grantableScopes ?? config.defaultScopes), ...DEMO_MCP_CONFIG.grantableScopes],
   });
 
 export async function runMcpDemo(): Promise<void> {

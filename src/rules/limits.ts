@@ -8,20 +8,23 @@ import { usdToMicro } from './usage.js';
 
 export type { DefaultLimits };
 
-/** Merges a run's requested limits with the defaults; the deadline is the earlier of the two. */
+/** A run's requested limits within the config's: each no more than the config's, the deadline the earlier of the two. */
 export function resolveLimits(requested: Limits | undefined, defaults: DefaultLimits, startMs: number): ResolvedLimits {
   const req = requested ?? {};
   const reserve = req.synthesisReserve ?? defaults.synthesisReserve ?? {};
-  const maxCostUsd = req.maxCostUsd ?? defaults.maxCostUsd;
+  // The config's limits are the ceiling a caller may narrow: a request above one gets the config's.
+  const within = (asked: number | undefined, ceiling: number | undefined) =>
+    asked === undefined ? ceiling : ceiling === undefined ? asked : Math.min(asked, ceiling);
+  const maxCostUsd = within(req.maxCostUsd, defaults.maxCostUsd);
   const deadlines = [
     req.deadline === undefined ? undefined : Date.parse(req.deadline),
     defaults.maxDurationSeconds === undefined ? undefined : startMs + defaults.maxDurationSeconds * 1000,
   ].filter((d): d is number => d !== undefined);
   return {
-    maxTurns: req.maxTurns ?? defaults.maxTurns ?? null,
-    maxTokens: req.maxTokens ?? defaults.maxTokens ?? null,
+    maxTurns: within(req.maxTurns, defaults.maxTurns) ?? null,
+    maxTokens: within(req.maxTokens, defaults.maxTokens) ?? null,
     maxCostMicroUsd: maxCostUsd === undefined ? null : usdToMicro(maxCostUsd),
-    maxToolCalls: req.maxToolCalls ?? defaults.maxToolCalls ?? null,
+    maxToolCalls: within(req.maxToolCalls, defaults.maxToolCalls) ?? null,
     deadlineMs: deadlines.length > 0 ? Math.min(...deadlines) : null,
     synthesis: reserve !== false,
     reserveTokens: reserve === false ? 0 : (reserve.tokens ?? 0),

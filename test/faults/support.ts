@@ -24,6 +24,7 @@ export const FAULT_CONFIG = {
   prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
   modelTimeoutSeconds: 3,
   presets: [{ id: 'assistant', persona: 'You coordinate.', tools: ['calculate'] }],
+  grantableScopes: ['tools.calc', 'tools.notes', 'run.delegate'],
   limits: {
     maxTurns: 10,
     maxTokens: 100_000,

@@ -27,6 +27,7 @@ export const PARENT_SCOPES = ['tools.calc', 'tools.notes', 'skills.write', 'run.
 /** Delegation on, small child defaults, and a `researcher` preset that has only `search_notes`. */
 export function delegationConfig(delegation: Record<string, unknown> = {}): DeputyConfig {
   return testConfig({
+    grantableScopes: PARENT_SCOPES,
     presets: [
       { id: 'assistant', persona: 'You are the parent.', tools: ['calculate', 'search_notes', 'skill_manage'] },
       { id: 'researcher', persona: 'You research.', tools: ['search_notes'] },

@@ -25,10 +25,14 @@ try {
 /** API key the tests give the worker; it must never show up in history. */
 export const TEST_API_KEY = 'sk-test-DO-NOT-LEAK-4f9c2e7a';
 
-/** A config for tests: a priced `test-model` ($1 in / $2 out per million tokens) and generous limits. */
+/**
+ * A config for tests: a priced `test-model` ($1 in / $2 out per million tokens), generous limits, and the scopes the
+ * tests' runs ask for (delegation among them) grantable to a caller.
+ */
 export function testConfig(overrides: Record<string, unknown> = {}): DeputyConfig {
   return parseConfig({
     model: 'test-model',
+    grantableScopes: ['tools.calc', 'tools.notes', 'skills.write', 'run.delegate'],
     prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
     limits: {
       maxTurns: 10,

@@ -1,0 +1,79 @@
+/**
+ * Attacks on what a run is granted (items 24 and 29 of the threat model, docs/security.md): a caller naming scopes and
+ * limits past the config's, and a worker that would sign messages with another key than its queue's workers. Delegation is on in this worker's config, but no scope a caller may ask for holds `run.delegate`:
+ * only the config grants powers, and what a caller names can only narrow them.
+ */
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { offeredTools, userSays } from '../../src/testing/scripted-model.js';
+import { DELEGATION_TOOLS } from '../support/delegation.js';
+import { testConfig, useHarness } from '../support/harness.js';
+
+const config = testConfig({
+  defaultScopes: ['tools.calc', 'tools.notes'],
+  // No ceiling of its own: the config's default scopes are all a caller may ask for.
+  grantableScopes: undefined,
+  presets: [{ id: 'assistant', persona: 'You help.', tools: ['calculate', 'search_notes', 'skill_manage'] }],
+  delegation: { enabled: true },
+});
+const h = useHarness({ config, tools: DELEGATION_TOOLS });
+
+describe('attacks on what a run is granted', () => {
+  it('R1.14 R1.10 attack 24: scopes [tools.evil, run.delegate, skills.write] and $5,000 asked by a caller resolve to the config’s scopes and $1', async () => {
+    const task = 'attack 24: grant myself everything';
+    h.model.add({ name: task, when: userSays(task), reply: { text: 'granted nothing' } });
+    const handle = await h.deputy.startRun({
+      task,
+      scopes: ['tools.evil', 'run.delegate', 'skills.write', 'tools.calc'],
+      limits: { maxCostUsd: 5000, maxTokens: 50_000_000, maxTurns: 10_000, maxToolCalls: 10_000 },
+    });
+    const result = await h.deputy.result(handle.workflowId);
+    expect(result).toMatchObject({ status: 'completed', output: 'granted nothing' });
+    const [request] = h.model.requests.filter((r) => r.rule === task);
+    // Only what the config's scopes hold, and the caller's own narrowing of them: no delegate, no skill_manage.
+    expect(offeredTools(request!)).toEqual(['calculate']);
+    const state = await h.deputy.getState(handle.workflowId);
+    expect(state.limits).toMatchObject({
+      maxCostMicroUsd: 1_000_000,
+      maxTokens: 100_000,
+      maxTurns: 10,
+      maxToolCalls: 20,
+    });
+    // A caller may still narrow.
+    const narrow = 'attack 24: a caller that narrows';
+    h.model.add({ name: narrow, when: userSays(narrow), reply: { text: 'narrowed' } });
+    const narrowed = await h.deputy.startRun({ task: narrow, limits: { maxCostUsd: 0.25, maxTurns: 3 } });
+    await h.deputy.result(narrowed.workflowId);
+    expect((await h.deputy.getState(narrowed.workflowId)).limits).toMatchObject({
+      maxCostMicroUsd: 250_000,
+      maxTurns: 3,
+    });
+  });
+});
+
+describe('attacks on the key ring', () => {
+  it('R1.14 attack 29: a worker that would sign with another message key than the workers polling its queue refuses to start, saying what to do', async () => {
+    const task = 'attack 29: a run on the first worker';
+    h.model.add({ name: task, when: userSays(task), reply: { text: 'polled' } });
+    await h.deputy.result((await h.deputy.startRun({ task })).workflowId);
+    const before = process.env.DEPUTY_MESSAGE_KEYS;
+    process.env.DEPUTY_MESSAGE_KEYS = `k1:${randomBytes(32).toString('base64')}`;
+    try {
+      const refused = await h.startWorker({ config, tools: DELEGATION_TOOLS }).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(Error);
+      expect((refused as Error).message).toMatch(
+        new RegExp(
+          `^invalid configuration \\(message keys\\):\n  - task queue ${h.taskQueue}: workers polling it sign messages with key k1/[0-9a-f]{16}, this one with k1/[0-9a-f]{16}; messages between their runs would be dropped\\. Give every worker the same DEPUTY_MESSAGE_KEYS \\(or DEPUTY_MESSAGE_KEYS_FILE\\)$`,
+        ),
+      );
+    } finally {
+      if (before === undefined) delete process.env.DEPUTY_MESSAGE_KEYS;
+      else process.env.DEPUTY_MESSAGE_KEYS = before;
+    }
+    // A worker with the same keys as those that polled the queue starts (one worker a queue in this process: the
+    // first is stopped; the server still lists it among the queue's pollers).
+    await h.stopWorkers();
+    const again = await h.startWorker({ config, tools: DELEGATION_TOOLS });
+    await again.stop();
+  });
+});
