@@ -2,8 +2,9 @@
  * Tools from MCP servers, as Deputy tools: the worker lists each configured server's tools at start, and each call
  * runs inside the `runTool` activity like any tool's, so scopes, presets, narrowing to children, the tool caps, retries,
  * timeouts and cancellation are the same. The worker keeps one connection per server (opened again when it is lost);
- * a stateful server's calls of one run all come to the worker holding the run's session, and losing it is a tool
- * error. What a server sends back is data for the model.
+ * a stateful server gets one per run instead, so what it keeps between calls belongs to that run alone, and a run's
+ * calls all come to the worker holding that connection; losing it is a tool error. What a server sends back is data
+ * for the model.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -21,6 +22,19 @@ const LIST_TIMEOUT_MS = 30_000;
 const CLOSE_GRACE_MS = 1000;
 /** The last bytes of a stdio server's stderr, kept to explain why it did not answer. */
 const STDERR_TAIL_BYTES = 2000;
+
+/**
+ * What a server's listing may hold: a server that pages forever, lists thousands of tools or describes one in
+ * megabytes is cut here, so the worker starts and a run's recorded composition stays small.
+ */
+export const MCP_BOUNDS = Object.freeze({
+  pages: 32,
+  tools: 512,
+  descriptionChars: 2000,
+  schemaBytes: 16 * 1024,
+  /** A progress message, as a heartbeat carries it. */
+  progressChars: 500,
+});
 
 /**
  * The SDK, loaded when a server is first reached: a worker with no MCP server configured (most of them) does not pay
@@ -76,9 +90,15 @@ export async function listMcpTools(servers: McpServers, options: McpOptions = {}
   };
 }
 
+/** A stateful server's sessions a worker holds, at most, and how long one unused is kept. */
+const MAX_SESSIONS = 64;
+const SESSION_IDLE_MS = 10 * 60_000;
+
 /** One configured server: its connections and the Deputy tools made of what it lists. */
 class McpSource {
   #kept?: Promise<Client> | undefined;
+  /** A stateful server's connections, one per run (by workflow id): what the server keeps for a run is that run's. */
+  readonly #sessions = new Map<string, { client: Promise<Client>; usedAt: number }>();
 
   constructor(
     readonly name: string,
@@ -88,22 +108,31 @@ class McpSource {
 
   async list(): Promise<{ tools: ToolDefinition[]; lines: string[] }> {
     let listed: Tool[];
+    const lines: string[] = [];
     try {
       const client = await this.#client();
-      listed = await listAll(client);
+      const listing = await listAll(client);
+      listed = listing.tools;
+      if (listing.cut) lines.push(`MCP server "${this.name}": ${listing.cut}; the rest left out`);
     } catch (err) {
       await this.close();
       return { tools: [], lines: [`MCP server "${this.name}" did not answer: ${(err as Error).message}`] };
     }
     const prefix = this.server.prefix ?? `${this.name}_`;
     const wanted = this.server.tools;
-    const lines: string[] = [];
     const tools: ToolDefinition[] = [];
     for (const tool of listed) {
       if (wanted && !wanted.includes(tool.name)) continue;
-      const name = `${prefix}${tool.name.replace(/[^a-zA-Z0-9_-]/g, '_')}`;
+      const name = `${prefix}${String(tool.name).replace(/[^a-zA-Z0-9_-]/g, '_')}`;
       if (!TOOL_NAME.test(name)) {
-        lines.push(`MCP server "${this.name}": tool "${tool.name}" left out; "${name}" is not a usable tool name`);
+        lines.push(`MCP server "${this.name}": tool "${cut(tool.name, 80)}" left out; it is no usable tool name`);
+        continue;
+      }
+      const schemaBytes = Buffer.byteLength(JSON.stringify(tool.inputSchema));
+      if (schemaBytes > MCP_BOUNDS.schemaBytes) {
+        lines.push(
+          `MCP server "${this.name}": tool "${tool.name}" left out; its input schema is ${schemaBytes} bytes, past ${MCP_BOUNDS.schemaBytes}`,
+        );
         continue;
       }
       tools.push(this.#tool(name, tool));
@@ -115,16 +144,21 @@ class McpSource {
   }
 
   async close(): Promise<void> {
-    const kept = this.#kept;
+    const kept = [...this.#sessions.values()].map((session) => session.client);
+    if (this.#kept) kept.push(this.#kept);
     this.#kept = undefined;
-    await kept?.then((client) => client.close()).catch(() => undefined);
+    this.#sessions.clear();
+    await Promise.all(kept.map((client) => client.then((c) => c.close()).catch(() => undefined)));
   }
 
   #tool(name: string, tool: Tool): ToolDefinition {
     const { $schema: _ignored, ...schema } = tool.inputSchema;
     return {
       name,
-      description: tool.description ?? tool.title ?? `${tool.name} (MCP server "${this.name}")`,
+      description: cut(
+        tool.description ?? tool.title ?? `${tool.name} (MCP server "${this.name}")`,
+        MCP_BOUNDS.descriptionChars,
+      ),
       // The server checks its own arguments and answers a bad call with an error the model reads.
       parameters: z.record(z.string(), z.unknown()),
       jsonSchema: schema,
@@ -137,13 +171,19 @@ class McpSource {
 
   /** Calls one tool on the connection the worker keeps to the server. */
   async call(tool: string, args: Record<string, unknown>, context: ToolContext): Promise<string> {
-    const client = await this.#client();
+    const client = await (this.server.stateful ? this.#session(context.runId) : this.#client());
     try {
       const result = await client.callTool({ name: tool, arguments: args }, undefined, {
         signal: context.signal,
         timeout: this.server.timeoutSeconds * 1000,
         maxTotalTimeout: this.server.timeoutSeconds * 1000,
-        onprogress: ({ progress, total, message }) => context.heartbeat({ progress, total, message }),
+        // What a heartbeat carries is bounded: a server's progress is shown, never allowed to fail the heartbeat.
+        onprogress: ({ progress, total, message }) =>
+          context.heartbeat({
+            progress: Number.isFinite(progress) ? progress : 0,
+            ...(Number.isFinite(total) && { total }),
+            ...(typeof message === 'string' && { message: cut(message, MCP_BOUNDS.progressChars) }),
+          }),
       });
       const text = resultText(result as CallToolResult);
       if (result.isError === true) throw new ToolError(`MCP server "${this.name}", tool "${tool}": ${text}`);
@@ -164,6 +204,36 @@ class McpSource {
     }
     if (closed) return err;
     return new ToolError(`MCP server "${this.name}", tool "${tool}": ${err.message}`);
+  }
+
+  /**
+   * The connection a stateful server keeps `run`'s session on, opened at its first call; sessions unused for ten
+   * minutes, or the least recently used past 64, are closed (a run whose session was closed is told so, as when the
+   * connection is lost).
+   */
+  #session(run: string): Promise<Client> {
+    const now = Date.now();
+    const held = this.#sessions.get(run);
+    if (held) {
+      held.usedAt = now;
+      return held.client;
+    }
+    for (const [other, session] of [...this.#sessions].sort(([, a], [, b]) => a.usedAt - b.usedAt)) {
+      if (now - session.usedAt < SESSION_IDLE_MS && this.#sessions.size < MAX_SESSIONS) break;
+      this.#sessions.delete(other);
+      void session.client.then((client) => client.close()).catch(() => undefined);
+    }
+    const client = this.#connect().then((connected) => {
+      connected.onclose = () => {
+        if (this.#sessions.get(run)?.client === client) this.#sessions.delete(run);
+      };
+      return connected;
+    });
+    client.catch(() => {
+      if (this.#sessions.get(run)?.client === client) this.#sessions.delete(run);
+    });
+    this.#sessions.set(run, { client, usedAt: now });
+    return client;
   }
 
   #client(): Promise<Client> {
@@ -240,16 +310,30 @@ class McpSource {
   }
 }
 
-/** Every page of a server's tool list. */
-async function listAll(client: Client): Promise<Tool[]> {
+/**
+ * A server's tool list, page by page, up to `MCP_BOUNDS` pages and tools and `LIST_TIMEOUT_MS` in all; `cut` says
+ * where it stopped early.
+ */
+async function listAll(client: Client): Promise<{ tools: Tool[]; cut?: string }> {
   const tools: Tool[] = [];
+  const deadline = Date.now() + LIST_TIMEOUT_MS;
   let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: LIST_TIMEOUT_MS });
-    tools.push(...page.tools);
+  for (let pages = 0; ; pages += 1) {
+    if (pages === MCP_BOUNDS.pages) return { tools, cut: `listed more than ${MCP_BOUNDS.pages} pages of tools` };
+    const page = await client.listTools(cursor === undefined ? undefined : { cursor }, {
+      timeout: Math.max(1, deadline - Date.now()),
+    });
+    const room = MCP_BOUNDS.tools - tools.length;
+    tools.push(...page.tools.slice(0, room));
+    if (page.tools.length > room) return { tools, cut: `listed more than ${MCP_BOUNDS.tools} tools` };
     cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return tools;
+    if (cursor === undefined) return { tools };
+  }
+}
+
+/** `text` cut to `chars` characters, with a marker saying so. */
+function cut(text: string, chars: number): string {
+  return text.length > chars ? `${text.slice(0, chars)}… [cut: ${text.length} characters]` : text;
 }
 
 /** A value of a server's environment or headers, read when the worker connects. */
