@@ -50,6 +50,15 @@ export class MessageKeys {
     return new MessageKeys(parseCodecKeys(sharedKeyFile(join(dir, 'message-keys')), 'message-keys'));
   }
 
+  /**
+   * What names the signing key without giving it away (its id and a digest of it): workers publish it, so a worker
+   * that would sign with another key than the ones already polling refuses to start beside them.
+   */
+  get fingerprint(): string {
+    const digest = createHash('sha256').update('deputy message key ').update(this.#keys.get(this.#current)!);
+    return `${this.#current}/${digest.digest('hex').slice(0, 16)}`;
+  }
+
   /** `<keyId>.<mac>` over the message. */
   sign(message: MessageToSign): string {
     return `${this.#current}.${mac(this.#keys.get(this.#current)!, message)}`;

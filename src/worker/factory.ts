@@ -3,10 +3,12 @@
  * services create workers the same way.
  */
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import proto from '@temporalio/proto';
 import OpenAI from 'openai';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { createActivities } from '../../activities/index.js';
@@ -22,6 +24,7 @@ import type { HookFunction } from '../contract/hooks.js';
 import type { ToolDefinition } from '../contract/tools.js';
 import { TOOL_NAME } from '../contract/tools.js';
 import { deputyTracing, type DeputyTracing } from '../ops/tracing.js';
+import { MessageKeys } from '../ops/message-keys.js';
 
 /**
  * Path of the workflows' entry module, for bundling: the TypeScript source when Deputy runs from its repository, the
@@ -195,6 +198,8 @@ export type DeputyActivityOptions = Pick<
   childTaskQueue: string;
   /** The worker's data converter has an external payload store. @default DEPUTY_PAYLOAD_STORE is set */
   payloadStore?: boolean;
+  /** Keys that sign messages between runs. @default `MessageKeys.fromEnv()` */
+  messageKeys?: MessageKeys;
 };
 
 /** Checks the configuration against the tools and hook functions, and builds Deputy's activities. */
@@ -235,6 +240,7 @@ export function deputyActivities(
     client: options.client,
     payloadStore: options.payloadStore ?? process.env.DEPUTY_PAYLOAD_STORE !== undefined,
     sessionQueue,
+    ...(options.messageKeys && { messageKeys: options.messageKeys }),
   });
 }
 
@@ -251,8 +257,14 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
   const stateful = Object.values(store.current.mcpServers).some((server) => server.stateful);
   const sessionQueue = stateful ? `${options.taskQueue}-mcp-${randomUUID()}` : undefined;
   let activities: ReturnType<typeof deputyActivities>;
+  let messageKeys: MessageKeys;
   try {
-    activities = deputyActivities({ ...options, config: store, childTaskQueue, payloadStore }, tools, sessionQueue);
+    messageKeys = MessageKeys.fromEnv();
+    activities = deputyActivities(
+      { ...options, config: store, childTaskQueue, payloadStore, messageKeys },
+      tools,
+      sessionQueue,
+    );
   } catch (err) {
     await release();
     throw err;
@@ -262,14 +274,26 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     options.workflowBundle ??
     (await bundleDeputyWorkflows({ tracing, stackTraceSources: options.workerOptions?.showStackTraceSources }));
   const queues = childTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, childTaskQueue];
+  const namespace = options.namespace ?? 'default';
+  // Every worker names its message key in its identity, and refuses to poll beside workers that sign with another:
+  // a message one signs, the other would drop.
+  const { fingerprint } = messageKeys;
+  const identity = options.workerOptions?.identity ?? `${process.pid}@${hostname()} ${KEY_MARK}${fingerprint}`;
+  try {
+    for (const taskQueue of queues) await checkKeyRing(options.connection, namespace, taskQueue, fingerprint);
+  } catch (err) {
+    await release();
+    throw err;
+  }
   // The session queue takes activities only: no workflow is ever started there.
   const poll = (taskQueue: string, runsWorkflows: boolean) =>
     Worker.create({
       connection: options.connection,
-      namespace: options.namespace ?? 'default',
+      namespace,
       taskQueue,
       activities,
       workflowBundle,
+      identity,
       // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
       maxHeartbeatThrottleInterval: '500 milliseconds',
       ...options.workerOptions,
@@ -281,6 +305,44 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     ...(sessionQueue ? [poll(sessionQueue, false)] : []),
   ]);
   return new DeputyWorker(workers, release);
+}
+
+/** What precedes a worker's key fingerprint in its identity. */
+const KEY_MARK = 'deputy-key:';
+
+/**
+ * Refuses (a `ConfigError` saying what to do) when a worker polling `taskQueue` in the last minutes, as Temporal
+ * reports its pollers, names another message key than `fingerprint`.
+ */
+export async function checkKeyRing(
+  connection: NativeConnection,
+  namespace: string,
+  taskQueue: string,
+  fingerprint: string,
+): Promise<void> {
+  const others = new Set<string>();
+  for (const taskQueueType of [
+    proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+  ]) {
+    const { pollers } = await connection.workflowService.describeTaskQueue({
+      namespace,
+      taskQueue: { name: taskQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType,
+    });
+    for (const poller of pollers ?? []) {
+      const at = poller.identity?.indexOf(KEY_MARK) ?? -1;
+      const theirs = at < 0 ? undefined : poller.identity!.slice(at + KEY_MARK.length).split(/\s/)[0];
+      if (theirs && theirs !== fingerprint) others.add(theirs);
+    }
+  }
+  if (others.size === 0) return;
+  throw new ConfigError(
+    [
+      `task queue ${taskQueue}: workers polling it sign messages with key ${[...others].join(', ')}, this one with ${fingerprint}; messages between their runs would be dropped. Give every worker the same DEPUTY_MESSAGE_KEYS (or DEPUTY_MESSAGE_KEYS_FILE)`,
+    ],
+    'message keys',
+  );
 }
 
 /** Problems with the server's search attributes: one line each, with the command that fixes it. */
