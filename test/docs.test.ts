@@ -49,12 +49,12 @@ describe('R5.5 the README names tests that exist', () => {
 
 /** The design's rules, R1.1 … R6.8. */
 const RULES = [
-  ...Array.from({ length: 13 }, (_, i) => `R1.${i + 1}`),
+  ...Array.from({ length: 15 }, (_, i) => `R1.${i + 1}`),
   ...Array.from({ length: 16 }, (_, i) => `R2.${i + 1}`),
   ...Array.from({ length: 10 }, (_, i) => `R3.${i + 1}`),
   ...Array.from({ length: 6 }, (_, i) => `R4.${i + 1}`),
   ...Array.from({ length: 5 }, (_, i) => `R5.${i + 1}`),
-  ...Array.from({ length: 8 }, (_, i) => `R6.${i + 1}`),
+  ...Array.from({ length: 9 }, (_, i) => `R6.${i + 1}`),
 ];
 /** Rules not built yet, which no test can name: none now. */
 const NOT_BUILT: string[] = [];
