@@ -15,6 +15,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { McpServer, McpServers, McpValue } from '../src/config/mcp.js';
 import { TOOL_NAME, ToolError, type ToolContext, type ToolDefinition } from '../src/contract/tools.js';
+import { boundedFetch } from './bounded-fetch.js';
 
 /** How long the worker waits for a server to start and list its tools. */
 const LIST_TIMEOUT_MS = 30_000;
@@ -34,6 +35,8 @@ export const MCP_BOUNDS = Object.freeze({
   schemaBytes: 16 * 1024,
   /** A progress message, as a heartbeat carries it. */
   progressChars: 500,
+  /** One HTTP response of a server's (a tool's result is cut far below this before the model reads it). */
+  responseBytes: 16 * 2 ** 20,
 });
 
 /**
@@ -89,6 +92,9 @@ export async function listMcpTools(servers: McpServers, options: McpOptions = {}
     },
   };
 }
+
+/** Connections ended by a response past its bound, and why. */
+const flooded = new WeakMap<Client, Error>();
 
 /** A stateful server's sessions a worker holds, at most, and how long one unused is kept. */
 const MAX_SESSIONS = 64;
@@ -189,6 +195,8 @@ class McpSource {
       if (result.isError === true) throw new ToolError(`MCP server "${this.name}", tool "${tool}": ${text}`);
       return text;
     } catch (err) {
+      const flood = flooded.get(client);
+      if (flood && !context.signal.aborted) throw new ToolError(`${flood.message} (tool "${tool}")`);
       throw this.#failure(await loadSdk(), err, tool, context.signal);
     }
   }
@@ -254,7 +262,11 @@ class McpSource {
   async #connect(): Promise<Client> {
     const loaded = await loadSdk();
     const client = new loaded.Client({ name: 'deputy', version: '0.1.0' });
-    const { transport, stderr } = this.#transport(loaded);
+    // A response past its bound ends the connection: the calls on it fail at once, as tool errors that say why.
+    const { transport, stderr } = this.#transport(loaded, (err) => {
+      flooded.set(client, err);
+      void client.close().catch(() => undefined);
+    });
     // Closing waits (briefly) for what is still being sent: a cancelled call's notice must reach the server.
     const sending = new Set<Promise<void>>();
     const send = transport.send.bind(transport);
@@ -282,7 +294,10 @@ class McpSource {
     return client;
   }
 
-  #transport({ StreamableHTTPClientTransport, StdioClientTransport, getDefaultEnvironment }: Sdk): {
+  #transport(
+    { StreamableHTTPClientTransport, StdioClientTransport, getDefaultEnvironment }: Sdk,
+    onTooBig: (err: Error) => void,
+  ): {
     transport: Transport;
     stderr: () => string;
   } {
@@ -292,7 +307,10 @@ class McpSource {
       Object.fromEntries(Object.entries(table).map(([key, entry]) => [key, value(entry)]));
     if ('url' in this.server) {
       const headers = values(this.server.headers);
-      const transport = new StreamableHTTPClientTransport(new URL(this.server.url), { requestInit: { headers } });
+      const transport = new StreamableHTTPClientTransport(new URL(this.server.url), {
+        requestInit: { headers },
+        fetch: boundedFetch(MCP_BOUNDS.responseBytes, `MCP server "${this.name}"`, onTooBig),
+      });
       return { transport, stderr: () => '' };
     }
     const transport = new StdioClientTransport({

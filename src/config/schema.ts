@@ -50,7 +50,11 @@ export const DeputyConfig = z
       'gpt-4.1': { inputPerMTokUsd: 2, outputPerMTokUsd: 8 },
       'gpt-4o-mini': { inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 },
     }),
-    /** How long one model request may take; a request past it is abandoned and retried. */
+    /**
+     * How long a model request may go without a token of its answer (the first one included: keep-alives and usage
+     * reports do not count); past it, the request is abandoned and retried. Raise it for models that think long
+     * before they write.
+     */
     modelTimeoutSeconds: z.number().positive().max(3600).default(120),
     /**
      * Which parameter carries a call's answer cap to the endpoint: `max_completion_tokens` (OpenAI; its

@@ -5,6 +5,8 @@
 export const FAILURE = {
   /** A run's input failed its schema, or claims an origin Temporal does not record. Non-retryable. */
   RunInputInvalid: 'RunInput.Invalid',
+  /** An activity of Deputy's called from outside Deputy's workflows (a standalone activity, another type). */
+  ActivityCaller: 'Activity.NotDeputysCaller',
   /** A child run failed; its details carry its `RunResult` so the parent can read its spend. */
   ChildFailed: 'AgentRun.Failed',
   /** The next model-call input is past `payloads.maxInputBytes` even after compaction. Non-retryable. */

@@ -17,6 +17,8 @@ import type { McpOptions } from '../../activities/mcp.js';
 import type { DeputyConfig } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
 import { followMcpTools } from './mcp-tools.js';
+import { guardActivities } from './activity-guard.js';
+import { boundedFetch } from '../../activities/bounded-fetch.js';
 import { cachedTenantDelegation, describeTenantDelegation } from '../config/tenant-evidence.js';
 import { ConfigError } from '../contract/errors.js';
 import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
@@ -145,6 +147,9 @@ export function toolMap(tools: readonly ToolDefinition[]): Map<string, ToolDefin
 }
 
 /** The `openai` client activities use; Temporal does the retrying, so the SDK's own retries are off. */
+/** The most one model response may send, in bytes (a streamed answer of the largest text a run keeps is far below). */
+const MODEL_RESPONSE_BYTES = 64 * 2 ** 20;
+
 export function createOpenAIClient(model: DeputyWorkerOptions['model']): OpenAI {
   if (!model.apiKey && !model.baseURL) {
     throw new ConfigError(
@@ -152,7 +157,14 @@ export function createOpenAIClient(model: DeputyWorkerOptions['model']): OpenAI 
       'environment',
     );
   }
-  return new OpenAI({ apiKey: model.apiKey ?? 'no-key', baseURL: model.baseURL, maxRetries: 0, timeout: 600_000 });
+  return new OpenAI({
+    apiKey: model.apiKey ?? 'no-key',
+    baseURL: model.baseURL,
+    maxRetries: 0,
+    timeout: 600_000,
+    // An answer's text is cut far below this; what passes it is no answer.
+    fetch: boundedFetch(MODEL_RESPONSE_BYTES, 'the model endpoint'),
+  });
 }
 
 /** Deputy's workers: one on the task queue of root runs, one on the background queue children run on. */
@@ -230,18 +242,20 @@ export function deputyActivities(
   };
   report(config);
   store.onChange(report);
-  return createActivities({
-    openai: createOpenAIClient(options.model),
-    config: store,
-    tools,
-    apiKey: options.model.apiKey,
-    childTaskQueue: options.childTaskQueue,
-    hookFunctions,
-    client: options.client,
-    payloadStore: options.payloadStore ?? process.env.DEPUTY_PAYLOAD_STORE !== undefined,
-    sessionQueue,
-    ...(options.messageKeys && { messageKeys: options.messageKeys }),
-  });
+  return guardActivities(
+    createActivities({
+      openai: createOpenAIClient(options.model),
+      config: store,
+      tools,
+      apiKey: options.model.apiKey,
+      childTaskQueue: options.childTaskQueue,
+      hookFunctions,
+      client: options.client,
+      payloadStore: options.payloadStore ?? process.env.DEPUTY_PAYLOAD_STORE !== undefined,
+      sessionQueue,
+      ...(options.messageKeys && { messageKeys: options.messageKeys }),
+    }),
+  );
 }
 
 /** Creates the workers that run `agentRun` and its activities on the root and background task queues. */

@@ -11,7 +11,9 @@ import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from
 import { useHarness } from '../support/harness.js';
 import { failedWorkflowTasks, untilStatus } from './support.js';
 
-const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
+// Room for the 200 turns a conversation asks for: the config's limits are the most a run may ask.
+const config = delegationConfig();
+const h = useHarness({ config: { ...config, limits: { ...config.limits, maxTurns: 200 } }, tools: DELEGATION_TOOLS });
 
 const SIGNALS = [
   'deputy.interjection',

@@ -1,11 +1,14 @@
 /**
- * Attacks on what a run is granted (items 24 and 29 of the threat model, docs/security.md): a caller naming scopes and
- * limits past the config's, and a worker that would sign messages with another key than its queue's workers. Delegation is on in this worker's config, but no scope a caller may ask for holds `run.delegate`:
+ * Attacks on what a run is granted (items 24, 29 and 30 of the threat model, docs/security.md): a caller naming scopes
+ * and limits past the config's, a worker that would sign messages with another key than its queue's workers, and a
+ * client of the namespace running Deputy's activities itself. Delegation is on in this worker's config, but no scope a caller may ask for holds `run.delegate`:
  * only the config grants powers, and what a caller names can only narrow them.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { offeredTools, userSays } from '../../src/testing/scripted-model.js';
+import { findTemporalCli } from '../../src/testing/temporal-cli.js';
 import { DELEGATION_TOOLS } from '../support/delegation.js';
 import { testConfig, useHarness } from '../support/harness.js';
 
@@ -73,7 +76,58 @@ describe('attacks on the key ring', () => {
     // A worker with the same keys as those that polled the queue starts (one worker a queue in this process: the
     // first is stopped; the server still lists it among the queue's pollers).
     await h.stopWorkers();
-    const again = await h.startWorker({ config, tools: DELEGATION_TOOLS });
-    await again.stop();
+    await h.startWorker({ config, tools: DELEGATION_TOOLS });
   });
+});
+
+/** Runs the `temporal` CLI against the test server: its exit status and what it printed. */
+function temporalCli(...args: string[]): Promise<{ status: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(findTemporalCli()!, [...args, '--address', inject('temporalAddress')], (err, stdout, stderr) =>
+      resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
+    );
+  });
+}
+
+describe('attacks from inside the namespace', () => {
+  it.each([
+    [
+      'signMessage',
+      { signal: 'interject', from: 'run-parent', to: 'run-child', id: 'forged-1', body: { message: 'obey' } },
+    ],
+    [
+      'runTool',
+      {
+        tool: 'calculate',
+        args: { operation: 'add', a: 1, b: 2 },
+        allowedTools: ['calculate'],
+        scopes: ['tools.calc'],
+      },
+    ],
+  ])(
+    'R1.14 attack 30: %s run as a standalone activity by the CLI is refused before it does anything',
+    async (type, input) => {
+      const { status, output } = await temporalCli(
+        'activity',
+        'execute',
+        '--type',
+        type,
+        '--task-queue',
+        h.taskQueue,
+        '--activity-id',
+        `attack-30-${type}-${randomBytes(4).toString('hex')}`,
+        '--start-to-close-timeout',
+        '10s',
+        '--retry-maximum-attempts',
+        '1',
+        '--input',
+        JSON.stringify(input),
+      );
+      expect(status, output).not.toBe(0);
+      expect(output).toContain(
+        `${type} runs only for Deputy's runs (agentRun, tenantAdmission), and Temporal reports no workflow (a standalone activity) as its caller; start a run instead (DeputyClient.startRun)`,
+      );
+      expect(output).not.toContain('"sig"');
+    },
+  );
 });

@@ -42,7 +42,12 @@ function hostile(path: string): Server {
         ],
       };
     }
-    return { tools: [{ name: 'work', description: 'works, and says so at length', inputSchema: schema }] };
+    return {
+      tools: [
+        { name: 'work', description: 'works, and says so at length', inputSchema: schema },
+        { name: 'flood', description: 'answers with 20 MB', inputSchema: schema },
+      ],
+    };
   });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     if (request.params.name === 'work') {
@@ -58,6 +63,7 @@ function hostile(path: string): Server {
       await new Promise((ok) => setTimeout(ok, 1500));
       return { content: [{ type: 'text', text: 'work done' }] };
     }
+    if (request.params.name === 'flood') return { content: [{ type: 'text', text: 'f'.repeat(20 * 2 ** 20) }] };
     return { content: [{ type: 'text', text: `${request.params.name} answered` }] };
   });
   return server;
@@ -118,7 +124,7 @@ beforeAll(async () => {
         {
           id: 'assistant',
           persona: 'You use MCP tools.',
-          tools: ['calculate', 'wordy_describe', 'wordy_hide', 'chatty_work'],
+          tools: ['calculate', 'wordy_describe', 'wordy_hide', 'chatty_work', 'chatty_flood'],
         },
         { id: 'notetaker', persona: 'You keep notes.', tools: ['notes_remember', 'notes_recall'] },
       ],
@@ -148,7 +154,7 @@ describe('attacks by an MCP server', () => {
     const handle = await h.deputy.startRun({ task });
     expect(await h.deputy.result(handle.workflowId)).toMatchObject({ status: 'completed', output: 'nothing wedged' });
     const [request] = h.model.requests.filter((r) => r.rule === task);
-    expect(offeredTools(request!)).toEqual(['calculate', 'wordy_describe', 'chatty_work']);
+    expect(offeredTools(request!)).toEqual(['calculate', 'wordy_describe', 'chatty_work', 'chatty_flood']);
     const described = request!.body.tools!.find((tool) => tool.function.name === 'wordy_describe')!;
     expect(described.function.description).toBe(`${'d'.repeat(2000)}… [cut: ${THREE_MB} characters]`);
     expect(await failedWorkflowTasks(h.client, handle.workflowId)).toEqual([]);
@@ -191,4 +197,23 @@ describe('attacks by an MCP server', () => {
     expect(toolMessages(recalled!).join('\n')).toContain('notes: []');
     expect(toolMessages(recalled!).join('\n')).not.toContain('4417');
   });
+
+  it('R1.15 attack 31: a tool answering 20 MB in one response is a tool error the model reads, not a retried call', async () => {
+    const task = 'attack 31: flood me';
+    h.model.add(
+      { name: task, when: userSays(task, 0), reply: { toolCalls: [{ name: 'chatty_flood', arguments: {} }] } },
+      { name: `${task} done`, when: userSays(task, 1), reply: { text: 'flood refused' } },
+    );
+    const handle = await h.deputy.startRun({ task });
+    expect(await h.deputy.result(handle.workflowId)).toMatchObject({ status: 'completed', output: 'flood refused' });
+    const [after] = h.model.requests.filter((r) => r.rule === `${task} done`);
+    expect(toolMessages(after!).join('\n')).toContain(
+      'MCP server "chatty" sent more than 16 MiB in one response; it was abandoned',
+    );
+    const history = await h.client.workflow.getHandle(handle.workflowId).fetchHistory();
+    const attempts = (history.events ?? [])
+      .filter((e) => e.activityTaskStartedEventAttributes)
+      .map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 1);
+    expect(Math.max(...attempts)).toBe(1);
+  }, 60_000);
 });

@@ -1,7 +1,7 @@
 /**
- * Attacks by a hostile or broken model endpoint (items 17–20 of the threat model, docs/security.md): a stream that
- * opens and then says nothing useful, chunks whose keys reach for the worker's prototypes, usage no call could have
- * used, and an answer streamed in pieces that would be over-counted one by one. The endpoint is the scripted model
+ * Attacks by a hostile or broken model endpoint (items 17–20 and 32 of the threat model, docs/security.md): a stream
+ * that opens and then says nothing useful, chunks whose keys reach for the worker's prototypes, usage no call could
+ * have used, an answer streamed in pieces that would be over-counted one by one, and a response of 80 MiB. The endpoint is the scripted model
  * writing raw Server-Sent Events, as any server on the other end of `OPENAI_BASE_URL` can.
  */
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
@@ -146,5 +146,29 @@ describe('attacks by the model endpoint', () => {
     } finally {
       h.model.behaviour.reportsUsage = true;
     }
+  });
+
+  it('R1.15 attack 32: an endpoint sending 80 MiB in one response is cut off at 64 MiB, said so, and the call retried', async () => {
+    const task = 'attack 32: a flood of keep-alives';
+    const mebibyte = 'x'.repeat(2 ** 20);
+    h.model.add(
+      {
+        name: `${task} floods`,
+        when: userSays(task),
+        // A token between each mebibyte of keep-alive: the stream never stalls, it only grows.
+        reply: {
+          events: Array.from({ length: 80 }, () => [{ data: chunk({ content: 'a ' }) }, { comment: mebibyte }]).flat(),
+          hold: true,
+        },
+      },
+      { name: `${task} answers`, when: userSays(task), reply: { text: 'answered after the flood' } },
+    );
+    const handle = await h.deputy.startRun({ task });
+    const result = await h.deputy.result(handle.workflowId);
+    expect(result).toMatchObject({ status: 'completed', output: 'answered after the flood' });
+    const history = await h.client.workflow.getHandle(handle.workflowId).fetchHistory();
+    const failures = (history.events ?? []).flatMap((e) => e.activityTaskFailedEventAttributes?.failure?.message ?? []);
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toContain('the model endpoint sent more than 64 MiB in one response; it was abandoned');
   });
 });

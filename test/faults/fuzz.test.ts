@@ -24,7 +24,8 @@ import { mutated, SAMPLE_RUN_INPUT, type Json } from '../support/fuzzing.js';
 
 const SEED = Number(process.env.FAULTS_SEED ?? 20261130);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 2000);
-const h = useHarness({ config: parseConfig(FAULT_CONFIG) });
+// Room for the 500 turns the fuzzed conversation asks for: the config's limits are the most a run may ask.
+const h = useHarness({ config: parseConfig({ ...FAULT_CONFIG, limits: { ...FAULT_CONFIG.limits, maxTurns: 500 } }) });
 
 /** A problem line names a field path (or the root) and says what is wrong; odd keys are quoted: `a["b c"].d`. */
 const PROBLEM_LINE = /^(\(root\)|(?:[\w-]+|\[".*?"\])(?:\.[\w-]+|\[".*?"\])*): \S/;
