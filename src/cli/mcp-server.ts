@@ -18,6 +18,9 @@ import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
 import type { DeputyConfig } from '../config/load.js';
 import { DeputyError } from '../contract/errors.js';
+import { CallerLimits, narrowLimits } from '../config/caller-limits.js';
+
+export { narrowLimits };
 
 // Every tool's arguments are a strict object: a caller that sends what the server does not take (scopes, tools) is
 // refused, not quietly ignored.
@@ -37,30 +40,6 @@ const WaitSeconds = z
   .max(MAX_WAIT_SECONDS)
   .optional()
   .describe(`how long to wait for the run to end (0 to ${MAX_WAIT_SECONDS} s); then its id and status come back`);
-
-/** The limits a caller may ask for; each is capped by the config's. */
-const CallerLimits = z.strictObject({
-  maxTurns: z.number().int().positive().optional(),
-  maxTokens: z.number().int().positive().optional(),
-  maxCostUsd: z.number().positive().optional(),
-  maxToolCalls: z.number().int().nonnegative().optional(),
-  maxDurationSeconds: z.number().int().positive().optional(),
-});
-type CallerLimits = z.infer<typeof CallerLimits>;
-
-/** The caller's limits, each no wider than the config's: a caller only narrows. */
-export function narrowLimits(config: DeputyConfig, asked: CallerLimits = {}) {
-  const own = config.limits;
-  const min = (a: number | undefined, b: number) => (a === undefined ? b : Math.min(a, b));
-  const seconds = min(asked.maxDurationSeconds, own.maxDurationSeconds);
-  return {
-    maxTurns: min(asked.maxTurns, own.maxTurns),
-    maxTokens: min(asked.maxTokens, own.maxTokens),
-    maxCostUsd: min(asked.maxCostUsd, own.maxCostUsd),
-    maxToolCalls: min(asked.maxToolCalls, own.maxToolCalls),
-    deadline: new Date(Date.now() + seconds * 1000).toISOString(),
-  };
-}
 
 /** What a tool answers: the JSON as text, and as structured content. */
 function reply(value: Record<string, unknown>, isError = false): CallToolResult {

@@ -152,6 +152,12 @@ export const DeputyConfig = z
     hooks: z.array(HookConfig).default([]),
     /** MCP servers whose tools presets can offer, by name: `<server>_<tool>` unless a server sets its `prefix`. */
     mcpServers: McpServers.default({}),
+    /**
+     * Nexus front doors for callers outside the namespace: each serves Deputy's Nexus service for one tenant on its
+     * own task queue, the one that tenant's endpoint targets (`temporal operator nexus endpoint create
+     * --target-task-queue`). Read when the worker starts.
+     */
+    frontDoors: z.array(z.strictObject({ tenant: z.string().min(1), taskQueue: z.string().min(1) })).default([]),
   })
   .superRefine((config, ctx) => {
     const ids = new Set<string>();

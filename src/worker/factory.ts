@@ -18,6 +18,7 @@ import type { DeputyConfig } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
 import { followMcpTools } from './mcp-tools.js';
 import { guardActivities } from './activity-guard.js';
+import { frontDoorHandler } from './front-door.js';
 import { boundedFetch } from '../../activities/bounded-fetch.js';
 import { cachedTenantDelegation, describeTenantDelegation } from '../config/tenant-evidence.js';
 import { ConfigError } from '../contract/errors.js';
@@ -314,9 +315,21 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
       ...(tracing && { plugins: [...(options.workerOptions?.plugins ?? []), tracing.plugin] }),
       ...(!runsWorkflows && { maxConcurrentWorkflowTaskPolls: 1, maxCachedWorkflows: 0 }),
     });
+  // Each front door serves Deputy's Nexus service for its tenant, on the queue its endpoint targets; runs it starts
+  // go to Deputy's own queue.
+  const doors = store.current.frontDoors.map((door) =>
+    Worker.create({
+      connection: options.connection,
+      namespace,
+      taskQueue: door.taskQueue,
+      identity,
+      nexusServices: [frontDoorHandler({ tenant: door.tenant, taskQueue: options.taskQueue, config: store })],
+    }),
+  );
   const workers = await Promise.all([
     ...queues.map((taskQueue) => poll(taskQueue, true)),
     ...(sessionQueue ? [poll(sessionQueue, false)] : []),
+    ...doors,
   ]);
   return new DeputyWorker(workers, release);
 }
