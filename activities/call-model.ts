@@ -20,6 +20,7 @@ import type { CapParameter } from '../src/config/schema.js';
 import { ApplicationFailure } from '@temporalio/common';
 import type { RunTool, ToolSpec } from '../src/contract/tools.js';
 import type { ChatMessage } from '../src/contract/dialogue.js';
+import type { ToolCall } from '../src/contract/session.js';
 import { activityInfo, Context } from '@temporalio/activity';
 import type { ContextCache } from './context-cache.js';
 import { compactionPromptFromMessages, messagesAfterCompaction } from '../src/rules/compaction.js';
@@ -46,6 +47,8 @@ export interface CallModelDeps {
   capParameter?: (model: string) => CapParameter;
   /** The most times Deputy's count of a model's input its endpoint may bill it (see the config), read at each call. */
   inputCountFactor?: (model: string) => number | undefined;
+  /** Seals each tool call the model made, so `runTool` runs only those (see `tool-call-seal.ts`). */
+  sealToolCall?: (call: ToolCall) => string | undefined;
 }
 
 /** Where a run's dialogue is kept: its workflow id as Temporal records it, and its chain of segments. */
@@ -155,11 +158,15 @@ export function createCallModel(deps: CallModelDeps) {
     const result: CallModelResult = {
       content: content === null ? null : cutText(content, limit),
       // The arguments of all calls share one budget, so the whole result stays bounded however many there are.
-      toolCalls: kept.map((call) => ({
-        id: cutText(call.id, 256),
-        name: cutText(call.name, 256),
-        arguments: cutText(call.arguments, Math.max(1024, Math.floor(limit / kept.length))),
-      })),
+      toolCalls: kept.map((made) => {
+        const call = {
+          id: cutText(made.id, 256),
+          name: cutText(made.name, 256),
+          arguments: cutText(made.arguments, Math.max(1024, Math.floor(limit / kept.length))),
+        };
+        const seal = deps.sealToolCall?.(call);
+        return seal === undefined ? call : { ...call, seal };
+      }),
       ...usage,
       finishReason: streamed.finishReason,
     };

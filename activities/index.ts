@@ -29,6 +29,7 @@ import { createRunTool } from './run-tool.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
 import { STORE_MAX_TEXT_BYTES } from '../src/ops/storage.js';
 import { MessageKeys } from '../src/ops/message-keys.js';
+import { toolCallSeals } from './tool-call-seal.js';
 
 /** Dependencies of every activity. */
 export interface ActivityDeps {
@@ -78,7 +79,9 @@ export function createActivities({
   };
   const presetAtRevision = createPresetLookup(config, client);
   const contexts = new ContextCache();
+  const seals = toolCallSeals(keys);
   const callModel = createCallModel({
+    sealToolCall: seals.seal,
     openai,
     apiKey,
     timeoutMs: () => config.current.modelTimeoutSeconds * 1000,
@@ -99,6 +102,7 @@ export function createActivities({
       tools,
       () => config.current.payloads.maxTextBytes,
       payloadStore ? STORE_MAX_TEXT_BYTES : undefined,
+      seals.verify,
     ),
     summarizeContext: createSummarizeContext(callModel),
     // Same call, its own name, so Temporal UI tells compaction from context summaries.

@@ -31,6 +31,8 @@ export function createRunTool(
   maxTextBytes: () => number = () => DEFAULT_PAYLOAD_LIMITS.maxTextBytes,
   /** With an external payload store: the longest whole result kept beside the model's view. */
   wholeMaxBytes?: number,
+  /** Whether a call carries its run's proof that the model made it; without one, nothing runs. */
+  madeByModel?: (call: RunToolInput['call']) => boolean,
 ) {
   return async function runTool(input: RunToolInput): Promise<RunToolResult> {
     return toolCallSpan(input.call.name, async (span) => {
@@ -49,6 +51,11 @@ export function createRunTool(
     }
     if (!tool || !input.allowedTools.includes(call.name) || !holdsScopes(input.scopes, tool.scopes)) {
       return toolError(`tool "${call.name}" is not available to this run; use only the tools you were given`);
+    }
+    if (madeByModel && !madeByModel(call)) {
+      return toolError(
+        `not run: this call of "${call.name}" carries no proof that a model made it in this run (an answer completed by hand is not the model's)`,
+      );
     }
     let raw: unknown;
     try {

@@ -329,7 +329,12 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     type: 'array',
                     items: {
                       type: 'object',
-                      properties: { id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } },
+                      properties: {
+                        id: { type: 'string' },
+                        name: { type: 'string' },
+                        arguments: { type: 'string' },
+                        seal: { type: 'string' },
+                      },
                       required: ['id', 'name', 'arguments'],
                     },
                   },
@@ -616,7 +621,12 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     type: 'array',
                     items: {
                       type: 'object',
-                      properties: { id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } },
+                      properties: {
+                        id: { type: 'string' },
+                        name: { type: 'string' },
+                        arguments: { type: 'string' },
+                        seal: { type: 'string' },
+                      },
                       required: ['id', 'name', 'arguments'],
                     },
                   },

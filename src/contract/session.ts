@@ -5,7 +5,13 @@
 import { z } from 'zod';
 
 /** A tool call as the model asked for it; `arguments` is the raw JSON text, which may be malformed. */
-export const ToolCall = z.object({ id: z.string(), name: z.string(), arguments: z.string() });
+export const ToolCall = z.object({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  /** The worker's proof that the model made this call in this run (see `activities/tool-call-seal.ts`). */
+  seal: z.string().optional(),
+});
 export type ToolCall = z.infer<typeof ToolCall>;
 
 const at = z.iso.datetime();
