@@ -5,13 +5,11 @@
  * is on in this worker's config, but no scope a caller may ask for holds `run.delegate`: only the config grants
  * powers, and what a caller names can only narrow them.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { offeredTools, toolMessages, userSays } from '../../src/testing/scripted-model.js';
-import { findTemporalCli } from '../../src/testing/temporal-cli.js';
 import { DELEGATION_TOOLS } from '../support/delegation.js';
-import { afterTool } from './support.js';
+import { afterTool, temporalCli } from './support.js';
 import { testConfig, useHarness } from '../support/harness.js';
 
 const config = testConfig({
@@ -81,15 +79,6 @@ describe('attacks on the key ring', () => {
     await h.startWorker({ config, tools: DELEGATION_TOOLS });
   });
 });
-
-/** Runs the `temporal` CLI against the test server: its exit status and what it printed. */
-function temporalCli(...args: string[]): Promise<{ status: number; output: string }> {
-  return new Promise((resolve) => {
-    execFile(findTemporalCli()!, [...args, '--address', inject('temporalAddress')], (err, stdout, stderr) =>
-      resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
-    );
-  });
-}
 
 describe('attacks from inside the namespace', () => {
   it.each([

@@ -4,7 +4,6 @@
  * contract. It starts a run, answers its child's question, cancels it; and it cannot widen what its endpoint's tenant
  * is granted, nor reach another tenant's runs (item 33 of the threat model).
  */
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,12 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/scripted-model.js';
-import { findTemporalCli, PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
+import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 import type { askDeputyRaw, askDeputyThenCancel, readDeputyState } from '../support/nexus-caller-workflows.js';
 import { delegateReply } from '../support/delegation.js';
 import { testConfig, useHarness } from '../support/harness.js';
+import { temporalCli } from './support.js';
 
 const suffix = randomUUID().slice(0, 8);
 // The names docs/security.md gives (this suite's dev server is its own, so they are free).
@@ -47,15 +47,6 @@ const config = testConfig({
 });
 const h = useHarness({ config });
 
-/** Runs the `temporal` CLI against the test server. */
-function temporal(...args: string[]): Promise<{ status: number; output: string }> {
-  return new Promise((resolve) => {
-    execFile(findTemporalCli()!, [...args, '--address', inject('temporalAddress')], (err, stdout, stderr) =>
-      resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
-    );
-  });
-}
-
 let callers: Client;
 let callerWorker: Worker;
 let running: Promise<void>;
@@ -70,7 +61,7 @@ beforeAll(async () => {
     'operator nexus endpoint',
   ]);
   for (const args of commands) {
-    const { status, output } = await temporal(...args);
+    const { status, output } = await temporalCli(...args);
     expect(status, `temporal ${args.join(' ')}: ${output}`).toBe(0);
   }
   callers = new Client({ connection: h.client.connection, namespace: CALLERS });
@@ -96,7 +87,7 @@ afterAll(async () => {
   callerWorker?.shutdown();
   await running;
   for (const tenant of ['alice', 'bob'] as const) {
-    await temporal('operator', 'nexus', 'endpoint', 'delete', '--name', ENDPOINTS[tenant], '--yes');
+    await temporalCli('operator', 'nexus', 'endpoint', 'delete', '--name', ENDPOINTS[tenant], '--yes');
   }
 });
 

@@ -1,6 +1,8 @@
 /** Helpers for the attack suite: what an attacker with a plain Temporal client sees and does. */
+import { execFile } from 'node:child_process';
 import type { Client } from '@temporalio/client';
-import { expect } from 'vitest';
+import { expect, inject } from 'vitest';
+import { findTemporalCli } from '../../src/testing/temporal-cli.js';
 import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/scripted-model.js';
 
 /** Workflow tasks that failed in a run's history: an attack that wedges a run shows up here. */
@@ -38,3 +40,12 @@ export const lastUserSays = (task: string, text: string) => (r: RecordedRequest)
 /** A request whose last message is a tool result containing `text`. */
 export const afterTool = (task: string, text: string) => (r: RecordedRequest) =>
   userSays(task)(r) && r.body.messages.at(-1)?.role === 'tool' && lastMessage(r).includes(text);
+
+/** Runs the `temporal` CLI against the test server, as any client of the namespace can: its exit status and output. */
+export function temporalCli(...args: string[]): Promise<{ status: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(findTemporalCli()!, [...args, '--address', inject('temporalAddress')], (err, stdout, stderr) =>
+      resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
+    );
+  });
+}
