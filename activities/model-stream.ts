@@ -41,6 +41,8 @@ const MAX_STREAMED_CALLS = 128;
 class GrowingText {
   #settled = 0;
   #tail = '';
+  /** Tokens of the whole text so far. */
+  tokens = 0;
   /** Past this many characters with no such point, the tail is settled as it is (at worst a token more). */
   static readonly #MAX_TAIL = 4096;
 
@@ -52,6 +54,7 @@ class GrowingText {
   }
 
   append(more: string): void {
+    this.tokens = this.with(more);
     let tail = this.#tail + more;
     const at = lastSettlePoint(tail);
     if (at > 0) {
@@ -98,7 +101,6 @@ export async function readStream(
   const calls: { id: string; name: string; arguments: string }[] = [];
   // Each text (the answer, each call's name and arguments) counted whole, as the endpoint's tokenizer sees it.
   const texts = new Map<string, GrowingText>();
-  const countedOf = new Map<string, number>();
   let finishReason: string | null = null;
   let reported: StreamedAnswer['reported'];
   let impossibleUsage: unknown;
@@ -109,11 +111,9 @@ export async function readStream(
   const take = (key: string, text: string): string => {
     let whole = texts.get(key);
     if (!whole) texts.set(key, (whole = new GrowingText(count)));
-    const before = countedOf.get(key) ?? 0;
-    const others = counted - before;
-    const after = whole.with(text);
+    const others = counted - whole.tokens;
     let kept = text;
-    if (cap !== null && others + after > cap) {
+    if (cap !== null && others + whole.with(text) > cap) {
       // The longest prefix that fits: the answer ends exactly at the cap, never a token past it.
       let lo = 0;
       let hi = text.length;
@@ -125,10 +125,8 @@ export async function readStream(
       kept = text.slice(0, lo);
       stoppedAtCap = true;
     }
-    const total = kept === text ? after : whole.with(kept);
     whole.append(kept);
-    countedOf.set(key, total);
-    counted = others + total;
+    counted = others + whole.tokens;
     return kept;
   };
   const progress = (): StreamProgress => ({ outputTokens: counted, text: content, ...(reported && { reported }) });
