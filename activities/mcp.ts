@@ -215,9 +215,9 @@ class McpSource {
   }
 
   /**
-   * The connection a stateful server keeps `run`'s session on, opened at its first call; sessions unused for ten
-   * minutes, or the least recently used past 64, are closed (a run whose session was closed is told so, as when the
-   * connection is lost).
+   * The connection a stateful server keeps `run`'s session on, opened at its first call. Sessions unused for ten
+   * minutes, or the least recently used past 64, are closed; the run's next call opens a new one, without what the
+   * server kept for the old.
    */
   #session(run: string): Promise<Client> {
     const now = Date.now();
