@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
+import { parse, stringify } from 'yaml';
 import { DeputyClient } from '../src/client/client.js';
 import { DEMO_SCRIPT, DEMO_TASK } from '../src/demo/script.js';
 import { startCluster, type Cluster } from './cluster/harness.js';
@@ -245,11 +246,19 @@ function workerStarter(
   };
 }
 
-/** The demo's configuration, with runs continuing as new after 150 events (so a long run here does). */
+/**
+ * The demo's configuration, with runs continuing as new after 150 events (so a long run here does), and room for the
+ * 35 turns that run asks for (the config's limits are the most a run may ask).
+ */
 function writeClusterConfig(dir: string): string {
   const configPath = join(dir, 'deputy.config.yaml');
-  const demoConfig = readFileSync(join(PROJECT_ROOT, 'deputy.config.yaml'), 'utf8');
-  writeFileSync(configPath, demoConfig.replace('continueAsNewAfterEvents: 8000', 'continueAsNewAfterEvents: 150'));
+  const config = parse(readFileSync(join(PROJECT_ROOT, 'deputy.config.yaml'), 'utf8')) as {
+    compaction: Record<string, unknown>;
+    limits: Record<string, unknown>;
+  };
+  config.compaction.continueAsNewAfterEvents = 150;
+  config.limits.maxTurns = 40;
+  writeFileSync(configPath, stringify(config));
   return configPath;
 }
 
