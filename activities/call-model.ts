@@ -255,6 +255,7 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
       effort: null,
       messages: dialogue && input.compact ? compactionPromptFromMessages(dialogue, input.compact) : input.messages,
       tools: [],
+      grant: input.grant,
       ...(input.budget && { budget: input.budget }),
     });
     if (!reply.content?.trim()) {

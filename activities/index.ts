@@ -30,6 +30,7 @@ import { priceFromUsdPerMTok } from '../src/rules/usage.js';
 import { STORE_MAX_TEXT_BYTES } from '../src/ops/storage.js';
 import { MessageKeys } from '../src/ops/message-keys.js';
 import { toolCallSeals } from './tool-call-seal.js';
+import { runGrants } from './grants.js';
 
 /** Dependencies of every activity. */
 export interface ActivityDeps {
@@ -80,6 +81,7 @@ export function createActivities({
   const presetAtRevision = createPresetLookup(config, client);
   const contexts = new ContextCache();
   const seals = toolCallSeals(keys);
+  const { sealRunInput, openRun, madeByModel } = runGrants(keys);
   const callModel = createCallModel({
     sealToolCall: seals.seal,
     openai,
@@ -134,6 +136,9 @@ export function createActivities({
       return resolvePresetTools(config.current, input);
     },
     presetAtRevision,
+    sealRunInput,
+    openRun,
+    madeByModel,
     ...createRunLookups(temporal),
     ...createMessaging({ keys, temporal, config, childTaskQueue }),
   };

@@ -369,6 +369,8 @@ function fixtureConfig() {
     model: 'test-model',
     prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
     delegation: { enabled: true },
+    // What the scenarios ask for: a caller's scopes only narrow what the config grants.
+    grantableScopes: ['tools.calc', 'tools.notes', 'run.delegate'],
     presets: [
       { id: 'assistant', persona: DEFAULT_PERSONA, tools: ['calculate', 'search_notes'] },
       // Past the size a child's input carries whole: children get these by reference and look them up.

@@ -5,6 +5,7 @@
  * fail-over: a worker SIGKILLed while a tree runs (five times, alternating which), the other finishing every run with
  * the output of an undisturbed run. Everything it started is stopped, whether it passes or fails.
  */
+import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -209,6 +210,9 @@ async function checkFailover({ deputy, model, queue, workers, startWorker }: Che
   }
 }
 
+/** The message keys of the cluster's workers. */
+const CLUSTER_MESSAGE_KEYS = `k1:${randomBytes(32).toString('base64')}`;
+
 /** Starts `npm run worker` number `n` on the cluster; settles once it says its task queues. */
 function workerStarter(
   cluster: Cluster,
@@ -226,6 +230,8 @@ function workerStarter(
     AGENT_DELEGATION_ENABLED: 'true',
     OPENAI_BASE_URL: model.url,
     OPENAI_API_KEY: 'cluster-test',
+    // One key ring for both workers, as a deployment gives them: `npm run worker` makes no key of its own.
+    DEPUTY_MESSAGE_KEYS: process.env.DEPUTY_MESSAGE_KEYS ?? CLUSTER_MESSAGE_KEYS,
   };
   return (n: number) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker/main.ts'], {

@@ -52,5 +52,7 @@ describe('R6.1 R6.3 R6.4 docker-compose.yml, the production shape', () => {
     expect(worker.DEPUTY_METRICS_ADDRESS).toBe('0.0.0.0:9464');
     expect(worker.DEPUTY_PAYLOAD_STORE).toBe('s3://deputy-payloads/');
     expect(worker.DEPUTY_PAYLOAD_STORE_S3_ENDPOINT).toBe('http://minio:9000');
+    // One key ring for every worker: compose refuses to start without it rather than let a worker make its own.
+    expect(worker.DEPUTY_MESSAGE_KEYS).toMatch(/^\$\{DEPUTY_MESSAGE_KEYS:\?set DEPUTY_MESSAGE_KEYS=/);
   });
 });

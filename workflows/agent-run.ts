@@ -27,6 +27,7 @@ import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
 import { stopBackground } from './delegation/in-background.js';
 import { agentLoop } from './loop.js';
+import { openGrant } from './grants.js';
 import { checkRunInput } from '../src/rules/contract-checks.js';
 import { AgentRunState, type ParsedRunInput } from './run-state.js';
 
@@ -44,6 +45,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     : new AgentRunState(input, info.workflowId);
   run.workerDialogue.chainTo(info.firstExecutionRunId);
   registerHandlers(run);
+  // Before anything acts for the run: an origin or a resume counts only with a worker's seal for this run.
+  run.grant = await openGrant(rawInput);
   const treeAttributes = [
     { key: SA.DEPUTY_ROOT_ID, value: run.rootId },
     { key: SA.DEPUTY_DEPTH, value: run.depth },

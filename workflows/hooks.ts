@@ -17,6 +17,7 @@ export async function runHooks(
   event: HookEvent,
   input: Omit<HookInput, 'event'>,
   hooks: readonly HookSpec[],
+  grant: string,
 ): Promise<HookOutcome> {
   let task = input.task;
   const trail: string[] = [];
@@ -27,7 +28,7 @@ export async function runHooks(
     });
     try {
       const decision = await runHook.executeWithOptions({ summary: `hook ${hook.name} ${event}` }, [
-        { hook: hook.name, input: { ...input, event, task } },
+        { hook: hook.name, input: { ...input, event, task }, grant },
       ]);
       trail.push(`${hook.name}: ${decision.decision}`);
       if (decision.decision === 'reject') {

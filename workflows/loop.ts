@@ -3,6 +3,7 @@
  * with user messages joining between turns and continue-as-new when Temporal suggests it. Deterministic code
  * only.
  */
+import { sealedToContinue } from './grants.js';
 import { allHandlersFinished, condition, continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import type { LimitName, RunInput, RunStatus } from '../src/contract/run.js';
 import { bestOutput } from '../src/contract/dialogue.js';
@@ -63,10 +64,19 @@ function continueAsNewDue(run: AgentRunState): boolean {
   return !run.hasLiveChildren();
 }
 
-/** Continues as new once every handler has finished. */
+/**
+ * Continues as new once every handler has finished, with its input sealed by a worker. A message taken while the seal
+ * was being made changes what the next run must carry: it is sealed again.
+ */
 async function continueAsNewNow(run: AgentRunState): Promise<void> {
-  await condition(allHandlersFinished);
-  await continueAsNew<(input: RunInput) => Promise<unknown>>({ ...run.input, resume: run.toResume() });
+  for (;;) {
+    await condition(allHandlersFinished);
+    const resume = run.toResume();
+    const next = await sealedToContinue({ ...run.input, resume });
+    if (allHandlersFinished() && JSON.stringify(run.toResume()) === JSON.stringify(resume)) {
+      await continueAsNew<(input: RunInput) => Promise<unknown>>(next);
+    }
+  }
 }
 
 /** Loops model calls and tool calls until an answer, a limit, or (in a conversation) the end of the talk. */

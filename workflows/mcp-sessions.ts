@@ -23,7 +23,7 @@ export function sessionOptions(run: AgentRunState, server: string): Promise<Acti
   let open = sessions.get(run);
   if (!open) sessions.set(run, (open = new Map<string, Promise<OpenMcpSessionResult>>()));
   let session = open.get(server);
-  if (!session) open.set(server, (session = openMcpSession({ runId: run.sessionId, server })));
+  if (!session) open.set(server, (session = openMcpSession({ runId: run.sessionId, server, grant: run.grant })));
   return session.then((pinned) =>
     pinned ? { taskQueue: pinned.taskQueue, scheduleToStartTimeout: `${pinned.startTimeoutSeconds} seconds` } : {},
   );

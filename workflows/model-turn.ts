@@ -164,7 +164,15 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
           summary: attempted(`compactSession ${model} (${plan.replacesTurns} turns so far)`, attempt),
           ...run.untilDeadline(),
         },
-        [{ model, ...sent, compact: range, budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS) }],
+        [
+          {
+            model,
+            ...sent,
+            compact: range,
+            budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS),
+            grant: run.grant,
+          },
+        ],
       ),
     // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
     (result) => messagesAfterCompaction(messages, range, result.summary),
@@ -237,7 +245,7 @@ function callTurn(
   return callWithContext(
     run,
     summary,
-    { model, effort, ...input, budget: run.callBudget() },
+    { model, effort, ...input, budget: run.callBudget(), grant: run.grant },
     {
       done: (reply) => {
         run.recordModelCall(reply, price);

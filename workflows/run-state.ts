@@ -96,6 +96,8 @@ export class AgentRunState extends RunAccount {
    * them (schedule-to-close) instead of a timer racing a cancellation scope.
    */
   #deadlineOnActivities = false;
+  /** This execution's grant from a worker: every activity that acts for the run asks for it. */
+  grant = '';
   /** What the worker of the run's last model call holds of its dialogue. */
   readonly workerDialogue = new WorkerDialogue();
 

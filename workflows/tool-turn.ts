@@ -3,14 +3,20 @@
  * is in (so a child dispatched meanwhile sees it). Steering tools run in the workflow through a name → handler
  * table; every other tool is the `runTool` activity. Deterministic code only.
  */
-import { isCancellation, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import {
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import type { RunToolResult } from '../src/contract/activities.js';
 import type { ToolCall } from '../src/contract/session.js';
 import type { SteeringToolName } from '../src/contract/delegation.js';
 import { CHILD_STEERING_TOOLS } from '../src/contract/json-schemas.js';
 import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
-import { joinAll, TOOL_CALL_OPTIONS } from './activity-options.js';
+import { joinAll, LOOKUP_OPTIONS, TOOL_CALL_OPTIONS } from './activity-options.js';
 import { runDelegation } from './delegation/invocation.js';
 import { runFollowup, runInterjection } from './delegation/steering.js';
 import { runWait } from './delegation/in-background.js';
@@ -19,6 +25,7 @@ import { sessionLost, sessionOptions } from './mcp-sessions.js';
 import { now, type AgentRunState } from './run-state.js';
 
 const { runTool } = proxyActivities<DeputyActivities>(TOOL_CALL_OPTIONS);
+const { madeByModel } = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
 type Handler = (call: ToolCall, run: AgentRunState) => Promise<RunToolResult>;
 
@@ -40,7 +47,8 @@ const STEERING: Record<SteeringToolName, Handler> = {
  * chain, not an `async` frame (fewer promises: see workflows/index.ts).
  */
 function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
-  const steer = Object.hasOwn(STEERING, call.name) ? STEERING[call.name as SteeringToolName] : undefined;
+  const handler = Object.hasOwn(STEERING, call.name) ? STEERING[call.name as SteeringToolName] : undefined;
+  const steer = handler && sealedOnly(handler);
   // Every child may ask its parent; it is a channel back, not a capability.
   if (steer && CHILD_STEERING_TOOLS.includes(call.name as SteeringToolName)) {
     if (!run.origin) return runToolActivity(run, call, allowedTools);
@@ -60,12 +68,32 @@ function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[])
 }
 
 /**
+ * A steering call runs in workflow code, so a worker first checks that a model answer in this run made it: an
+ * answer completed by hand starts no child and sends no message.
+ */
+function sealedOnly(handler: Handler): Handler {
+  return async (call, run) => {
+    const { firstExecutionRunId } = workflowInfo();
+    const checked = await madeByModel.executeWithOptions({ summary: `check ${call.name} ${call.id}` }, [
+      { call, firstRunId: firstExecutionRunId },
+    ]);
+    if (checked) {
+      return handler(call, run);
+    }
+    return {
+      content: `not run: this call of "${call.name}" carries no proof that a model made it in this run (an answer completed by hand is not the model's)`,
+      isError: true,
+    };
+  };
+}
+
+/**
  * Any other tool is the `runTool` activity's (which refuses a tool the run was not offered); a stateful MCP server's
  * tool runs on the worker that holds the run's session with it.
  */
 function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
   const server = run.composition.tools.find((tool) => tool.name === call.name)?.session;
-  const input = { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes };
+  const input = { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes, grant: run.grant };
   const options = { summary: `runTool ${call.name}`, ...run.untilDeadline() };
   return settled(
     () =>

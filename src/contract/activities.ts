@@ -3,7 +3,7 @@
  */
 import type { ContextRendering } from './preset.js';
 import type { Preset } from './preset.js';
-import type { RunResult, Usage } from './run.js';
+import type { RunInput, RunResult, Usage } from './run.js';
 import type { SessionEvent, ToolCall } from './session.js';
 import type { ChatMessage } from './dialogue.js';
 import type { HookInput } from './hooks.js';
@@ -26,6 +26,30 @@ export interface CompactionRange {
   /** The prompt's size budget. */
   maxBytes: number;
 }
+
+/** Input of `sealRunInput`: a child's input (with the child's id) or the input a run continues as new with. */
+export interface SealRunInputInput {
+  input: RunInput;
+  childWorkflowId?: string;
+}
+
+/** Input of `openRun`: the run's own input, and the execution Temporal records before it (its parent, or its run before). */
+export interface OpenRunInput {
+  input: RunInput;
+  parent?: { workflowId: string; runId: string } | undefined;
+  continuedFrom?: string | undefined;
+  /** The first run of the run's chain (continue-as-new, reset and retry keep it): its grant is bound to it. */
+  firstRunId: string;
+}
+
+/** Input of `madeByModel`: a steering call, and the first run of the calling run's chain. */
+export interface MadeByModelInput {
+  call: ToolCall;
+  firstRunId: string;
+}
+
+/** Result of `openRun`: the run's grant, or why its input is refused. */
+export type OpenRunResult = { ok: true; grant: string } | { ok: false; reason: string };
 
 /** Input of `resolveRun`: what the run asked for. */
 export interface ResolveRunInput {
@@ -54,6 +78,8 @@ export { ResolveRunResult };
 
 /** Input of `summarizeContext`: the accepted task and the parent's dialogue, summarised by the parent's model. */
 export interface SummarizeContextInput {
+  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  grant: string;
   model: string;
   /** The prompt; for `compactSession` with `compact`, the run's dialogue (what is new since `context`'s base). */
   messages: ChatMessage[];
@@ -84,6 +110,8 @@ export interface LoadSessionResult {
 
 /** Input of `runHook`. */
 export interface RunHookInput {
+  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  grant: string;
   hook: string;
   input: HookInput;
 }
@@ -117,6 +145,8 @@ export interface PresetAtRevisionInput {
 
 /** Input of `callModel`. */
 export interface CallModelInput {
+  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  grant: string;
   model: string;
   effort: string | null;
   messages: ChatMessage[];
@@ -152,6 +182,8 @@ export interface CallModelResult {
 
 /** Input of `runTool`. */
 export interface RunToolInput {
+  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  grant: string;
   runId: string;
   call: ToolCall;
   /** Names of the tools this run may use; anything else is refused. */
@@ -161,6 +193,8 @@ export interface RunToolInput {
 
 /** Input of `openMcpSession`: the run that is about to call a stateful MCP server's tool, and the server. */
 export interface OpenMcpSessionInput {
+  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  grant: string;
   runId: string;
   server: string;
 }

@@ -1212,6 +1212,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
         'snapshotMarks',
       ],
     },
+    grant: { type: 'string', maxLength: 200 },
   },
   required: ['task'],
   additionalProperties: false,

@@ -114,6 +114,8 @@ export const RunInput = z
       .optional(),
     /** Set when a run continues as new: its state so far. Never set it yourself. */
     resume: z.lazy(() => RunResume).optional(),
+    /** A worker's seal over this input, set with `origin` or `resume`. Never set it yourself. */
+    grant: z.string().max(200).optional(),
   })
   .superRefine((input, ctx) => {
     for (const { path, message } of forkProblems(input)) ctx.addIssue({ code: 'custom', path, message });

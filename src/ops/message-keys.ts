@@ -6,8 +6,9 @@
  * - `DEPUTY_MESSAGE_KEYS` (`id:base64,id:base64`, 32-byte keys, the first one signs, every one checks: rotate by
  *   putting a new key first and dropping the old one once no run in flight was signed with it), or
  *   `DEPUTY_MESSAGE_KEYS_FILE` (a file with the same text);
- * - else a key made on first use in `<DEPUTY_STATE_DIR or .deputy>/message-keys` (mode 0600), which every worker
- *   started from the same directory shares. Workers on several machines need the variable.
+ * - else, only for a worker beside the embedded dev server (the demo, the tests), a key made on first use in
+ *   `<DEPUTY_STATE_DIR or .deputy>/message-keys` (mode 0600). A worker on a shared server (`npm run worker`) makes
+ *   no key of its own: two would drop each other's messages.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -41,11 +42,22 @@ export class MessageKeys {
     this.#current = first[0];
   }
 
-  /** The keys the environment names, or the shared key file under the state directory (made on first use). */
-  static fromEnv(env: NodeJS.ProcessEnv = process.env): MessageKeys {
+  /**
+   * The keys the environment names; else, with `makeKeyFile`, the key file under the state directory (made on
+   * first use), and without it a configuration error saying what to set.
+   */
+  static fromEnv(env: NodeJS.ProcessEnv = process.env, { makeKeyFile = true } = {}): MessageKeys {
     if (env.DEPUTY_MESSAGE_KEYS) return new MessageKeys(parseCodecKeys(env.DEPUTY_MESSAGE_KEYS, 'DEPUTY_MESSAGE_KEYS'));
     const file = env.DEPUTY_MESSAGE_KEYS_FILE;
     if (file) return new MessageKeys(parseCodecKeys(readKeyFile(file, 'DEPUTY_MESSAGE_KEYS_FILE'), file));
+    if (!makeKeyFile) {
+      throw new ConfigError(
+        [
+          "DEPUTY_MESSAGE_KEYS: not set. Workers sign the messages between runs with one key ring, and a worker on a shared Temporal server makes no key of its own (two workers with their own would drop each other's messages). Give every worker the same DEPUTY_MESSAGE_KEYS=k1:$(openssl rand -base64 32), or DEPUTY_MESSAGE_KEYS_FILE naming a file with that text",
+        ],
+        'environment',
+      );
+    }
     const dir = env.DEPUTY_STATE_DIR ?? '.deputy';
     return new MessageKeys(parseCodecKeys(sharedKeyFile(join(dir, 'message-keys')), 'message-keys'));
   }

@@ -1,8 +1,13 @@
 /**
  * Deputy's activities act with the worker's keys: the model key, the message keys, the tools' reach. Temporal lets
  * any client of the namespace run an activity by name — standalone, with no workflow at all, or from a workflow of
- * its own type — so each activity first checks that Temporal reports one of Deputy's workflows as its caller.
- * Defence in depth only: a client of the namespace can still name its own workflow `agentRun` (see docs/security.md).
+ * its own, named as it likes — so each activity first checks who calls it:
+ *
+ * - Temporal must report one of Deputy's workflows as its caller;
+ * - what Deputy's runs call as local activities (signing, sealing, opening a run, looking up its composition) runs
+ *   only as a local activity: that is, in the worker running the caller's workflow code, which is then Deputy's own;
+ * - what acts for a run (a model call, a tool, a hook, a context summary, an MCP session) needs the run's grant, which
+ *   only a local activity makes, bound to the chain of the run Temporal reports as the caller (`caller-chain.ts`).
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -11,28 +16,76 @@ import { FAILURE } from '../contract/failures.js';
 /** The workflow types whose activities Deputy's workers run. */
 const DEPUTY_WORKFLOWS: ReadonlySet<string> = new Set(['agentRun', 'tenantAdmission']);
 
-/** Refuses the activity in progress unless Temporal reports one of Deputy's workflows as its caller. */
-export function refuseOutsideCallers(activity: string): void {
-  const { inWorkflow, workflowType } = Context.current().info;
-  if (inWorkflow && workflowType !== undefined && DEPUTY_WORKFLOWS.has(workflowType)) return;
-  const caller = inWorkflow
-    ? `a workflow of type ${JSON.stringify(workflowType)}`
-    : 'no workflow (a standalone activity)';
+/** What Deputy's runs call only as local activities. */
+const LOCAL_ONLY: ReadonlySet<string> = new Set([
+  'madeByModel',
+  'signMessage',
+  'sealRunInput',
+  'openRun',
+  'resolveRun',
+  'presetAtRevision',
+]);
+
+/** What acts for a run, with the run's grant in its input. */
+const FOR_A_RUN: ReadonlySet<string> = new Set([
+  'callModel',
+  'summarizeContext',
+  'compactSession',
+  'runTool',
+  'runHook',
+  'openMcpSession',
+]);
+
+/** Whether a grant is the one of the run Temporal reports as the caller of the activity in progress. */
+export type GrantCheck = (grant: unknown) => Promise<boolean>;
+
+function refuse(activity: string, why: string, what: string): never {
   throw ApplicationFailure.create({
     type: FAILURE.ActivityCaller,
-    message: `${activity} runs only for Deputy's runs (agentRun, tenantAdmission), and Temporal reports ${caller} as its caller; start a run instead (DeputyClient.startRun)`,
+    message: `${activity} runs only for Deputy's runs (agentRun, tenantAdmission), and ${why}; ${what}`,
     nonRetryable: true,
   });
 }
 
-/** `activities`, each refusing callers that are not Deputy's workflows before it does anything. */
-export function guardActivities<T extends Record<string, (...args: never[]) => unknown>>(activities: T): T {
+/** Refuses the activity in progress unless Temporal reports a caller that may call it (see above). */
+export function refuseOutsideCallers(activity: string): void {
+  const { inWorkflow, workflowType, isLocal } = Context.current().info;
+  if (!inWorkflow || workflowType === undefined || !DEPUTY_WORKFLOWS.has(workflowType)) {
+    const caller = inWorkflow
+      ? `a workflow of type ${JSON.stringify(workflowType)}`
+      : 'no workflow (a standalone activity)';
+    refuse(activity, `Temporal reports ${caller} as its caller`, 'start a run instead (DeputyClient.startRun)');
+  }
+  if (LOCAL_ONLY.has(activity) && !isLocal) {
+    refuse(
+      activity,
+      'it was scheduled on a task queue, where Deputy only ever runs it as a local activity',
+      'start a run instead (DeputyClient.startRun)',
+    );
+  }
+}
+
+/** `activities`, each refusing callers that may not call it before it does anything. */
+export function guardActivities<T extends Record<string, (...args: never[]) => unknown>>(
+  activities: T,
+  holds: GrantCheck,
+): T {
   return Object.fromEntries(
     Object.entries(activities).map(([name, activity]) => [
       name,
       (...args: never[]) => {
         refuseOutsideCallers(name);
-        return activity(...args);
+        if (!FOR_A_RUN.has(name)) return activity(...args);
+        return holds((args[0] as { grant?: unknown } | undefined)?.grant).then((granted) => {
+          if (!granted) {
+            refuse(
+              name,
+              'its input carries no grant a worker made for the run Temporal reports as its caller',
+              'only a run started through Deputy (DeputyClient.startRun, a front door) acts with its powers',
+            );
+          }
+          return activity(...args);
+        });
       },
     ]),
   ) as T;

@@ -18,6 +18,7 @@ import type { DeputyConfig } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
 import { followMcpTools } from './mcp-tools.js';
 import { guardActivities } from './activity-guard.js';
+import { runGrants } from '../../activities/grants.js';
 import { frontDoorHandler } from './front-door.js';
 import { boundedFetch } from '../../activities/bounded-fetch.js';
 import { cachedTenantDelegation, describeTenantDelegation } from '../config/tenant-evidence.js';
@@ -57,6 +58,8 @@ export interface DeputyWorkerOptions {
   taskQueue: string;
   /** Task queue of child runs (`DEPUTY_BACKGROUND_TASK_QUEUE`). @default `deputy-background` */
   childTaskQueue?: string;
+  /** Keys that sign messages between runs. @default `MessageKeys.fromEnv()` (a key file made on first use) */
+  messageKeys?: MessageKeys;
   /** The configuration, or a store whose configuration can change while the worker runs. */
   config: DeputyConfig | ConfigStore;
   /** Model endpoint; the key never leaves the worker. */
@@ -243,6 +246,7 @@ export function deputyActivities(
   };
   report(config);
   store.onChange(report);
+  const messageKeys = options.messageKeys ?? MessageKeys.fromEnv();
   return guardActivities(
     createActivities({
       openai: createOpenAIClient(options.model),
@@ -254,8 +258,9 @@ export function deputyActivities(
       client: options.client,
       payloadStore: options.payloadStore ?? process.env.DEPUTY_PAYLOAD_STORE !== undefined,
       sessionQueue,
-      ...(options.messageKeys && { messageKeys: options.messageKeys }),
+      messageKeys,
     }),
+    runGrants(messageKeys).holds,
   );
 }
 
@@ -274,7 +279,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
   let activities: ReturnType<typeof deputyActivities>;
   let messageKeys: MessageKeys;
   try {
-    messageKeys = MessageKeys.fromEnv();
+    messageKeys = options.messageKeys ?? MessageKeys.fromEnv();
     activities = deputyActivities(
       { ...options, config: store, childTaskQueue, payloadStore, messageKeys },
       tools,

@@ -8,6 +8,7 @@ import { watch } from 'node:fs';
 import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
 import { ConfigError } from '../contract/errors.js';
+import { MessageKeys } from '../ops/message-keys.js';
 import { checkSearchAttributes, createDeputyWorker } from './factory.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { deputyTracing } from '../ops/tracing.js';
@@ -36,6 +37,8 @@ async function main(): Promise<void> {
   reportMemoryOnSignal();
   const env = readEnv();
   const config = new ConfigStore(loadConfig(env));
+  // A worker on a shared server signs with the deployment's key ring, never a key of its own.
+  const messageKeys = MessageKeys.fromEnv(process.env, { makeKeyFile: false });
   watchConfig(config, env);
   const connection = await NativeConnection.connect({ address: env.temporalAddress });
   try {
@@ -60,6 +63,7 @@ async function main(): Promise<void> {
       childTaskQueue: env.childTaskQueue,
       config,
       model: { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl },
+      messageKeys,
     });
     console.log(
       `deputy worker: task queues ${env.taskQueue} and ${env.childTaskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,

@@ -49,3 +49,35 @@ export function temporalCli(...args: string[]): Promise<{ status: number; output
     );
   });
 }
+
+/**
+ * Completes the model call a run is waiting on by hand, with `toolCalls` and no usage, as `temporal activity complete`
+ * lets any client of the namespace do.
+ */
+export async function completeModelCallByHand(
+  client: Client,
+  workflowId: string,
+  toolCalls: { id: string; name: string; arguments: string; seal: string }[],
+): Promise<void> {
+  let pending: string | undefined;
+  await expect
+    .poll(async () => {
+      const described = await client.workflow.getHandle(workflowId).describe();
+      pending =
+        described.raw.pendingActivities?.find((a) => a.activityType?.name === 'callModel')?.activityId ?? undefined;
+      return pending;
+    })
+    .toBeDefined();
+  const answer = { content: null, toolCalls, inputTokens: 0, outputTokens: 0, finishReason: 'tool_calls' };
+  const completed = await temporalCli(
+    'activity',
+    'complete',
+    '--workflow-id',
+    workflowId,
+    '--activity-id',
+    pending!,
+    '--result',
+    JSON.stringify(answer),
+  );
+  expect(completed.status, completed.output).toBe(0);
+}

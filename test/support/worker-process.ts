@@ -2,7 +2,9 @@
  * Runs `src/worker/main.ts` (what `npm run worker` runs) as a real child process, so tests can SIGKILL it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
 import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
+import { MessageKeys } from '../../src/ops/message-keys.js';
 
 /** A worker process started by a test. */
 export interface WorkerProcess {
@@ -17,7 +19,7 @@ export interface WorkerProcess {
 export function spawnWorker(env: Record<string, string>, nodeFlags: string[] = []): WorkerProcess {
   const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'src/worker/main.ts'], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...testKeyRing(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
@@ -30,6 +32,16 @@ export function spawnWorker(env: Record<string, string>, nodeFlags: string[] = [
     exited,
     kill: (signal = 'SIGKILL') => void child.kill(signal),
   };
+}
+
+/**
+ * The key ring of the workers the tests run in process (their key file, made on first use), so a worker process
+ * signs as they do: `npm run worker` makes no key of its own.
+ */
+function testKeyRing(): Record<string, string> {
+  if (process.env.DEPUTY_MESSAGE_KEYS || process.env.DEPUTY_MESSAGE_KEYS_FILE) return {};
+  MessageKeys.fromEnv();
+  return { DEPUTY_MESSAGE_KEYS_FILE: resolve(process.env.DEPUTY_STATE_DIR ?? '.deputy', 'message-keys') };
 }
 
 /** Waits until the worker prints its ready line; fails with its output if it exits first. */

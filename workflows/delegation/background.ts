@@ -64,7 +64,7 @@ export async function generateBackground(
       try {
         generated = await summarizeContext.executeWithOptions(
           { summary: attempted(`summarizeContext ${composition.model} for ${taskName}`, attempt) },
-          [{ model: composition.model, messages, budget }],
+          [{ model: composition.model, messages, budget, grant: run.grant }],
         );
       } catch (err) {
         const delay = modelRetryDelay(err, attempt, SUMMARY_ATTEMPTS);

@@ -221,7 +221,7 @@ class ChildLife {
     const trail: string[] = [];
     for (const event of TASK_HOOK_EVENTS) {
       if (!hasHooks(event, this.#hooks)) continue;
-      const decided = await runHooks(event, { ...this.#hookInput, task: this.#task }, this.#hooks);
+      const decided = await runHooks(event, { ...this.#hookInput, task: this.#task }, this.#hooks, this.run.grant);
       trail.push(...decided.trail);
       entry.preparation.hookOutcome = trail.join('; ') || null;
       if (decided.decision === 'reject') {
@@ -345,6 +345,7 @@ class ChildLife {
       'subagent.end',
       { ...this.#hookInput, task: this.#task, status: result.status, output },
       this.#hooks,
+      this.run.grant,
     ).catch((err: unknown) => {
       if (isCancellation(err)) throw err; // a failing end hook changes nothing; a cancelled parent still stops
     });

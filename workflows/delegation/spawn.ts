@@ -25,6 +25,7 @@ import { failureMessage } from '../../src/rules/failure-message.js';
 import { cancelledEnd, endOfResult, failedEnd, reportedUsage, type ChildEnd } from '../../src/rules/child-run.js';
 import { FAILURE } from '../../src/contract/failures.js';
 import { checkReturnShape } from '../../src/rules/contract-checks.js';
+import { sealedForChild } from '../grants.js';
 
 const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 // Waits on a run this parent did not start in this execution (an attach): as long as the run lives.
@@ -35,9 +36,10 @@ const { awaitRun } = proxyActivities<DeputyActivities>({
   retry: { maximumAttempts: 5 },
 });
 
-/** Starts the child's `agentRun`; its handle once Temporal records the start. */
-export function startAgentRun(options: ChildWorkflowOptions & { args: [RunInput] }): Promise<ChildHandle> {
-  return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options);
+/** Starts the child's `agentRun` with its input sealed for it by a worker; its handle once Temporal records the start. */
+export async function startAgentRun(options: ChildWorkflowOptions & { args: [RunInput] }): Promise<ChildHandle> {
+  const sealed = await sealedForChild(options.args[0], options.workflowId!);
+  return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', { ...options, args: [sealed] });
 }
 
 type ChildHandle = ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>>;
