@@ -3,8 +3,15 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The fault-injection suite and the delegate gates have their own commands (test:faults, gates) and configs.
-    exclude: ['test/faults/**', 'test/gates/**', 'test/attacks/**', 'test/real-model/**', 'node_modules/**'],
+    // The fault-injection, attack, journey and real-model suites and the delegate gates have their own commands and configs.
+    exclude: [
+      'test/faults/**',
+      'test/gates/**',
+      'test/attacks/**',
+      'test/real-model/**',
+      'test/journeys/**',
+      'node_modules/**',
+    ],
     globalSetup: ['test/global-setup.ts'],
     // Worker logs go to .deputy/test-logs/; a failing test prints its own, and console output of passing tests is not shown.
     setupFiles: ['test/support/show-logs.ts'],

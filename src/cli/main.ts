@@ -18,7 +18,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectTemporal } from '../client/connect.js';
+import { DeputyError } from '../contract/errors.js';
 import { DeputyClient } from '../client/client.js';
 import { loadConfig, readEnv, type DeputyConfig, type DeputyEnv } from '../config/load.js';
 import { configEntry } from '../config/schema.js';
@@ -80,7 +82,7 @@ async function main(argv: string[]): Promise<number> {
     print(`wrote ${target}: review its redactions and write score.expect, then npm run eval -- ${target}`);
     return 0;
   }
-  const connection = await Connection.connect({ address: env.temporalAddress });
+  const connection = await connectTemporal(env.temporalAddress);
   try {
     // With DEPUTY_CODEC_KEYS set, encrypted runs read decoded.
     const dataConverter = deputyDataConverter();
@@ -260,7 +262,11 @@ function print(text: string): void {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : '';
+    // Deputy's own errors already say what went wrong and what to do; another's cause may say more.
+    const cause =
+      !(err instanceof DeputyError) && err instanceof Error && err.cause instanceof Error
+        ? ` (${err.cause.message})`
+        : '';
     console.error(`deputy: ${err instanceof Error ? err.message : String(err)}${cause}`);
     process.exit(1);
   },

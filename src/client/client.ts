@@ -6,7 +6,6 @@ import { randomUUID } from 'node:crypto';
 import {
   CancelledFailure,
   Client,
-  Connection,
   WorkflowFailedError,
   WorkflowUpdateFailedError,
   type WorkflowHandleWithFirstExecutionRunId,
@@ -42,6 +41,7 @@ import {
 import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from '../contract/run.js';
 import { ZERO_USAGE } from '../rules/usage.js';
 import { watchTree, type WatchEvent, type WatchOptions } from './watch.js';
+import { connectTemporal } from './connect.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { tracingWanted } from '../ops/wanted.js';
 import { describeIssues } from '../rules/zod-issues.js';
@@ -123,9 +123,7 @@ export class DeputyClient {
   static async connect(
     options: DeputyClientOptions & { address?: string; namespace?: string } = {},
   ): Promise<DeputyClient> {
-    const connection = await Connection.connect({
-      address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233',
-    });
+    const connection = await connectTemporal(options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233');
     const namespace = options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
     // With DEPUTY_CODEC_KEYS set, what this client writes is encrypted and what it reads decrypted.
     const dataConverter = deputyDataConverter();

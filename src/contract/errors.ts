@@ -30,3 +30,22 @@ export class InputError extends DeputyError {
 
 /** Thrown when the Temporal CLI (which carries the dev server) cannot be found on this machine. */
 export class TemporalCliNotFoundError extends DeputyError {}
+
+/** Thrown when no Temporal server answers at the address Deputy was given; its message names the address. */
+export class TemporalUnreachableError extends DeputyError {
+  constructor(
+    readonly address: string,
+    cause: unknown,
+  ) {
+    super(
+      `no Temporal server answers at ${address} (${reasonOf(cause)}): start one there, or set TEMPORAL_ADDRESS to ` +
+        `one that runs (npm run ui keeps the demos' server up at the address it prints)`,
+      { cause },
+    );
+  }
+}
+
+function reasonOf(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.split('\n')[0]!.replace(/\.$/, '');
+}

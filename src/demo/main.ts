@@ -92,7 +92,10 @@ async function main(): Promise<void> {
       console.log(`\nTemporal UI stays up at ${uiBase}; press Ctrl-C to stop`);
       await untilInterrupted();
     } else if (!process.env.TEMPORAL_ADDRESS) {
-      console.log('        the server stops now; reopen these runs with `npm run ui` (or run `npm run demo -- --ui`)');
+      console.log(
+        '        the server stops now: `npm run ui` serves these runs again (and `npm run deputy -- tree` reaches them ' +
+          'while it runs); `npm run demo -- --ui` keeps this one up',
+      );
     }
   });
 }

@@ -49,7 +49,9 @@ export async function serveUi(env: NodeJS.ProcessEnv = process.env): Promise<Ser
     codecEndpoint = `http://127.0.0.1:${(codec.address() as AddressInfo).port}/${token}`;
   }
   try {
-    const server = await startDevServer({ dbFilename: persistedDatabase(), uiPort, codecEndpoint });
+    // Temporal's own port when it is free, so the CLI's default address reaches these runs.
+    const port = await freePort(Number(env.DEPUTY_TEMPORAL_PORT ?? 7233));
+    const server = await startDevServer({ dbFilename: persistedDatabase(), uiPort, port, codecEndpoint });
     return {
       server,
       uiBase,
@@ -65,11 +67,24 @@ export async function serveUi(env: NodeJS.ProcessEnv = process.env): Promise<Ser
   }
 }
 
-/** Resolves on the first Ctrl-C (SIGINT) or SIGTERM. */
+/** What a CLI command needs in front of it to reach the server at `address` (nothing at the CLI's default port). */
+export function cliPrefix(address: string): string {
+  return /^(localhost|127\.0\.0\.1):7233$/.test(address) ? '' : `TEMPORAL_ADDRESS=${address} `;
+}
+
+/**
+ * Resolves on the first Ctrl-C (SIGINT) or SIGTERM. A signal handler alone does not keep Node alive: the dev server
+ * is a child process, so without the timer the process would exit as soon as its own work ran out.
+ */
 export function untilInterrupted(): Promise<void> {
   return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
+    const alive = setInterval(() => {}, 1 << 30);
+    const stop = () => {
+      clearInterval(alive);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
   });
 }
 
@@ -78,8 +93,12 @@ async function main(): Promise<void> {
   console.log(`Temporal UI: ${ui.uiBase}  (runs persisted in ${persistedDatabase()})`);
   if (ui.codecEndpoint) console.log('codec: encrypted payloads are decoded for the UI by a local codec server');
   console.log(`temporal: ${ui.server.address}; press Ctrl-C to stop`);
+  console.log(
+    `look at a run from another terminal: ${cliPrefix(ui.server.address)}npm run deputy -- tree <workflowId>`,
+  );
   await untilInterrupted();
   await ui.close();
+  console.log('Temporal UI stopped');
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -2,12 +2,13 @@
  * `npm run worker`: runs Deputy's worker against `TEMPORAL_ADDRESS` until SIGINT or SIGTERM.
  * Invalid configuration stops it at start with one line per problem.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { watch } from 'node:fs';
 import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
-import { ConfigError } from '../contract/errors.js';
+import { ConfigError, DeputyError } from '../contract/errors.js';
+import { connectTemporal } from '../client/connect.js';
 import { MessageKeys } from '../ops/message-keys.js';
 import { checkSearchAttributes, createDeputyWorker } from './factory.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
@@ -40,14 +41,17 @@ async function main(): Promise<void> {
   // A worker on a shared server signs with the deployment's key ring, never a key of its own.
   const messageKeys = MessageKeys.fromEnv(process.env, { makeKeyFile: false });
   watchConfig(config, env);
+  // The client connection first: it reports an address where nothing answers within seconds.
+  const clientConnection = await connectTemporal(env.temporalAddress);
   const connection = await NativeConnection.connect({ address: env.temporalAddress });
   try {
     const missing = await checkSearchAttributes(connection, env.temporalNamespace);
     if (missing.length > 0) throw new ConfigError(missing, `Temporal namespace ${env.temporalNamespace}`);
-    const clientConnection = await Connection.connect({ address: env.temporalAddress });
     // With DEPUTY_CODEC_KEYS set, history holds ciphertext; the worker and its client read and write through it.
     const dataConverter = deputyDataConverter();
     const tracing = deputyTracing({ serviceName: process.env.OTEL_SERVICE_NAME ?? 'deputy-worker' });
+    // Bundling the workflow code takes a while on a cold start; say so rather than sit silent.
+    console.log(`deputy worker: connected to ${env.temporalAddress}; bundling workflow code …`);
     const worker = await createDeputyWorker({
       client: new Client({
         connection: clientConnection,
@@ -72,6 +76,7 @@ async function main(): Promise<void> {
     await tracing?.shutdown();
   } finally {
     await connection.close();
+    await clientConnection.close();
   }
 }
 
@@ -103,7 +108,7 @@ function watchConfig(store: ConfigStore, env: DeputyEnv): void {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError) {
+  if (err instanceof DeputyError) {
     console.error(`deputy worker: ${err.message}`);
   } else {
     console.error('deputy worker:', err);

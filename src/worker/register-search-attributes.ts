@@ -5,8 +5,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import { DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
+
+// The proto package is CommonJS: Node's ESM loader sees only its default export.
+const { temporal } = proto;
 
 async function connectWithRetry(address: string, deadlineMs: number): Promise<Connection> {
   for (;;) {
