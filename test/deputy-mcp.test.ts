@@ -116,6 +116,10 @@ describe('R6.8 Deputy as an MCP server', () => {
     expect(answered.structuredContent).toMatchObject({ runId, child: 'conv' });
     const result = await call('result', { run_id: runId, wait_seconds: 30 });
     expect(result.structuredContent).toMatchObject({ runId, status: 'completed', output: 'all converted to EUR' });
+    // 49.10: asked again with the default wait (none), the ended run's result is all there.
+    const again = await call('result', { run_id: runId });
+    expect(again.structuredContent).toMatchObject({ runId, status: 'completed', output: 'all converted to EUR' });
+    expect((again.structuredContent!.usage as { modelCalls: number }).modelCalls).toBeGreaterThan(0);
     // The caller's limit narrowed the config's.
     const started0 = (await h.client.workflow.getHandle(runId).fetchHistory()).events![0]!;
     const input = defaultPayloadConverter.fromPayload<{ limits: Record<string, unknown>; scopes?: string[] }>(

@@ -141,7 +141,8 @@ class CallerRuns {
         note: `this server already holds ${this.waits.max} waits; ask again with result later`,
       };
     }
-    if (!now.running) return this.read(runId, seconds);
+    // An ended run's result is there already: return it whatever the wait asked.
+    if (!now.running) return { runId, ...(await this.deputy.result(runId)) };
     try {
       return await this.read(runId, seconds);
     } finally {

@@ -29,7 +29,7 @@ export function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}
     cwd: PROJECT_ROOT,
     env: merged,
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let text = '';
   child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
