@@ -29,7 +29,10 @@ afterAll(() => {
 
 describe('R2.14 R3.7 R3.9 the terminal chat', () => {
   it('R2.14 R3.7 R3.9 npm run demo -- --chat: talk while a background child works, its question reaches the person, the answer and an interjection go down, its result comes back, Ctrl-C ends cleanly', async () => {
-    expect(spawnSync('tmux', ['-V']).status, 'this test needs tmux: npm test installs it as root (scripts/install-test-tools.sh); else apt-get install tmux').toBe(0);
+    expect(
+      spawnSync('tmux', ['-V']).status,
+      'this test needs tmux: npm test installs it as root (scripts/install-test-tools.sh); else apt-get install tmux',
+    ).toBe(0);
     const command = [
       'env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u DEPUTY_CONFIG',
       `TEMPORAL_ADDRESS=${inject('temporalAddress')} DEPUTY_TASK_QUEUE=${queue} DEPUTY_BACKGROUND_TASK_QUEUE=${queue}-bg`,

@@ -32,7 +32,10 @@ export const SCREENSHOTS = process.env.DEPUTY_SCREENSHOTS_DIR ?? join(PROJECT_RO
 mkdirSync(SCREENSHOTS, { recursive: true });
 
 export async function launchChromium(): Promise<Browser> {
-  expect(existsSync(CHROMIUM), `this test needs Chromium at ${CHROMIUM}: npm test installs it as root (scripts/install-test-tools.sh); else apt-get install chromium or set CHROMIUM_PATH`).toBe(true);
+  expect(
+    existsSync(CHROMIUM),
+    `this test needs Chromium at ${CHROMIUM}: npm test installs it as root (scripts/install-test-tools.sh); else apt-get install chromium or set CHROMIUM_PATH`,
+  ).toBe(true);
   return chromium.launch({
     executablePath: CHROMIUM,
     args: [
