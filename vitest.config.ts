@@ -3,13 +3,14 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The fault-injection, attack, journey and real-model suites and the delegate gates have their own commands and configs.
+    // The fault-injection, attack, journey, docs and real-model suites and the delegate gates have their own commands and configs.
     exclude: [
       'test/faults/**',
       'test/gates/**',
       'test/attacks/**',
       'test/real-model/**',
       'test/journeys/**',
+      'test/docs/**',
       'node_modules/**',
     ],
     globalSetup: ['test/global-setup.ts'],

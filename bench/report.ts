@@ -159,7 +159,7 @@ const ROWS: Record<string, (s: ScenarioResult) => Row[]> = {
   },
 };
 
-/** The Markdown table the README shows; medians throughout. */
+/** The Markdown table docs/performance.md shows; medians throughout. */
 export function renderTable(report: BenchReport): string {
   const rows = report.scenarios.flatMap((s) => (ROWS[s.id] ?? replayRows)(s));
   const header = ['Scenario', 'Deputy', 'Bare Temporal', 'Ratio', 'Target'];

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: Deputy against bare Temporal on an embedded dev server, the scripted model answering at once.
  * Deputy and baseline runs alternate (A B A B …) so machine drift hits both sides; every figure is a median.
- * Writes bench/results.json and bench/results.md, and puts the table into the README's "Performance" section.
+ * Writes bench/results.json and bench/results.md, and puts the table into docs/performance.md.
  *
  * BENCH_QUICK=1 runs every scenario with fewer repetitions and shorter runs (to check the harness, not to publish).
  */
@@ -823,8 +823,8 @@ async function main(): Promise<void> {
   }
   await writeFormatted(join(PROJECT_ROOT, 'bench', 'results.json'), JSON.stringify(report, null, 2));
   await writeFormatted(join(PROJECT_ROOT, 'bench', 'results.md'), table);
-  await updateReadme(table);
-  console.log('wrote bench/results.json, bench/results.md and the README Performance table');
+  await updatePerformancePage(table);
+  console.log('wrote bench/results.json, bench/results.md and the table in docs/performance.md');
 }
 
 function versions() {
@@ -850,13 +850,13 @@ async function writeFormatted(path: string, text: string): Promise<void> {
   writeFileSync(path, await format(text, { ...options, filepath: path }));
 }
 
-/** Replaces the table between the README's bench markers. */
-async function updateReadme(table: string): Promise<void> {
-  const path = join(PROJECT_ROOT, 'README.md');
+/** Replaces the table between the bench markers of the performance page. */
+async function updatePerformancePage(table: string): Promise<void> {
+  const path = join(PROJECT_ROOT, 'docs', 'performance.md');
   const readme = readFileSync(path, 'utf8');
   const from = readme.indexOf(START);
   const to = readme.indexOf(END);
-  if (from < 0 || to < from) throw new Error(`README.md has no ${START} … ${END} markers`);
+  if (from < 0 || to < from) throw new Error(`docs/performance.md has no ${START} … ${END} markers`);
   await writeFormatted(path, `${readme.slice(0, from + START.length)}\n${table}\n${readme.slice(to)}`);
 }
 

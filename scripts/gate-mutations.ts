@@ -3,7 +3,7 @@
  * (one or more edits to the source) in a copy of the project, runs that gate alone there against a real dev server,
  * expects it to fail, and puts the copy back. The work tree is never written to, so an interrupted run leaves nothing
  * broken. Prints one line per gate; exits non-zero if any gate survived its mutation. Not part of CI (it takes a few
- * minutes); its last result is in the README.
+ * minutes); its last result is in docs/activation.md.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';

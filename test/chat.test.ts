@@ -2,7 +2,7 @@
  * The terminal chat (`npm run demo -- --chat`), driven end to end in a real pseudo-terminal (tmux): type, read the
  * screen. The person orders, the conversation dispatches a researcher in the background and keeps talking, the
  * researcher's question reaches the person, the answer and an interjection go down, the result comes back, Ctrl-C
- * ends it cleanly. The screen it leaves is the README's transcript (written to .deputy/chat-transcript.txt).
+ * ends it cleanly. The screen it leaves is the transcript of docs/chat.md (written to .deputy/chat-transcript.txt).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

@@ -8,14 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { PROMISES_FILE, promiseIds, renderPromises, testsNaming, testTitles } from '../scripts/promises.js';
 
-const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
 const read = (path: string) => readFileSync(join(PROJECT_ROOT, path), 'utf8');
+const activation = read('docs/activation.md');
 
 /** The rows of the first table after `heading`: the cells of each, header and rule left out. */
 function tableAfter(heading: string): string[][] {
-  const from = readme.indexOf(heading);
-  expect(from, `README has "${heading}"`).toBeGreaterThan(-1);
-  const lines = readme.slice(from).split('\n');
+  const from = activation.indexOf(heading);
+  expect(from, `docs/activation.md has "${heading}"`).toBeGreaterThan(-1);
+  const lines = activation.slice(from).split('\n');
   const start = lines.findIndex((l) => l.startsWith('|'));
   const end = lines.findIndex((l, i) => i > start && !l.startsWith('|'));
   return lines.slice(start + 2, end).map((l) =>
@@ -26,7 +26,7 @@ function tableAfter(heading: string): string[][] {
   );
 }
 
-describe('R5.5 the README names tests that exist', () => {
+describe('R5.5 the docs name tests that exist', () => {
   it("R5.5 each of the design's gates is mapped to Deputy gates and test titles that exist", () => {
     const rows = tableAfter("**The design's gate numbers.**");
     expect(rows.map(([gate]) => gate)).toEqual(['4', '12']);

@@ -3,7 +3,7 @@
  * it. While it stays up: the worker's `/metrics` shows Deputy's metrics for the run; the raw history holds ciphertext;
  * Temporal UI, opened in headless Chromium (Debian's package), shows the parent, its three children linked, their
  * summaries, and the task and answer decoded through the codec server. Ctrl-C then stops everything it started.
- * The README's screenshots (docs/images/ui-*.png) are the ones this test takes (`npm run screenshots`).
+ * The screenshots of docs/watching.md (docs/images/ui-*.png) are the ones this test takes (`npm run screenshots`).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -1,7 +1,7 @@
 /**
  * The web view, opened in headless Chromium during a live run: the tree appears, a child's status changes
  * without a reload, the parent's transcript shows the children's results as an untrusted envelope, links lead into
- * Temporal UI; without the token nothing is served. The README's screenshots (docs/images/web-*.png) are this test's (`npm run screenshots`).
+ * Temporal UI; without the token nothing is served. The screenshots of docs/watching.md (docs/images/web-*.png) are this test's (`npm run screenshots`).
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

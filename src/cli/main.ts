@@ -1,21 +1,10 @@
 #!/usr/bin/env node
 /**
- * `npm run deputy -- <command>`: look at runs and move sessions from the command line.
- *
- *   tree <workflowId>              the run's delegation tree: status, tokens, cost and calls per run
- *   watch <workflowId> [cursor]    the tree live: each run's status, tokens, cost and latest event, then a summary
- *   state <workflowId>             the run's `state` query as JSON
- *   sessions [query]               sessions from visibility (roots and children), e.g. "DeputyRootId = 'run-1'"
- *   export <workflowId> [--redact] the run's session as versioned JSON on stdout (secrets and personal data redacted)
- *   import <file> <task>           a new run that restores the session in <file> and goes on with <task>
- *   fork <workflowId> <task>       a new run from a copy of the session, with exactly its composition
- *   followup <workflowId> <task>   a new run that goes on from a finished run's session
- *   tenants                        each configured tenant: activated or not, and why (its evidence)
- *   eval admit <exported.json>     a capability scenario from an exported failed session (npm run eval runs it)
- *   mcp [--http <port>]            Deputy as an MCP server (stdio, or Streamable HTTP at /mcp); needs DEPUTY_MCP_TOKEN
- *                                  (or, over HTTP, DEPUTY_MCP_TOKENS: tenant=token entries, a caller each)
+ * `npm run deputy -- <command>`: look at runs and move sessions from the command line. `deputy help` lists the
+ * commands (the table below), their options and the environment they read.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
 import { Client } from '@temporalio/client';
@@ -34,31 +23,162 @@ import { describeWatchEvent, TreeView } from '../client/watch-view.js';
 import { terminalSafe, terminalSafeJson } from '../rules/terminal.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 
-const USAGE = `usage: deputy tree <workflowId> | watch <workflowId> [cursor] | state <workflowId> | sessions [query]
-             | export <workflowId> [--redact]
-             | import <file> <task> | fork <workflowId> <task> | followup <workflowId> <task>
-             | tenants | eval admit <exported-session.json> | mcp [--http <port>]`;
-
-const ARITY: Record<string, [min: number, max: number]> = {
-  tree: [1, 1],
-  watch: [1, 2],
-  state: [1, 1],
-  sessions: [0, 1],
-  export: [1, 2],
-  import: [2, 2],
-  fork: [2, 2],
-  followup: [2, 2],
-  tenants: [0, 0],
-  eval: [2, 2],
-  mcp: [0, 2],
+/** Each command: its arguments, what it does, and the options it takes. */
+const COMMANDS: Record<string, { args: string; does: string; min: number; max: number; options?: string[] }> = {
+  tree: {
+    args: '<workflowId>',
+    does: "the run's delegation tree: status, tokens, cost and calls per run",
+    min: 1,
+    max: 1,
+  },
+  watch: {
+    args: '<workflowId> [cursor]',
+    does: "the tree live: each run's status, tokens, cost and latest event, then a summary",
+    min: 1,
+    max: 2,
+  },
+  state: { args: '<workflowId>', does: "the run's state query as JSON (needs a worker to answer)", min: 1, max: 1 },
+  sessions: {
+    args: '[query]',
+    does: `sessions from visibility (roots and children), e.g. "DeputyRootId = 'run-1'"`,
+    min: 0,
+    max: 1,
+  },
+  export: {
+    args: '<workflowId>',
+    does: "the run's session as versioned JSON on stdout",
+    min: 1,
+    max: 1,
+    options: ['--redact   secrets and personal data replaced by placeholders (listed on stderr)'],
+  },
+  import: {
+    args: '<file> <task>',
+    does: 'a new run that restores the session in <file> and goes on with <task>',
+    min: 2,
+    max: 2,
+  },
+  fork: {
+    args: '<workflowId> <task>',
+    does: 'a new run from a copy of the session, with exactly its composition',
+    min: 2,
+    max: 2,
+  },
+  followup: {
+    args: '<workflowId> <task>',
+    does: "a new run that goes on from a finished run's session",
+    min: 2,
+    max: 2,
+  },
+  tenants: { args: '', does: 'each configured tenant: activated or not, and why (its evidence)', min: 0, max: 0 },
+  eval: {
+    args: 'admit <exported.json>',
+    does: 'a capability scenario from an exported failed session (npm run eval runs it)',
+    min: 2,
+    max: 2,
+  },
+  mcp: {
+    args: '',
+    does: 'Deputy as an MCP server over stdio (start it with npm run --silent, or the installed deputy command)',
+    min: 0,
+    max: 0,
+    options: ['--http <port>   Streamable HTTP at http://127.0.0.1:<port>/mcp instead of stdio'],
+  },
+  help: { args: '[command]', does: 'this list, or one command with its options', min: 0, max: 1 },
 };
 
+const ENVIRONMENT = [
+  'TEMPORAL_ADDRESS      the Temporal server (default localhost:7233)',
+  'TEMPORAL_NAMESPACE    its namespace (default default)',
+  'DEPUTY_TASK_QUEUE     where runs started here go (default deputy)',
+  'DEPUTY_CONFIG         the config file (tenants, mcp)',
+  'DEPUTY_CODEC_KEYS     keys to read encrypted runs',
+  'DEPUTY_MCP_TOKEN      mcp: the token callers present (DEPUTY_MCP_TOKENS: tenant=token entries, over HTTP)',
+];
+
+const usageLine = (name: string) => `deputy ${name}${COMMANDS[name]!.args ? ` ${COMMANDS[name]!.args}` : ''}`;
+
+/** `deputy help`: one line per command, then the environment it reads; or one command with its options. */
+function help(name?: string): string {
+  if (name && COMMANDS[name]) {
+    const command = COMMANDS[name];
+    return [
+      `usage: ${usageLine(name)}`,
+      '',
+      `  ${command.does}`,
+      ...(command.options ? ['', 'options:', ...command.options.map((o) => `  ${o}`)] : []),
+      '',
+      'environment:',
+      ...ENVIRONMENT.map((e) => `  ${e}`),
+    ].join('\n');
+  }
+  const width = Math.max(...Object.keys(COMMANDS).map((n) => usageLine(n).length));
+  return [
+    'usage: deputy <command> [arguments]   (from a checkout: npm run deputy -- <command>)',
+    '',
+    'commands:',
+    ...Object.entries(COMMANDS).map(([n, c]) => `  ${usageLine(n).padEnd(width)}  ${c.does}`),
+    '',
+    'environment:',
+    ...ENVIRONMENT.map((e) => `  ${e}`),
+    '',
+    'deputy <command> --help shows one command with its options.',
+  ].join('\n');
+}
+
+/** A mistake in how the command was called: one line on stderr, exit status 2. */
+class UsageError extends DeputyError {}
+
+interface Parsed {
+  command: string;
+  args: string[];
+  redact: boolean;
+  http: string | undefined;
+}
+
+function parse(argv: string[]): Parsed | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { help: { type: 'boolean', short: 'h' }, redact: { type: 'boolean' }, http: { type: 'string' } },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message.split(/\.\s/)[0]}; deputy help lists the commands and options`);
+  }
+  const [command, ...args] = parsed.positionals;
+  if (!command) {
+    if (parsed.values.help) return 'help';
+    throw new UsageError('no command given; deputy help lists them');
+  }
+  const spec = COMMANDS[command];
+  if (!spec) throw new UsageError(`unknown command "${command}"; deputy help lists the commands`);
+  if (parsed.values.help) {
+    console.log(help(command));
+    return 'help';
+  }
+  if (args.length < spec.min || args.length > spec.max) {
+    throw new UsageError(`${command} takes ${spec.args || 'no arguments'}: ${usageLine(command)}`);
+  }
+  const takes = (option: string) => spec.options?.some((o) => o.startsWith(option)) ?? false;
+  if (parsed.values.redact && !takes('--redact')) throw new UsageError(`${command} takes no --redact`);
+  if (parsed.values.http !== undefined && !takes('--http')) throw new UsageError(`${command} takes no --http`);
+  const http = parsed.values.http;
+  if (http !== undefined && !/^\d{1,5}$/.test(http))
+    throw new UsageError(`mcp --http takes a port number, not "${http}"`);
+  return { command, args, redact: parsed.values.redact ?? false, http };
+}
+
 async function main(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
-  const arity = command ? ARITY[command] : undefined;
-  if (!command || !arity || args.length < arity[0] || args.length > arity[1]) {
-    console.error(USAGE);
-    return 2;
+  const parsed = parse(argv);
+  if (parsed === 'help') {
+    if (!argv.some((a) => COMMANDS[a] && a !== 'help')) console.log(help());
+    return 0;
+  }
+  const { command, args } = parsed;
+  if (command === 'help') {
+    console.log(help(args[0]));
+    return 0;
   }
   const env = readEnv();
   if (command === 'tenants') {
@@ -71,10 +191,7 @@ async function main(argv: string[]): Promise<number> {
     return activations.every((a) => a.activated) ? 0 : 1;
   }
   if (command === 'eval') {
-    if (args[0] !== 'admit') {
-      console.error(USAGE);
-      return 2;
-    }
+    if (args[0] !== 'admit') throw new UsageError(`eval takes admit <exported.json>: ${usageLine('eval')}`);
     const admitted = await admitSession(JSON.parse(readFileSync(args[1]!, 'utf8')), basename(args[1]!));
     const target = join('scenarios', `${admitted.id}.yaml`);
     mkdirSync('scenarios', { recursive: true });
@@ -91,7 +208,7 @@ async function main(argv: string[]): Promise<number> {
       namespace: env.temporalNamespace,
       ...(dataConverter && { dataConverter }),
     });
-    if (command === 'mcp') return await mcp(client, env, args);
+    if (command === 'mcp') return await mcp(client, env, parsed.http);
     const deputy = new DeputyClient(client, { taskQueue: env.taskQueue });
     const [first, second] = args as [string, string];
     const started = (handle: { workflowId: string }) => print(`started ${handle.workflowId}`);
@@ -112,8 +229,7 @@ async function main(argv: string[]): Promise<number> {
       case 'export':
         {
           const exported = await deputy.exportSession(first);
-          if (second !== undefined && second !== '--redact') throw new Error(`export: unknown option ${second}`);
-          if (second === '--redact') {
+          if (parsed.redact) {
             const redactor = new Redactor();
             const redacted = await redactDeep(exported, redactor);
             console.log(terminalSafeJson(redacted));
@@ -176,12 +292,8 @@ async function watch(deputy: DeputyClient, rootId: string, since: string | undef
  * `deputy mcp`: serves until the caller closes stdio, or (`--http <port>`) until SIGINT/SIGTERM. Nothing but the
  * protocol goes to stdout. Refuses to start without its own token.
  */
-async function mcp(client: Client, env: DeputyEnv, args: string[]): Promise<number> {
-  const http = args[0] === '--http';
-  if ((args.length > 0 && !http) || (http && !/^\d{1,5}$/.test(args[1] ?? ''))) {
-    console.error(USAGE);
-    return 2;
-  }
+async function mcp(client: Client, env: DeputyEnv, port: string | undefined): Promise<number> {
+  const http = port !== undefined;
   // Read once: over HTTP a server is made per request.
   const config = loadConfig(env);
   const callers = mcpTokens(config, http);
@@ -208,7 +320,7 @@ async function mcp(client: Client, env: DeputyEnv, args: string[]): Promise<numb
     await closed;
     return 0;
   }
-  const server = await serveMcpHttp(make, { tokens: callers, port: Number(args[1]) });
+  const server = await serveMcpHttp(make, { tokens: callers, port: Number(port) });
   const address = server.address() as AddressInfo;
   console.error(`deputy mcp: listening on http://${address.address}:${address.port}/mcp`);
   await new Promise<void>((resolve) => {
@@ -262,6 +374,10 @@ function print(text: string): void {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
+    if (err instanceof UsageError) {
+      console.error(`deputy: ${err.message}`);
+      process.exit(2);
+    }
     // Deputy's own errors already say what went wrong and what to do; another's cause may say more.
     const cause =
       !(err instanceof DeputyError) && err instanceof Error && err.cause instanceof Error

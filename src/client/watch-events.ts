@@ -1,5 +1,5 @@
 /**
- * What a watch says: the events of `DeputyClient.watch` (a contract: README "Watching runs"), their cursors, and
+ * What a watch says: the events of `DeputyClient.watch` (a contract: docs/watching.md), their cursors, and
  * the small readings of history they are made from.
  */
 // A CommonJS package: Node's ESM loader sees only its default export.
@@ -37,7 +37,7 @@ export interface WatchUsage {
   toolCalls: number;
 }
 
-/** The events of `DeputyClient.watch`. Names and fields are a contract (README "Watching runs"). */
+/** The events of `DeputyClient.watch`. Names and fields are a contract (docs/watching.md). */
 export type WatchEvent = EventBase &
   (
     | { type: 'run/started'; taskName: string | null; depth: number; task: string }

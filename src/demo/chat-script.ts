@@ -5,7 +5,7 @@
  */
 import { lastMessage, toolMessages, type RecordedRequest, type ScriptRule } from '../testing/scripted-model.js';
 
-/** The lines the script follows, in order (the README's transcript and the chat test type them). */
+/** The lines the script follows, in order (docs/chat.md's transcript and the chat test type them). */
 export const CHAT_LINES = {
   order: 'Price my order: 3 notebooks at $12.50 and 2 pens at $1.20, shipped to Springfield.',
   meanwhile: 'How is it going?',

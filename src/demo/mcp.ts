@@ -14,7 +14,7 @@ import { withDemoEnvironment } from './environment.js';
 
 const DOCS = join(PROJECT_ROOT, 'docs');
 
-/** The config the demo adds (the README shows it as YAML). */
+/** The config the demo adds (docs/mcp.md shows it as YAML). */
 export const DEMO_MCP_CONFIG = {
   mcpServers: {
     docs: {

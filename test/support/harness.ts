@@ -85,13 +85,17 @@ export interface Harness {
 }
 
 /** Connects to the shared dev server and starts a scripted model. */
-export async function createHarness(rules: ScriptRule[] = []): Promise<Harness> {
+export async function createHarness(
+  rules: ScriptRule[] = [],
+  /** A task queue of its own choosing (the docs' commands name `deputy`). @default a fresh one */
+  options: { taskQueue?: string } = {},
+): Promise<Harness> {
   const address = inject('temporalAddress');
   const workflowBundlePath = inject('workflowBundlePath');
   const connection = await NativeConnection.connect({ address });
   const clientConnection = await Connection.connect({ address });
   const client = new Client({ connection: clientConnection });
-  const taskQueue = `test-${randomUUID()}`;
+  const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
   const model = await ScriptedModelServer.start(rules, { quiet: true });
   const workers: RunningWorker[] = [];
   let lastOptions: Parameters<Harness['startWorker']>[0] = {};

@@ -38,7 +38,7 @@ export function spawnWorker(env: Record<string, string>, nodeFlags: string[] = [
  * The key ring of the workers the tests run in process (their key file, made on first use), so a worker process
  * signs as they do: `npm run worker` makes no key of its own.
  */
-function testKeyRing(): Record<string, string> {
+export function testKeyRing(): Record<string, string> {
   if (process.env.DEPUTY_MESSAGE_KEYS || process.env.DEPUTY_MESSAGE_KEYS_FILE) return {};
   MessageKeys.fromEnv();
   return { DEPUTY_MESSAGE_KEYS_FILE: resolve(process.env.DEPUTY_STATE_DIR ?? '.deputy', 'message-keys') };
