@@ -85,4 +85,16 @@ describe('R5.3 redaction', () => {
     expect(redactor.redactions.map((r) => r.where)).toEqual(['content', 'events[0].text']);
     expect(await redactDeep('sk-abcdefghijklmnop1234', new Redactor())).toBe('[api-key-1]');
   });
+
+  it("49.7 a run's own ids are kept wherever they appear; an id built from personal data is not", async () => {
+    const own = 'run-6f1e2d3c-4b5a-4987-8a6b-5c4d3e2f1a0b';
+    const child = `${own}/research-1`;
+    const chosen = 'alice@example.com-run';
+    const redactor = await Redactor.keeping([own, child, chosen]);
+    const text = `${child} asked ${chosen} for sk-abcdefghijklmnop1234 on behalf of ${own}`;
+    const out = await redactor.redact(text, 'task');
+    expect(out).toBe(`${child} asked [email-address-2]-run for [api-key-1] on behalf of ${own}`);
+    // Without it, the UUID's digits read as a phone number and the whole id as a high-entropy token.
+    expect(await new Redactor().redact(own, 'id')).not.toContain(own);
+  });
 });

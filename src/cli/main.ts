@@ -3,8 +3,7 @@
  * `npm run deputy -- <command>`: look at runs and move sessions from the command line. `deputy help` lists the
  * commands (the table below), their options and the environment they read.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
 import { Client } from '@temporalio/client';
@@ -15,159 +14,15 @@ import { loadConfig, readEnv, type DeputyConfig, type DeputyEnv } from '../confi
 import { configEntry } from '../config/schema.js';
 import type { McpCaller } from './mcp-server.js';
 import { describeTenantDelegation, tenantDelegation } from '../config/tenant-evidence.js';
-import { admitSession } from '../eval/admit.js';
+import { admitSession, sessionIds } from '../eval/admit.js';
 import { Redactor, redactDeep } from '../eval/redact.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
 import { terminalSafe, terminalSafeJson } from '../rules/terminal.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
-
-/** Each command: its arguments, what it does, and the options it takes. */
-const COMMANDS: Record<string, { args: string; does: string; min: number; max: number; options?: string[] }> = {
-  tree: {
-    args: '<workflowId>',
-    does: "the run's delegation tree: status, tokens, cost and calls per run",
-    min: 1,
-    max: 1,
-  },
-  watch: {
-    args: '<workflowId> [cursor]',
-    does: "the tree live: each run's status, tokens, cost and latest event, then a summary",
-    min: 1,
-    max: 2,
-  },
-  state: { args: '<workflowId>', does: "the run's state query as JSON (needs a worker to answer)", min: 1, max: 1 },
-  sessions: {
-    args: '[query]',
-    does: `sessions from visibility (roots and children), e.g. "DeputyRootId = 'run-1'"`,
-    min: 0,
-    max: 1,
-  },
-  export: {
-    args: '<workflowId>',
-    does: "the run's session as versioned JSON on stdout",
-    min: 1,
-    max: 1,
-    options: ['--redact   secrets and personal data replaced by placeholders (listed on stderr)'],
-  },
-  import: {
-    args: '<file> <task>',
-    does: 'a new run that restores the session in <file> and goes on with <task>',
-    min: 2,
-    max: 2,
-  },
-  fork: {
-    args: '<workflowId> <task>',
-    does: 'a new run from a copy of the session, with exactly its composition',
-    min: 2,
-    max: 2,
-  },
-  followup: {
-    args: '<workflowId> <task>',
-    does: "a new run that goes on from a finished run's session",
-    min: 2,
-    max: 2,
-  },
-  tenants: { args: '', does: 'each configured tenant: activated or not, and why (its evidence)', min: 0, max: 0 },
-  eval: {
-    args: 'admit <exported.json>',
-    does: 'a capability scenario from an exported failed session (npm run eval runs it)',
-    min: 2,
-    max: 2,
-  },
-  mcp: {
-    args: '',
-    does: 'Deputy as an MCP server over stdio (start it with npm run --silent, or the installed deputy command)',
-    min: 0,
-    max: 0,
-    options: ['--http <port>   Streamable HTTP at http://127.0.0.1:<port>/mcp instead of stdio'],
-  },
-  help: { args: '[command]', does: 'this list, or one command with its options', min: 0, max: 1 },
-};
-
-const ENVIRONMENT = [
-  'TEMPORAL_ADDRESS      the Temporal server (default localhost:7233)',
-  'TEMPORAL_NAMESPACE    its namespace (default default)',
-  'DEPUTY_TASK_QUEUE     where runs started here go (default deputy)',
-  'DEPUTY_CONFIG         the config file (tenants, mcp)',
-  'DEPUTY_CODEC_KEYS     keys to read encrypted runs',
-  'DEPUTY_MCP_TOKEN      mcp: the token callers present (DEPUTY_MCP_TOKENS: tenant=token entries, over HTTP)',
-];
-
-const usageLine = (name: string) => `deputy ${name}${COMMANDS[name]!.args ? ` ${COMMANDS[name]!.args}` : ''}`;
-
-/** `deputy help`: one line per command, then the environment it reads; or one command with its options. */
-function help(name?: string): string {
-  if (name && COMMANDS[name]) {
-    const command = COMMANDS[name];
-    return [
-      `usage: ${usageLine(name)}`,
-      '',
-      `  ${command.does}`,
-      ...(command.options ? ['', 'options:', ...command.options.map((o) => `  ${o}`)] : []),
-      '',
-      'environment:',
-      ...ENVIRONMENT.map((e) => `  ${e}`),
-    ].join('\n');
-  }
-  const width = Math.max(...Object.keys(COMMANDS).map((n) => usageLine(n).length));
-  return [
-    'usage: deputy <command> [arguments]   (from a checkout: npm run deputy -- <command>)',
-    '',
-    'commands:',
-    ...Object.entries(COMMANDS).map(([n, c]) => `  ${usageLine(n).padEnd(width)}  ${c.does}`),
-    '',
-    'environment:',
-    ...ENVIRONMENT.map((e) => `  ${e}`),
-    '',
-    'deputy <command> --help shows one command with its options.',
-  ].join('\n');
-}
-
-/** A mistake in how the command was called: one line on stderr, exit status 2. */
-class UsageError extends DeputyError {}
-
-interface Parsed {
-  command: string;
-  args: string[];
-  redact: boolean;
-  http: string | undefined;
-}
-
-function parse(argv: string[]): Parsed | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: { help: { type: 'boolean', short: 'h' }, redact: { type: 'boolean' }, http: { type: 'string' } },
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message.split(/\.\s/)[0]}; deputy help lists the commands and options`);
-  }
-  const [command, ...args] = parsed.positionals;
-  if (!command) {
-    if (parsed.values.help) return 'help';
-    throw new UsageError('no command given; deputy help lists them');
-  }
-  const spec = COMMANDS[command];
-  if (!spec) throw new UsageError(`unknown command "${command}"; deputy help lists the commands`);
-  if (parsed.values.help) {
-    console.log(help(command));
-    return 'help';
-  }
-  if (args.length < spec.min || args.length > spec.max) {
-    throw new UsageError(`${command} takes ${spec.args || 'no arguments'}: ${usageLine(command)}`);
-  }
-  const takes = (option: string) => spec.options?.some((o) => o.startsWith(option)) ?? false;
-  if (parsed.values.redact && !takes('--redact')) throw new UsageError(`${command} takes no --redact`);
-  if (parsed.values.http !== undefined && !takes('--http')) throw new UsageError(`${command} takes no --http`);
-  const http = parsed.values.http;
-  if (http !== undefined && !/^\d{1,5}$/.test(http))
-    throw new UsageError(`mcp --http takes a port number, not "${http}"`);
-  return { command, args, redact: parsed.values.redact ?? false, http };
-}
+import { COMMANDS, help, parse, UsageError, usageLine, type Parsed } from './usage.js';
+import { recordedState, unanswered, withinSeconds } from './recorded.js';
 
 async function main(argv: string[]): Promise<number> {
   const parsed = parse(argv);
@@ -191,8 +46,8 @@ async function main(argv: string[]): Promise<number> {
     return activations.every((a) => a.activated) ? 0 : 1;
   }
   if (command === 'eval') {
-    if (args[0] !== 'admit') throw new UsageError(`eval takes admit <exported.json>: ${usageLine('eval')}`);
-    const admitted = await admitSession(JSON.parse(readFileSync(args[1]!, 'utf8')), basename(args[1]!));
+    if (args[0] !== 'admit') throw new UsageError(`eval takes admit <exported.json>; usage: ${usageLine('eval')}`);
+    const admitted = await admitSession(readExport(args[1]!), basename(args[1]!));
     const target = join('scenarios', `${admitted.id}.yaml`);
     mkdirSync('scenarios', { recursive: true });
     writeFileSync(target, admitted.yaml);
@@ -209,6 +64,7 @@ async function main(argv: string[]): Promise<number> {
       ...(dataConverter && { dataConverter }),
     });
     if (command === 'mcp') return await mcp(client, env, parsed.http);
+    const QUERY_SECONDS = 10;
     const deputy = new DeputyClient(client, { taskQueue: env.taskQueue });
     const [first, second] = args as [string, string];
     const started = (handle: { workflowId: string }) => print(`started ${handle.workflowId}`);
@@ -218,9 +74,21 @@ async function main(argv: string[]): Promise<number> {
         break;
       case 'watch':
         return await watch(deputy, first, second);
-      case 'state':
-        console.log(terminalSafeJson(await deputy.getState(first)));
+      case 'run':
+        return await start(deputy, first, parsed);
+      case 'state': {
+        const state = await withinSeconds(client, QUERY_SECONDS, () => deputy.getState(first)).catch(
+          async (err: unknown) => {
+            if (!unanswered(err)) throw err;
+            console.error(
+              `deputy: no worker answered for ${first} within ${QUERY_SECONDS} s; this is what Temporal recorded of it (start a worker on its task queue for the whole state)`,
+            );
+            return recordedState(client, first);
+          },
+        );
+        output(terminalSafeJson(state), parsed.out);
         break;
+      }
       case 'sessions':
         for (const s of await deputy.listSessions(first)) {
           print([s.sessionId, s.status, s.preset ?? '-', s.parentId ? `child of ${s.parentId}` : 'root'].join('\t'));
@@ -228,15 +96,23 @@ async function main(argv: string[]): Promise<number> {
         break;
       case 'export':
         {
-          const exported = await deputy.exportSession(first);
+          const exported = await withinSeconds(client, QUERY_SECONDS, () => deputy.exportSession(first)).catch(
+            (err: unknown) => {
+              if (!unanswered(err)) throw err;
+              throw new DeputyError(
+                `no worker answered for ${first} within ${QUERY_SECONDS} s: a session is read from a worker; start one on its task queue (npm run worker) and export again`,
+              );
+            },
+          );
           if (parsed.redact) {
-            const redactor = new Redactor();
+            // The run's own ids are no secret: kept, so an admitted scenario is named after its run.
+            const redactor = await Redactor.keeping(sessionIds(exported));
             const redacted = await redactDeep(exported, redactor);
-            console.log(terminalSafeJson(redacted));
+            output(terminalSafeJson(redacted), parsed.out);
             // The list goes to stderr, so what stdout holds still imports.
             for (const r of redactor.redactions)
               console.error(terminalSafe(`redacted ${r.kind} at ${r.where}: ${r.placeholder}`));
-          } else console.log(terminalSafeJson(exported));
+          } else output(terminalSafeJson(exported), parsed.out);
         }
         break;
       case 'import':
@@ -252,6 +128,62 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   } finally {
     await connection.close();
+  }
+}
+
+/** `deputy run`: starts the run, prints its id, and follows it unless told to detach. */
+async function start(deputy: DeputyClient, task: string, options: Parsed): Promise<number> {
+  const limits = {
+    ...(options.maxTurns !== undefined && { maxTurns: options.maxTurns }),
+    ...(options.maxCostUsd !== undefined && { maxCostUsd: options.maxCostUsd }),
+  };
+  const handle = await deputy.startRun({
+    task,
+    ...(options.preset && { preset: options.preset }),
+    ...(options.model && { model: options.model }),
+    ...(Object.keys(limits).length > 0 && { limits }),
+  });
+  print(`started ${handle.workflowId}`);
+  if (options.detach) {
+    print(`follow it with: deputy watch ${handle.workflowId}`);
+    return 0;
+  }
+  const code = await watch(deputy, handle.workflowId, undefined);
+  const result = await deputy.result(handle.workflowId);
+  print(`\n${result.status}: ${result.output ?? result.error ?? ''}`);
+  return code;
+}
+
+/** `text` on stdout, or into `file` whole: written beside it and renamed, so a failure leaves no partial file. */
+function output(text: string, file: string | undefined): void {
+  if (file === undefined) {
+    console.log(text);
+    return;
+  }
+  const partial = `${file}.partial-${process.pid}`;
+  try {
+    writeFileSync(partial, `${text}\n`);
+    renameSync(partial, file);
+  } finally {
+    rmSync(partial, { force: true });
+  }
+  console.error(`deputy: wrote ${file}`);
+}
+
+/** An exported session read from `file`, or a line saying what is wrong with the file and how to get a good one. */
+function readExport(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new DeputyError(`cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  const again = `export the run again with deputy export <workflowId> --out ${file}`;
+  if (text.trim() === '') throw new DeputyError(`${file} is empty (an export that failed?): ${again}`);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new DeputyError(`${file} is not JSON (${(err as Error).message}): ${again}`);
   }
 }
 
@@ -292,7 +224,7 @@ async function watch(deputy: DeputyClient, rootId: string, since: string | undef
  * `deputy mcp`: serves until the caller closes stdio, or (`--http <port>`) until SIGINT/SIGTERM. Nothing but the
  * protocol goes to stdout. Refuses to start without its own token.
  */
-async function mcp(client: Client, env: DeputyEnv, port: string | undefined): Promise<number> {
+async function mcp(client: Client, env: DeputyEnv, port: number | undefined): Promise<number> {
   const http = port !== undefined;
   // Read once: over HTTP a server is made per request.
   const config = loadConfig(env);
@@ -320,7 +252,7 @@ async function mcp(client: Client, env: DeputyEnv, port: string | undefined): Pr
     await closed;
     return 0;
   }
-  const server = await serveMcpHttp(make, { tokens: callers, port: Number(port) });
+  const server = await serveMcpHttp(make, { tokens: callers, port });
   const address = server.address() as AddressInfo;
   console.error(`deputy mcp: listening on http://${address.address}:${address.port}/mcp`);
   await new Promise<void>((resolve) => {

@@ -17,7 +17,7 @@ export async function admitSession(raw: unknown, source: string): Promise<{ id: 
   const { session } = parsed;
   const ended = session.events.findLast((e) => e.type === 'run/ended');
   const status = ended?.type === 'run/ended' ? ended.status : 'failed';
-  const redactor = new Redactor();
+  const redactor = await Redactor.keeping(sessionIds(session));
   const redact = (text: string, where: string) => redactor.redact(text, where);
   const users = session.events.flatMap((e, i) => (e.type === 'message/user' && !e.inherited ? [{ e, i }] : []));
   const first = users[0];
@@ -45,7 +45,7 @@ export async function admitSession(raw: unknown, source: string): Promise<{ id: 
   );
   const notes: Scenario['notes'] = [];
   for (const m of found) notes.push({ title: await redact(m[1]!, 'notes.title'), text: await redact(m[2]!, 'notes') });
-  // The session id is text a caller chose (it may hold a name or an address): redacted like the rest.
+  // An id a caller chose may hold a name or an address: redacted like the rest unless it is plainly an id.
   const sessionId = await redact(session.sessionId, 'sessionId');
   const id = `admitted-${sessionId.replace(/[^a-z0-9-]/gi, '-').toLowerCase()}`.slice(0, 60);
   const scenario: Omit<Scenario, 'offline'> = {
@@ -64,4 +64,20 @@ export async function admitSession(raw: unknown, source: string): Promise<{ id: 
     admittedFrom: { sessionId, status, exportedAt: session.exportedAt, redactions: redactor.redactions },
   };
   return { id, yaml: `# Capability scenario admitted by \`deputy eval admit ${source}\`.\n${stringify(scenario)}` };
+}
+
+/** The workflow ids a session names: its own, its parent's and every other its events hold (children, roots). */
+export function sessionIds(session: {
+  sessionId: string;
+  parentId: string | null;
+  events: readonly unknown[];
+}): string[] {
+  const ids = new Set<string>([session.sessionId, ...(session.parentId ? [session.parentId] : [])]);
+  const visit = (value: unknown, key: string): void => {
+    if (typeof value === 'string' && /(?:^|[a-z])(?:Id|WorkflowId)$/.test(key)) ids.add(value);
+    else if (Array.isArray(value)) for (const item of value) visit(item, key);
+    else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) visit(v, k);
+  };
+  visit(session.events, '');
+  return [...ids].filter((id) => id.length > 0);
 }

@@ -57,23 +57,46 @@ export interface Redaction {
 export class Redactor {
   readonly redactions: Redaction[] = [];
   readonly #seen = new Map<string, string>();
+  /** Values that are no secret wherever they appear (a session's own workflow ids), longest first. */
+  readonly #keep: readonly string[];
+
+  constructor(options: { keep?: readonly string[] } = {}) {
+    this.#keep = [...(options.keep ?? [])].filter((v) => v.length > 0).sort((a, b) => b.length - a.length);
+  }
+
+  /**
+   * A redactor that keeps the ids among `ids` that hold nothing but what Deputy generates (UUIDs) and text with
+   * nothing to redact: `run-<uuid>/research-1` stays readable, an id a caller built from an address does not.
+   */
+  static async keeping(ids: Iterable<string>): Promise<Redactor> {
+    const probe = new Redactor();
+    const keep: string[] = [];
+    for (const id of new Set(ids)) {
+      const rest = id.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, 'uuid');
+      if ((await probe.redact(rest, 'id')) === rest) keep.push(id);
+    }
+    return new Redactor({ keep });
+  }
 
   /** `text` with what it recognises replaced, each replacement listed with `where`. */
   async redact(text: string, where: string): Promise<string> {
+    // Kept values stand aside as marks no rule matches, and come back once the rules are done.
+    const marks = this.#keep.map((_, i) => `\u0000${String.fromCharCode(0xe000 + i)}\u0000`);
+    let out = this.#keep.reduce((t, keep, i) => t.replaceAll(keep, marks[i]!), text);
     const found: { start: number; end: number; kind: string }[] = [];
     const result = await lintSource({
-      source: { filePath: `${where}.txt`, content: text, contentType: 'text' },
+      source: { filePath: `${where}.txt`, content: out, contentType: 'text' },
       options: { config: { rules: [{ id: '@secretlint/secretlint-rule-preset-recommend', rule: recommended }] } },
     });
     for (const message of result.messages) {
       const [start, end] = message.range;
       found.push({ start, end, kind: message.ruleId.replace(/^@secretlint\/secretlint-rule-/, '') });
     }
-    let out = replaceRanges(text, found, (value, kind) => this.#placeholder(value, kind, where));
+    out = replaceRanges(out, found, (value, kind) => this.#placeholder(value, kind, where));
     for (const { kind, pattern } of PATTERNS) {
       out = out.replace(pattern, (value) => (kept(kind, value) ? value : this.#placeholder(value, kind, where)));
     }
-    return out;
+    return marks.reduce((t, mark, i) => t.replaceAll(mark, this.#keep[i]!), out);
   }
 
   #placeholder(value: string, kind: string, where: string): string {

@@ -95,6 +95,7 @@ beforeAll(async () => {
         name: 'the contract example',
         when: (r) => lastMessage(r).includes('What is 17 * 23?'),
         reply: { text: '391' },
+        times: 10,
       },
     ],
     { taskQueue: 'deputy' },

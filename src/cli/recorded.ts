@@ -1,0 +1,44 @@
+/**
+ * What a command can say of a run when no worker answers for it: what Temporal itself recorded (its status,
+ * Deputy's search attributes, its result once it ended). A query needs a worker; a description does not.
+ */
+import { isGrpcServiceError, type Client } from '@temporalio/client';
+import { DEPUTY_COST_USD, DEPUTY_PRESET, DEPUTY_STATUS, DEPUTY_TENANT } from '../contract/search-attributes.js';
+
+/** `call()`, given up after `seconds` (the server itself would wait 30 s for a worker to answer a query). */
+export function withinSeconds<R>(client: Client, seconds: number, call: () => Promise<R>): Promise<R> {
+  return client.withDeadline(Date.now() + seconds * 1000, call);
+}
+
+/** gRPC's status code for a call past its deadline. */
+const DEADLINE_EXCEEDED = 4;
+
+/** Whether `err` is a call that ran out of time: nobody answered it. */
+export function unanswered(err: unknown): boolean {
+  for (let at: unknown = err; at instanceof Error; at = at.cause) {
+    if (isGrpcServiceError(at) && Number(at.code) === DEADLINE_EXCEEDED) return true;
+    if (/query timed out|deadline exceeded/i.test(at.message)) return true;
+  }
+  return false;
+}
+
+/** The run as Temporal recorded it. */
+export async function recordedState(client: Client, workflowId: string): Promise<Record<string, unknown>> {
+  const handle = client.workflow.getHandle(workflowId);
+  const described = await handle.describe();
+  const attributes = described.typedSearchAttributes;
+  const ended = described.status.name === 'COMPLETED';
+  return {
+    workflowId,
+    readFrom: 'what Temporal recorded (no worker answered)',
+    workflowStatus: described.status.name,
+    status: attributes.get(DEPUTY_STATUS) ?? null,
+    costUsd: attributes.get(DEPUTY_COST_USD) ?? null,
+    preset: attributes.get(DEPUTY_PRESET) ?? null,
+    tenant: attributes.get(DEPUTY_TENANT) ?? null,
+    taskQueue: described.taskQueue,
+    startedAt: described.startTime.toISOString(),
+    endedAt: described.closeTime?.toISOString() ?? null,
+    ...(ended && { result: await handle.result() }),
+  };
+}
