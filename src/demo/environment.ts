@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { DeputyClient } from '../client/client.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
@@ -68,7 +68,7 @@ export async function withDemoEnvironment(
       say(`temporal: ${address} (TEMPORAL_ADDRESS)`);
     } else {
       say('temporal: starting an embedded dev server …');
-      served = await serveUi();
+      served = await serveUi(process.env, say);
       address = served.server.address;
       uiBase = served.uiBase;
       say(`temporal: dev server at ${address}, persisted to ${persistedDatabase()}, UI at ${uiBase}`);
@@ -87,6 +87,7 @@ export async function withDemoEnvironment(
       { taskQueue: env.taskQueue },
     );
     try {
+      if (served) await settleInterrupted(deputy.temporal, say);
       say('worker: bundling workflows and starting …');
       const worker = await createDeputyWorker({
         client: deputy.temporal,
@@ -108,6 +109,33 @@ export async function withDemoEnvironment(
   } finally {
     await scripted?.close();
     await served?.close();
+  }
+}
+
+/**
+ * Ends the runs an interrupted demo left running on the persisted server, before this demo's worker starts: a worker
+ * would resume them, and they would take this demo's scripted replies as their own. The lock on the state directory
+ * means nobody else is driving them.
+ */
+async function settleInterrupted(client: Client, say: (line: string) => void): Promise<void> {
+  const running: { workflowId: string; root: boolean }[] = [];
+  for await (const run of client.workflow.list({ query: 'ExecutionStatus = "Running"' }))
+    running.push({ workflowId: run.workflowId, root: run.parentExecution === undefined });
+  const roots = running.filter((r) => r.root);
+  for (const { workflowId } of roots) {
+    const children = running.filter((r) => !r.root && r.workflowId.startsWith(`${workflowId}/`)).length;
+    say(
+      `found ${workflowId} still running from an interrupted demo: terminated it` +
+        `${children > 0 ? ` and its ${children} running children` : ''}, so it cannot take this demo's replies`,
+    );
+  }
+  for (const { workflowId } of [...roots, ...running.filter((r) => !r.root)]) {
+    try {
+      await client.workflow.getHandle(workflowId).terminate('interrupted demo, settled by the next npm run demo');
+    } catch (err) {
+      // A child ends with its parent; one already gone needs nothing more.
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { terminalSafe } from '../rules/terminal.js';
 import { ConfigError } from '../contract/errors.js';
+import { StateInUseError } from './state-lock.js';
 import type { SessionEvent } from '../contract/session.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
@@ -101,6 +102,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof ConfigError ? `demo: ${err.message}` : err);
+  console.error(err instanceof ConfigError || err instanceof StateInUseError ? `demo: ${err.message}` : err);
   process.exit(1);
 });

@@ -14,6 +14,7 @@ import { codecsFromEnv } from '../codec/aes-gcm.js';
 import { ConfigError } from '../contract/errors.js';
 import { startDevServer, type DevServer } from '../testing/dev-server.js';
 import { freePort } from '../testing/ports.js';
+import { holdDatabase, StateInUseError } from './state-lock.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
 
 /** Where the demos persist their dev server (`DEPUTY_STATE_DIR`, default `.deputy/state`). */
@@ -32,23 +33,30 @@ export interface ServedUi {
   close(): Promise<void>;
 }
 
-/** Starts the persisted dev server with its UI (and a codec server for it when a codec is configured). */
-export async function serveUi(env: NodeJS.ProcessEnv = process.env): Promise<ServedUi> {
+/**
+ * Starts the persisted dev server with its UI (and a codec server for it when a codec is configured), holding the
+ * state directory's lock while it serves.
+ */
+export async function serveUi(
+  env: NodeJS.ProcessEnv = process.env,
+  say: (line: string) => void = console.log,
+): Promise<ServedUi> {
+  const release = await holdDatabase(persistedDatabase(), say);
   const uiPort = await freePort(Number(env.DEPUTY_UI_PORT ?? 8233));
   const uiBase = `http://localhost:${uiPort}`;
   let codec: Server | undefined;
   let codecEndpoint: string | undefined;
-  if (codecsFromEnv(env).length > 0) {
-    const token = env.DEPUTY_CODEC_SERVER_TOKEN ?? randomBytes(18).toString('base64url');
-    codec = await startCodecServer({
-      ...env,
-      DEPUTY_CODEC_SERVER_TOKEN: token,
-      DEPUTY_UI_ORIGIN: uiBase,
-      DEPUTY_CODEC_SERVER_PORT: String(await freePort(Number(env.DEPUTY_CODEC_SERVER_PORT ?? 8888))),
-    });
-    codecEndpoint = `http://127.0.0.1:${(codec.address() as AddressInfo).port}/${token}`;
-  }
   try {
+    if (codecsFromEnv(env).length > 0) {
+      const token = env.DEPUTY_CODEC_SERVER_TOKEN ?? randomBytes(18).toString('base64url');
+      codec = await startCodecServer({
+        ...env,
+        DEPUTY_CODEC_SERVER_TOKEN: token,
+        DEPUTY_UI_ORIGIN: uiBase,
+        DEPUTY_CODEC_SERVER_PORT: String(await freePort(Number(env.DEPUTY_CODEC_SERVER_PORT ?? 8888))),
+      });
+      codecEndpoint = `http://127.0.0.1:${(codec.address() as AddressInfo).port}/${token}`;
+    }
     // Temporal's own port when it is free, so the CLI's default address reaches these runs.
     const port = await freePort(Number(env.DEPUTY_TEMPORAL_PORT ?? 7233));
     const server = await startDevServer({ dbFilename: persistedDatabase(), uiPort, port, codecEndpoint });
@@ -59,10 +67,12 @@ export async function serveUi(env: NodeJS.ProcessEnv = process.env): Promise<Ser
       close: async () => {
         await server.env.teardown();
         codec?.close();
+        await release();
       },
     };
   } catch (err) {
     codec?.close();
+    await release();
     throw err;
   }
 }
@@ -103,7 +113,7 @@ async function main(): Promise<void> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   main().catch((err: unknown) => {
-    console.error(err instanceof ConfigError ? `ui: ${err.message}` : err);
+    console.error(err instanceof ConfigError || err instanceof StateInUseError ? `ui: ${err.message}` : err);
     process.exit(1);
   });
 }
