@@ -98,7 +98,7 @@ describe('R1.7 bad input never crashes a worker', () => {
     const failure = await failureOf(workflowId);
     expect(failure.type).toBe('RunInput.Invalid');
     expect(failure.nonRetryable).toBe(true);
-    expect(failure.message).toContain('task: task must not be empty');
+    expect(failure.message).toContain('task: task must not be empty or only spaces');
     expect(failure.message).toContain('mode:');
     expect(failure.message).toContain('limits.maxCostUsd:');
   });

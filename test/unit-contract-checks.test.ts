@@ -156,7 +156,10 @@ describe('R1.7 the workflow checker, held to zod', () => {
       ok: false,
       issues: ['message: required', '(root): unrecognized key "text"'],
     });
-    expect(CONTRACT.runInput.check({ task: '' })).toEqual({ ok: false, issues: ['task: task must not be empty'] });
+    expect(CONTRACT.runInput.check({ task: '' })).toEqual({
+      ok: false,
+      issues: ['task: task must not be empty or only spaces'],
+    });
     expect(steeringChecker('delegate').check({ briefs: [] })).toEqual({
       ok: false,
       issues: ['briefs: give at least one brief'],
@@ -206,7 +209,7 @@ describe('R1.7 the workflow checker, held to zod', () => {
   });
 
   it('R1.7 a run input that fails its schema names the field; a child result is read only when it is one', () => {
-    expect(checkRunInput({ task: '' })).toEqual({ ok: false, issues: ['task: task must not be empty'] });
+    expect(checkRunInput({ task: '' })).toEqual({ ok: false, issues: ['task: task must not be empty or only spaces'] });
     expect(checkRunInput(ROOT_INPUT)).toMatchObject({ ok: true, input: ROOT_INPUT });
     const result = { status: 'failed', output: null, usage, sessionId: 's', extra: 1 };
     expect(asRunResult(result)).toEqual({ status: 'failed', output: null, usage, sessionId: 's' });

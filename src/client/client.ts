@@ -42,6 +42,7 @@ import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, typ
 import { ZERO_USAGE } from '../rules/usage.js';
 import { watchTree, type WatchEvent, type WatchOptions } from './watch.js';
 import { connectTemporal } from './connect.js';
+import { startRefused } from './start-refused.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { tracingWanted } from '../ops/wanted.js';
 import { describeIssues } from '../rules/zod-issues.js';
@@ -154,13 +155,17 @@ export class DeputyClient {
         ),
       );
     }
-    return this.temporal.workflow.start('agentRun', {
-      taskQueue: this.taskQueue,
-      workflowId: options.workflowId ?? `run-${randomUUID()}`,
-      args: [valid],
-      staticSummary: options.summary ?? `agentRun: ${valid.task.replace(/\s+/g, ' ').slice(0, 80)}`,
-      ...(options.memo && { memo: options.memo }),
-    });
+    try {
+      return await this.temporal.workflow.start('agentRun', {
+        taskQueue: this.taskQueue,
+        workflowId: options.workflowId ?? `run-${randomUUID()}`,
+        args: [valid],
+        staticSummary: options.summary ?? `agentRun: ${valid.task.replace(/\s+/g, ' ').slice(0, 80)}`,
+        ...(options.memo && { memo: options.memo }),
+      });
+    } catch (err) {
+      throw startRefused(err, valid);
+    }
   }
 
   /** The run's live state (status, usage, remaining limits, session). */

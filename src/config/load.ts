@@ -82,7 +82,23 @@ export function loadConfig(env: DeputyEnv): DeputyConfig {
         ]),
       )
     : undefined;
-  return applyEnv({ ...config, ...(tenants && { tenants }) }, env);
+  const source = env.configPath ?? 'built-in defaults';
+  let applied: DeputyConfig;
+  try {
+    applied = applyEnv({ ...config, ...(tenants && { tenants }) }, env);
+  } catch (err) {
+    throw err instanceof ConfigError ? new ConfigError(err.problems, source) : err;
+  }
+  sources.set(applied, source);
+  return applied;
+}
+
+/** Where each loaded config came from, so a problem found later (by the worker) is headed with its file. */
+const sources = new WeakMap<DeputyConfig, string>();
+
+/** The file `config` was loaded from (or "built-in defaults"); "config" for one built in code. */
+export function configSource(config: DeputyConfig): string {
+  return sources.get(config) ?? 'config';
 }
 
 /** Applies environment overrides to a validated config and re-checks what they touch. */

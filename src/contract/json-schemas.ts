@@ -9,7 +9,7 @@ import type { JsonSchema, SchemaMessages } from './tools.js';
 export const RUN_INPUT_SCHEMA: JsonSchema = {
   type: 'object',
   properties: {
-    task: { type: 'string', minLength: 1 },
+    task: { type: 'string', pattern: '\\S' },
     messages: {
       type: 'array',
       items: {
@@ -1220,7 +1220,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
 
 /** The contract's own words for the checks of RUN_INPUT_SCHEMA, by keyword location. */
 export const RUN_INPUT_MESSAGES: SchemaMessages = {
-  '#/properties/task/minLength': 'task must not be empty',
+  '#/properties/task/pattern': 'task must not be empty or only spaces',
   '#/properties/origin/properties/preset/properties/definition/properties/id/pattern':
     'use lowercase letters, digits, - and _',
   '#/properties/restore/properties/preset/properties/id/pattern': 'use lowercase letters, digits, - and _',

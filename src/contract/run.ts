@@ -77,7 +77,7 @@ export type ChildOrigin = z.infer<typeof ChildOrigin>;
 export const RunInput = z
   .strictObject({
     /** The assignment: the run's first user message. */
-    task: z.string().min(1, 'task must not be empty'),
+    task: z.string().regex(/\S/, 'task must not be empty or only spaces'),
     /** Prior user/assistant turns placed before the task. */
     messages: z.array(SeedMessage).optional(),
     /** `task` ends at the final answer; `conversation` waits for the next `sendMessage` after each answer. @default 'task' */

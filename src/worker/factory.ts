@@ -14,7 +14,7 @@ import { builtinTools } from '../../activities/builtin-tools.js';
 import { createActivities } from '../../activities/index.js';
 import { checkConfigAgainstTools } from '../../activities/composition.js';
 import type { McpOptions } from '../../activities/mcp.js';
-import type { DeputyConfig } from '../config/load.js';
+import { configSource, type DeputyConfig } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
 import { followMcpTools } from './mcp-tools.js';
 import { guardActivities } from './activity-guard.js';
@@ -150,10 +150,10 @@ export function toolMap(tools: readonly ToolDefinition[]): Map<string, ToolDefin
   return map;
 }
 
-/** The `openai` client activities use; Temporal does the retrying, so the SDK's own retries are off. */
 /** The most one model response may send, in bytes (a streamed answer of the largest text a run keeps is far below). */
 const MODEL_RESPONSE_BYTES = 64 * 2 ** 20;
 
+/** The `openai` client activities use; Temporal does the retrying, so the SDK's own retries are off. */
 export function createOpenAIClient(model: DeputyWorkerOptions['model']): OpenAI {
   if (!model.apiKey && !model.baseURL) {
     throw new ConfigError(
@@ -237,7 +237,7 @@ export function deputyActivities(
         : [],
     ),
   ];
-  if (problems.length > 0) throw new ConfigError(problems, 'config');
+  if (problems.length > 0) throw new ConfigError(problems, configSource(config));
   // Says at start and after every reload which tenants have delegation, and why the others do not.
   const report = (current: DeputyConfig) => {
     for (const line of describeTenantDelegation([...cachedTenantDelegation(current, process.cwd()).values()])) {
