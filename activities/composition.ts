@@ -93,7 +93,11 @@ export function resolveComposition(
     // A tool whose source can change while runs are live is recorded whole, so the run keeps what it was offered.
     .map((tool): RunTool =>
       tool.recordSpec
-        ? { ...toToolSpec(tool), ...(tool.session !== undefined && { session: tool.session }) }
+        ? {
+            ...toToolSpec(tool),
+            ...(tool.session !== undefined && { session: tool.session }),
+            ...(tool.retry !== undefined && { retry: tool.retry }),
+          }
         : { name: tool.name, scopes: [...tool.scopes] },
     );
   // `delegate` is registered only with the flag on, the scope held and depth below maxDepth.

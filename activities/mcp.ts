@@ -170,6 +170,7 @@ class McpSource {
       jsonSchema: schema,
       recordSpec: true,
       ...(this.server.stateful && { session: this.name }),
+      retry: this.server.retry,
       scopes: this.server.scopes,
       execute: (args, context) => this.call(tool.name, args as Record<string, unknown>, context),
     };

@@ -125,6 +125,7 @@ const mcpServers = () => ({
     tools: ['echo', 'trigger-long-running-operation', 'get-tiny-image', 'get-structured-content'],
   },
   gone: { command: process.execPath, args: ['-e', 'process.exit(3)'] },
+  dying: { command: process.execPath, args: [resolve('test/support/dying-mcp-server.mjs')] },
 });
 
 const config = (files: string[] = ['read_text_file', 'list_directory']) =>
@@ -144,6 +145,7 @@ const config = (files: string[] = ['read_text_file', 'list_directory']) =>
           'ev_get-tiny-image',
           'ev_get-structured-content',
           'gone_anything',
+          'dying_crash',
           'files_get_file_info',
         ],
       },
@@ -274,6 +276,30 @@ describe('R6.7 MCP servers as tool sources', () => {
     expect(echo).toMatch(/^MCP server "everything", tool "echo": /);
     expect(passwd).toMatch(/^MCP server "files", tool "read_text_file": .*(denied|outside)/i);
     expect(passwd).not.toContain('root:');
+  });
+
+  it('49.10 a server that dies on every call is a tool error the model reads within seconds, after its retry policy', async () => {
+    const task = '49.10 dying server';
+    h.model.add(
+      { name: `${task}:1`, when: forTask(task, 0), reply: { toolCalls: [{ name: 'dying_crash', arguments: {} }] } },
+      { name: `${task}:2`, when: forTask(task, 1), reply: { text: 'the tool is down' } },
+    );
+    const workflowId = h.id('mcp-dying');
+    const t0 = Date.now();
+    await h.deputy.startRun({ task, scopes: SCOPES }, { workflowId });
+    expect(await h.deputy.result(workflowId)).toMatchObject({ status: 'completed', output: 'the tool is down' });
+    const elapsed = Date.now() - t0;
+    const [error] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:2`)!);
+    expect(error).toMatch(/^tool "dying_crash" failed: /);
+    // The default policy: three attempts, 1 s and 2 s apart; the run's own backoff would take minutes.
+    const { events } = await h.client.workflow.getHandle(workflowId).fetchHistory();
+    const scheduled = events!.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool');
+    const attempts = events!
+      .filter((e) => Number(e.activityTaskStartedEventAttributes?.scheduledEventId) === Number(scheduled?.eventId))
+      .map((e) => e.activityTaskStartedEventAttributes?.attempt);
+    expect(attempts).toEqual([3]);
+    expect(scheduled?.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts).toBe(3);
+    expect(elapsed).toBeLessThan(60_000);
   });
 
   it('R6.7 a long tool reports progress as heartbeats; cancelling the run cancels the request at the server', async () => {

@@ -92,9 +92,22 @@ function sealedOnly(handler: Handler): Handler {
  * tool runs on the worker that holds the run's session with it.
  */
 function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
-  const server = run.composition.tools.find((tool) => tool.name === call.name)?.session;
+  const tool = run.composition.tools.find((t) => t.name === call.name);
+  const server = tool?.session;
   const input = { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes, grant: run.grant };
-  const options = { summary: `runTool ${call.name}`, ...run.untilDeadline() };
+  const options = {
+    summary: `runTool ${call.name}`,
+    ...run.untilDeadline(),
+    // A source's own policy: a server that fails every call is a tool error within seconds, not minutes.
+    ...(tool?.retry && {
+      retry: {
+        initialInterval: '1 second',
+        backoffCoefficient: 2,
+        maximumInterval: tool.retry.maxIntervalSeconds * 1000,
+        maximumAttempts: tool.retry.attempts,
+      },
+    }),
+  };
   return settled(
     () =>
       server === undefined

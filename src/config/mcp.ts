@@ -40,6 +40,17 @@ const common = {
   sessionStartSeconds: z.number().positive().max(600).default(30),
   /** The longest one call may take; progress the server reports does not extend it. */
   timeoutSeconds: z.number().positive().max(3600).default(240),
+  /**
+   * A call that fails (the server crashed, the connection dropped, the call timed out) is tried this often, waiting
+   * 1 s, then twice as long each time up to `maxIntervalSeconds`, before the model reads the failure as a tool
+   * error. An error the server answers with is read at once. The default gives a failing server about 3 s.
+   */
+  retry: z
+    .strictObject({
+      attempts: z.number().int().min(1).max(10).default(3),
+      maxIntervalSeconds: z.number().positive().max(60).default(4),
+    })
+    .default({ attempts: 3, maxIntervalSeconds: 4 }),
 };
 
 /** A server the worker starts: a command speaking MCP over stdio. */

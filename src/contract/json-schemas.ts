@@ -238,6 +238,14 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                       parameters: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
                       scopes: { type: 'array', items: { type: 'string' } },
                       session: { type: 'string', minLength: 1 },
+                      retry: {
+                        type: 'object',
+                        properties: {
+                          attempts: { type: 'integer', minimum: 1, maximum: 10 },
+                          maxIntervalSeconds: { type: 'number', exclusiveMinimum: 0, maximum: 60 },
+                        },
+                        required: ['attempts', 'maxIntervalSeconds'],
+                      },
                     },
                     required: ['name', 'scopes'],
                   },
@@ -907,6 +915,14 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                   parameters: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
                   scopes: { type: 'array', items: { type: 'string' } },
                   session: { type: 'string', minLength: 1 },
+                  retry: {
+                    type: 'object',
+                    properties: {
+                      attempts: { type: 'integer', minimum: 1, maximum: 10 },
+                      maxIntervalSeconds: { type: 'number', exclusiveMinimum: 0, maximum: 60 },
+                    },
+                    required: ['attempts', 'maxIntervalSeconds'],
+                  },
                 },
                 required: ['name', 'scopes'],
               },

@@ -47,6 +47,8 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * run's session with that server, and losing that worker is a tool error.
    */
   session?: string;
+  /** How Temporal retries a failed call before the model reads the failure (an MCP server's `retry`). */
+  retry?: ToolRetry;
   /** Runs the tool; a string is returned as is, anything else as JSON. */
   execute(args: z.infer<S>, context: ToolContext): Promise<unknown>;
 }
@@ -55,6 +57,13 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
 export function defineTool<S extends z.ZodType>(tool: ToolDefinition<S>): ToolDefinition<S> {
   return tool;
 }
+
+/** How often a failed call is tried, and the longest wait between two tries. */
+export const ToolRetry = z.object({
+  attempts: z.number().int().min(1).max(10),
+  maxIntervalSeconds: z.number().positive().max(60),
+});
+export type ToolRetry = z.infer<typeof ToolRetry>;
 
 /** A tool as the workflow and the model see it: JSON only. */
 export const ToolSpec = z.object({
@@ -72,6 +81,8 @@ export type ToolSpec = z.infer<typeof ToolSpec>;
 export const RunTool = ToolSpec.partial({ description: true, parameters: true }).extend({
   /** The stateful MCP server whose session its calls use (they go to the worker that holds the run's session). */
   session: z.string().min(1).optional(),
+  /** Retries of a failed call, recorded with the tool so a run keeps the policy it was offered. */
+  retry: ToolRetry.optional(),
 });
 export type RunTool = z.infer<typeof RunTool>;
 

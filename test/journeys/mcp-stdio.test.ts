@@ -1,5 +1,5 @@
 /**
- * Deputy as an MCP server over stdio, started the way the README shows: stdout carries the protocol and nothing
+ * Deputy as an MCP server over stdio, started the way docs/mcp.md shows: stdout carries the protocol and nothing
  * else, since a strict client reads every line of it as a JSON-RPC message.
  */
 import { readFileSync } from 'node:fs';
@@ -13,8 +13,8 @@ let server: Command | undefined;
 afterAll(() => server?.kill());
 
 describe('49 deputy mcp over stdio as documented', () => {
-  it('49.10 the README starts it with a command whose stdout is only JSON-RPC messages', async () => {
-    expect(readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8')).toContain(DOCUMENTED);
+  it('49.10 docs/mcp.md starts it with a command whose stdout is only JSON-RPC messages', async () => {
+    expect(readFileSync(join(PROJECT_ROOT, 'docs', 'mcp.md'), 'utf8')).toContain(DOCUMENTED);
     const [command, ...args] = DOCUMENTED.split(' ');
     const stdout: string[] = [];
     server = run(command!, args, {
