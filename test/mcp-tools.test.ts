@@ -125,7 +125,7 @@ const mcpServers = () => ({
     tools: ['echo', 'trigger-long-running-operation', 'get-tiny-image', 'get-structured-content'],
   },
   gone: { command: process.execPath, args: ['-e', 'process.exit(3)'] },
-  dying: { command: process.execPath, args: [resolve('test/support/dying-mcp-server.mjs')] },
+  dying: { command: process.execPath, args: ['--import', 'tsx', resolve('test/support/dying-mcp-server.ts')] },
 });
 
 const config = (files: string[] = ['read_text_file', 'list_directory']) =>

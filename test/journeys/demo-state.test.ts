@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { finished, npmRun, run, untilPrinted, type Command } from './support.js';
+import { finished, npmRun, untilPrinted, type Command } from './support.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'deputy-demo-state-'));
 const started: Command[] = [];
