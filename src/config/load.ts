@@ -83,12 +83,7 @@ export function loadConfig(env: DeputyEnv): DeputyConfig {
       )
     : undefined;
   const source = env.configPath ?? 'built-in defaults';
-  let applied: DeputyConfig;
-  try {
-    applied = applyEnv({ ...config, ...(tenants && { tenants }) }, env);
-  } catch (err) {
-    throw err instanceof ConfigError ? new ConfigError(err.problems, source) : err;
-  }
+  const applied = applyEnv({ ...config, ...(tenants && { tenants }) }, env, source);
   sources.set(applied, source);
   return applied;
 }
@@ -101,8 +96,12 @@ export function configSource(config: DeputyConfig): string {
   return sources.get(config) ?? 'config';
 }
 
-/** Applies environment overrides to a validated config and re-checks what they touch. */
-export function applyEnv(config: DeputyConfig, env: Pick<DeputyEnv, 'model' | 'delegationEnabled'>): DeputyConfig {
+/** Applies environment overrides to a validated config and re-checks what they touch; `source` heads a problem. */
+export function applyEnv(
+  config: DeputyConfig,
+  env: Pick<DeputyEnv, 'model' | 'delegationEnabled'>,
+  source = 'config',
+): DeputyConfig {
   const merged: DeputyConfig = {
     ...config,
     model: env.model ?? config.model,
@@ -111,7 +110,7 @@ export function applyEnv(config: DeputyConfig, env: Pick<DeputyEnv, 'model' | 'd
   if (!(merged.model in merged.prices)) {
     throw new ConfigError(
       [`model: no price for "${merged.model}"; add it under prices (USD per million tokens)`],
-      'config',
+      source,
     );
   }
   return merged;

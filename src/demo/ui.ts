@@ -42,11 +42,11 @@ export async function serveUi(
   say: (line: string) => void = console.log,
 ): Promise<ServedUi> {
   const release = await holdDatabase(persistedDatabase(), say);
-  const uiPort = await freePort(Number(env.DEPUTY_UI_PORT ?? 8233));
-  const uiBase = `http://localhost:${uiPort}`;
   let codec: Server | undefined;
   let codecEndpoint: string | undefined;
   try {
+    const uiPort = await freePort(Number(env.DEPUTY_UI_PORT ?? 8233));
+    const uiBase = `http://localhost:${uiPort}`;
     if (codecsFromEnv(env).length > 0) {
       const token = env.DEPUTY_CODEC_SERVER_TOKEN ?? randomBytes(18).toString('base64url');
       codec = await startCodecServer({
