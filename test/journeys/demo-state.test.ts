@@ -53,7 +53,8 @@ describe('49 the demo after accidents', () => {
   it('49.4 a demo killed mid-run leaves its run and its dev server; the next demo stops both, says so, and completes', async () => {
     const database = join(stateDir, 'temporal.db');
     const killed = track(npmRun('demo', [], env));
-    await untilPrinted(killed, /^run demo-\S+$/m, 120_000);
+    // The id is printed before the run is started; its first model step proves the run exists on the server.
+    await untilPrinted(killed, /^ {2}model → /m, 120_000);
     const interrupted = /^run (demo-\S+)$/m.exec(killed.output())![1]!;
     // Killed outright, as by the OOM killer or a closed terminal: no handler runs, so its dev server outlives it.
     const node = processesWith('src/demo/main.ts');
