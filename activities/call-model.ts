@@ -133,7 +133,12 @@ export function createCallModel(deps: CallModelDeps) {
     };
     if (streamed.content === null && streamed.toolCalls.length === 0 && streamed.finishReason === null) {
       throw billedFailure(
-        toModelFailure(new Error('the answer stream ended without an answer'), input.model, apiKey),
+        toModelFailure(
+          new Error('the answer stream ended without an answer'),
+          input.model,
+          apiKey,
+          deps.openai.baseURL,
+        ),
         spent,
       );
     }

@@ -22,6 +22,8 @@ import { configEntry } from '../src/config/schema.js';
 import { DeputyError } from '../src/contract/errors.js';
 import { holdsScopes, toToolSpec, type RunTool, type ToolDefinition } from '../src/contract/tools.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
+import { DEFAULT_MODEL_RETRY } from '../src/rules/model-retry.js';
+import type { ModelRetry } from '../src/contract/composition.js';
 
 /** Thrown when a run names a preset or model the config does not know. */
 export class CompositionError extends DeputyError {
@@ -117,6 +119,7 @@ export function resolveComposition(
     delegation,
     compaction: config.compaction,
     payloads: config.payloads,
+    ...(!sameRetry(config.modelRetry, DEFAULT_MODEL_RETRY) && { modelRetry: config.modelRetry }),
     hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
     ...(input.tenant !== undefined && { tenantLabel: tenant ? input.tenant : 'other' }),
   };
@@ -151,5 +154,14 @@ export function checkConfigAgainstTools(config: DeputyConfig, tools: ReadonlyMap
     preset.tools
       .filter((name) => !tools.has(name) && !fromMcp(name))
       .map((name) => `presets.${i}.tools: unknown tool "${name}"; the worker has: ${[...tools.keys()].join(', ')}`),
+  );
+}
+
+/** Whether two retry policies are the same (the default one is not written into every run's history). */
+function sameRetry(a: ModelRetry, b: ModelRetry): boolean {
+  return (
+    a.attempts === b.attempts &&
+    a.maxIntervalSeconds === b.maxIntervalSeconds &&
+    a.rateLimitedSeconds === b.rateLimitedSeconds
   );
 }

@@ -12,7 +12,7 @@ import type { ChatMessage } from '../src/contract/dialogue.js';
 import type { ToolSpec } from '../src/contract/tools.js';
 import type { CapParameter } from '../src/config/schema.js';
 import { NO_TOKENS, type CallTokens } from '../src/rules/usage.js';
-import { toModelFailure } from './model-errors.js';
+import { endpointOf, htmlAnswerFailure, toModelFailure } from './model-errors.js';
 import { countText, encodingFor } from './tokens.js';
 import { readStream, type StreamedAnswer, type StreamProgress } from './model-stream.js';
 
@@ -133,24 +133,31 @@ export async function streamAnswer(
     }
   }, HEARTBEAT_MS);
   try {
-    const stream = await openai.chat.completions.create(
-      {
-        model: input.model,
-        // An answer that only called tools has no text: sent as "", which every endpoint reads (some refuse null).
-        messages: messages.map((m) => (m.role === 'assistant' && m.content == null ? { ...m, content: '' } : m)),
-        stream: true,
-        stream_options: { include_usage: true },
-        ...(tools.length > 0 && {
-          tools: tools.map((tool) => ({
-            type: 'function' as const,
-            function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-          })),
-        }),
-        ...(input.effort && { reasoning_effort: input.effort as OpenAI.ReasoningEffort }),
-        ...(cap !== null && capParameters(capParameter?.(input.model) ?? 'auto', openai.baseURL, cap)),
-      },
-      { signal: abort.signal, maxRetries: 0, ...(timeoutMs && { timeout: timeoutMs() }) },
-    );
+    const { data: stream, response } = await openai.chat.completions
+      .create(
+        {
+          model: input.model,
+          // An answer that only called tools has no text: sent as "", which every endpoint reads (some refuse null).
+          messages: messages.map((m) => (m.role === 'assistant' && m.content == null ? { ...m, content: '' } : m)),
+          stream: true,
+          stream_options: { include_usage: true },
+          ...(tools.length > 0 && {
+            tools: tools.map((tool) => ({
+              type: 'function' as const,
+              function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+            })),
+          }),
+          ...(input.effort && { reasoning_effort: input.effort as OpenAI.ReasoningEffort }),
+          ...(cap !== null && capParameters(capParameter?.(input.model) ?? 'auto', openai.baseURL, cap)),
+        },
+        { signal: abort.signal, maxRetries: 0, ...(timeoutMs && { timeout: timeoutMs() }) },
+      )
+      .withResponse();
+    const contentType = response.headers.get('content-type') ?? '';
+    if (/html/i.test(contentType)) {
+      abort.abort();
+      throw htmlAnswerFailure(input.model, openai.baseURL, contentType);
+    }
     opened = true;
     const { count } = encodingFor(input.model);
     const answer = await readStream(stream, {
@@ -167,22 +174,33 @@ export async function streamAnswer(
     if (cancelled.aborted || stalledMs !== undefined) throw new Error('aborted');
     return answer;
   } catch (err) {
+    // The refusal made above (a web page for an answer) goes out as it is: nothing was billed.
+    if (err instanceof ApplicationFailure) throw err;
     const spent = billed();
     if (cancelled.aborted) {
       throw new CancelledFailure('model call cancelled; the HTTP request was aborted', [billedDetail(spent)]);
     }
     if (stalledMs !== undefined) {
       const what = progress && progress.outputTokens > 0 ? 'stopped sending its answer' : 'sent no answer';
+      const endpoint = endpointOf(openai.baseURL);
+      const problem = `${what} for ${Math.round(stalledMs / 1000)} s`;
       throw billedFailure(
         ApplicationFailure.create({
           type: FAILURE.ModelTimeout,
-          message: `${input.model} ${what} for ${Math.round(stalledMs / 1000)} s; the call is retried (keep-alives and usage reports are not an answer)`,
+          message: `${endpoint} ${problem} for ${input.model} (keep-alives and usage reports are not an answer)`,
           nonRetryable: false,
+          details: [
+            {
+              endpoint,
+              problem,
+              check: "check the endpoint's health, or raise modelTimeoutSeconds for a model that thinks long",
+            },
+          ],
         }),
         spent,
       );
     }
-    throw billedFailure(toModelFailure(err, input.model, apiKey), spent);
+    throw billedFailure(toModelFailure(err, input.model, apiKey, openai.baseURL), spent);
   } finally {
     clearInterval(timer);
     cancelled.removeEventListener('abort', onCancel);

@@ -30,15 +30,21 @@ describe('R1.2 model error policy', () => {
     [404, 'ModelCall.NotFound'],
     [422, 'ModelCall.Unprocessable'],
   ])('R1.2 %i is non-retryable (%s) and says what to fix', (status, type) => {
-    const failure = toModelFailure(apiError(status), 'gpt-x', undefined);
+    const failure = toModelFailure(apiError(status), 'gpt-x', undefined, 'https://user:pw@models.example/v1/?k=1');
     expect(failure.type).toBe(type);
     expect(failure.nonRetryable).toBe(true);
-    expect(failure.message).toMatch(new RegExp(`^model endpoint answered ${status} for gpt-x: \\w`));
+    // The endpoint is named without what its URL may carry of a secret.
+    expect(failure.message).toMatch(new RegExp(`^https://models.example/v1 answered ${status} for gpt-x: \\w`));
   });
 
   it('R1.2 retry-after (seconds, ms, HTTP date) sets the next retry delay', () => {
-    expect(toModelFailure(apiError(429, { 'retry-after': '7' }), 'm', undefined).details).toEqual([
-      { retryAfterMs: 7000 },
+    expect(toModelFailure(apiError(429, { 'retry-after': '7' }), 'm', undefined, 'http://h/v1').details).toEqual([
+      {
+        endpoint: 'http://h/v1',
+        problem: 'answered 429',
+        check: "the endpoint keeps limiting the rate: lower the load or raise the key's limit",
+        retryAfterMs: 7000,
+      },
     ]);
     expect(retryAfterMs(new Headers({ 'retry-after-ms': '250' }))).toBe(250);
     expect(
@@ -56,6 +62,22 @@ describe('R1.2 model error policy', () => {
     expect(failure).toMatchObject({ type: 'ModelCall.Network', nonRetryable: false });
     expect(failure.message).not.toContain('sk-secret');
     expect(redact('a sk-1 b sk-1', 'sk-1')).toBe('a [redacted] b [redacted]');
+  });
+
+  it('49.6 a message is one line that never says "retrying"; an HTML error page is called one, not pasted', () => {
+    const page = OpenAI.APIError.generate(
+      502,
+      undefined,
+      '<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body>nginx</body></html>',
+      new Headers({ 'content-type': 'text/html' }),
+    );
+    const failure = toModelFailure(page, 'gpt-x', undefined, 'http://127.0.0.1:8080/v1');
+    expect(failure.message).toBe('http://127.0.0.1:8080/v1 answered 502 for gpt-x: 502 (an HTML page)');
+    for (const err of [apiError(500), apiError(429), new OpenAI.APIConnectionError({ message: 'down' })]) {
+      const { message } = toModelFailure(err, 'm', undefined, 'http://h/v1');
+      expect(message).not.toMatch(/retrying|\n/);
+      expect(message).toMatch(/^http:\/\/h\/v1 /);
+    }
   });
 });
 

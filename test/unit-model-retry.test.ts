@@ -7,7 +7,7 @@ import {
   TimeoutFailure,
 } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { modelRetryDelay } from '../src/rules/model-retry.js';
+import { ModelRetries } from '../src/rules/model-retry.js';
 import { lessBilled } from '../src/rules/budget.js';
 
 const failed = (cause: Error) =>
@@ -15,39 +15,109 @@ const failed = (cause: Error) =>
 const retryable = (details?: unknown[]) =>
   failed(ApplicationFailure.create({ type: 'ModelCall.ServerError', nonRetryable: false, details }));
 
+const POLICY = { attempts: 10, maxIntervalSeconds: 60, rateLimitedSeconds: 300 };
+
+/** The waits of `failures` failed attempts in a row (`null` once a failure is not retried), all at time 0. */
+function waits(err: unknown, failures: number, policy = POLICY): (number | null)[] {
+  const retries = new ModelRetries(policy, 0);
+  return Array.from({ length: failures }, () => retries.next(err, 0)?.delayMs ?? null);
+}
+const first = (err: unknown) => waits(err, 1)[0];
+
 describe('R2.15 R1.2 a model call is retried by its workflow', () => {
-  it('R1.2 backoff doubles from 1 s to at most 1 min, for 10 attempts (5 for a summary)', () => {
+  it('R1.2 backoff doubles from 1 s to at most 1 min, for 10 attempts; the config can say fewer or a lower cap', () => {
     const err = retryable();
-    expect([1, 2, 3, 4, 5, 6, 7, 8, 9].map((attempt) => modelRetryDelay(err, attempt))).toEqual([
-      1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000,
-    ]);
-    expect(modelRetryDelay(err, 10)).toBeNull();
-    expect(modelRetryDelay(err, 4, 5)).toBe(8000);
-    expect(modelRetryDelay(err, 5, 5)).toBeNull();
+    expect(waits(err, 10)).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000, null]);
+    expect(waits(err, 5, { ...POLICY, attempts: 5 })).toEqual([1000, 2000, 4000, 8000, null]);
+    expect(waits(err, 4, { ...POLICY, attempts: 4, maxIntervalSeconds: 3 })).toEqual([1000, 2000, 3000, null]);
   });
 
-  it('R1.2 the wait an endpoint asks for wins over the backoff, never past 1 min; a nonsense wait is ignored', () => {
-    expect(modelRetryDelay(retryable([{ retryAfterMs: 7000 }]), 1)).toBe(7000);
-    expect(modelRetryDelay(retryable([{ retryAfterMs: 3_600_000 }]), 1)).toBe(60_000);
-    expect(modelRetryDelay(retryable([{ retryAfterMs: -5 }]), 3)).toBe(4000);
-    expect(modelRetryDelay(retryable([{ retryAfterMs: 0 }]), 3)).toBe(4000);
-    expect(modelRetryDelay(retryable([{ retryAfterMs: '9' }]), 2)).toBe(2000);
-    expect(modelRetryDelay(retryable([null]), 2)).toBe(2000);
+  it('R1.2 the wait an endpoint asks for wins over the backoff, never past the cap; a nonsense wait is ignored', () => {
+    expect(first(retryable([{ retryAfterMs: 7000 }]))).toBe(7000);
+    expect(first(retryable([{ retryAfterMs: 3_600_000 }]))).toBe(60_000);
+    expect(waits(retryable([{ retryAfterMs: -5 }]), 3)[2]).toBe(4000);
+    expect(waits(retryable([{ retryAfterMs: 0 }]), 3)[2]).toBe(4000);
+    expect(waits(retryable([{ retryAfterMs: '9' }]), 2)[1]).toBe(2000);
+    expect(waits(retryable([null]), 2)[1]).toBe(2000);
   });
 
   it('R1.2 refused for good, cancelled, or past the deadline: not retried; a stalled or dead attempt is', () => {
     const refused = failed(ApplicationFailure.create({ type: 'ModelCall.Rejected', nonRetryable: true }));
-    expect(modelRetryDelay(refused, 1)).toBeNull();
-    expect(modelRetryDelay(failed(new CancelledFailure('cancelled')), 1)).toBeNull();
-    expect(modelRetryDelay(new CancelledFailure('cancelled'), 1)).toBeNull();
-    expect(modelRetryDelay(new Error('not an activity'), 1)).toBeNull();
-    expect(modelRetryDelay(failed(new TimeoutFailure('late', undefined, 'SCHEDULE_TO_CLOSE')), 1)).toBeNull();
-    expect(modelRetryDelay(failed(new TimeoutFailure('late', undefined, 'SCHEDULE_TO_START')), 1)).toBeNull();
-    expect(modelRetryDelay(failed(new TimeoutFailure('quiet', undefined, 'HEARTBEAT')), 2)).toBe(2000);
-    expect(modelRetryDelay(failed(new TimeoutFailure('slow', undefined, 'START_TO_CLOSE')), 1)).toBe(1000);
+    expect(first(refused)).toBeNull();
+    expect(first(failed(new CancelledFailure('cancelled')))).toBeNull();
+    expect(first(new CancelledFailure('cancelled'))).toBeNull();
+    expect(first(new Error('not an activity'))).toBeNull();
+    expect(first(failed(new TimeoutFailure('late', undefined, 'SCHEDULE_TO_CLOSE')))).toBeNull();
+    expect(first(failed(new TimeoutFailure('late', undefined, 'SCHEDULE_TO_START')))).toBeNull();
+    expect(waits(failed(new TimeoutFailure('quiet', undefined, 'HEARTBEAT')), 2)[1]).toBe(2000);
+    expect(first(failed(new TimeoutFailure('slow', undefined, 'START_TO_CLOSE')))).toBe(1000);
     // Only Temporal's own timeout is read as one: a server failure that carries the same field is final.
     const lookalike = Object.assign(new ServerFailure('server', false), { timeoutType: 'HEARTBEAT' });
-    expect(modelRetryDelay(failed(lookalike), 1)).toBeNull();
+    expect(first(failed(lookalike))).toBeNull();
+  });
+
+  it('49.6 a retry says where, what and which attempt in the status; the last failure says how often and what to check', () => {
+    const down = failed(
+      ApplicationFailure.create({
+        type: 'ModelCall.Network',
+        message: 'http://127.0.0.1:9/v1 unreachable (ECONNREFUSED) for gpt-x: Connection error.',
+        nonRetryable: false,
+        details: [
+          { endpoint: 'http://127.0.0.1:9/v1', problem: 'unreachable (ECONNREFUSED)', check: 'check it is up' },
+        ],
+      }),
+    );
+    const retries = new ModelRetries({ ...POLICY, attempts: 3 }, 0);
+    expect(retries.next(down, 1000)?.status).toBe(
+      'retrying: http://127.0.0.1:9/v1 unreachable (ECONNREFUSED), attempt 1 of 3, next in 1 s',
+    );
+    expect(retries.next(down, 3000)?.status).toBe(
+      'retrying: http://127.0.0.1:9/v1 unreachable (ECONNREFUSED), attempt 2 of 3, next in 2 s',
+    );
+    expect(retries.next(down, 249_000)).toBeNull();
+    const last = retries.gaveUp(down, 249_000) as ApplicationFailure;
+    expect(last).toBeInstanceOf(ApplicationFailure);
+    expect(last.type).toBe('ModelCall.Network');
+    expect(last.nonRetryable).toBe(true);
+    expect(last.message).toBe(
+      'the model call failed 3 times over 4 min 9 s, and the run gave up: http://127.0.0.1:9/v1 unreachable ' +
+        '(ECONNREFUSED) for gpt-x: Connection error.; check it is up',
+    );
+    expect(last.message).not.toContain('retrying');
+    // A failure that was never retried is the run's failure as it came.
+    const refused = failed(ApplicationFailure.create({ type: 'ModelCall.Unauthorized', nonRetryable: true }));
+    expect(new ModelRetries(POLICY, 0).gaveUp(refused, 0)).toBe(refused);
+  });
+
+  it('49.6 a rate limit waits what the endpoint asks without using attempts, for as long as the patience for it lasts', () => {
+    const limited = failed(
+      ApplicationFailure.create({
+        type: 'ModelCall.RateLimited',
+        nonRetryable: false,
+        details: [{ endpoint: 'https://api.example/v1', problem: 'answered 429', retryAfterMs: 2000 }],
+      }),
+    );
+    const retries = new ModelRetries({ ...POLICY, attempts: 2, rateLimitedSeconds: 30 }, 0);
+    const steps = [];
+    for (let t = 0; ; t += 2000) {
+      const step = retries.next(limited, t);
+      if (!step) break;
+      steps.push(step);
+    }
+    // Thirty seconds of waits of 2 s: fifteen retries, far past the two attempts other failures get.
+    expect(steps).toHaveLength(15);
+    expect(steps.every((s) => s.delayMs === 2000)).toBe(true);
+    expect(steps[3]!.status).toBe(
+      'retrying: https://api.example/v1 answered 429 (rate limited), 4 times in 6 s of the 30 s it is waited on, next in 2 s',
+    );
+    expect((retries.gaveUp(limited, 30_000) as Error).message).toMatch(
+      /^the model call failed 16 times over 30 s, and the run gave up: /,
+    );
+    // The last wait is cut to what is left of the patience.
+    const late = new ModelRetries({ ...POLICY, rateLimitedSeconds: 3 }, 0);
+    expect(late.next(limited, 0)?.delayMs).toBe(2000);
+    expect(late.next(limited, 2500)?.delayMs).toBe(500);
+    expect(late.next(limited, 3000)).toBeNull();
   });
 
   it('R2.15 a retry is fitted to its budget less what the attempts before it were billed, never below nothing', () => {
@@ -66,5 +136,13 @@ describe('R2.15 R1.2 a model call is retried by its workflow', () => {
       costMicroUsd: null,
       price,
     });
+  });
+});
+
+describe('the retry policy by default', () => {
+  it('is what the config parses to when it says nothing', async () => {
+    const { ModelRetry } = await import('../src/contract/composition.js');
+    const { DEFAULT_MODEL_RETRY } = await import('../src/rules/model-retry.js');
+    expect(ModelRetry.parse({})).toEqual(DEFAULT_MODEL_RETRY);
   });
 });

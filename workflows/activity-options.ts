@@ -20,7 +20,7 @@ export const TOOL_CALL_OPTIONS: ActivityOptions = {
 
 /**
  * Model calls (turns, summaries, compaction): heartbeating and abortable like tools, but each attempt is an activity
- * of its own, retried by the workflow (`modelRetryDelay`). An attempt can be billed and still fail (a stream cut, a
+ * of its own, retried by the workflow (`ModelRetries`). An attempt can be billed and still fail (a stream cut, a
  * usage report with no answer); the workflow debits it when it fails. Were Temporal to retry it, a run cancelled
  * while the retry waits would learn nothing of it: the server records such a cancel without the attempts before.
  */

@@ -3,7 +3,7 @@
  * between parent and child runs (interjections, questions and answers), registered from a run's state. Update validators reject bad payloads naming the field, and any update
  * once the run has ended. Deterministic code only.
  */
-import { ApplicationFailure, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, getCurrentDetails, setHandler } from '@temporalio/workflow';
 import { FAILURE } from '../src/contract/failures.js';
 import {
   admittedSignal,
@@ -160,6 +160,7 @@ export function stateOf(run: AgentRunState): RunState {
   const limits = run.resolvedLimits;
   return {
     status: run.status,
+    details: getCurrentDetails(),
     model: composition?.model ?? null,
     preset: composition?.preset ?? null,
     usage: run.usage,

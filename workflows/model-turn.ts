@@ -2,7 +2,7 @@
  * One model turn and the compaction before it. Deterministic code only: the model call
  * and the summary are activities.
  */
-import { ApplicationFailure, proxyActivities, setCurrentDetails, sleep } from '@temporalio/workflow';
+import { ApplicationFailure, getCurrentDetails, proxyActivities, setCurrentDetails, sleep } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { LimitName } from '../src/contract/run.js';
@@ -21,7 +21,7 @@ import { countModelCall } from './metrics.js';
 import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
 import { attempted, MODEL_CALL_OPTIONS } from './activity-options.js';
-import { modelRetryDelay } from '../src/rules/model-retry.js';
+import { DEFAULT_MODEL_RETRY, ModelRetries } from '../src/rules/model-retry.js';
 import { now, type AgentRunState } from './run-state.js';
 
 /** Appended to a synthesis call, which offers no tools. */
@@ -67,7 +67,8 @@ function sinceLastCall(run: AgentRunState, messages: ChatMessage[], whole: boole
 /**
  * Makes `call` with `messages` sent as what is new since the run's last call, and again with them whole if the worker
  * does not hold the rest (`ModelCall.ContextUnknown`); then records what that worker now holds (`held`). An attempt
- * that fails and may be retried is debited what it was billed, and `call` is made again after the backoff.
+ * that fails and may be retried is debited what it was billed, its retry shown in the run's details, and `call` is
+ * made again after the backoff.
  */
 function sendingWhatIsNew<T, R>(
   run: AgentRunState,
@@ -76,23 +77,30 @@ function sendingWhatIsNew<T, R>(
   held: (result: T) => ChatMessage[],
   settle: Settle<T, R>,
   whole = false,
-  attempt = 1,
+  retries = new ModelRetries(run.composition.modelRetry ?? DEFAULT_MODEL_RETRY, Date.now()),
 ): Promise<R> {
   const sent = sinceLastCall(run, messages, whole);
   // One `then` for the call and its booking (fewer promises: see workflows/index.ts).
-  return call(sent, attempt).then(
+  return call(sent, retries.attempts).then(
     (result) => {
       run.workerDialogue.held(sent.context.seq, held(result));
       return settle.done(result);
     },
     (err: unknown) => {
       if (!whole && findFailure(err, FAILURE.ContextUnknown)) {
-        return sendingWhatIsNew(run, messages, call, held, settle, true, attempt);
+        return sendingWhatIsNew(run, messages, call, held, settle, true, retries);
       }
-      const delay = modelRetryDelay(err, attempt);
-      if (delay === null) return settle.failed(err);
+      const retry = retries.next(err, Date.now());
+      // Out of retries: the failure says how often, where and what to check.
+      if (retry === null) return settle.failed(retries.gaveUp(err, Date.now()));
       run.debitBilled(err);
-      return sleep(delay).then(() => sendingWhatIsNew(run, messages, call, held, settle, whole, attempt + 1));
+      // The run's details say what it waits for, and why, until the next attempt.
+      const doing = getCurrentDetails();
+      setCurrentDetails(`${doing}; ${retry.status}`);
+      return sleep(retry.delayMs).then(() => {
+        setCurrentDetails(doing);
+        return sendingWhatIsNew(run, messages, call, held, settle, whole, retries);
+      });
     },
   );
 }

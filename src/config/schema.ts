@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ConfigError } from '../contract/errors.js';
 import { HookConfig } from '../contract/hooks.js';
 import { Preset } from '../contract/preset.js';
+import { ModelRetry } from '../contract/composition.js';
 import { SynthesisReserve } from '../contract/run.js';
 import { BriefLimits, ContextMode } from '../contract/delegation.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../rules/payloads.js';
@@ -56,6 +57,12 @@ export const DeputyConfig = z
      * before they write.
      */
     modelTimeoutSeconds: z.number().positive().max(3600).default(120),
+    /**
+     * How a failed model call is retried: an endpoint down, answering 5xx or too slow gets `attempts` attempts with
+     * backoff from 1 s to `maxIntervalSeconds`; one that limits the rate (429) is waited on as it asks, for up to
+     * `rateLimitedSeconds` in all. The run's status says which attempt it is on and why.
+     */
+    modelRetry: ModelRetry.prefault({}),
     /**
      * Which parameter carries a call's answer cap to the endpoint: `max_completion_tokens` (OpenAI; its
      * reasoning models refuse `max_tokens`), `max_tokens` (servers that know only that), `both`, or `auto`

@@ -56,6 +56,18 @@ export const PayloadLimits = z.object({
 });
 export type PayloadLimits = z.infer<typeof PayloadLimits>;
 
+/**
+ * How a run retries a failed model call: backoff doubling from 1 s up to `maxIntervalSeconds` for `attempts` attempts
+ * in all; an endpoint that limits the rate (429) is waited on as it asks, for up to `rateLimitedSeconds` in all,
+ * without using up the attempts.
+ */
+export const ModelRetry = z.strictObject({
+  attempts: z.number().int().min(1).max(100).default(10),
+  maxIntervalSeconds: z.number().min(1).max(600).default(60),
+  rateLimitedSeconds: z.number().min(0).max(3600).default(300),
+});
+export type ModelRetry = z.infer<typeof ModelRetry>;
+
 /** Result of `resolveRun`: the run's composition, frozen for its whole life. */
 export const ResolveRunResult = z.object({
   preset: z.string(),
@@ -80,6 +92,8 @@ export const ResolveRunResult = z.object({
   compaction: CompactionSettings.optional(),
   /** Size budgets of what the run writes to history; absent in older histories (the defaults). */
   payloads: PayloadLimits.optional(),
+  /** How failed model calls are retried; absent: the defaults. */
+  modelRetry: ModelRetry.optional(),
   /**
    * The tenant as metrics tag it: the run's tenant when the config names it, `other` for any other string a caller
    * sent (a label's values stay as few as the config's tenants); absent for a run without a tenant.
@@ -100,6 +114,7 @@ export const InheritedComposition = ResolveRunResult.pick({
   hooks: true,
   compaction: true,
   payloads: true,
+  modelRetry: true,
   tenantLabel: true,
 })
   .extend({

@@ -223,6 +223,15 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               },
               required: ['maxTextBytes', 'maxInputBytes'],
             },
+            modelRetry: {
+              type: 'object',
+              properties: {
+                attempts: { default: 10, type: 'integer', minimum: 1, maximum: 100 },
+                maxIntervalSeconds: { default: 60, type: 'number', minimum: 1, maximum: 600 },
+                rateLimitedSeconds: { default: 300, type: 'number', minimum: 0, maximum: 3600 },
+              },
+              additionalProperties: false,
+            },
             tenantLabel: { type: 'string' },
             effort: { type: 'string' },
             tools: {
@@ -1041,6 +1050,15 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                 maxInputBytes: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
               },
               required: ['maxTextBytes', 'maxInputBytes'],
+            },
+            modelRetry: {
+              type: 'object',
+              properties: {
+                attempts: { default: 10, type: 'integer', minimum: 1, maximum: 100 },
+                maxIntervalSeconds: { default: 60, type: 'number', minimum: 1, maximum: 600 },
+                rateLimitedSeconds: { default: 300, type: 'number', minimum: 0, maximum: 3600 },
+              },
+              additionalProperties: false,
             },
             tenantLabel: { type: 'string' },
           },

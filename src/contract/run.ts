@@ -287,6 +287,11 @@ export type RunResume = z.infer<typeof RunResume>;
 /** Reply of the `state` query. */
 export const RunState = z.object({
   status: LiveStatus,
+  /**
+   * What the run is doing now, as its current details in Temporal UI say: the turn and the model it calls, the
+   * children or the answer it waits on, a model call it retries and why.
+   */
+  details: z.string(),
   model: z.string().nullable(),
   preset: z.string().nullable(),
   usage: Usage,

@@ -6,7 +6,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import { oneLineLogger } from '../worker/log.js';
 import { DeputyClient } from '../client/client.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { loadTree } from '../client/inspect.js';
@@ -39,7 +40,7 @@ export async function withDemoEnvironment(
   adjust: (config: DeputyConfig) => DeputyConfig = (config) => config,
 ): Promise<void> {
   const telemetryOptions = runtimeTelemetry();
-  Runtime.install({ logger: new DefaultLogger('WARN'), ...(telemetryOptions && { telemetryOptions }) });
+  Runtime.install({ logger: oneLineLogger('WARN'), ...(telemetryOptions && { telemetryOptions }) });
   const env = readEnv();
   const config = adjust(
     loadConfig({

@@ -113,6 +113,7 @@ export function inheritComposition(
     ...(mayDelegate && { delegation, hooks: parent.hooks ?? [] }),
     ...(parent.compaction && { compaction: parent.compaction }),
     ...(customPayloads && { payloads }),
+    ...(parent.modelRetry && { modelRetry: parent.modelRetry }),
     ...(parent.tenantLabel !== undefined && { tenantLabel: parent.tenantLabel }),
   };
 }

@@ -1,38 +1,167 @@
 /** How a workflow retries a model call, attempt by attempt. Shared by workflow code: no Node built-ins. */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
+import { FAILURE } from '../contract/failures.js';
+import type { ModelRetry } from '../contract/composition.js';
 
-/** How the workflow retries a model call, attempt by attempt; Temporal retries tool calls with the same policy. */
+/** The retry policy of a run whose composition names none: the config's defaults. */
+export const DEFAULT_MODEL_RETRY: ModelRetry = Object.freeze({
+  attempts: 10,
+  maxIntervalSeconds: 60,
+  rateLimitedSeconds: 300,
+});
+
+/** Backoff of model calls; Temporal retries tool calls with the same. */
 export const MODEL_CALL_RETRY = {
   initialIntervalMs: 1000,
   backoffCoefficient: 2,
-  maximumIntervalMs: 60_000,
-  maximumAttempts: 10,
+  maximumIntervalMs: DEFAULT_MODEL_RETRY.maxIntervalSeconds * 1000,
+  maximumAttempts: DEFAULT_MODEL_RETRY.attempts,
 } as const;
 
+/** What a failed attempt's activity says of it, in its failure's details (see `activities/model-errors.ts`). */
+export interface ModelFault {
+  /** The endpoint's base URL, without credentials or query. */
+  endpoint?: string;
+  /** What went wrong, as it reads after the endpoint: "unreachable", "answered 503". */
+  problem?: string;
+  /** What a person can check when it keeps failing. */
+  check?: string;
+  /** The wait the endpoint asked for. */
+  retryAfterMs?: number;
+}
+
+/** The fault details of a failed attempt, when its activity gave them. */
+export function modelFault(err: unknown): ModelFault {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  const [first] = cause instanceof ApplicationFailure ? (cause.details ?? []) : [];
+  if (typeof first !== 'object' || first === null) return {};
+  const { endpoint, problem, check, retryAfterMs } = first as Record<string, unknown>;
+  return {
+    ...(typeof endpoint === 'string' && { endpoint }),
+    ...(typeof problem === 'string' && { problem }),
+    ...(typeof check === 'string' && { check }),
+    ...(typeof retryAfterMs === 'number' && retryAfterMs > 0 && { retryAfterMs }),
+  };
+}
+
+/** The wait before a retry, and the line the run's status shows while it waits. */
+export interface RetryStep {
+  delayMs: number;
+  status: string;
+}
+
+const seconds = (ms: number) => `${Math.max(1, Math.round(ms / 1000))} s`;
+
+/** A duration as people read it: "48 s", "4 min 3 s". */
+export function duration(ms: number): string {
+  const total = Math.round(ms / 1000);
+  return total < 60 ? `${total} s` : `${Math.floor(total / 60)} min${total % 60 ? ` ${total % 60} s` : ''}`;
+}
+
 /**
- * The wait before the next attempt of a model call whose attempt `attempt` failed with `err`, or `null` when it is
- * not retried: cancelled, refused for good (a non-retryable failure, a deadline), or out of attempts. The wait the
- * endpoint asked for (`retry-after`) wins over the backoff, up to the backoff's cap.
+ * The retries of one model call. A failure the endpoint may get over (down, 5xx, too slow, a worker that died
+ * mid-call) uses one of the policy's attempts and waits the backoff, or what the endpoint asked for up to the backoff's
+ * cap; a rate limit (429) waits what the endpoint asks without using an attempt, for as long as the policy's patience
+ * for rate limits lasts. Cancellation, a refusal for good and the run's deadline are never retried.
  */
-export function modelRetryDelay(
-  err: unknown,
-  attempt: number,
-  maximumAttempts: number = MODEL_CALL_RETRY.maximumAttempts,
-): number | null {
-  if (attempt >= maximumAttempts || !(err instanceof ActivityFailure)) return null;
+export class ModelRetries {
+  #attempts = 1;
+  #failures = 0;
+  #rateLimitedSinceMs: number | null = null;
+  #rateLimited = 0;
+
+  constructor(
+    private readonly policy: ModelRetry,
+    private readonly startedMs: number,
+  ) {}
+
+  /** Attempts made so far, the one in flight included. */
+  get attempts(): number {
+    return this.#attempts;
+  }
+
+  /** After attempt `attempts` failed with `err` at `nowMs`: the wait before the next, or `null` when there is none. */
+  next(err: unknown, nowMs: number): RetryStep | null {
+    if (!retryable(err)) return null;
+    const fault = modelFault(err);
+    const where = `${fault.endpoint ?? 'the model endpoint'} ${fault.problem ?? describeTimeout(err)}`;
+    const capMs = this.policy.maxIntervalSeconds * 1000;
+    if (findType(err) === FAILURE.ModelRateLimited) {
+      this.#rateLimitedSinceMs ??= nowMs;
+      this.#rateLimited++;
+      const patienceMs = this.policy.rateLimitedSeconds * 1000;
+      const leftMs = this.#rateLimitedSinceMs + patienceMs - nowMs;
+      if (leftMs <= 0) return null;
+      const delayMs = Math.min(fault.retryAfterMs ?? this.#backoff(this.#rateLimited), capMs, leftMs);
+      this.#attempts++;
+      return {
+        delayMs,
+        status:
+          `retrying: ${where} (rate limited), ${this.#rateLimited} time${this.#rateLimited === 1 ? '' : 's'} in ` +
+          `${duration(nowMs - this.#rateLimitedSinceMs)} of the ${this.policy.rateLimitedSeconds} s it is waited on, next in ${seconds(delayMs)}`,
+      };
+    }
+    this.#failures++;
+    if (this.#failures >= this.policy.attempts) return null;
+    const delayMs = Math.min(fault.retryAfterMs ?? this.#backoff(this.#failures), capMs);
+    this.#attempts++;
+    return {
+      delayMs,
+      status: `retrying: ${where}, attempt ${this.#failures} of ${this.policy.attempts}, next in ${seconds(delayMs)}`,
+    };
+  }
+
+  /**
+   * What the run fails with once `err` is not retried: a call that was retried until its attempts (or the patience for
+   * rate limits) ran out says so, where, and what to check; any other failure is `err` itself.
+   */
+  gaveUp(err: unknown, nowMs: number): unknown {
+    const gaveUp =
+      retryable(err) &&
+      (this.#failures >= this.policy.attempts ||
+        (this.#rateLimitedSinceMs !== null && findType(err) === FAILURE.ModelRateLimited));
+    if (!gaveUp) return err;
+    const fault = modelFault(err);
+    const last = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+    const check = fault.check ?? 'check the model endpoint (OPENAI_BASE_URL) and the worker running its calls';
+    return ApplicationFailure.create({
+      type: findType(err) ?? FAILURE.ModelTimeout,
+      message:
+        `the model call failed ${this.#attempts} time${this.#attempts === 1 ? '' : 's'} over ` +
+        `${duration(nowMs - this.startedMs)}, and the run gave up: ${last}; ${check}`,
+      nonRetryable: true,
+      cause: err instanceof Error ? err : undefined,
+    });
+  }
+
+  /** The backoff after the `n`th failure, before the policy's cap. */
+  #backoff(n: number): number {
+    return MODEL_CALL_RETRY.initialIntervalMs * MODEL_CALL_RETRY.backoffCoefficient ** Math.min(n - 1, 30);
+  }
+}
+
+/** The type of the activity's own failure, when it threw one. */
+function findType(err: unknown): string | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+}
+
+/** A failure another attempt may get past: the activity said so, or the attempt stopped answering. */
+function retryable(err: unknown): boolean {
+  if (!(err instanceof ActivityFailure)) return false;
   const { cause } = err;
-  const { initialIntervalMs, backoffCoefficient, maximumIntervalMs } = MODEL_CALL_RETRY;
-  const backoff = Math.min(initialIntervalMs * backoffCoefficient ** (attempt - 1), maximumIntervalMs);
-  if (cause instanceof ApplicationFailure) {
-    if (cause.nonRetryable) return null;
-    const asked = (cause.details?.[0] as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
-    // Never longer than the backoff's own cap: a reply cannot park the run.
-    return typeof asked === 'number' && asked > 0 ? Math.min(asked, maximumIntervalMs) : backoff;
-  }
+  if (cause instanceof ApplicationFailure) return !cause.nonRetryable;
   // An attempt that stopped answering (or whose worker died) is retried; the run's deadline is final.
-  if (cause instanceof TimeoutFailure) {
-    const { timeoutType } = cause;
-    return timeoutType === TimeoutType.START_TO_CLOSE || timeoutType === TimeoutType.HEARTBEAT ? backoff : null;
-  }
-  return null;
+  return (
+    cause instanceof TimeoutFailure &&
+    (cause.timeoutType === TimeoutType.START_TO_CLOSE || cause.timeoutType === TimeoutType.HEARTBEAT)
+  );
+}
+
+/** What a timed-out attempt reads as when its activity could say nothing (its worker died or stalled). */
+function describeTimeout(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  return cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.HEARTBEAT
+    ? 'call stopped reporting (its worker may have died)'
+    : 'call did not finish in time';
 }

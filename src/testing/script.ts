@@ -41,7 +41,7 @@ export type ScriptReply =
   /** Destroys the connection without an answer. */
   | { reset: true }
   /** A raw body, for truncated or invalid JSON. */
-  | { raw: string; status?: number }
+  | { raw: string; status?: number; contentType?: string }
   /**
    * A stream written event by event, as a hostile or broken endpoint might: each event's `data` is sent as a
    * `data:` line (an object as JSON, a string as it is), or `comment` as a `: comment` line (a keep-alive), `afterMs`

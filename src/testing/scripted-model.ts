@@ -151,6 +151,11 @@ export class ScriptedModelServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // The list of models, as an OpenAI-compatible endpoint serves it (a worker checks its endpoint with it).
+    if (req.method === 'GET' && req.url?.replace(/\?.*/, '').endsWith('/models')) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [] }));
+      return;
+    }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     let body: ChatRequestBody;
@@ -216,7 +221,7 @@ export class ScriptedModelServer {
       return;
     }
     if ('raw' in reply) {
-      res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' }).end(reply.raw);
+      res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType ?? 'application/json' }).end(reply.raw);
       return;
     }
     if ('events' in reply) {

@@ -14,6 +14,8 @@ import { checkSearchAttributes, createDeputyWorker } from './factory.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { deputyTracing } from '../ops/tracing.js';
 import { runtimeTelemetry } from '../ops/metrics.js';
+import { checkModelEndpoint } from './endpoint-check.js';
+import { oneLineLogger } from './log.js';
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
@@ -24,7 +26,11 @@ const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 function reportMemoryOnSignal(): void {
   // DEPUTY_METRICS_ADDRESS serves the SDK's and Deputy's metrics for Prometheus.
   const telemetryOptions = runtimeTelemetry();
-  Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'], ...(telemetryOptions && { telemetryOptions }) });
+  Runtime.install({
+    logger: oneLineLogger(),
+    shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'],
+    ...(telemetryOptions && { telemetryOptions }),
+  });
   process.on('SIGUSR2', () => {
     (globalThis as { gc?: () => void }).gc?.();
     const memory = process.memoryUsage();
@@ -52,6 +58,7 @@ async function main(): Promise<void> {
     const tracing = deputyTracing({ serviceName: process.env.OTEL_SERVICE_NAME ?? 'deputy-worker' });
     // Bundling the workflow code takes a while on a cold start; say so rather than sit silent.
     console.log(`deputy worker: connected to ${env.temporalAddress}; bundling workflow code …`);
+    const endpoint = checkModelEndpoint(env.openaiBaseUrl, env.openaiApiKey);
     const worker = await createDeputyWorker({
       client: new Client({
         connection: clientConnection,
@@ -72,6 +79,8 @@ async function main(): Promise<void> {
     console.log(
       `deputy worker: task queues ${env.taskQueue} and ${env.childTaskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
     );
+    const problem = await endpoint;
+    if (problem) console.error(`deputy worker: warning: ${problem}`);
     await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
     await tracing?.shutdown();
   } finally {

@@ -3,9 +3,9 @@
  * reservation while it runs. Deterministic code only.
  */
 import { attempted, MODEL_CALL_OPTIONS } from '../activity-options.js';
-import { modelRetryDelay } from '../../src/rules/model-retry.js';
+import { DEFAULT_MODEL_RETRY, ModelRetries } from '../../src/rules/model-retry.js';
 import type { DeputyActivities } from '../../activities/index.js';
-import { isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
+import { isCancellation, proxyActivities, setCurrentDetails, sleep } from '@temporalio/workflow';
 import {
   available,
   budgetOf,
@@ -27,7 +27,7 @@ import { countModelCall } from '../metrics.js';
 // Cancelling the parent aborts the generation's HTTP request before the run ends.
 const { summarizeContext } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
 
-/** Attempts at a background before the child is given up. */
+/** Attempts at a background before the child is given up (fewer when the run's policy allows fewer). */
 const SUMMARY_ATTEMPTS = 5;
 
 /** The most a background summary may write (the prompt asks for 250 words). */
@@ -60,22 +60,25 @@ export async function generateBackground(
   run.hold(hold);
   try {
     let generated: Awaited<ReturnType<typeof summarizeContext>> | undefined;
-    for (let attempt = 1; !generated; attempt++) {
+    const policy = composition.modelRetry ?? DEFAULT_MODEL_RETRY;
+    const retries = new ModelRetries({ ...policy, attempts: Math.min(policy.attempts, SUMMARY_ATTEMPTS) }, Date.now());
+    while (!generated) {
       try {
         generated = await summarizeContext.executeWithOptions(
-          { summary: attempted(`summarizeContext ${composition.model} for ${taskName}`, attempt) },
+          { summary: attempted(`summarizeContext ${composition.model} for ${taskName}`, retries.attempts) },
           [{ model: composition.model, messages, budget, grant: run.grant }],
         );
       } catch (err) {
-        const delay = modelRetryDelay(err, attempt, SUMMARY_ATTEMPTS);
-        if (delay === null) throw err;
+        const retry = retries.next(err, Date.now());
+        if (retry === null) throw retries.gaveUp(err, Date.now());
         // The hold pays for the retries: what a failed attempt was billed moves from the hold to the run's spend.
         run.releaseHold(hold);
         run.debitBilled(err);
         budget = lessBilled(budget, billedBy(err) ?? NO_TOKENS);
         hold = held(budget);
         run.hold(hold);
-        await sleep(delay);
+        setCurrentDetails(`writing ${taskName}'s background: ${retry.status}`);
+        await sleep(retry.delayMs);
       }
     }
     run.releaseHold(hold);

@@ -1,0 +1,45 @@
+/**
+ * A look at the model endpoint when a worker starts: one request for its list of models. A worker whose endpoint is
+ * down, refuses the key or is a web page would otherwise start quietly and leave every run retrying its first call.
+ * What it finds is a warning, never a refusal to start: the endpoint may come up after the worker.
+ */
+import { endpointOf, networkReason } from '../../activities/model-errors.js';
+
+const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+/** One line saying what is wrong with the endpoint and what to check, or `null` when it answered as an API does. */
+export async function checkModelEndpoint(
+  baseURL: string | undefined,
+  apiKey: string | undefined,
+  timeoutMs = 5000,
+): Promise<string | null> {
+  const endpoint = endpointOf(baseURL ?? DEFAULT_BASE_URL);
+  const url = `${(baseURL ?? DEFAULT_BASE_URL).replace(/\/+$/, '')}/models`;
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (err) {
+    const reason = networkReason(err);
+    const why =
+      err instanceof Error && err.name === 'TimeoutError'
+        ? `did not answer within ${timeoutMs / 1000} s`
+        : `is unreachable${reason ? ` (${reason})` : ''}`;
+    return `model endpoint ${endpoint} ${why}: runs will retry their model calls until it answers; check that it is up and that OPENAI_BASE_URL points at it`;
+  }
+  await response.body?.cancel();
+  const type = response.headers.get('content-type') ?? '';
+  if (response.status === 401 || response.status === 403) {
+    return `model endpoint ${endpoint} refused the API key (${response.status}): runs will fail at their first model call; check OPENAI_API_KEY`;
+  }
+  if (/html/i.test(type)) {
+    return `model endpoint ${endpoint} answered with a web page (${type}), not an API: check OPENAI_BASE_URL, the API's base URL (often ending in /v1)`;
+  }
+  if (response.status >= 500) {
+    return `model endpoint ${endpoint} answered ${response.status}: runs will retry their model calls until it recovers; check its status`;
+  }
+  // Some compatible servers serve no list of models (404): that says nothing about their chat completions.
+  return null;
+}
