@@ -31,9 +31,9 @@ describe('R2.12 deputy tree', () => {
     });
     const text = renderTree([node('p/b-1', 'p', 'b', 5), node('p', null, null, 30), node('p/a-1', 'p', 'a', 7)]);
     expect(text.split('\n').map((l) => l.replace(/\s+/g, ' '))).toEqual([
-      'p completed 30 tok $0.000030 1 call [assistant]',
-      '├─ a completed 7 tok $0.000007 1 call [assistant, context none] p/a-1',
-      '└─ b completed 5 tok $0.000005 1 call [assistant, context none] p/b-1',
+      'p completed tree 30 tok $0.000030 own 1 model + 0 tool calls [assistant]',
+      '├─ a completed tree 7 tok $0.000007 own 1 model + 0 tool calls [assistant, context none] p/a-1',
+      '└─ b completed tree 5 tok $0.000005 own 1 model + 0 tool calls [assistant, context none] p/b-1',
     ]);
   });
 
@@ -78,9 +78,10 @@ describe('R2.12 deputy tree', () => {
       .split('\n')
       .map((l) => l.replace(/\s+/g, ' '));
     expect(lines).toEqual([
-      `${parentId} completed 11240 tok $0.011480 2 calls [assistant]`,
-      `├─ one completed 520 tok $0.000540 1 call [assistant, context none] ${parentId}/one-1`,
-      `└─ two completed 520 tok $0.000540 1 call [assistant, context none] ${parentId}/two-1`,
+      // 49.8 The tree's tokens and cost beside the run's own calls, each labelled, as every view shows them.
+      `${parentId} completed tree 11240 tok $0.011480 own 2 model + 1 tool calls [assistant]`,
+      `├─ one completed tree 520 tok $0.000540 own 1 model + 0 tool calls [assistant, context none] ${parentId}/one-1`,
+      `└─ two completed tree 520 tok $0.000540 own 1 model + 0 tool calls [assistant, context none] ${parentId}/two-1`,
     ]);
     const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'tree'], {
       cwd: PROJECT_ROOT,

@@ -77,9 +77,11 @@ describe('R6.5 TreeView', () => {
     ]);
     expect(rows[0]!.treeTokens).toBe(180);
     expect(rows[0]!.treeCostUsd).toBeCloseTo(0.003, 9);
-    expect(view.summary()).toBe('running: 2 runs, 2 model calls, 0 tool calls, 180 tokens, $0.003000');
+    // 49.8 Tool calls as the runs count them: those their models called, the child's taken from its own usage at
+    // its end; the lines show each run's own spend, the summary the tree's.
+    expect(view.summary()).toBe('running: tree of 2 runs: 2 model calls, 1 tool calls, 180 tokens, $0.003000');
     expect(view.lines()[1]).toMatch(
-      /^ {2}└ research +completed +60 tok \$0\.001000 {2}completed \(maxTurns, synthesised\)$/,
+      /^ {2}└ research +completed +own +60 tok \$0\.001000 {2}completed \(maxTurns, synthesised\)$/,
     );
   });
 });
@@ -143,7 +145,7 @@ describe('R6.5 the tree as lines', () => {
     const empty = new TreeView();
     expect(empty.rows()).toEqual([]);
     expect(empty.lines()).toEqual([]);
-    expect(empty.summary()).toBe('unknown: 0 runs, 0 model calls, 0 tool calls, 0 tokens, $0.000000');
+    expect(empty.summary()).toBe('unknown: tree of 0 runs: 0 model calls, 0 tool calls, 0 tokens, $0.000000');
     const view = new TreeView();
     const [root, mid, leaf] = ['root', 'root/mid-1', 'root/mid-1/leaf-1'];
     for (const event of [
@@ -188,11 +190,12 @@ describe('R6.5 the tree as lines', () => {
     ]);
     const lines = view.lines();
     expect(
-      lines[0]!.startsWith(`${'root'.padEnd(28)} ${'completed'.padEnd(18)}       0 tok $0.000000  completed`),
+      lines[0]!.startsWith(`${'root'.padEnd(28)} ${'completed'.padEnd(18)} own       0 tok $0.000000  completed`),
     ).toBe(true);
     expect(lines[1]!.startsWith('  └ mid')).toBe(true);
     expect(lines[2]!.startsWith(`${'    └ leaf'.padEnd(28)} running            `)).toBe(true);
-    expect(lines[2]).toContain('     10 tok $0.000000  calculate ok (1 B)');
-    expect(view.summary()).toBe('completed: 3 runs, 1 model calls, 1 tool calls, 10 tokens, $0.000000');
+    expect(lines[2]).toContain('own      10 tok $0.000000  calculate ok (1 B)');
+    // A model call that called no tool: the tool result alone (a follow-up's, say) is no call of this run's model.
+    expect(view.summary()).toBe('completed: tree of 3 runs: 1 model calls, 0 tool calls, 10 tokens, $0.000000');
   });
 });

@@ -8,6 +8,11 @@ import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import type { WatchEvent } from '../src/client/watch.js';
 import { STEERING_TOOLS } from '../src/rules/children.js';
+import { SUMMARY_SYSTEM_PROMPT } from '../src/rules/context.js';
+import { TreeView } from '../src/client/watch-view.js';
+import { loadTree } from '../src/client/inspect.js';
+import { renderTree } from '../src/client/tree.js';
+import type { RunResult } from '../src/contract/run.js';
 import { forTask, toolMessages, userSays } from '../src/testing/scripted-model.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
@@ -215,14 +220,87 @@ describe('R6.5 watch a tree', () => {
     expect(lines.some((l) => l.endsWith(': beta-1 joined: completed'))).toBe(true);
     // The tree: the root, then its children indented, each with status, tokens, cost and latest event.
     const tree = lines.filter((l) => /^(\S| {2}└ )/.test(l) && / tok \$/.test(l));
-    expect(tree[0]).toMatch(new RegExp(`^${id} +completed +\\d+ tok \\$0\\.\\d{6}  completed$`));
+    expect(tree[0]).toMatch(new RegExp(`^${id} +completed +own +\\d+ tok \\$0\\.\\d{6}  completed$`));
     expect(tree.slice(1).map((l) => l.trim().split(/ +/).slice(0, 3))).toEqual(
       expect.arrayContaining([
         ['└', 'alpha', 'completed'],
         ['└', 'beta', 'completed'],
       ]),
     );
-    expect(output).toMatch(/^completed: 3 runs, 5 model calls, 1 tool calls, \d+ tokens, \$0\.\d{6}$/m);
+    // 49.8 The root's delegate and beta's calculate: tool calls as the runs' own usage counts them.
+    expect(output).toMatch(/^completed: tree of 3 runs: 5 model calls, 2 tool calls, \d+ tokens, \$0\.\d{6}$/m);
     expect(output).toMatch(new RegExp(`resume after the last event: deputy watch ${id} \\S+`));
+  });
+
+  it('49.8 one count: the result, the tree, the state and the watch (which the web view folds) show the same own calls and tree spend', async () => {
+    const task = 'count me once';
+    // The parent writes alpha a summary (a model call of its own spend, not a turn), then delegates; beta calls a tool.
+    h.model.add({
+      when: (r) => r.body.messages[0]?.content === SUMMARY_SYSTEM_PROMPT && userSays(task)(r),
+      reply: { text: 'the background' },
+    });
+    h.model.add(
+      {
+        when: forTask(task, 0),
+        reply: delegateReply({
+          briefs: [
+            { task_name: 'alpha', message: `alpha: ${task}`, context: 'summary' },
+            { task_name: 'beta', message: `beta: ${task}` },
+          ],
+        }),
+      },
+      {
+        when: forTask(task, 1),
+        reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 1, b: 1 } }] },
+      },
+      { when: forTask(task, 2), reply: { text: `parent answer to ${task}` } },
+      {
+        when: userSays(`beta: ${task}`, 0),
+        reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 2, b: 3 } }] },
+      },
+      { when: userSays(`beta: ${task}`), reply: { text: 'beta found 5' } },
+      { when: userSays(`alpha: ${task}`), reply: { text: 'alpha done' } },
+    );
+    const id = h.id('counted');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
+    const events = await collect(h.deputy.watch(id));
+    const results = new Map<string, RunResult>();
+    for (const run of [id, `${id}/alpha-1`, `${id}/beta-1`]) results.set(run, await h.deputy.result(run));
+    const root = results.get(id)!;
+    expect(root.usage).toMatchObject({ modelCalls: 3, toolCalls: 2 });
+
+    // Folded as the events come, before any run's end says its own count: the same calls as each run's result.
+    const live = new TreeView();
+    for (const event of events.filter((e) => e.type !== 'run/ended')) live.apply(event);
+    const folded = new TreeView();
+    for (const event of events) folded.apply(event);
+    for (const view of [live, folded]) {
+      for (const [run, result] of results) {
+        expect([view.runs.get(run)!.modelCalls, view.runs.get(run)!.toolCalls], run).toEqual([
+          result.usage.modelCalls,
+          result.usage.toolCalls,
+        ]);
+      }
+      const top = view.rows()[0]!;
+      expect(top.treeTokens).toBe(root.usage.totalTokens);
+      expect(top.treeCostUsd).toBeCloseTo(root.usage.costMicroUsd / 1e6, 9);
+    }
+    expect(folded.summary()).toBe(
+      `completed: tree of 3 runs: 6 model calls, 3 tool calls, ${root.usage.totalTokens} tokens, $${(root.usage.costMicroUsd / 1e6).toFixed(6)}`,
+    );
+
+    const state = await h.deputy.getState(id);
+    expect(state.usage).toEqual(root.usage);
+    await expect
+      .poll(
+        async () =>
+          renderTree(await loadTree(h.client, id))
+            .split('\n')[0]!
+            .replace(/\s+/g, ' '),
+        { timeout: 15_000 },
+      )
+      .toBe(
+        `${id} completed tree ${root.usage.totalTokens} tok $${(root.usage.costMicroUsd / 1e6).toFixed(6)} own 3 model + 2 tool calls [assistant]`,
+      );
   });
 });

@@ -22,6 +22,7 @@ import { describeWatchEvent, TreeView } from '../client/watch-view.js';
 import { terminalSafe, terminalSafeJson } from '../rules/terminal.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { COMMANDS, help, parse, UsageError, usageLine, type Parsed } from './usage.js';
+import { labelledUsage } from '../rules/usage.js';
 import { recordedState, unanswered, withinSeconds } from './recorded.js';
 
 async function main(argv: string[]): Promise<number> {
@@ -150,7 +151,9 @@ async function start(deputy: DeputyClient, task: string, options: Parsed): Promi
   }
   const code = await watch(deputy, handle.workflowId, undefined);
   const result = await deputy.result(handle.workflowId);
-  print(`\n${result.status}: ${result.output ?? result.error ?? ''}`);
+  const { own, tree } = labelledUsage(result.usage);
+  print(`\n${own}; ${tree}`);
+  print(`${result.status}: ${result.output ?? result.error ?? ''}`);
   return code;
 }
 

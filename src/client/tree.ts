@@ -1,6 +1,6 @@
 /** A delegation tree as text: one line per run, children indented under their parent. Pure. */
 import type { Usage } from '../contract/run.js';
-import { microToUsd } from '../rules/usage.js';
+import { labelledUsage, microToUsd } from '../rules/usage.js';
 
 /** One run in a delegation tree. */
 export interface TreeNode {
@@ -39,13 +39,9 @@ export function renderTree(nodes: readonly TreeNode[]): string {
     const label = node.taskName ?? node.workflowId;
     const usage = node.usage;
     const cost = usage ? microToUsd(usage.costMicroUsd) : node.costUsd;
-    const figures = [
-      usage ? `${usage.totalTokens} tok` : '',
-      cost === null ? '' : `$${cost.toFixed(6)}`,
-      usage ? `${usage.modelCalls} call${usage.modelCalls === 1 ? '' : 's'}` : '',
-    ]
-      .filter(Boolean)
-      .join('  ');
+    // Tokens and cost are the tree's (the run and its joined children), calls the run's own: labelled so.
+    const labelled = usage && labelledUsage(usage);
+    const figures = labelled ? `${labelled.tree}  ${labelled.own}` : cost === null ? '' : `tree $${cost.toFixed(6)}`;
     const head = pad(`${prefix}${branch}${label}`, 34);
     const notes = [
       node.background ? 'background' : '',
@@ -56,7 +52,7 @@ export function renderTree(nodes: readonly TreeNode[]): string {
         : '',
     ].filter(Boolean);
     lines.push(
-      `${head} ${pad(node.status, 21)} ${pad(figures, 32)} ${node.preset ? `[${[node.preset, node.contextMode && `context ${node.contextMode}`].filter(Boolean).join(', ')}] ` : ''}${node.taskName ? node.workflowId : ''}${notes.length > 0 ? `  · ${notes.join(' · ')}` : ''}`.trimEnd(),
+      `${head} ${pad(node.status, 21)} ${pad(figures, 58)} ${node.preset ? `[${[node.preset, node.contextMode && `context ${node.contextMode}`].filter(Boolean).join(', ')}] ` : ''}${node.taskName ? node.workflowId : ''}${notes.length > 0 ? `  · ${notes.join(' · ')}` : ''}`.trimEnd(),
     );
     const kids = childrenOf(node.workflowId);
     const nextPrefix = prefix + (branch === '' ? '' : branch === '└─ ' ? '   ' : '│  ');

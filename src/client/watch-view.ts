@@ -112,18 +112,25 @@ export class TreeView {
         run.status = 'running';
         break;
       case 'model/finished':
+        // Every model call is the run's own spend; only its turns count as model calls, and the tools they called
+        // (those run in the workflow, `delegate` among them, too) as tool calls, as the run's usage counts them.
         run.tokens += event.inputTokens + event.outputTokens;
         run.costUsd += event.costUsd ?? 0;
-        run.modelCalls += 1;
-        break;
-      case 'tool/result':
-        run.toolCalls += 1;
+        if (event.activity === 'callModel') {
+          run.modelCalls += 1;
+          run.toolCalls += event.toolCalls.length;
+        }
         break;
       case 'delegation/started':
         this.#run(event.child, event.run).name = event.taskName;
         break;
       case 'run/ended':
         run.status = event.status;
+        // The run's own count is the last word (a call refused by maxToolCalls was asked for, never run).
+        if (event.usage) {
+          run.modelCalls = event.usage.modelCalls;
+          run.toolCalls = event.usage.toolCalls;
+        }
         break;
       default:
         break;
@@ -153,7 +160,7 @@ export class TreeView {
     return run;
   }
 
-  /** The whole tree's own spend: every run's model calls (a parent's usage already includes its children's). */
+  /** The whole tree's figures: the sum of every run's own (a parent's usage already includes its children's). */
   totals(): { runs: number; tokens: number; costUsd: number; modelCalls: number; toolCalls: number } {
     const runs = [...this.runs.values()];
     const sum = (pick: (run: RunView) => number) => runs.reduce((total, run) => total + pick(run), 0);
@@ -192,7 +199,7 @@ export class TreeView {
   lines(): string[] {
     return this.rows().map((run) => {
       const head = `${'  '.repeat(run.depth)}${run.depth > 0 ? '└ ' : ''}${run.name}`;
-      return `${head.padEnd(28)} ${run.status.padEnd(18)} ${String(run.tokens).padStart(7)} tok ${usd(run.costUsd)}  ${run.latest}`;
+      return `${head.padEnd(28)} ${run.status.padEnd(18)} own ${String(run.tokens).padStart(7)} tok ${usd(run.costUsd)}  ${run.latest}`;
     });
   }
 
@@ -200,6 +207,6 @@ export class TreeView {
   summary(): string {
     const t = this.totals();
     const root = this.root ? this.runs.get(this.root) : undefined;
-    return `${root?.status ?? 'unknown'}: ${t.runs} runs, ${t.modelCalls} model calls, ${t.toolCalls} tool calls, ${t.tokens} tokens, ${usd(t.costUsd)}`;
+    return `${root?.status ?? 'unknown'}: tree of ${t.runs} runs: ${t.modelCalls} model calls, ${t.toolCalls} tool calls, ${t.tokens} tokens, ${usd(t.costUsd)}`;
   }
 }

@@ -13,7 +13,7 @@ import { renderTree } from '../client/tree.js';
 import type { RunState } from '../contract/run.js';
 import type { SessionEvent } from '../contract/session.js';
 import { failureMessage } from '../rules/failure-message.js';
-import { microToUsd } from '../rules/usage.js';
+import { labelledUsage } from '../rules/usage.js';
 import { CHAT_SCRIPT } from './chat-script.js';
 import { runUrl, settledTree, withDemoEnvironment, type DemoEnvironment } from './environment.js';
 
@@ -181,7 +181,7 @@ async function summarise(
   const u = result.usage;
   console.log(terminalSafe(`\nstatus: ${result.status}${result.error ? ` (${result.error})` : ''}`));
   console.log(
-    `usage:  ${u.modelCalls} model calls of its own; ${u.totalTokens} tokens and $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree${demo.live ? '' : ' (offline: the scripted model bills what Deputy counts)'}`,
+    `usage:  ${labelledUsage(u).own}; ${labelledUsage(u).tree}${demo.live ? '' : ' (offline: the scripted model bills what Deputy counts)'}`,
   );
   console.log(
     `\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(await settledTree(demo.deputy, workflowId))}`,

@@ -12,7 +12,7 @@ import { StateInUseError } from './state-lock.js';
 import type { SessionEvent } from '../contract/session.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
-import { microToUsd } from '../rules/usage.js';
+import { labelledUsage } from '../rules/usage.js';
 import { runChat } from './chat.js';
 import { runMcpDemo } from './mcp.js';
 import { runUrl, settledTree, withDemoEnvironment } from './environment.js';
@@ -76,10 +76,10 @@ async function main(): Promise<void> {
     console.log(`\nstatus: ${result.status}${result.limit ? ` (${result.limit})` : ''}`);
     console.log(`answer: ${terminalSafe(result.output ?? result.error ?? '(none)')}`);
     const u = result.usage;
-    console.log(`usage:  ${u.modelCalls} model calls and ${u.toolCalls} tool calls of its own`);
-    console.log(`        ${u.totalTokens} tokens for the whole tree (${u.inputTokens} in + ${u.outputTokens} out)`);
+    const { own, tree: whole } = labelledUsage(u);
+    console.log(`usage:  ${own}; ${whole}`);
     console.log(
-      `cost:   $${microToUsd(u.costMicroUsd).toFixed(6)} for the whole tree (${u.costMicroUsd} micro-USD${live ? '' : ', offline: the scripted model bills what Deputy counts'})`,
+      `        (${u.inputTokens} tokens in + ${u.outputTokens} out, ${u.costMicroUsd} micro-USD${live ? '' : '; offline: the scripted model bills what Deputy counts'})`,
     );
     const tree = await settledTree(deputy, workflowId);
     console.log(`\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(tree)}`);

@@ -105,3 +105,14 @@ export function callTokensOf(value: unknown): CallTokens | null {
 export function addTokens(a: CallTokens, b: CallTokens): CallTokens {
   return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
 }
+
+/**
+ * A run's figures as every view labels them: its own model calls (its turns) and tool calls (those its model called),
+ * and the tokens and cost of its tree (its own spend, summaries included, and what its children spent).
+ */
+export function labelledUsage(usage: Usage): { own: string; tree: string } {
+  return {
+    own: `own ${usage.modelCalls} model + ${usage.toolCalls} tool calls`,
+    tree: `tree ${usage.totalTokens} tok $${microToUsd(usage.costMicroUsd).toFixed(6)}`,
+  };
+}
