@@ -16,7 +16,7 @@ import {
   STEERING_TOOLS,
   type DelegationSettings,
 } from '../src/rules/delegation.js';
-import type { DeputyConfig } from '../src/config/load.js';
+import { unknownPresetTools, type DeputyConfig } from '../src/config/load.js';
 import { presetRevision } from '../src/config/store.js';
 import { configEntry } from '../src/config/schema.js';
 import { DeputyError } from '../src/contract/errors.js';
@@ -148,13 +148,7 @@ export function resolvePresetTools(config: DeputyConfig, input: ResolvePresetsIn
 /** Problems with a config given the worker's tools: one line each. */
 export function checkConfigAgainstTools(config: DeputyConfig, tools: ReadonlyMap<string, ToolDefinition>): string[] {
   // An MCP server's tools are offered when it answers; one that did not answer at start is reported by the worker.
-  const prefixes = Object.entries(config.mcpServers).map(([name, server]) => server.prefix ?? `${name}_`);
-  const fromMcp = (name: string) => prefixes.some((prefix) => prefix !== '' && name.startsWith(prefix));
-  return config.presets.flatMap((preset, i) =>
-    preset.tools
-      .filter((name) => !tools.has(name) && !fromMcp(name))
-      .map((name) => `presets.${i}.tools: unknown tool "${name}"; the worker has: ${[...tools.keys()].join(', ')}`),
-  );
+  return unknownPresetTools(config, new Set(tools.keys()));
 }
 
 /** Whether two retry policies are the same (the default one is not written into every run's history). */

@@ -1,6 +1,7 @@
 /**
  * What a caller sees when a run cannot start, or a config cannot load: what went wrong, where, and what to do.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { InputError } from '../src/contract/errors.js';
 import { loadConfig, readEnv } from '../src/config/load.js';
 import { deputyActivities } from '../src/worker/factory.js';
+import { builtinTools } from '../activities/builtin-tools.js';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness();
@@ -51,5 +54,29 @@ describe('49.11 a run that cannot start, a config that cannot load', () => {
     expect(() => deputyActivities({ config, model: { apiKey: 'k', baseURL: undefined }, childTaskQueue: 'q' })).toThrow(
       `invalid configuration (${path}):`,
     );
+  });
+
+  it("49.11 npm run worker names every problem of its config in one round: the schema's and its presets' tools", async () => {
+    const path = join(dir, 'both.yaml');
+    writeFileSync(
+      path,
+      'model: gpt-unpriced\nmcpServers: { docs: { url: "http://127.0.0.1:9/mcp" } }\n' +
+        'presets:\n  - id: assistant\n    persona: p\n    tools: [calculate, no_such_tool, docs_search]\n',
+    );
+    const worker = spawnSync(process.execPath, ['--import', 'tsx', 'src/worker/main.ts'], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, DEPUTY_CONFIG: path, OPENAI_API_KEY: 'k', TEMPORAL_ADDRESS: '127.0.0.1:9' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(worker.status).toBe(1);
+    // Before it connects anywhere: both problems, each on its line, under the file's name.
+    expect(worker.stderr.trim().split('\n')).toEqual([
+      `deputy worker: invalid configuration (${path}):`,
+      '  - model: no price for "gpt-unpriced"; add it under prices (USD per million tokens)',
+      `  - presets.0.tools: unknown tool "no_such_tool"; the worker has: ${builtinTools()
+        .map((tool) => tool.name)
+        .join(', ')}`,
+    ]);
   });
 });

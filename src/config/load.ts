@@ -49,8 +49,37 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): DeputyEnv {
   };
 }
 
-/** Loads the config file (JSON or YAML) and applies the environment's overrides (`DEPUTY_MODEL`, `AGENT_DELEGATION_ENABLED`). */
-export function loadConfig(env: DeputyEnv): DeputyConfig {
+/**
+ * The tools presets name that a worker with `tools` does not have (an MCP server's, by its prefix, it learns when the
+ * server answers). Reads a config before or after validation alike, so a worker reports these with the file's other
+ * problems in one round.
+ */
+export function unknownPresetTools(config: unknown, tools: ReadonlySet<string>): string[] {
+  const { presets, mcpServers } = (typeof config === 'object' && config !== null ? config : {}) as {
+    presets?: unknown;
+    mcpServers?: unknown;
+  };
+  const prefixes = Object.entries(typeof mcpServers === 'object' && mcpServers !== null ? mcpServers : {}).map(
+    ([name, server]) => {
+      const prefix = (server as { prefix?: unknown } | null)?.prefix;
+      return typeof prefix === 'string' ? prefix : `${name}_`;
+    },
+  );
+  const fromMcp = (name: string) => prefixes.some((prefix) => prefix !== '' && name.startsWith(prefix));
+  return (Array.isArray(presets) ? presets : []).flatMap((preset, i) => {
+    const names = (preset as { tools?: unknown } | null)?.tools;
+    return (Array.isArray(names) ? names : [])
+      .filter((name): name is string => typeof name === 'string' && !tools.has(name) && !fromMcp(name))
+      .map((name) => `presets.${i}.tools: unknown tool "${name}"; the worker has: ${[...tools].join(', ')}`);
+  });
+}
+
+/**
+ * Loads the config file (JSON or YAML) and applies the environment's overrides (`DEPUTY_MODEL`,
+ * `AGENT_DELEGATION_ENABLED`). Given the worker's `tools`, a file that fails its schema also names the tools its
+ * presets ask for and the worker lacks, so every problem shows at once.
+ */
+export function loadConfig(env: DeputyEnv, tools?: ReadonlySet<string>): DeputyConfig {
   let raw: unknown = {};
   if (env.configPath) {
     let text: string;
@@ -71,9 +100,21 @@ export function loadConfig(env: DeputyEnv): DeputyConfig {
     if (problems.length > 0) throw new ConfigError(problems, env.configPath);
     raw = document.toJS();
   }
-  const config = parseConfig(raw, env.configPath ?? 'built-in defaults');
-  // Evidence paths are relative to the config file.
-  const base = env.configPath ? dirname(resolve(env.configPath)) : process.cwd();
+  const source = env.configPath ?? 'built-in defaults';
+  try {
+    const applied = applyEnv(withEvidenceResolved(parseConfig(raw, source), env.configPath), env, source);
+    sources.set(applied, source);
+    return applied;
+  } catch (err) {
+    const missing = tools && err instanceof ConfigError ? unknownPresetTools(raw, tools) : [];
+    if (missing.length > 0) throw new ConfigError([...(err as ConfigError).problems, ...missing], source);
+    throw err;
+  }
+}
+
+/** `config` with its tenants' evidence paths resolved against the config file's folder. */
+function withEvidenceResolved(config: DeputyConfig, configPath: string | undefined): DeputyConfig {
+  const base = configPath ? dirname(resolve(configPath)) : process.cwd();
   const tenants = config.tenants
     ? Object.fromEntries(
         Object.entries(config.tenants).map(([id, t]) => [
@@ -82,10 +123,7 @@ export function loadConfig(env: DeputyEnv): DeputyConfig {
         ]),
       )
     : undefined;
-  const source = env.configPath ?? 'built-in defaults';
-  const applied = applyEnv({ ...config, ...(tenants && { tenants }) }, env, source);
-  sources.set(applied, source);
-  return applied;
+  return { ...config, ...(tenants && { tenants }) };
 }
 
 /** Where each loaded config came from, so a problem found later (by the worker) is headed with its file. */

@@ -15,6 +15,7 @@ import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { deputyTracing } from '../ops/tracing.js';
 import { runtimeTelemetry } from '../ops/metrics.js';
 import { checkModelEndpoint } from './endpoint-check.js';
+import { builtinTools } from '../../activities/builtin-tools.js';
 import { oneLineLogger } from './log.js';
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
@@ -43,10 +44,12 @@ function reportMemoryOnSignal(): void {
 async function main(): Promise<void> {
   reportMemoryOnSignal();
   const env = readEnv();
-  const config = new ConfigStore(loadConfig(env));
+  // The tools a worker of `npm run worker` has: its config's problems with them show with the file's others.
+  const tools = new Set(builtinTools().map((tool) => tool.name));
+  const config = new ConfigStore(loadConfig(env, tools));
   // A worker on a shared server signs with the deployment's key ring, never a key of its own.
   const messageKeys = MessageKeys.fromEnv(process.env, { makeKeyFile: false });
-  watchConfig(config, env);
+  watchConfig(config, env, tools);
   // The client connection first: it reports an address where nothing answers within seconds.
   const clientConnection = await connectTemporal(env.temporalAddress);
   const connection = await NativeConnection.connect({ address: env.temporalAddress });
@@ -93,10 +96,10 @@ async function main(): Promise<void> {
  * Reloads the config on SIGHUP or when its file changes. A config that fails validation is reported, one line
  * per problem, and the one in force stays.
  */
-function watchConfig(store: ConfigStore, env: DeputyEnv): void {
+function watchConfig(store: ConfigStore, env: DeputyEnv, tools: ReadonlySet<string>): void {
   const reload = (why: string) => {
     try {
-      store.set(loadConfig(env));
+      store.set(loadConfig(env, tools));
       console.log(
         `deputy worker: configuration reloaded (${why}); presets: ${store.current.presets.map((p) => p.id).join(', ')}`,
       );
