@@ -27,7 +27,7 @@ describe('49 the first commands work as the README and the demo say', () => {
     expect(command.output()).toMatch(/^search attributes on 127\.0\.0\.1:\d+\/default: 0 added, all \d+ present$/m);
   });
 
-  it('49.2 49.3 the demo completes; its closing hints work: npm run ui stays up until Ctrl-C and the tree it names is shown', async () => {
+  it('49.2 49.3 49.8 the demo completes; its closing hints work: npm run ui stays up until Ctrl-C and the tree it names is shown', async () => {
     const env = {
       DEPUTY_STATE_DIR: stateDir,
       TEMPORAL_ADDRESS: undefined,
@@ -53,6 +53,14 @@ describe('49 the first commands work as the README and the demo say', () => {
     expect(await finished(tree, 30_000), tree.output()).toBe(0);
     expect(tree.output()).toContain(runId!);
     expect(tree.output()).toContain('completed');
+    // 49.8 The demo's figures and the tree's are one count, labelled alike.
+    const usage = /^usage: {2}(own \d+ model \+ \d+ tool calls); (tree \d+ tok \$\d+\.\d{6})$/m.exec(demo.output());
+    expect(usage, demo.output()).not.toBeNull();
+    const rootLine = tree
+      .output()
+      .split('\n')
+      .find((line) => line.startsWith(`${runId!} `));
+    expect(rootLine?.replace(/\s+/g, ' ')).toContain(`${usage![2]} ${usage![1]}`);
 
     // Ctrl-C reaches npm and the UI alike; what the person sees is the UI's own last line.
     ui.interrupt();
