@@ -4,7 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RunState } from '../src/contract/run.js';
 import { forTask, userSays } from '../src/testing/scripted-model.js';
 import { deputyPlugin } from '../src/worker/index.js';
@@ -61,5 +61,29 @@ describe('deputy/worker plugin', () => {
       args: ['Ada'],
     });
     expect(greeting).toBe('hello, Ada');
+  });
+
+  it("50.9 children on the Worker's own queue: one warning at start that says what it costs and what to do", () => {
+    const warned: unknown[] = [];
+    const spy = vi.spyOn(console, 'warn').mockImplementation((line: unknown) => void warned.push(line));
+    const plugin = (childTaskQueue: string) =>
+      deputyPlugin({
+        config: delegationConfig(),
+        model: { apiKey: TEST_API_KEY, baseURL: h.model.url },
+        client: h.client,
+        childTaskQueue,
+        tools: DELEGATION_TOOLS,
+      });
+    try {
+      plugin('orders').configureWorker({ taskQueue: 'orders' });
+      plugin('orders-children').configureWorker({ taskQueue: 'orders' });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(warned).toEqual([
+      'deputy: warning: children run on orders, the queue root runs and conversations are served from, so a burst of ' +
+        'children can hold up interactive turns; give children a queue of their own (DEPUTY_BACKGROUND_TASK_QUEUE, or ' +
+        "the plugin's childTaskQueue) and a worker that polls it",
+    ]);
   });
 });

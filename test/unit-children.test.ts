@@ -102,12 +102,10 @@ describe('R2.7 the narrowed grant', () => {
       ok: true,
       grant: { tools: ['calculate'], scopes: ['tools.calc'] },
     });
+    // A config that leaves skill_manage out of neverInherit still keeps it from every child.
     expect(grant({ settings: { ...settings, neverInherit: ['delegate'] } })).toEqual({
       ok: true,
-      grant: {
-        tools: ['calculate', 'search_notes', 'skill_manage'],
-        scopes: ['tools.calc', 'tools.notes', 'skills.write'],
-      },
+      grant: { tools: ['calculate', 'search_notes'], scopes: ['tools.calc', 'tools.notes'] },
     });
     expect(grant({ allowedTools: [] })).toEqual({ ok: true, grant: { tools: [], scopes: [] } });
   });
@@ -187,5 +185,45 @@ describe('R2.2 R2.8 R3.9 what a child is told and what it says back', () => {
       '{"task_name":"tax","question_id":"q1.1","question":"\\u003cb>which state?\\u003c/b>"}',
       '</EXTERNAL_UNTRUSTED>',
     ]);
+  });
+});
+
+describe('R2.1 R2.7 caps the config cannot lift', () => {
+  it('50.8 maxDepth past the ceiling is refused by the config, naming the field; a recorded 50 still stops at 4', async () => {
+    const { parseConfig } = await import('../src/config/load.js');
+    expect(() => parseConfig({ delegation: { maxDepth: 50 } }, 'deputy.yaml')).toThrow(
+      'invalid configuration (deputy.yaml):\n  - delegation.maxDepth: at most 4: deeper trees are not supported (docs/delegation.md)',
+    );
+    expect(parseConfig({ delegation: { maxDepth: 4 } }, 'deputy.yaml').delegation.maxDepth).toBe(4);
+    // Settings that did not come through the config (a composition handed in by a caller) are capped all the same.
+    const deep = { ...settings, maxDepth: 50 };
+    expect(delegateAvailable(deep, ['run.delegate'], 3)).toBe(true);
+    expect(delegateAvailable(deep, ['run.delegate'], 4)).toBe(false);
+    const atFour = narrowGrant({
+      parentTools,
+      parentScopes,
+      allowedTools: undefined,
+      presetTools: ['calculate'],
+      childDepth: 4,
+      settings: deep,
+    });
+    expect(atFour.ok && atFour.grant.tools).toEqual(['calculate']);
+  });
+
+  it('50.8 neverInherit: [] does not hand a child skill_manage; what it lists is excluded besides', () => {
+    const grant = (neverInherit: string[]) =>
+      narrowGrant({
+        parentTools,
+        parentScopes,
+        allowedTools: undefined,
+        presetTools: ['calculate', 'search_notes', 'skill_manage'],
+        childDepth: 1,
+        settings: { ...settings, neverInherit },
+      });
+    const none = grant([]);
+    expect(none.ok && none.grant.tools).toEqual(['calculate', 'search_notes', 'delegate', 'wait']);
+    expect(none.ok && none.grant.scopes).toEqual(['tools.calc', 'tools.notes', 'run.delegate']);
+    const more = grant(['search_notes', 'delegate']);
+    expect(more.ok && more.grant.tools).toEqual(['calculate']);
   });
 });

@@ -10,6 +10,7 @@ import { ModelRetry } from '../contract/composition.js';
 import { SynthesisReserve } from '../contract/run.js';
 import { BriefLimits, ContextMode } from '../contract/delegation.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../rules/payloads.js';
+import { MAX_DEPTH_CEILING } from '../rules/children.js';
 import { describeIssues } from '../rules/zod-issues.js';
 import { McpServers } from './mcp.js';
 
@@ -102,9 +103,15 @@ export const DeputyConfig = z
     delegation: z
       .strictObject({
         enabled: z.boolean().default(false),
-        maxDepth: z.number().int().nonnegative().default(1),
+        maxDepth: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(MAX_DEPTH_CEILING, `at most ${MAX_DEPTH_CEILING}: deeper trees are not supported (docs/delegation.md)`)
+          .default(1),
         maxBriefsPerInvocation: z.number().int().positive().max(3).default(3),
         maxChildrenPerRun: z.number().int().positive().default(8),
+        /** Tools no child gets, besides those none ever gets (`skill_manage`): listing fewer removes none of those. */
         neverInherit: z.array(z.string()).default(['skill_manage']),
         /** Limits a child gets when its brief asks for none; always capped by the parent's remaining. */
         childDefaults: BriefLimits.default(CHILD_DEFAULTS),

@@ -14,6 +14,7 @@ import {
   bounded,
   DELEGATE_SCOPE,
   DELEGATE_TOOL,
+  depthLimit,
   MAX_CHILD_OUTPUT_CHARS,
   renderChildTask,
   STEERING_TOOLS,
@@ -91,7 +92,7 @@ export function inheritComposition(
     delegation !== undefined &&
     delegation.enabled &&
     scopes.includes(DELEGATE_SCOPE) &&
-    childDepth < delegation.maxDepth &&
+    childDepth < depthLimit(delegation) &&
     granted.includes(DELEGATE_TOOL);
   if (mayDelegate) tools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
   // Only what the child reads: the defaults its own limits leave open, tool scopes when it may delegate (it narrows

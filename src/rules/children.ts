@@ -25,9 +25,28 @@ export function admissionWorkflowId(tenant: string): string {
   return `deputy-admission-${tenant}`;
 }
 
+/**
+ * The deepest a tree goes whatever a config or a recorded composition says: each level multiplies the runs, the
+ * reservations held and the context copied, and past a few levels a child knows too little of the task to be worth it.
+ */
+export const MAX_DEPTH_CEILING = 4;
+
+/** Tools no child inherits whatever `neverInherit` says: a child must not rewrite the skills its parent runs with. */
+export const NEVER_INHERITED: readonly string[] = ['skill_manage'];
+
+/** The depth below which a run may delegate: the config's `maxDepth`, never past the ceiling. */
+export function depthLimit(settings: Pick<DelegationSettings, 'maxDepth'>): number {
+  return Math.min(settings.maxDepth, MAX_DEPTH_CEILING);
+}
+
+/** Whether no child gets `tool`: named in `neverInherit`, or excluded whatever it says. */
+export function neverInherited(settings: Pick<DelegationSettings, 'neverInherit'>, tool: string): boolean {
+  return NEVER_INHERITED.includes(tool) || settings.neverInherit.includes(tool);
+}
+
 /** A run is offered `delegate` only with the flag on, the scope held, and depth below `maxDepth`. */
 export function delegateAvailable(settings: DelegationSettings, scopes: readonly string[], depth: number): boolean {
-  return settings.enabled && scopes.includes(DELEGATE_SCOPE) && depth < settings.maxDepth;
+  return settings.enabled && scopes.includes(DELEGATE_SCOPE) && depth < depthLimit(settings);
 }
 
 /**
@@ -85,11 +104,11 @@ export function narrowGrant(input: {
     return { ok: false, error: `you cannot grant tools you do not have: ${lacking.join(', ')}` };
   }
   const childMayDelegate =
-    input.childDepth < input.settings.maxDepth && !input.settings.neverInherit.includes(DELEGATE_TOOL);
+    input.childDepth < depthLimit(input.settings) && !neverInherited(input.settings, DELEGATE_TOOL);
   const tools = input.parentTools.filter(
     (tool) =>
       (input.allowedTools ?? parentNames).includes(tool.name) &&
-      !input.settings.neverInherit.includes(tool.name) &&
+      !neverInherited(input.settings, tool.name) &&
       (STEERING_TOOLS.includes(tool.name) ? childMayDelegate : input.presetTools.includes(tool.name)),
   );
   const needed = new Set(tools.flatMap((tool) => tool.scopes));

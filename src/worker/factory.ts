@@ -17,6 +17,7 @@ import type { McpOptions } from '../../activities/mcp.js';
 import { configSource, type DeputyConfig } from '../config/load.js';
 import { ConfigStore } from '../config/store.js';
 import { followMcpTools } from './mcp-tools.js';
+import { sharedQueueWarning } from './start-checks.js';
 import { guardActivities } from './activity-guard.js';
 import { runGrants } from '../../activities/grants.js';
 import { frontDoorHandler } from './front-door.js';
@@ -267,6 +268,8 @@ export function deputyActivities(
 /** Creates the workers that run `agentRun` and its activities on the root and background task queues. */
 export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<DeputyWorker> {
   const childTaskQueue = options.childTaskQueue ?? 'deputy-background';
+  const shared = sharedQueueWarning(options.taskQueue, childTaskQueue);
+  if (shared) console.warn(shared);
   const payloadStore = options.workerOptions?.dataConverter?.externalStorage !== undefined;
   const store = options.config instanceof ConfigStore ? options.config : new ConfigStore(options.config);
   // The MCP servers' tools join the worker's own; a server that does not answer is reported and left out.

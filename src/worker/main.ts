@@ -14,7 +14,7 @@ import { checkSearchAttributes, createDeputyWorker } from './factory.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { deputyTracing } from '../ops/tracing.js';
 import { runtimeTelemetry } from '../ops/metrics.js';
-import { checkModelEndpoint } from './endpoint-check.js';
+import { checkModelEndpoint } from './start-checks.js';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { oneLineLogger } from './log.js';
 

@@ -5,14 +5,18 @@
 import { SimplePlugin } from '@temporalio/plugin';
 import type { WorkerOptions } from '@temporalio/worker';
 import { deputyActivities, SHARED_MODULES, WORKFLOWS_PATH, type DeputyActivityOptions } from './factory.js';
+import { sharedQueueWarning } from './start-checks.js';
 
 /** Options of `deputyPlugin`: what Deputy's activities need. */
 export type DeputyPluginOptions = DeputyActivityOptions;
 
 /** The plugin `deputyPlugin` returns. */
 export class DeputyPlugin extends SimplePlugin {
+  readonly #childTaskQueue: string;
+
   constructor(options: DeputyPluginOptions) {
     super({ name: 'deputy', activities: deputyActivities(options) });
+    this.#childTaskQueue = options.childTaskQueue;
   }
 
   /**
@@ -23,6 +27,8 @@ export class DeputyPlugin extends SimplePlugin {
    */
   override configureWorker(options: WorkerOptions): WorkerOptions {
     const configured: WorkerOptions = super.configureWorker(options);
+    const shared = sharedQueueWarning(options.taskQueue, this.#childTaskQueue);
+    if (shared) console.warn(shared);
     const ownWorkflows = options.workflowsPath !== undefined || options.workflowBundle !== undefined;
     return {
       ...configured,

@@ -1,7 +1,7 @@
 /**
- * A look at the model endpoint when a worker starts: one request for its list of models. A worker whose endpoint is
- * down, refuses the key or is a web page would otherwise start quietly and leave every run retrying its first call.
- * What it finds is a warning, never a refusal to start: the endpoint may come up after the worker.
+ * What a worker checks when it starts, and says in one line when it finds something: a model endpoint that is down,
+ * refuses the key or is a web page (every run would retry its first call), and children put on the queue root runs
+ * are served from. Warnings, never a refusal to start: the endpoint may come up after the worker.
  */
 import { endpointOf, networkReason } from '../../activities/model-errors.js';
 
@@ -42,4 +42,16 @@ export async function checkModelEndpoint(
   }
   // Some compatible servers serve no list of models (404): that says nothing about their chat completions.
   return null;
+}
+
+/**
+ * The warning for children put on the queue root runs are served from, or `null`: children run at a lower priority
+ * than a person's conversation, and a burst of them there takes the slots its turns wait for.
+ */
+export function sharedQueueWarning(taskQueue: string, childTaskQueue: string): string | null {
+  return taskQueue === childTaskQueue
+    ? `deputy: warning: children run on ${taskQueue}, the queue root runs and conversations are served from, so a burst ` +
+        'of children can hold up interactive turns; give children a queue of their own (DEPUTY_BACKGROUND_TASK_QUEUE, ' +
+        "or the plugin's childTaskQueue) and a worker that polls it"
+    : null;
 }
