@@ -50,6 +50,26 @@ describe('R2.2 the steering tools as the model sees them', () => {
   });
 });
 
+describe('R2.2 what a brief must carry, and what the model is told to give it', () => {
+  it('50.10 only briefs, task_name and message are required; the description says self-contained look-ups need no context', () => {
+    const spec = steeringToolSpec('delegate');
+    expect(spec.description).toContain(
+      'Fork context only when the child needs what was said here; self-contained look-ups need none.',
+    );
+    const parameters = spec.parameters as {
+      required: string[];
+      properties: {
+        return_shape: unknown;
+        briefs: { items: { required: string[]; properties: Record<string, unknown> } };
+      };
+    };
+    expect(parameters.required).toEqual(['briefs']);
+    expect(parameters.properties.return_shape).toBeDefined();
+    expect([...parameters.properties.briefs.items.required].sort()).toEqual(['message', 'task_name']);
+    expect(parameters.properties.briefs.items.properties).toHaveProperty('success_condition');
+  });
+});
+
 describe('R2.8 a child answer held to its return shape', () => {
   const shape = { type: 'object', properties: { total: { type: 'number' } }, required: ['total'] };
   it('R2.8 JSON that matches passes as the value (a fenced block too); anything else says what is wrong', () => {
