@@ -7,7 +7,7 @@ import {
   TimeoutFailure,
 } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { ModelRetries } from '../src/rules/model-retry.js';
+import { duration, modelFault, ModelRetries } from '../src/rules/model-retry.js';
 import { lessBilled } from '../src/rules/budget.js';
 
 const failed = (cause: Error) =>
@@ -144,5 +144,72 @@ describe('the retry policy by default', () => {
     const { ModelRetry } = await import('../src/contract/composition.js');
     const { DEFAULT_MODEL_RETRY } = await import('../src/rules/model-retry.js');
     expect(ModelRetry.parse({})).toEqual(DEFAULT_MODEL_RETRY);
+  });
+});
+
+describe('49.6 what a failed attempt says of itself, read defensively', () => {
+  it('the fault details an activity gave: strings and a positive wait only; anything else reads as nothing', () => {
+    const withDetails = (details?: unknown[]) =>
+      failed(ApplicationFailure.create({ type: 'ModelCall.ServerError', nonRetryable: false, details }));
+    expect(modelFault(withDetails())).toEqual({});
+    expect(modelFault(withDetails([null]))).toEqual({});
+    expect(modelFault(withDetails(['text']))).toEqual({});
+    expect(modelFault(withDetails([{ endpoint: 5, problem: ['x'], check: {}, retryAfterMs: '9' }]))).toEqual({});
+    expect(modelFault(withDetails([{ endpoint: 'e', problem: 'p', check: 'c', retryAfterMs: 0 }]))).toEqual({
+      endpoint: 'e',
+      problem: 'p',
+      check: 'c',
+    });
+    expect(modelFault(withDetails([{ retryAfterMs: 1500 }]))).toEqual({ retryAfterMs: 1500 });
+    expect(modelFault(failed(new TimeoutFailure('quiet', undefined, 'HEARTBEAT')))).toEqual({});
+    expect(modelFault(ApplicationFailure.create({ details: [{ endpoint: 'e' }] }))).toEqual({});
+  });
+
+  it('durations as people read them', () => {
+    expect([0, 59_000, 59_600, 60_000, 61_000, 120_000, 243_000].map(duration)).toEqual([
+      '0 s',
+      '59 s',
+      '1 min',
+      '1 min',
+      '1 min 1 s',
+      '2 min',
+      '4 min 3 s',
+    ]);
+  });
+
+  it('an attempt that stopped reporting or ran out of time says so, having no endpoint to name', () => {
+    const heartbeat = failed(new TimeoutFailure('quiet', undefined, 'HEARTBEAT'));
+    const slow = failed(new TimeoutFailure('slow', undefined, 'START_TO_CLOSE'));
+    expect(new ModelRetries(POLICY, 0).next(heartbeat, 0)?.status).toBe(
+      'retrying: the model endpoint call stopped reporting (its worker may have died), attempt 1 of 10, next in 1 s',
+    );
+    expect(new ModelRetries(POLICY, 0).next(slow, 0)?.status).toBe(
+      'retrying: the model endpoint call did not finish in time, attempt 1 of 10, next in 1 s',
+    );
+    const once = new ModelRetries({ ...POLICY, attempts: 1 }, 1000);
+    expect(once.next(slow, 61_000)).toBeNull();
+    expect((once.gaveUp(slow, 61_000) as Error).message).toBe(
+      'the model call failed 1 time over 1 min, and the run gave up: slow; ' +
+        'check the model endpoint (OPENAI_BASE_URL) and the worker running its calls',
+    );
+  });
+
+  it('gives up only on what it retried to the end: a failure with attempts left, or a first 429, is itself', () => {
+    const down = retryable([{ endpoint: 'e', problem: 'p' }]);
+    const retries = new ModelRetries(POLICY, 0);
+    expect(retries.next(down, 0)).not.toBeNull();
+    expect(retries.gaveUp(down, 0)).toBe(down);
+    const limited = failed(ApplicationFailure.create({ type: 'ModelCall.RateLimited', nonRetryable: false }));
+    expect(new ModelRetries(POLICY, 0).gaveUp(limited, 0)).toBe(limited);
+    const plain = new Error('not an activity');
+    expect(new ModelRetries({ ...POLICY, attempts: 1 }, 0).gaveUp(plain, 0)).toBe(plain);
+    // Once a 429 has been waited on, a later failure of another kind is judged by the attempts, not the patience.
+    const mixed = new ModelRetries(POLICY, 0);
+    expect(mixed.next(limited, 0)?.status).toBe(
+      'retrying: the model endpoint call failed (ModelCall.RateLimited) (rate limited), 1 time in 0 s of the 300 s it is waited on, next in 1 s',
+    );
+    expect(mixed.next(limited, 3000)?.status).toMatch(/, 2 times in 3 s of the 300 s it is waited on, next in 2 s$/);
+    expect(mixed.next(down, 5000)).not.toBeNull();
+    expect(mixed.gaveUp(down, 5000)).toBe(down);
   });
 });

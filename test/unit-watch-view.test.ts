@@ -199,3 +199,40 @@ describe('R6.5 the tree as lines', () => {
     expect(view.summary()).toBe('completed: tree of 3 runs: 1 model calls, 0 tool calls, 10 tokens, $0.000000');
   });
 });
+
+describe('49.8 the watch counts as a run counts itself', () => {
+  it('a summary or a compaction is spend of its own, not a turn; a turn counts the tools its model called; the end has the last word', () => {
+    const view = new TreeView();
+    const finished = (activity: string, toolCalls: string[]) =>
+      ev('r', null, {
+        type: 'model/finished',
+        model: 'm',
+        activity,
+        inputTokens: 10,
+        outputTokens: 5,
+        costUsd: 0.001,
+        finishReason: 'stop',
+        toolCalls,
+      });
+    view.apply(ev('r', null, { type: 'run/started', taskName: null, depth: 0, task: 't' }));
+    view.apply(finished('summarizeContext', []));
+    view.apply(finished('compactSession', ['not', 'a', 'turn']));
+    view.apply(finished('callModel', ['delegate', 'calculate']));
+    view.apply(ev('r', null, { type: 'tool/result', name: 'calculate', ok: true, bytes: 3 }));
+    const run = view.runs.get('r')!;
+    expect([run.modelCalls, run.toolCalls, run.tokens]).toEqual([1, 2, 45]);
+    expect(run.costUsd).toBeCloseTo(0.003, 9);
+    // A call refused by maxToolCalls was asked for, never run: the run's own count at its end wins.
+    view.apply(
+      ev('r', null, {
+        type: 'run/ended',
+        status: 'completed',
+        limit: null,
+        synthesis: false,
+        usage: { inputTokens: 30, outputTokens: 15, costUsd: 0.003, modelCalls: 1, toolCalls: 1 },
+        output: 'done',
+      }),
+    );
+    expect([run.modelCalls, run.toolCalls]).toEqual([1, 1]);
+  });
+});

@@ -84,7 +84,7 @@ export class ModelRetries {
   next(err: unknown, nowMs: number): RetryStep | null {
     if (!retryable(err)) return null;
     const fault = modelFault(err);
-    const where = `${fault.endpoint ?? 'the model endpoint'} ${fault.problem ?? describeTimeout(err)}`;
+    const where = `${fault.endpoint ?? 'the model endpoint'} ${fault.problem ?? describeUnknown(err)}`;
     const capMs = this.policy.maxIntervalSeconds * 1000;
     if (findType(err) === FAILURE.ModelRateLimited) {
       this.#rateLimitedSinceMs ??= nowMs;
@@ -158,10 +158,11 @@ function retryable(err: unknown): boolean {
   );
 }
 
-/** What a timed-out attempt reads as when its activity could say nothing (its worker died or stalled). */
-function describeTimeout(err: unknown): string {
+/** What a failed attempt reads as when its activity named no problem (its worker died or stalled, say). */
+function describeUnknown(err: unknown): string {
   const cause = err instanceof ActivityFailure ? err.cause : undefined;
-  return cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.HEARTBEAT
-    ? 'call stopped reporting (its worker may have died)'
-    : 'call did not finish in time';
+  if (cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.HEARTBEAT)
+    return 'call stopped reporting (its worker may have died)';
+  if (cause instanceof TimeoutFailure) return 'call did not finish in time';
+  return `call failed (${findType(err) ?? 'no reason given'})`;
 }
