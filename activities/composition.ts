@@ -43,7 +43,7 @@ export function resolveComposition(
   config: DeputyConfig,
   tools: ReadonlyMap<string, ToolDefinition>,
   input: ResolveRunInput,
-  options: { childTaskQueue: string; tenantActivated?: (tenant: string | undefined) => boolean },
+  options: { childTaskQueue: string; tenantActivated?: boolean },
 ): ResolveRunResult {
   const presetId = input.presetDefinition?.id ?? input.preset ?? config.defaultPreset;
   // A definition carried in the input (a parent's exact composition) wins over the registry, even if the
@@ -72,12 +72,14 @@ export function resolveComposition(
   const scopes = input.scopes?.filter((scope) => ceiling.includes(scope)) ?? config.defaultScopes;
   const { synthesisReserve, ...limits } = config.limits;
   const granted = (name: string) => input.allowedTools === undefined || input.allowedTools.includes(name);
-  // The global flag is the master switch; with tenants configured, the run's tenant must be activated too.
-  const enabled = config.delegation.enabled && (options.tenantActivated?.(input.tenant) ?? true);
+  // The global flag is the master switch; the run's tenant (or the default tenant) must be activated too.
+  const enabled = config.delegation.enabled && (options.tenantActivated ?? true);
   const tenant = input.tenant === undefined ? undefined : configEntry(config.tenants, input.tenant);
+  const { activation, evidence: _evidence, ...settings } = config.delegation;
   const delegation: DelegationSettings = {
-    ...config.delegation,
+    ...settings,
     enabled,
+    ...(enabled && activation === 'unconditional' && { activation }),
     childTaskQueue: options.childTaskQueue,
     ...(tenant?.maxLiveChildren && {
       admission: {

@@ -23,7 +23,7 @@ import { createCallModel, createSummarizeContext } from './call-model.js';
 import { createMessaging } from './messaging.js';
 import { createPresetLookup, createRunLookups } from './runs.js';
 import { ContextCache } from './context-cache.js';
-import { tenantDelegationLookup } from '../src/config/tenant-evidence.js';
+import { temporalRunRecords, tenantDelegationLookup } from '../src/config/tenant-evidence.js';
 import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
@@ -69,7 +69,7 @@ export function createActivities({
 }: ActivityDeps) {
   const keys = messageKeys ?? MessageKeys.fromEnv();
   // Evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
-  const activated = tenantDelegationLookup(process.cwd());
+  const activated = tenantDelegationLookup(process.cwd(), client && temporalRunRecords(client));
   const temporal = (): Client => {
     if (client) return client;
     throw ApplicationFailure.create({
@@ -115,10 +115,8 @@ export function createActivities({
       if (presetAt) input.presetDefinition = await presetAtRevision(presetAt);
       try {
         const current = config.current;
-        return resolveComposition(current, tools, input, {
-          childTaskQueue,
-          tenantActivated: (tenant) => activated(current, tenant),
-        });
+        const tenantActivated = await activated(current, input.tenant);
+        return resolveComposition(current, tools, input, { childTaskQueue, tenantActivated });
       } catch (err) {
         if (err instanceof CompositionError) {
           throw ApplicationFailure.create({ type: err.type, message: err.message, nonRetryable: true });

@@ -99,6 +99,7 @@ export function benchConfig(compaction: boolean, turns = 0): Record<string, unkn
     // maxChildrenPerRun raised for the wide tree (8 invocations of 3).
     delegation: {
       enabled: true,
+      activation: 'unconditional',
       maxChildrenPerRun: WIDE_ROUNDS * WIDE_WIDTH,
       childDefaults: { maxTurns: 5, maxTokens: 100_000, maxCostUsd: 1, maxToolCalls: 5 },
     },

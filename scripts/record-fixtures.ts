@@ -368,7 +368,7 @@ function fixtureConfig() {
   return parseConfig({
     model: 'test-model',
     prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
-    delegation: { enabled: true },
+    delegation: { enabled: true, activation: 'unconditional' },
     // What the scenarios ask for: a caller's scopes only narrow what the config grants.
     grantableScopes: ['tools.calc', 'tools.notes', 'run.delegate'],
     presets: [

@@ -8,13 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { admissionStateQuery } from '../src/contract/messages.js';
 import { RunState } from '../src/contract/run.js';
 import { lastMessage, toolMessages, userSays } from '../src/testing/scripted-model.js';
-import { capability, evidenceDir, TWO_ARM } from './support/evidence.js';
+import { TWO_ARM } from './support/evidence.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
 const CAP = 2;
-const { write } = evidenceDir();
-const evidence = [write('capability.json', capability()), TWO_ARM];
+const evidence = [TWO_ARM];
 const tenant = `adm-${Math.random().toString(36).slice(2, 8)}`;
 const h = useHarness({
   config: {
@@ -114,7 +113,7 @@ describe('R5.4 tenant admission', () => {
     expect((await slots()).waiting).toEqual([]);
   });
 
-  it('R5.4 a child with no slot before its deadline fails its brief clearly; a terminated parent leaks no slot', async () => {
+  it('R5.4 a child with no slot before its deadline fails its brief clearly, its summary never written or paid for; a terminated parent leaks no slot', async () => {
     h.model.add(
       {
         when: (r) => lastMessage(r) === 'admission hog',
@@ -133,10 +132,17 @@ describe('R5.4 tenant admission', () => {
             {
               task_name: 'late',
               message: 'late child',
+              // The slot is asked for before the background is written: a child with none costs no summary.
+              context: 'summary',
               limits: { deadline: new Date(Date.now() + 8_000).toISOString() },
             },
           ],
         }),
+      },
+      {
+        name: 'late summary',
+        when: (r) => (r.body.messages[0]?.content ?? '').startsWith('You write the background'),
+        reply: { text: 'a background nobody should pay for' },
       },
       {
         name: 'late join',
@@ -160,6 +166,8 @@ describe('R5.4 tenant admission', () => {
     );
     await expect(h.client.workflow.getHandle(`${late}/late-1`).describe()).rejects.toThrow(/not found/i);
     expect((await slots()).waiting).toEqual([]);
+    expect(h.model.requests.filter((r) => r.rule === 'late summary')).toEqual([]);
+    expect((await h.deputy.getState(late)).usage.modelCalls).toBe(2);
 
     // The hog is terminated: it never gives its slots back, its children are cancelled, and the sweep reclaims them.
     await h.client.workflow.getHandle(hog).terminate('test: a parent that never releases');

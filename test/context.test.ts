@@ -54,6 +54,7 @@ const h = useHarness(async () => {
       ],
       delegation: {
         enabled: true,
+        activation: 'unconditional',
         childDefaults: { maxTurns: 5, maxTokens: 2000, maxCostUsd: 0.003, maxToolCalls: 5 },
       },
       hooks: [

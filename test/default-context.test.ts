@@ -19,6 +19,7 @@ const h = useHarness({
     ],
     delegation: {
       enabled: true,
+      activation: 'unconditional',
       defaultContext: 'all',
       childDefaults: { maxTurns: 5, maxTokens: 8000, maxCostUsd: 0.005, maxToolCalls: 5 },
     },

@@ -50,14 +50,14 @@ describe('R5.5 the docs name tests that exist', () => {
 /** The design's rules, R1.1 … R6.8. */
 const RULES = [
   ...Array.from({ length: 15 }, (_, i) => `R1.${i + 1}`),
-  ...Array.from({ length: 16 }, (_, i) => `R2.${i + 1}`),
+  ...Array.from({ length: 19 }, (_, i) => `R2.${i + 1}`),
   ...Array.from({ length: 10 }, (_, i) => `R3.${i + 1}`),
   ...Array.from({ length: 6 }, (_, i) => `R4.${i + 1}`),
   ...Array.from({ length: 5 }, (_, i) => `R5.${i + 1}`),
   ...Array.from({ length: 9 }, (_, i) => `R6.${i + 1}`),
 ];
-/** Rules not built yet, which no test can name: none now. */
-const NOT_BUILT: string[] = [];
+/** Rules not built yet, which no test can name: artifacts, and usage shown as billed and as debited. */
+const NOT_BUILT: string[] = ['R2.18', 'R2.19'];
 
 describe('R5.5 docs/promises.md states every promise with the tests that prove it', () => {
   const text = readFileSync(PROMISES_FILE, 'utf8');

@@ -22,6 +22,7 @@ const h = useHarness({
     },
     delegation: {
       enabled: true,
+      activation: 'unconditional',
       childDefaults: { maxTurns: 5, maxTokens: 20_000, maxCostUsd: 0.05, maxToolCalls: 5 },
     },
     compaction: { thresholdTokens: 3000, keepRecentTurns: 1, continueAsNewAfterEvents: 10_000 },

@@ -152,7 +152,11 @@ const config = (files: string[] = ['read_text_file', 'list_directory']) =>
     ],
     defaultScopes: ['tools.calc', 'tools.files', 'tools.everything'],
     grantableScopes: ['tools.calc', 'tools.files', 'tools.everything', 'run.delegate'],
-    delegation: { enabled: true, childDefaults: { maxTurns: 4, maxTokens: 40_000, maxCostUsd: 0.2 } },
+    delegation: {
+      enabled: true,
+      activation: 'unconditional',
+      childDefaults: { maxTurns: 4, maxTokens: 40_000, maxCostUsd: 0.2 },
+    },
     mcpServers: { ...mcpServers(), files: { ...mcpServers().files, tools: files } },
   });
 

@@ -49,7 +49,11 @@ const h = useHarness({
       maxDurationSeconds: 600,
       synthesisReserve: false,
     },
-    delegation: { enabled: true, childDefaults: { maxTurns: 4, maxTokens: 40_000, maxCostUsd: 0.2 } },
+    delegation: {
+      enabled: true,
+      activation: 'unconditional',
+      childDefaults: { maxTurns: 4, maxTokens: 40_000, maxCostUsd: 0.2 },
+    },
   }),
   tools: [...builtinTools(), hugeResultTool, hugeErrorTool],
 });
@@ -80,7 +84,8 @@ describe('R1.8 payloads past the server limit end with a status, each paid call 
     const workflowId = h.id('huge-answer');
     // Budget enough for the whole answer (about 750,000 tokens): below it, Deputy would stop the stream at its cap.
     await h.deputy.startRun({ task, limits: { maxTokens: 2_000_000, maxCostUsd: 10 } }, { workflowId });
-    const result = await endsWithin(20_000, workflowId, h.deputy.result(workflowId));
+    // Counting 750,000 streamed tokens takes about 15 s of one core alone; the bug attacked here never ended at all.
+    const result = await endsWithin(45_000, workflowId, h.deputy.result(workflowId));
     expect(result.status).toBe('completed');
     expect(result.output!.startsWith('HUGE ANSWER lorem ipsum')).toBe(true);
     expect(result.output!.endsWith('[truncated: 3.0 MB → 256 KB]')).toBe(true);

@@ -46,13 +46,21 @@ beforeAll(async () => {
     off.startWorker({ config: testConfig({ delegation: { enabled: false } }) }),
     compacting.startWorker({
       config: testConfig({
-        delegation: { enabled: true, childDefaults: { maxTurns: 6, maxTokens: 20_000, maxCostUsd: 0.05 } },
+        delegation: {
+          enabled: true,
+          activation: 'unconditional',
+          childDefaults: { maxTurns: 6, maxTokens: 20_000, maxCostUsd: 0.05 },
+        },
         compaction: { thresholdTokens: 300, keepRecentTurns: 1, continueAsNewAfterEvents: 8000 },
       }),
     }),
     small.startWorker({
       config: testConfig({
-        delegation: { enabled: true, childDefaults: { maxTurns: 4, maxTokens: 20_000, maxCostUsd: 0.05 } },
+        delegation: {
+          enabled: true,
+          activation: 'unconditional',
+          childDefaults: { maxTurns: 4, maxTokens: 20_000, maxCostUsd: 0.05 },
+        },
         payloads: { maxTextBytes: 4096, maxInputBytes: 16_384 },
       }),
       withClient: false,

@@ -1,15 +1,22 @@
 /**
  * Per-tenant activation (R5.3): with tenants configured, a run is offered `delegate` only when its tenant's evidence
- * passes — a capability scenario admitted from a real failed run and a two-arm case, each re-checked against itself —
+ * passes — a capability scenario admitted from a real failed run of that tenant (looked up in Temporal's records) and
+ * a two-arm case, each re-checked against itself —
  * and a tenant whose evidence is edited to fail loses it on reload. `DeputyTenant` is searchable on its runs.
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { ConfigStore } from '../src/config/store.js';
-import { checkEvidence, describeTenantDelegation, tenantDelegation } from '../src/config/tenant-evidence.js';
+import {
+  checkEvidence,
+  describeTenantDelegation,
+  temporalRunRecords,
+  tenantDelegation,
+} from '../src/config/tenant-evidence.js';
 import { offeredTools, userSays } from '../src/testing/scripted-model.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
@@ -17,28 +24,62 @@ import { useHarness } from './support/harness.js';
 import { capability, evidenceDir, TWO_ARM, twoArm } from './support/evidence.js';
 
 const { dir, write } = evidenceDir();
-const CAPABILITY = write('capability.json', capability());
+/** The runs capability evidence cites, by their ids: each is run (or not) in `beforeAll`. */
+const cited = {
+  acmeFailed: `tenant-acme-failed-${randomUUID().slice(0, 8)}`,
+  iotaCompleted: `tenant-iota-completed-${randomUUID().slice(0, 8)}`,
+  neverRun: `tenant-never-run-${randomUUID().slice(0, 8)}`,
+};
+const CAPABILITY = write('capability.json', capability(dir, cited.acmeFailed));
 /** Its runs edited so the delegating arm no longer wins, its verdict left saying it helps. */
 const TAMPERED = write(
   'tampered.json',
-  capability({ arms: { ...twoArm.arms, delegating: { ...twoArm.arms.delegating, meanScore: 0.25 } } }),
+  capability(dir, cited.acmeFailed, {
+    arms: { ...twoArm.arms, delegating: { ...twoArm.arms.delegating, meanScore: 0.25 } },
+  }),
 );
+const COMPLETED = write('completed.json', capability(dir, cited.iotaCompleted));
+const NEVER_RUN = write('never-run.json', capability(dir, cited.neverRun));
 
 const UNHELPFUL = join(PROJECT_ROOT, 'evidence', 'single-lookup.json');
 
 const base = delegationConfig();
 const config = {
   ...base,
+  delegation: { ...base.delegation, activation: 'evidence' as const },
   tenants: {
     acme: { evidence: [CAPABILITY, TWO_ARM], admissionSweepSeconds: 30 },
     beta: { evidence: [TWO_ARM], admissionSweepSeconds: 30 },
     gamma: { evidence: [TAMPERED, TWO_ARM], admissionSweepSeconds: 30 },
-    // Honest evidence that delegation does not help its work (the shipped single look-up case).
+    // Honest evidence that delegation does not help its work (the shipped single look-up case), and acme's run.
     epsilon: { evidence: [CAPABILITY, UNHELPFUL], admissionSweepSeconds: 30 },
+    // Acme's failed run cited as another tenant's; a run that completed; a run Temporal never saw.
+    theta: { evidence: [CAPABILITY, TWO_ARM], admissionSweepSeconds: 30 },
+    iota: { evidence: [COMPLETED, TWO_ARM], admissionSweepSeconds: 30 },
+    kappa: { evidence: [NEVER_RUN, TWO_ARM], admissionSweepSeconds: 30 },
   },
 };
 const store = new ConfigStore(config);
 const h = useHarness({ config: store, tools: DELEGATION_TOOLS });
+
+beforeAll(async () => {
+  // A run of acme that runs out of turns (it failed its task), and a run of iota that completes.
+  h.model.add(
+    {
+      when: userSays('acme: a run that fails'),
+      reply: { toolCalls: [{ name: 'calculate', arguments: { expression: '1+1' } }] },
+    },
+    { when: userSays('iota: a run that completes'), reply: { text: 'done' } },
+  );
+  await h.deputy.startRun(
+    { task: 'acme: a run that fails', tenant: 'acme', limits: { maxTurns: 1 } },
+    { workflowId: cited.acmeFailed },
+  );
+  await h.deputy.startRun({ task: 'iota: a run that completes', tenant: 'iota' }, { workflowId: cited.iotaCompleted });
+  expect((await h.deputy.result(cited.acmeFailed)).status).toBe('limit_reached');
+  expect((await h.deputy.result(cited.iotaCompleted)).status).toBe('completed');
+  store.set({ ...config }); // what a reload does: the evidence is read again, now that the cited runs have ended
+});
 
 /** Starts a run for `tenant` and returns the tools its model was offered. */
 async function offeredTo(tenant: string | undefined, task: string) {
@@ -53,10 +94,14 @@ describe('R5.3 per-tenant activation', () => {
   it('R5.3 only a tenant whose capability and two-arm evidence pass is offered delegate; runs carry DeputyTenant', async () => {
     const acme = await offeredTo('acme', 'tenant acme: anything');
     expect(acme.tools).toContain('delegate');
+    expect((await h.deputy.getState(acme.id)).activation).toBe('evidence');
     for (const [tenant, task] of [
       ['beta', 'tenant beta: only two-arm evidence'],
       ['gamma', 'tenant gamma: tampered capability evidence'],
       ['epsilon', 'tenant epsilon: honest evidence that delegation does not help'],
+      ['theta', 'tenant theta: citing a run of acme'],
+      ['iota', 'tenant iota: citing a run that completed'],
+      ['kappa', 'tenant kappa: citing a run that never ran'],
       ['delta', 'tenant delta: not configured'],
       [undefined, 'no tenant at all'],
     ] as const) {
@@ -88,21 +133,18 @@ describe('R5.3 per-tenant activation', () => {
 
   it('R5.3 a tenant whose evidence is edited to fail is deactivated on reload', async () => {
     expect((await offeredTo('acme', 'tenant acme: before the edit')).tools).toContain('delegate');
+    const before = readFileSync(CAPABILITY, 'utf8');
     copyFileSync(TAMPERED, CAPABILITY);
     store.set({ ...config }); // what a SIGHUP or a change to the config file does
     expect((await offeredTo('acme', 'tenant acme: after the edit')).tools).not.toContain('delegate');
-    writeFileSync(CAPABILITY, JSON.stringify(capability())); // leave it as the other test expects
+    writeFileSync(CAPABILITY, before); // leave it as the other tests expect
     store.set({ ...config });
   });
 
-  it('R5.3 each evidence file is checked against itself, and the worker says why a tenant is not activated', () => {
+  it('R5.3 each evidence file is checked against itself and its cited run in Temporal, and the worker says why', async () => {
     expect(checkEvidence(TAMPERED, PROJECT_ROOT)).toMatchObject({
       passes: false,
       reason: "its delegating arm's means are not those of its runs",
-    });
-    expect(checkEvidence(write('completed.json', capability({}, 'completed')), PROJECT_ROOT)).toMatchObject({
-      passes: false,
-      reason: 'admitted from run-7, which completed: a capability scenario comes from a failed run',
     });
     const unhelpful = UNHELPFUL;
     expect(checkEvidence(unhelpful, PROJECT_ROOT)).toMatchObject({ passes: false, kind: 'two-arm' });
@@ -115,25 +157,53 @@ describe('R5.3 per-tenant activation', () => {
       passes: false,
       reason: 'scenarios/parallel-lookups.yaml changed since this evidence was made',
     });
-    expect(describeTenantDelegation(tenantDelegation(config, PROJECT_ROOT))).toEqual([
+    const helps = 'delegation helps: 100% vs 50% with no added policy failure';
+    const noCapability = 'no passing capability evidence (a scenario admitted from a real failed run)';
+    const lines = describeTenantDelegation(await tenantDelegation(config, PROJECT_ROOT, temporalRunRecords(h.client)));
+    expect(lines).toEqual([
       'tenant acme: activated',
-      `  passes capability ${CAPABILITY}: delegation helps: 100% vs 50% with no added policy failure`,
-      `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
-      'tenant beta: NOT activated: no passing capability evidence (a scenario admitted from a real failed run)',
-      `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
-      'tenant gamma: NOT activated: no passing capability evidence (a scenario admitted from a real failed run)',
+      `  passes capability ${CAPABILITY}: ${helps}`,
+      `  passes two-arm ${TWO_ARM}: ${helps}`,
+      `tenant beta: NOT activated: ${noCapability}`,
+      `  passes two-arm ${TWO_ARM}: ${helps}`,
+      `tenant gamma: NOT activated: ${noCapability}`,
       `  fails  capability ${TAMPERED}: its delegating arm's means are not those of its runs`,
-      `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
-      'tenant epsilon: NOT activated: no passing two-arm evidence',
-      `  passes capability ${CAPABILITY}: delegation helps: 100% vs 50% with no added policy failure`,
+      `  passes two-arm ${TWO_ARM}: ${helps}`,
+      `tenant epsilon: NOT activated: ${noCapability}; no passing two-arm evidence`,
+      `  fails  capability ${CAPABILITY}: cites ${cited.acmeFailed}, a run of tenant acme, not of tenant epsilon`,
       `  fails  two-arm ${UNHELPFUL}: delegation does not help: 100% vs 100%, at 2.0× the cost`,
+      `tenant theta: NOT activated: ${noCapability}`,
+      `  fails  capability ${CAPABILITY}: cites ${cited.acmeFailed}, a run of tenant acme, not of tenant theta`,
+      `  passes two-arm ${TWO_ARM}: ${helps}`,
+      `tenant iota: NOT activated: ${noCapability}`,
+      `  fails  capability ${COMPLETED}: cites ${cited.iotaCompleted}, which ended completed: a capability scenario comes from a failed run`,
+      `  passes two-arm ${TWO_ARM}: ${helps}`,
+      `tenant kappa: NOT activated: ${noCapability}`,
+      `  fails  capability ${NEVER_RUN}: cites ${cited.neverRun}, which Temporal's records do not hold (never run, or past the namespace's retention)`,
+      `  passes two-arm ${TWO_ARM}: ${helps}`,
     ]);
     expect(
-      tenantDelegation({ ...config, delegation: { ...config.delegation, enabled: false } }, PROJECT_ROOT)[0],
+      (await tenantDelegation({ ...config, delegation: { ...config.delegation, enabled: false } }, PROJECT_ROOT))[0],
     ).toMatchObject({
       activated: false,
       reason: 'delegation is off (the master switch)',
     });
+  });
+
+  it('R5.3 with no tenants, the flag alone offers nothing unless activation is unconditional, which state shows', async () => {
+    const { tenants: _tenants, ...untenanted } = config;
+    try {
+      store.set({ ...untenanted, delegation: { ...config.delegation, activation: 'evidence' } });
+      const withoutEvidence = await offeredTo(undefined, 'no tenants, no evidence');
+      expect(withoutEvidence.tools).not.toContain('delegate');
+      expect((await h.deputy.getState(withoutEvidence.id)).activation).toBeNull();
+      store.set({ ...untenanted, delegation: { ...config.delegation, activation: 'unconditional' } });
+      const unconditional = await offeredTo(undefined, 'no tenants, unconditional');
+      expect(unconditional.tools).toContain('delegate');
+      expect((await h.deputy.getState(unconditional.id)).activation).toBe('unconditional');
+    } finally {
+      store.set({ ...config });
+    }
   });
 
   it('R5.3 deputy tenants prints each tenant’s state and evidence; deputy eval admit writes a scenario', () => {
@@ -154,7 +224,7 @@ describe('R5.3 per-tenant activation', () => {
         ['--import', import.meta.resolve('tsx'), join(PROJECT_ROOT, 'src/cli/main.ts'), ...args],
         {
           cwd: dir,
-          env: { ...process.env, DEPUTY_CONFIG: configFile },
+          env: { ...process.env, DEPUTY_CONFIG: configFile, TEMPORAL_ADDRESS: inject('temporalAddress') },
           encoding: 'utf8',
         },
       );

@@ -3,6 +3,7 @@
  * and a tenant is activated only with a passing capability case and a passing two-arm case. End to end (a tenant's
  * runs offered `delegate` or not) in tenants.test.ts.
  */
+import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,8 +19,8 @@ import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { capability, evidenceDir, TWO_ARM, twoArm } from './support/evidence.js';
 import { delegationConfig } from './support/delegation.js';
 
-const { write } = evidenceDir();
-const CAPABILITY = write('capability.json', capability());
+const { dir, write } = evidenceDir();
+const CAPABILITY = write('capability.json', capability(dir, 'run-7'));
 const single = twoArm.arms.single;
 const delegating = twoArm.arms.delegating;
 
@@ -31,7 +32,8 @@ describe('R5.3 each evidence file is checked against itself', () => {
       passes: true,
       reason: 'delegation helps: 100% vs 50% with no added policy failure',
     });
-    expect(checkEvidence(CAPABILITY, PROJECT_ROOT)).toMatchObject({ kind: 'capability', passes: true });
+    // Capability evidence passes its own checks and names the run Temporal's records must still confirm.
+    expect(checkEvidence(CAPABILITY, PROJECT_ROOT)).toMatchObject({ kind: 'capability', passes: true, cites: 'run-7' });
     // A relative path is read from the config's directory.
     expect(checkEvidence('evidence/parallel-lookups.json', PROJECT_ROOT)).toMatchObject({ passes: true });
   });
@@ -93,19 +95,44 @@ describe('R5.3 each evidence file is checked against itself', () => {
       { reason: 'its verdict says does not help, its runs say otherwise' },
     ],
     [
-      'offline evidence without a determinism check',
+      'a two-arm case without a determinism check, offline',
       () => write('determinism.json', { ...twoArm, model: 'offline-script', determinism: undefined }),
-      { reason: 'offline evidence must show its script is deterministic (an arm run twice, the same run both times)' },
+      {
+        reason:
+          'a two-arm case must show it is deterministic (an arm run twice, the same run both times): run it offline or seeded',
+      },
     ],
     [
-      'capability evidence that does not say where it was admitted from',
-      () => write('origin.json', capability({ admittedFrom: undefined })),
-      { kind: 'capability', reason: 'a capability scenario must say which real run it was admitted from' },
+      'a two-arm case from a real model whose repeat differed',
+      () =>
+        write('real-model.json', {
+          ...twoArm,
+          model: 'gpt-4.1',
+          determinism: { repeatedArm: 'delegating', identical: false },
+        }),
+      { kind: 'two-arm', reason: /^a two-arm case must show it is deterministic/ },
     ],
     [
-      'capability evidence admitted from a run that completed',
-      () => write('completed.json', capability({}, 'completed')),
-      { reason: 'admitted from run-7, which completed: a capability scenario comes from a failed run' },
+      'two-arm evidence relabelled capability, citing a run that never existed',
+      () =>
+        write('relabelled.json', {
+          ...twoArm,
+          scenario: { ...twoArm.scenario, kind: 'capability' },
+          admittedFrom: { sessionId: 'never-existed', status: 'cancelled', exportedAt: 'now', redactions: [] },
+        }),
+      { kind: 'two-arm', reason: 'it calls its scenario capability, and scenarios/parallel-lookups.yaml is two-arm' },
+    ],
+    [
+      'a capability scenario that does not say where it was admitted from',
+      () => {
+        const evidence = capability(dir, 'origin-less');
+        const file = evidence.scenario.file;
+        const text = readFileSync(file, 'utf8').replace(/^admittedFrom:[\s\S]*$/m, '');
+        writeFileSync(file, text);
+        const sha256 = createHash('sha256').update(text).digest('hex');
+        return write('origin.json', { ...evidence, scenario: { ...evidence.scenario, sha256 } });
+      },
+      { kind: 'capability', reason: /does not say which real run it was admitted from$/ },
     ],
   ] as const)('R5.3 refused: %s', (_, file, expected) => {
     const check = checkEvidence(file(), PROJECT_ROOT);
@@ -129,39 +156,56 @@ describe('R5.3 each evidence file is checked against itself', () => {
   });
 });
 
-describe('R5.3 a tenant is activated on passing capability and two-arm evidence', () => {
+describe('R5.3 activation without a Temporal record to check, and without tenants', () => {
   const UNHELPFUL = join(PROJECT_ROOT, 'evidence', 'single-lookup.json');
-  const config = parseConfig({
-    ...delegationConfig(),
-    tenants: {
-      both: { evidence: [CAPABILITY, TWO_ARM] },
-      'two-arm-only': { evidence: [TWO_ARM] },
-      'capability-only': { evidence: [CAPABILITY, UNHELPFUL] },
-    },
-  });
 
-  it('R5.3 only the tenant with both is activated; each other says what it lacks', () => {
-    expect(tenantDelegation(config, PROJECT_ROOT).map((a) => [a.tenant, a.activated, a.reason])).toEqual([
-      ['both', true, 'evidence passes'],
-      ['two-arm-only', false, 'no passing capability evidence (a scenario admitted from a real failed run)'],
-      ['capability-only', false, 'no passing two-arm evidence'],
-    ]);
+  it('R5.3 without records to look the cited run up, capability evidence does not count; two-arm alone activates nobody', async () => {
+    const config = parseConfig({
+      ...delegationConfig(),
+      delegation: { ...delegationConfig().delegation, activation: 'evidence' },
+      tenants: { both: { evidence: [CAPABILITY, TWO_ARM] }, 'capability-only': { evidence: [CAPABILITY, UNHELPFUL] } },
+    });
+    const [both, capabilityOnly] = await tenantDelegation(config, PROJECT_ROOT);
+    expect(both).toMatchObject({
+      activated: false,
+      reason: 'no passing capability evidence (a scenario admitted from a real failed run)',
+    });
+    expect(both!.evidence[0]!.reason).toBe(
+      'cannot look up run-7: the worker has no Temporal client to check the run it cites',
+    );
+    expect(capabilityOnly!.reason).toBe(
+      'no passing capability evidence (a scenario admitted from a real failed run); no passing two-arm evidence',
+    );
     const off = parseConfig({ ...config, delegation: { ...config.delegation, enabled: false } });
-    expect(tenantDelegation(off, PROJECT_ROOT)[0]).toMatchObject({
+    expect((await tenantDelegation(off, PROJECT_ROOT))[0]).toMatchObject({
       activated: false,
       reason: 'delegation is off (the master switch)',
     });
-    expect(describeTenantDelegation(tenantDelegation(config, PROJECT_ROOT))[0]).toBe('tenant both: activated');
   });
 
-  it('R5.3 the lookup: without tenants the flag decides for every run; with tenants only an activated one, by name', () => {
+  it('R5.3 with no tenants, runs are the default tenant: the flag alone gives nothing, unless activation is unconditional', async () => {
     const lookup = tenantDelegationLookup(PROJECT_ROOT);
-    expect(lookup(config, 'both')).toBe(true);
-    expect(lookup(config, 'two-arm-only')).toBe(false);
-    expect(lookup(config, 'nobody')).toBe(false);
-    expect(lookup(config, undefined)).toBe(false);
-    const noTenants = parseConfig({ ...delegationConfig() });
-    expect(lookup(noTenants, undefined)).toBe(true);
-    expect(lookup(noTenants, 'anyone')).toBe(true);
+    const evidenceOnly = parseConfig({
+      ...delegationConfig(),
+      delegation: { ...delegationConfig().delegation, activation: 'evidence', evidence: [TWO_ARM] },
+    });
+    expect(await lookup(evidenceOnly, undefined)).toBe(false);
+    expect(await lookup(evidenceOnly, 'anyone')).toBe(false);
+    expect(describeTenantDelegation(await tenantDelegation(evidenceOnly, PROJECT_ROOT))).toEqual([
+      "delegation: NOT offered: no tenants are configured, and the default tenant's evidence (delegation.evidence) does not pass: no passing capability evidence (a scenario admitted from a real failed run); give it evidence, or set delegation.activation: unconditional (docs/activation.md)",
+      `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
+    ]);
+    // The default of a config that says nothing is evidence.
+    expect(parseConfig({ delegation: { enabled: true } }).delegation.activation).toBe('evidence');
+    const unconditional = parseConfig({ ...delegationConfig() });
+    expect(unconditional.delegation.activation).toBe('unconditional');
+    expect(await lookup(unconditional, undefined)).toBe(true);
+    expect(await lookup(unconditional, 'anyone')).toBe(true);
+    expect(describeTenantDelegation(await tenantDelegation(unconditional, PROJECT_ROOT))).toEqual([
+      'delegation: offered to every run without evidence (delegation.activation: unconditional in the config)',
+    ]);
+    const tenants = parseConfig({ ...evidenceOnly, tenants: { acme: { evidence: [TWO_ARM] } } });
+    expect(await lookup(tenants, 'acme')).toBe(false);
+    expect(await lookup(tenants, undefined)).toBe(false);
   });
 });

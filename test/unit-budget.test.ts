@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  childReserve,
+  reserveUncovered,
   available,
   debit,
   deriveChildLimits,
@@ -58,6 +60,32 @@ describe('R2.5 deriveChildLimits', () => {
       deadline: '2026-01-01T01:00:00.000Z', // the parent's, not the later one asked for
     });
     expect(reservationFor(limits)).toEqual({ tokens: 100, costMicroUsd: 7000 });
+  });
+});
+
+describe('R2.17 a child’s synthesis reserve is sized to it', () => {
+  const sizing = { fraction: 0.1, minTokens: 500, minCostUsd: 0.0005 };
+
+  it('R2.17 a tenth of its limits, never below the floors; none when children get none', () => {
+    expect(childReserve({ maxTokens: 40_000, maxCostUsd: 0.05 }, sizing)).toEqual({ tokens: 4000, costUsd: 0.005 });
+    expect(childReserve({ maxTokens: 2000, maxCostUsd: 0.003 }, sizing)).toEqual({ tokens: 500, costUsd: 0.0005 });
+    expect(childReserve({}, sizing)).toEqual({ tokens: 500, costUsd: 0.0005 });
+    expect(childReserve({ maxTokens: 40_000 }, { ...sizing, fraction: 0 })).toEqual({ tokens: 500, costUsd: 0.0005 });
+    expect(childReserve({ maxTokens: 40_000 }, false)).toBe(false);
+  });
+
+  it('R2.17 a limit at or below its reserve is named, tokens first; one above it, or no reserve, is not', () => {
+    expect(reserveUncovered({ maxTokens: 500 }, { tokens: 500 })).toBe(
+      'its limit of 500 tokens cannot cover its final-synthesis reserve of 500 tokens, so it would start with no tools: give it more, or lower delegation.childSynthesisReserve in the config',
+    );
+    expect(reserveUncovered({ maxTokens: 501, maxCostUsd: 0.0005 }, { tokens: 500, costUsd: 0.0005 })).toMatch(
+      /^its limit of \$0\.000500 cannot cover its final-synthesis reserve of \$0\.000500/,
+    );
+    expect(
+      reserveUncovered({ maxTokens: 501, maxCostUsd: 0.000501 }, { tokens: 500, costUsd: 0.0005 }),
+    ).toBeUndefined();
+    expect(reserveUncovered({ maxTokens: 1 }, false)).toBeUndefined();
+    expect(reserveUncovered({}, { tokens: 500, costUsd: 0.0005 })).toBeUndefined();
   });
 });
 

@@ -53,7 +53,7 @@ const config = parseConfig({
     'gpt-4.1-mini': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 },
     other: { inputPerMTokUsd: 3, outputPerMTokUsd: 4 },
   },
-  delegation: { enabled: true, maxDepth: 2 },
+  delegation: { enabled: true, activation: 'unconditional', maxDepth: 2 },
 });
 const ROOT_SCOPES = ['tools.calc', 'tools.notes', 'run.delegate'];
 const resolve = (input: ResolveRunInput) => resolveComposition(config, tools, input, { childTaskQueue: 'bg' });

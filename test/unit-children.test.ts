@@ -67,18 +67,19 @@ describe('R2.1 R2.3 R2.4 caps and names', () => {
   });
 });
 
-describe('R2.7 the narrowed grant', () => {
-  const grant = (over: Partial<Parameters<typeof narrowGrant>[0]>) =>
-    narrowGrant({
-      parentTools,
-      parentScopes,
-      allowedTools: undefined,
-      presetTools: ['calculate', 'search_notes', 'skill_manage'],
-      childDepth: 1,
-      settings,
-      ...over,
-    });
+/** A child's grant from the parent's tools and scopes, with `over` changed. */
+const grant = (over: Partial<Parameters<typeof narrowGrant>[0]>) =>
+  narrowGrant({
+    parentTools,
+    parentScopes,
+    allowedTools: undefined,
+    presetTools: ['calculate', 'search_notes', 'skill_manage'],
+    childDepth: 1,
+    settings,
+    ...over,
+  });
 
+describe('R2.7 the narrowed grant', () => {
   it('R2.7 by default every tool of the parent the preset has, steering tools below max depth, never neverInherit', () => {
     expect(grant({})).toEqual({
       ok: true,
@@ -199,31 +200,15 @@ describe('R2.1 R2.7 caps the config cannot lift', () => {
     const deep = { ...settings, maxDepth: 50 };
     expect(delegateAvailable(deep, ['run.delegate'], 3)).toBe(true);
     expect(delegateAvailable(deep, ['run.delegate'], 4)).toBe(false);
-    const atFour = narrowGrant({
-      parentTools,
-      parentScopes,
-      allowedTools: undefined,
-      presetTools: ['calculate'],
-      childDepth: 4,
-      settings: deep,
-    });
+    const atFour = grant({ presetTools: ['calculate'], childDepth: 4, settings: deep });
     expect(atFour.ok && atFour.grant.tools).toEqual(['calculate']);
   });
 
   it('50.8 neverInherit: [] does not hand a child skill_manage; what it lists is excluded besides', () => {
-    const grant = (neverInherit: string[]) =>
-      narrowGrant({
-        parentTools,
-        parentScopes,
-        allowedTools: undefined,
-        presetTools: ['calculate', 'search_notes', 'skill_manage'],
-        childDepth: 1,
-        settings: { ...settings, neverInherit },
-      });
-    const none = grant([]);
+    const none = grant({ settings: { ...settings, neverInherit: [] } });
     expect(none.ok && none.grant.tools).toEqual(['calculate', 'search_notes', 'delegate', 'wait']);
     expect(none.ok && none.grant.scopes).toEqual(['tools.calc', 'tools.notes', 'run.delegate']);
-    const more = grant(['search_notes', 'delegate']);
+    const more = grant({ settings: { ...settings, neverInherit: ['search_notes', 'delegate'] } });
     expect(more.ok && more.grant.tools).toEqual(['calculate']);
   });
 });

@@ -169,6 +169,7 @@ export function stateOf(run: AgentRunState): RunState {
     composition: composition?.presetDefinition
       ? { preset: composition.presetDefinition, revision: composition.presetRevision ?? '', model: composition.model }
       : null,
+    activation: composition?.delegation?.enabled ? (composition.delegation.activation ?? 'evidence') : null,
     reserved: run.reserved,
     delegations: [...run.ledger],
     session: [...run.events],

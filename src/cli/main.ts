@@ -13,7 +13,7 @@ import { DeputyClient } from '../client/client.js';
 import { loadConfig, readEnv, type DeputyConfig, type DeputyEnv } from '../config/load.js';
 import { configEntry } from '../config/schema.js';
 import type { McpCaller } from './mcp-server.js';
-import { describeTenantDelegation, tenantDelegation } from '../config/tenant-evidence.js';
+import { describeTenantDelegation, temporalRunRecords, tenantDelegation } from '../config/tenant-evidence.js';
 import { admitSession, sessionIds } from '../eval/admit.js';
 import { Redactor, redactDeep } from '../eval/redact.js';
 import { loadTree } from '../client/inspect.js';
@@ -37,15 +37,6 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const env = readEnv();
-  if (command === 'tenants') {
-    const activations = tenantDelegation(loadConfig(env), process.cwd());
-    print(
-      activations.length > 0
-        ? describeTenantDelegation(activations).join('\n')
-        : 'no tenants configured: the delegation flag alone decides',
-    );
-    return activations.every((a) => a.activated) ? 0 : 1;
-  }
   if (command === 'eval') {
     if (args[0] !== 'admit') throw new UsageError(`eval takes admit <exported.json>; usage: ${usageLine('eval')}`);
     const admitted = await admitSession(readExport(args[1]!), basename(args[1]!));
@@ -65,6 +56,12 @@ async function main(argv: string[]): Promise<number> {
       ...(dataConverter && { dataConverter }),
     });
     if (command === 'mcp') return await mcp(client, env, parsed.http);
+    if (command === 'tenants') {
+      // Capability evidence cites a failed run: Temporal's records say whether it is there, failed and the tenant's.
+      const activations = await tenantDelegation(loadConfig(env), process.cwd(), temporalRunRecords(client));
+      print(describeTenantDelegation(activations).join('\n'));
+      return activations.every((a) => a.activated) ? 0 : 1;
+    }
     const QUERY_SECONDS = 10;
     const deputy = new DeputyClient(client, { taskQueue: env.taskQueue });
     const [first, second] = args as [string, string];

@@ -147,7 +147,7 @@ export const Evidence = z.object({
   createdAt: z.string(),
   arms: z.object({ single: ArmSummary, delegating: ArmSummary }),
   verdict: Verdict,
-  /** Offline evidence: an arm run again with the same script gave the same run (status, score, output). */
+  /** An arm run again gave the same run (status, score, output): a two-arm case passes only with this. */
   determinism: z.object({ repeatedArm: z.enum(['single', 'delegating']), identical: z.boolean() }).optional(),
 });
 export type Evidence = z.infer<typeof Evidence>;

@@ -112,7 +112,7 @@ export function loadConfig(env: DeputyEnv, tools?: ReadonlySet<string>): DeputyC
   }
 }
 
-/** `config` with its tenants' evidence paths resolved against the config file's folder. */
+/** `config` with its evidence paths (each tenant's and the default tenant's) resolved against the config file's folder. */
 function withEvidenceResolved(config: DeputyConfig, configPath: string | undefined): DeputyConfig {
   const base = configPath ? dirname(resolve(configPath)) : process.cwd();
   const tenants = config.tenants
@@ -123,7 +123,8 @@ function withEvidenceResolved(config: DeputyConfig, configPath: string | undefin
         ]),
       )
     : undefined;
-  return { ...config, ...(tenants && { tenants }) };
+  const delegation = { ...config.delegation, evidence: config.delegation.evidence.map((f) => resolve(base, f)) };
+  return { ...config, delegation, ...(tenants && { tenants }) };
 }
 
 /** Where each loaded config came from, so a problem found later (by the worker) is headed with its file. */

@@ -8,7 +8,8 @@ import { HookConfig } from '../contract/hooks.js';
 import { Preset } from '../contract/preset.js';
 import { ModelRetry } from '../contract/composition.js';
 import { SynthesisReserve } from '../contract/run.js';
-import { BriefLimits, ContextMode } from '../contract/delegation.js';
+import { BriefLimits, ChildSynthesisReserve, ContextMode } from '../contract/delegation.js';
+import { DEFAULT_CHILD_SYNTHESIS_RESERVE } from '../rules/budget.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../rules/payloads.js';
 import { MAX_DEPTH_CEILING } from '../rules/children.js';
 import { describeIssues } from '../rules/zod-issues.js';
@@ -103,6 +104,13 @@ export const DeputyConfig = z
     delegation: z
       .strictObject({
         enabled: z.boolean().default(false),
+        /**
+         * `evidence`: delegation is offered only where evidence passes — each named tenant's, or with no `tenants`,
+         * the default tenant's (`evidence` below). `unconditional`: the flag alone decides, and the worker says so.
+         */
+        activation: z.enum(['evidence', 'unconditional']).default('evidence'),
+        /** The evidence files of the default tenant: runs without a tenant, when the config names no tenants. */
+        evidence: z.array(z.string().min(1)).default([]),
         maxDepth: z
           .number()
           .int()
@@ -115,20 +123,28 @@ export const DeputyConfig = z
         neverInherit: z.array(z.string()).default(['skill_manage']),
         /** Limits a child gets when its brief asks for none; always capped by the parent's remaining. */
         childDefaults: BriefLimits.default(CHILD_DEFAULTS),
+        /**
+         * What each child keeps for its final answer: a fraction of its limits with a floor. A brief whose limit
+         * cannot cover it is refused, so no child starts with its tools already gone.
+         */
+        childSynthesisReserve: ChildSynthesisReserve.prefault(DEFAULT_CHILD_SYNTHESIS_RESERVE),
         /** The context a brief without `context` gets; a preset's `defaultContext` overrides it. */
         defaultContext: ContextMode.optional(),
       })
       .default({
         enabled: false,
+        activation: 'evidence',
+        evidence: [],
         maxDepth: 1,
         maxBriefsPerInvocation: 3,
         maxChildrenPerRun: 8,
         neverInherit: ['skill_manage'],
         childDefaults: CHILD_DEFAULTS,
+        childSynthesisReserve: DEFAULT_CHILD_SYNTHESIS_RESERVE,
       }),
     /**
-     * Tenants and the evidence files that activate delegation for each. Absent: the global flag alone decides.
-     * Present: a run is offered delegation only when its tenant is named here and its evidence passes.
+     * Tenants and the evidence files that activate delegation for each. Absent: runs belong to the default tenant
+     * (`delegation.evidence`). Present: a run is offered delegation only when its tenant is named here and passes.
      */
     tenants: z
       .record(

@@ -104,14 +104,32 @@ export const AnswerChildArgs = z.strictObject({
 export type AnswerChildArgs = z.infer<typeof AnswerChildArgs>;
 
 /** The delegation settings a run resolves at its start and keeps. */
+/**
+ * A child's final-synthesis reserve, sized to the child: `fraction` of its token and cost limits, never below the
+ * floors (`fraction: 0` gives every child exactly the floors); `false` gives children none.
+ */
+export const ChildSynthesisReserve = z.union([
+  z.literal(false),
+  z.strictObject({
+    fraction: z.number().min(0).max(0.5).default(0.1),
+    minTokens: z.number().int().nonnegative().default(500),
+    minCostUsd: z.number().nonnegative().default(0.0005),
+  }),
+]);
+export type ChildSynthesisReserve = z.infer<typeof ChildSynthesisReserve>;
+
 export const DelegationSettings = z.object({
   enabled: z.boolean(),
+  /** Present when delegation is on without evidence, because the config says so. */
+  activation: z.literal('unconditional').optional(),
   maxDepth: z.number().int(),
   maxBriefsPerInvocation: z.number().int(),
   maxChildrenPerRun: z.number().int(),
   neverInherit: z.array(z.string()),
   /** Limits a child gets when its brief asks for none (still capped by the parent's remaining). */
   childDefaults: BriefLimits,
+  /** What each child keeps for its final answer, sized to the child (absent: the default sizing). */
+  childSynthesisReserve: ChildSynthesisReserve.optional(),
   /** The context a brief without `context` gets (absent: `none`); a preset's `defaultContext` wins. */
   defaultContext: ContextMode.optional(),
   /** The run's tenant caps its live children across all of its runs. */

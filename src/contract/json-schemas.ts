@@ -143,6 +143,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               type: 'object',
               properties: {
                 enabled: { type: 'boolean' },
+                activation: { type: 'string', const: 'unconditional' },
                 maxDepth: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
                 maxBriefsPerInvocation: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
                 maxChildrenPerRun: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
@@ -162,6 +163,20 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     },
                   },
                   additionalProperties: false,
+                },
+                childSynthesisReserve: {
+                  anyOf: [
+                    { type: 'boolean', const: false },
+                    {
+                      type: 'object',
+                      properties: {
+                        fraction: { default: 0.1, type: 'number', minimum: 0, maximum: 0.5 },
+                        minTokens: { default: 500, type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                        minCostUsd: { default: 0.0005, type: 'number', minimum: 0 },
+                      },
+                      additionalProperties: false,
+                    },
+                  ],
                 },
                 defaultContext: {
                   anyOf: [
@@ -971,6 +986,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               type: 'object',
               properties: {
                 enabled: { type: 'boolean' },
+                activation: { type: 'string', const: 'unconditional' },
                 maxDepth: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
                 maxBriefsPerInvocation: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
                 maxChildrenPerRun: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
@@ -990,6 +1006,20 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     },
                   },
                   additionalProperties: false,
+                },
+                childSynthesisReserve: {
+                  anyOf: [
+                    { type: 'boolean', const: false },
+                    {
+                      type: 'object',
+                      properties: {
+                        fraction: { default: 0.1, type: 'number', minimum: 0, maximum: 0.5 },
+                        minTokens: { default: 500, type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                        minCostUsd: { default: 0.0005, type: 'number', minimum: 0 },
+                      },
+                      additionalProperties: false,
+                    },
+                  ],
                 },
                 defaultContext: {
                   anyOf: [

@@ -299,6 +299,11 @@ export const RunState = z.object({
   remaining: Remaining.nullable(),
   /** The composition the run resolved at its start: preset definition, revision, model. */
   composition: z.object({ preset: Preset, revision: z.string(), model: z.string() }).nullable(),
+  /**
+   * How the run was given delegation: on its tenant's evidence, or `unconditional` because the config says so;
+   * `null` when it was not given delegation.
+   */
+  activation: z.enum(['evidence', 'unconditional']).nullable(),
   /** Tokens and cost held for live children. */
   reserved: AmountSchema,
   /** Every child this run has reserved or started. */

@@ -178,10 +178,10 @@ async function summarise(
   workflowId: string,
   result: Awaited<ReturnType<DemoEnvironment['deputy']['result']>>,
 ) {
-  const u = result.usage;
+  const usage = labelledUsage(result.usage);
   console.log(terminalSafe(`\nstatus: ${result.status}${result.error ? ` (${result.error})` : ''}`));
   console.log(
-    `usage:  ${labelledUsage(u).own}; ${labelledUsage(u).tree}${demo.live ? '' : ' (offline: the scripted model bills what Deputy counts)'}`,
+    `usage:  ${usage.own}; ${usage.tree}${demo.live ? '' : ' (offline: the scripted model bills what Deputy counts)'}`,
   );
   console.log(
     `\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(await settledTree(demo.deputy, workflowId))}`,

@@ -165,7 +165,11 @@ async function evaluate(path: string, options: { runs?: number; out?: string }):
           namespace: env.temporalNamespace,
           taskQueue: queues[arm],
           childTaskQueue: `${queues[arm]}-bg`,
-          config: { ...base, delegation: { ...base.delegation, enabled: arm === 'delegating' } },
+          // The evaluation is what makes evidence: its delegating arm needs none.
+          config: {
+            ...base,
+            delegation: { ...base.delegation, enabled: arm === 'delegating', activation: 'unconditional' },
+          },
           tools: [...builtinTools().filter((t) => t.name !== 'search_notes'), createSearchNotesTool(scenario.notes)],
           model: model
             ? { apiKey: 'offline', baseURL: model.url }
@@ -181,13 +185,12 @@ async function evaluate(path: string, options: { runs?: number; out?: string }):
     let determinism: Evidence['determinism'];
     try {
       for (const arm of ARMS) arms[arm] = summariseArm(await runArm(deputy, scenario, arm, queues[arm]));
-      // Offline, the same script must give the same runs: the delegating arm runs once more and is compared.
-      if (!live) {
-        const [again] = await runArm(deputy, { ...scenario, runs: 1 }, 'delegating', queues.delegating);
-        const first = arms.delegating.runs[0]!;
-        const same = (r: RunScore) => JSON.stringify([r.status, r.score, r.output, r.children, r.policyFailures]);
-        determinism = { repeatedArm: 'delegating', identical: again !== undefined && same(again) === same(first) };
-      }
+      // The same case must give the same runs: the delegating arm runs once more and is compared. A live model
+      // that answers differently each time leaves a two-arm case unproven (it passes only when identical).
+      const [again] = await runArm(deputy, { ...scenario, runs: 1 }, 'delegating', queues.delegating);
+      const first = arms.delegating.runs[0]!;
+      const same = (r: RunScore) => JSON.stringify([r.status, r.score, r.output, r.children, r.policyFailures]);
+      determinism = { repeatedArm: 'delegating', identical: again !== undefined && same(again) === same(first) };
     } finally {
       for (const worker of workers) worker.shutdown();
       await Promise.allSettled(running);

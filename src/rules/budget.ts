@@ -3,7 +3,8 @@
  * tree inside its own limits. Tokens and cost are shared down the tree (reserved, then debited); turns and tool calls
  * are per run. Pure functions over integers.
  */
-import type { BriefLimits } from '../contract/delegation.js';
+import type { BriefLimits, ChildSynthesisReserve } from '../contract/delegation.js';
+import type { SynthesisReserve } from '../contract/composition.js';
 import { remaining } from './limits.js';
 import type { Limits, ResolvedLimits, Usage } from '../contract/run.js';
 import { utf8Bytes } from './payloads.js';
@@ -93,6 +94,38 @@ export function deriveChildLimits(input: {
   if (toolCalls !== null) limits.maxToolCalls = toolCalls;
   if (deadline !== null) limits.deadline = new Date(deadline).toISOString();
   return limits;
+}
+
+/** A child's reserve when the config says nothing: a tenth of its limits, at least 500 tokens and $0.0005. */
+export const DEFAULT_CHILD_SYNTHESIS_RESERVE = { fraction: 0.1, minTokens: 500, minCostUsd: 0.0005 } as const;
+
+/**
+ * A child's final-synthesis reserve, sized to its limits: the fraction of each, never below the floor. It is part of
+ * the child's limits (what the parent reserves does not grow), so it fits the child, however small.
+ */
+export function childReserve(limits: Limits, sizing: ChildSynthesisReserve): SynthesisReserve {
+  if (sizing === false) return false;
+  const tokens = Math.max(sizing.minTokens, Math.ceil((limits.maxTokens ?? 0) * sizing.fraction));
+  const cost = Math.max(usdToMicro(sizing.minCostUsd), Math.ceil(usdToMicro(limits.maxCostUsd ?? 0) * sizing.fraction));
+  return { tokens, costUsd: microToUsd(cost) };
+}
+
+/**
+ * Why a child with these limits would start in synthesis — its reserve covering all it has, so its first call would
+ * offer no tool — or `undefined` when it would not.
+ */
+export function reserveUncovered(limits: Limits, reserve: SynthesisReserve): string | undefined {
+  if (reserve === false) return undefined;
+  const fix = 'give it more, or lower delegation.childSynthesisReserve in the config';
+  const tokens = reserve.tokens ?? 0;
+  if (limits.maxTokens !== undefined && limits.maxTokens <= tokens) {
+    return `its limit of ${limits.maxTokens} tokens cannot cover its final-synthesis reserve of ${tokens} tokens, so it would start with no tools: ${fix}`;
+  }
+  const cost = usdToMicro(reserve.costUsd ?? 0);
+  if (limits.maxCostUsd !== undefined && usdToMicro(limits.maxCostUsd) <= cost) {
+    return `its limit of ${usd(usdToMicro(limits.maxCostUsd))} cannot cover its final-synthesis reserve of ${usd(cost)}, so it would start with no tools: ${fix}`;
+  }
+  return undefined;
 }
 
 /** What reserving for a child with these limits holds back: its token and cost caps. */

@@ -22,7 +22,7 @@ import { guardActivities } from './activity-guard.js';
 import { runGrants } from '../../activities/grants.js';
 import { frontDoorHandler } from './front-door.js';
 import { boundedFetch } from '../../activities/bounded-fetch.js';
-import { cachedTenantDelegation, describeTenantDelegation } from '../config/tenant-evidence.js';
+import { cachedTenantDelegation, describeTenantDelegation, temporalRunRecords } from '../config/tenant-evidence.js';
 import { ConfigError } from '../contract/errors.js';
 import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
 import type { HookFunction } from '../contract/hooks.js';
@@ -240,10 +240,15 @@ export function deputyActivities(
   ];
   if (problems.length > 0) throw new ConfigError(problems, configSource(config));
   // Says at start and after every reload which tenants have delegation, and why the others do not.
+  const records = options.client && temporalRunRecords(options.client);
   const report = (current: DeputyConfig) => {
-    for (const line of describeTenantDelegation([...cachedTenantDelegation(current, process.cwd()).values()])) {
-      console.log(`deputy: ${line}`);
-    }
+    if (!current.delegation.enabled) return;
+    cachedTenantDelegation(current, process.cwd(), records).then(
+      (activations) => {
+        for (const line of describeTenantDelegation([...activations.values()])) console.log(`deputy: ${line}`);
+      },
+      (err: unknown) => console.log(`deputy: tenant evidence could not be checked yet: ${(err as Error).message}`),
+    );
   };
   report(config);
   store.onChange(report);

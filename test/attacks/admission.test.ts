@@ -7,13 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { admissionStateQuery } from '../../src/contract/messages.js';
 import { RunState } from '../../src/contract/run.js';
 import { lastMessage, userSays } from '../../src/testing/scripted-model.js';
-import { capability, evidenceDir, TWO_ARM } from '../support/evidence.js';
+import { TWO_ARM } from '../support/evidence.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from '../support/delegation.js';
 import { useHarness } from '../support/harness.js';
 import { failedWorkflowTasks } from './support.js';
 
-const { write } = evidenceDir();
-const evidence = [write('capability.json', capability()), TWO_ARM];
+const evidence = [TWO_ARM];
 const tenant = `atk-${Math.random().toString(36).slice(2, 8)}`;
 const h = useHarness({
   config: {

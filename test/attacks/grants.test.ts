@@ -21,7 +21,7 @@ const config = testConfig({
   // No ceiling of its own: the config's default scopes are all a caller may ask for.
   grantableScopes: undefined,
   presets: [{ id: 'assistant', persona: 'You help.', tools: ['calculate', 'search_notes', 'skill_manage'] }],
-  delegation: { enabled: true },
+  delegation: { enabled: true, activation: 'unconditional' },
 });
 const h = useHarness({ config, tools: DELEGATION_TOOLS });
 

@@ -33,6 +33,7 @@ const h = useHarness({
     presets: [{ id: 'assistant', persona: 'You are the parent.', tools: ['calculate', 'search_notes', 'fetch_page'] }],
     delegation: {
       enabled: true,
+      activation: 'unconditional',
       childDefaults: { maxTurns: 5, maxTokens: 4000, maxCostUsd: 0.005, maxToolCalls: 5 },
     },
   }),

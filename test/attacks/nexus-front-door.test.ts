@@ -39,7 +39,11 @@ function setupCommands(): string[][] {
 }
 const config = testConfig({
   defaultScopes: ['tools.calc', 'tools.notes', 'run.delegate'],
-  delegation: { enabled: true, childDefaults: { maxTurns: 4, maxTokens: 20_000, maxCostUsd: 0.05, maxToolCalls: 4 } },
+  delegation: {
+    enabled: true,
+    activation: 'unconditional',
+    childDefaults: { maxTurns: 4, maxTokens: 20_000, maxCostUsd: 0.05, maxToolCalls: 4 },
+  },
   frontDoors: [
     { tenant: 'alice', taskQueue: DOORS.alice },
     { tenant: 'bob', taskQueue: DOORS.bob },

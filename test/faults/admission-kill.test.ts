@@ -7,18 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admissionStateQuery } from '../../src/contract/messages.js';
 import { lastMessage, userSays } from '../../src/testing/scripted-model.js';
 import { createHarness, type Harness } from '../support/harness.js';
-import { capability, evidenceDir, TWO_ARM } from '../support/evidence.js';
+import { TWO_ARM } from '../support/evidence.js';
 import type { WorkerProcess } from '../support/worker-process.js';
 import { FAULT_CONFIG, sleep, startFaultWorker, TREE_SCOPES, writeConfig } from './support.js';
 
 const CAP = 2;
 const tenant = `kill-${Math.random().toString(36).slice(2, 8)}`;
-const { write } = evidenceDir();
 const configPath = writeConfig({
   ...FAULT_CONFIG,
   tenants: {
     [tenant]: {
-      evidence: [write('capability.json', capability()), TWO_ARM],
+      evidence: [TWO_ARM],
       maxLiveChildren: CAP,
       admissionSweepSeconds: 2,
     },

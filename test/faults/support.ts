@@ -35,6 +35,7 @@ export const FAULT_CONFIG = {
   },
   delegation: {
     enabled: true,
+    activation: 'unconditional',
     childDefaults: { maxTurns: 5, maxTokens: 5_000, maxCostUsd: 0.05, maxToolCalls: 5 },
   },
 };

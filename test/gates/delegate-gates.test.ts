@@ -14,7 +14,7 @@ import {
   type RecordedRequest,
   type ScriptReply,
 } from '../../src/testing/scripted-model.js';
-import { capability, evidenceDir, TWO_ARM } from '../support/evidence.js';
+import { TWO_ARM } from '../support/evidence.js';
 import {
   CHILD_USAGE,
   delegateReply,
@@ -27,8 +27,7 @@ import {
 } from '../support/delegation.js';
 import { createHarness, useHarness } from '../support/harness.js';
 
-const { write } = evidenceDir();
-const evidence = [write('capability.json', capability()), TWO_ARM];
+const evidence = [TWO_ARM];
 const TENANT = 'gates';
 const CAPPED = `gates-capped-${randomUUID().slice(0, 6)}`;
 const config = {

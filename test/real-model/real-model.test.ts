@@ -41,6 +41,7 @@ function realConfig() {
     ],
     delegation: {
       enabled: true,
+      activation: 'unconditional',
       childDefaults: { maxTurns: 2, maxTokens: 3000, maxCostUsd: 0.01, maxToolCalls: 2 },
     },
   });

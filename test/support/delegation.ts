@@ -34,6 +34,7 @@ export function delegationConfig(delegation: Record<string, unknown> = {}): Depu
     ],
     delegation: {
       enabled: true,
+      activation: 'unconditional',
       childDefaults: { maxTurns: 5, maxTokens: 2000, maxCostUsd: 0.003, maxToolCalls: 5 },
       ...delegation,
     },

@@ -119,17 +119,18 @@ class ChildLife {
   }
 
   /**
-   * The steps in order. One that has nothing to wait for (no hook listens, no summary to write, no tenant cap)
-   * answers at once and is not awaited, and those that wait are chained with `then`, each with its failure (fewer
-   * promises: see workflows/index.ts). Under a tenant cap the slot goes back however the child ended, and while the
+   * The steps in order: admit, prepare, start. One that has nothing to wait for (no tenant cap, no hook listens, no
+   * summary to write) answers at once and is not awaited, and those that wait are chained with `then`, each with its
+   * failure (fewer promises: see workflows/index.ts). Under a tenant cap the slot goes back however the child ended, and while the
    * parent is being cancelled, too.
    */
   live(): Promise<ChildOutcome> {
+    // The slot comes first: a background is written and paid for only for a child that has one.
     const life = this.#guard(() =>
-      this.#then(this.prepare(), (prepared) =>
-        !prepared.ok
-          ? prepared.outcome
-          : this.#then(this.admit(), (admitted) => (admitted.ok ? this.#start(prepared.value) : admitted.outcome)),
+      this.#then(this.admit(), (admitted) =>
+        !admitted.ok
+          ? admitted.outcome
+          : this.#then(this.prepare(), (prepared) => (prepared.ok ? this.#start(prepared.value) : prepared.outcome)),
       ),
     );
     if (!this.run.delegationSettings.admission) return Promise.resolve(life);

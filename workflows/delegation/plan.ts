@@ -4,7 +4,13 @@
  */
 
 import type { RunToolResult } from '../../src/contract/activities.js';
-import { deriveChildLimits, reservationFor } from '../../src/rules/budget.js';
+import {
+  childReserve,
+  DEFAULT_CHILD_SYNTHESIS_RESERVE,
+  deriveChildLimits,
+  reservationFor,
+  reserveUncovered,
+} from '../../src/rules/budget.js';
 import { narrowGrant } from '../../src/rules/children.js';
 import type { Brief } from '../../src/rules/delegation.js';
 
@@ -38,7 +44,7 @@ export function planChild(
     settings,
   });
   if (!grant.ok) return { ok: false, error: `brief "${brief.task_name}": ${grant.error}` };
-  const limits = deriveChildLimits({
+  const derived = deriveChildLimits({
     parentLimits: run.limits,
     parentUsage: run.usage,
     reserved: run.reserved,
@@ -47,12 +53,17 @@ export function planChild(
     defaults: settings.childDefaults,
     keep: run.synthesisKeep,
   });
-  if (limits.maxTurns === 0 || limits.maxTokens === 0 || limits.maxCostUsd === 0) {
+  if (derived.maxTurns === 0 || derived.maxTokens === 0 || derived.maxCostUsd === 0) {
     return {
       ok: false,
-      error: `brief "${brief.task_name}": nothing is left of this run's budget for a child (limits ${JSON.stringify(limits)})`,
+      error: `brief "${brief.task_name}": nothing is left of this run's budget for a child (limits ${JSON.stringify(derived)})`,
     };
   }
+  // The child's own reserve, inside its limits: a child too small for one is refused rather than started toolless.
+  const synthesisReserve = childReserve(derived, settings.childSynthesisReserve ?? DEFAULT_CHILD_SYNTHESIS_RESERVE);
+  const uncovered = reserveUncovered(derived, synthesisReserve);
+  if (uncovered) return { ok: false, error: `brief "${brief.task_name}": ${uncovered}` };
+  const limits = { ...derived, synthesisReserve };
   return {
     ok: true,
     plan: {
