@@ -9,7 +9,7 @@ import { InputError } from '../src/contract/errors.js';
 import { RunState } from '../src/contract/run.js';
 import { decideRestoration, parseSessionExport } from '../src/rules/sessions.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
-import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools, userSays } from '../src/testing/scripted-model.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
@@ -34,6 +34,7 @@ describe('R4.5 cold restoration', () => {
     };
     const a = await personaOf('a-selected-before-descriptor');
     expect(a.request!.body.messages[0]!.content).toBe('You research.');
+    expect(offeredTools(a.request!)).toEqual(['search_notes']);
     // The restored dialogue comes before the new task.
     expect(a.request!.body.messages.slice(1).map((m) => m.content)).toEqual([
       '## Your task\nFind the shipping cost.',
@@ -44,6 +45,7 @@ describe('R4.5 cold restoration', () => {
       const run = await personaOf(name);
       expect(run.result.status, name).toBe('completed');
       expect(run.request!.body.messages[0]!.content, name).toBe('You are the exported persona.');
+      expect(offeredTools(run.request!), name).toEqual(['search_notes']);
     }
 
     const b = await personaOf('b-selected-preset-removed');
@@ -114,6 +116,10 @@ describe('R4.5 R4.6 a real fork of an independently selected child', () => {
     );
     const parent = await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: h.id('fork-fixture') });
     await h.deputy.result(parent.workflowId);
+    // The selected preset's tools, not the parent's: the researcher has only search_notes.
+    const selected = offeredTools(h.model.requests.find((r) => r.rule === 'selected child')!);
+    expect(selected).toContain('search_notes');
+    expect(selected).not.toContain('calculate');
     const childId = `${parent.workflowId}/finder-1`;
     const child = await h.deputy.exportSession(childId);
     expect(decideRestoration(child.events)).toMatchObject({ kind: 'independent', presetId: 'researcher' });
@@ -140,7 +146,10 @@ describe('R4.5 R4.6 a real fork of an independently selected child', () => {
     h.model.add({ name: 'restored fork', when: userSays('And overnight?'), reply: { text: 'Overnight is $19.99.' } });
     const restored = await h.deputy.importSession(exported, { task: 'And overnight?' });
     expect((await h.deputy.result(restored.workflowId)).status).toBe('completed');
-    expect(h.model.requests.find((r) => r.rule === 'restored fork')!.body.messages[0]!.content).toBe('You research.');
+    const restoredRequest = h.model.requests.find((r) => r.rule === 'restored fork')!;
+    expect(restoredRequest.body.messages[0]!.content).toBe('You research.');
+    // Its tools too: the researcher's, though the registry no longer has it and the run may hold tools.calc.
+    expect(offeredTools(restoredRequest)).toEqual(['search_notes']);
     store.set(base);
   });
 });

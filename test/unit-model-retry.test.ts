@@ -141,9 +141,8 @@ describe('R2.15 R1.2 a model call is retried by its workflow', () => {
 
 describe('the retry policy by default', () => {
   it('is what the config parses to when it says nothing', async () => {
-    const { ModelRetry } = await import('../src/contract/composition.js');
-    const { DEFAULT_MODEL_RETRY } = await import('../src/rules/model-retry.js');
-    expect(ModelRetry.parse({})).toEqual(DEFAULT_MODEL_RETRY);
+    const { parseConfig } = await import('../src/config/schema.js');
+    expect(parseConfig({}).modelRetry).toEqual({ attempts: 10, maxIntervalSeconds: 60, rateLimitedSeconds: 300 });
   });
 });
 

@@ -11,6 +11,7 @@ import { SynthesisReserve } from '../contract/run.js';
 import { BriefLimits, ChildSynthesisReserve, ContextMode } from '../contract/delegation.js';
 import { DEFAULT_CHILD_SYNTHESIS_RESERVE } from '../rules/budget.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../rules/payloads.js';
+import { DEFAULT_MODEL_RETRY } from '../rules/model-retry.js';
 import { MAX_DEPTH_CEILING } from '../rules/children.js';
 import { describeIssues } from '../rules/zod-issues.js';
 import { McpServers } from './mcp.js';
@@ -64,7 +65,11 @@ export const DeputyConfig = z
      * backoff from 1 s to `maxIntervalSeconds`; one that limits the rate (429) is waited on as it asks, for up to
      * `rateLimitedSeconds` in all. The run's status says which attempt it is on and why.
      */
-    modelRetry: ModelRetry.prefault({}),
+    modelRetry: ModelRetry.extend({
+      attempts: ModelRetry.shape.attempts.default(DEFAULT_MODEL_RETRY.attempts),
+      maxIntervalSeconds: ModelRetry.shape.maxIntervalSeconds.default(DEFAULT_MODEL_RETRY.maxIntervalSeconds),
+      rateLimitedSeconds: ModelRetry.shape.rateLimitedSeconds.default(DEFAULT_MODEL_RETRY.rateLimitedSeconds),
+    }).prefault({}),
     /**
      * Which parameter carries a call's answer cap to the endpoint: `max_completion_tokens` (OpenAI; its
      * reasoning models refuse `max_tokens`), `max_tokens` (servers that know only that), `both`, or `auto`

@@ -62,9 +62,9 @@ export type PayloadLimits = z.infer<typeof PayloadLimits>;
  * without using up the attempts.
  */
 export const ModelRetry = z.strictObject({
-  attempts: z.number().int().min(1).max(100).default(10),
-  maxIntervalSeconds: z.number().min(1).max(600).default(60),
-  rateLimitedSeconds: z.number().min(0).max(3600).default(300),
+  attempts: z.number().int().min(1).max(100),
+  maxIntervalSeconds: z.number().min(1).max(600),
+  rateLimitedSeconds: z.number().min(0).max(3600),
 });
 export type ModelRetry = z.infer<typeof ModelRetry>;
 

@@ -241,10 +241,11 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
             modelRetry: {
               type: 'object',
               properties: {
-                attempts: { default: 10, type: 'integer', minimum: 1, maximum: 100 },
-                maxIntervalSeconds: { default: 60, type: 'number', minimum: 1, maximum: 600 },
-                rateLimitedSeconds: { default: 300, type: 'number', minimum: 0, maximum: 3600 },
+                attempts: { type: 'integer', minimum: 1, maximum: 100 },
+                maxIntervalSeconds: { type: 'number', minimum: 1, maximum: 600 },
+                rateLimitedSeconds: { type: 'number', minimum: 0, maximum: 3600 },
               },
+              required: ['attempts', 'maxIntervalSeconds', 'rateLimitedSeconds'],
               additionalProperties: false,
             },
             tenantLabel: { type: 'string' },
@@ -1084,10 +1085,11 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
             modelRetry: {
               type: 'object',
               properties: {
-                attempts: { default: 10, type: 'integer', minimum: 1, maximum: 100 },
-                maxIntervalSeconds: { default: 60, type: 'number', minimum: 1, maximum: 600 },
-                rateLimitedSeconds: { default: 300, type: 'number', minimum: 0, maximum: 3600 },
+                attempts: { type: 'integer', minimum: 1, maximum: 100 },
+                maxIntervalSeconds: { type: 'number', minimum: 1, maximum: 600 },
+                rateLimitedSeconds: { type: 'number', minimum: 0, maximum: 3600 },
               },
+              required: ['attempts', 'maxIntervalSeconds', 'rateLimitedSeconds'],
               additionalProperties: false,
             },
             tenantLabel: { type: 'string' },
