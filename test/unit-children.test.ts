@@ -18,6 +18,7 @@ import {
   type ChildOutcome,
 } from '../src/rules/children.js';
 import type { DelegationSettings } from '../src/rules/delegation.js';
+import { parseConfig } from '../src/config/load.js';
 
 const settings: DelegationSettings = {
   enabled: true,
@@ -190,8 +191,7 @@ describe('R2.2 R2.8 R3.9 what a child is told and what it says back', () => {
 });
 
 describe('R2.1 R2.7 caps the config cannot lift', () => {
-  it('50.8 maxDepth past the ceiling is refused by the config, naming the field; a recorded 50 still stops at 4', async () => {
-    const { parseConfig } = await import('../src/config/load.js');
+  it('50.8 maxDepth past the ceiling is refused by the config, naming the field; a recorded 50 still stops at 4', () => {
     expect(() => parseConfig({ delegation: { maxDepth: 50 } }, 'deputy.yaml')).toThrow(
       'invalid configuration (deputy.yaml):\n  - delegation.maxDepth: at most 4: deeper trees are not supported (docs/delegation.md)',
     );

@@ -9,6 +9,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { duration, modelFault, ModelRetries } from '../src/rules/model-retry.js';
 import { lessBilled } from '../src/rules/budget.js';
+import { parseConfig } from '../src/config/schema.js';
 
 const failed = (cause: Error) =>
   new ActivityFailure('activity failed', 'callModel', '2', 'MAXIMUM_ATTEMPTS_REACHED', 'worker', cause);
@@ -140,8 +141,7 @@ describe('R2.15 R1.2 a model call is retried by its workflow', () => {
 });
 
 describe('the retry policy by default', () => {
-  it('is what the config parses to when it says nothing', async () => {
-    const { parseConfig } = await import('../src/config/schema.js');
+  it('is what the config parses to when it says nothing', () => {
     expect(parseConfig({}).modelRetry).toEqual({ attempts: 10, maxIntervalSeconds: 60, rateLimitedSeconds: 300 });
   });
 });
