@@ -153,7 +153,14 @@ export function createCallModel(deps: CallModelDeps) {
       dropped > 0
         ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
         : text;
-    const usage = spent;
+    // What the endpoint billed, for reconciling with its invoice: its report, Deputy's count where it made none.
+    const usage = {
+      ...spent,
+      billed: {
+        inputTokens: streamed.reported?.inputTokens ?? counted,
+        outputTokens: streamed.reported?.outputTokens ?? streamed.countedOutput,
+      },
+    };
     if (streamed.reported) {
       noteDisagreement(input.model, streamed.reported, {
         inputTokens: counted,
@@ -280,6 +287,6 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
       const after = messagesAfterCompaction(dialogue, input.compact, summary);
       contexts?.set(run, input.context.seq, after, after);
     }
-    return { summary, inputTokens: reply.inputTokens, outputTokens: reply.outputTokens };
+    return { summary, inputTokens: reply.inputTokens, outputTokens: reply.outputTokens, billed: reply.billed };
   };
 }

@@ -43,6 +43,8 @@ describe('agentRun', () => {
         costMicroUsd: 1620,
         modelCalls: 3,
         toolCalls: 2,
+        // The endpoint reported every call, at more than Deputy counted: billed is what was debited.
+        billed: { inputTokens: 1500, outputTokens: 60, costMicroUsd: 1620 },
       },
     });
     const seen = h.model.requests.filter(mine);

@@ -26,7 +26,13 @@ describe('R2.12 deputy tree', () => {
       status: 'completed',
       preset: 'assistant',
       contextMode: parentId ? 'none' : null,
-      usage: { ...ZERO_USAGE, totalTokens: tokens, costMicroUsd: tokens, modelCalls: 1 },
+      usage: {
+        ...ZERO_USAGE,
+        totalTokens: tokens,
+        costMicroUsd: tokens,
+        modelCalls: 1,
+        billed: { inputTokens: tokens, outputTokens: 0, costMicroUsd: tokens },
+      },
       costUsd: null,
     });
     const text = renderTree([node('p/b-1', 'p', 'b', 5), node('p', null, null, 30), node('p/a-1', 'p', 'a', 7)]);
@@ -89,5 +95,65 @@ describe('R2.12 deputy tree', () => {
     });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('usage: deputy tree <workflowId>');
+  });
+});
+
+describe('R2.19 usage billed beside usage debited', () => {
+  it('R2.19 an endpoint that reports less than Deputy counts: the result, a child, the watch and the tree show both, labelled', async () => {
+    const task = 'billed apart';
+    const LOW = { prompt_tokens: 3, completion_tokens: 2 };
+    h.model.add(
+      {
+        when: forTask(task, 0),
+        reply: delegateReply({ briefs: [{ task_name: 'one', message: 'billed child one' }] }, LOW),
+      },
+      { when: userSays('billed child'), reply: { text: 'leaf', usage: LOW } },
+      { when: forTask(task, 1), reply: { text: 'root done', usage: LOW } },
+    );
+    const parentId = h.id('billed');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: parentId });
+    const result = await h.deputy.result(parentId);
+    // Three calls in the tree, each billed what its endpoint reported; each debited at Deputy's larger count.
+    expect(result.usage.billed).toMatchObject({ inputTokens: 9, outputTokens: 6 });
+    expect(result.usage.inputTokens).toBeGreaterThan(9);
+    expect(result.usage.billed.costMicroUsd).toBeGreaterThan(0);
+    expect(result.usage.billed.costMicroUsd).toBeLessThan(result.usage.costMicroUsd);
+    const child = await h.deputy.result(`${parentId}/one-1`);
+    expect(child.usage.billed).toMatchObject({ inputTokens: 3, outputTokens: 2 });
+    expect(child.usage.inputTokens).toBeGreaterThan(3);
+
+    const finished: { billed: { inputTokens: number; outputTokens: number } }[] = [];
+    let ended: { billed: { inputTokens: number; outputTokens: number } } | undefined;
+    for await (const event of h.deputy.watch(parentId)) {
+      if (event.type === 'model/finished') finished.push(event);
+      if (event.type === 'run/ended' && event.run === parentId && event.usage) ended = event.usage;
+    }
+    expect(finished.map(({ billed }) => [billed.inputTokens, billed.outputTokens])).toEqual([
+      [3, 2],
+      [3, 2],
+      [3, 2],
+    ]);
+    expect(ended?.billed).toMatchObject({ inputTokens: 9, outputTokens: 6 });
+
+    const tree = () =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'tree', parentId], {
+        cwd: PROJECT_ROOT,
+        env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') },
+        encoding: 'utf8',
+      }).stdout;
+    await expect
+      .poll(
+        () =>
+          tree()
+            .split('\n')
+            .filter((l) => l.includes('completed')).length,
+        { timeout: 15_000 },
+      )
+      .toBe(2);
+    const usd = (micro: number) => `$${(micro / 1e6).toFixed(6)}`;
+    const root = tree().split('\n')[0]!.replace(/\s+/g, ' ');
+    expect(root).toContain(
+      `tree ${result.usage.totalTokens} tok ${usd(result.usage.costMicroUsd)} (billed 15 tok ${usd(result.usage.billed.costMicroUsd)})`,
+    );
   });
 });

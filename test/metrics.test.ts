@@ -94,8 +94,15 @@ describe('R6.2 Deputy metrics', () => {
     // Tokens and cost by model, preset and tenant: 3 + 2 + 2 calls at the scripted usage.
     const tags = ['model="test-model"', 'preset="assistant"', 'tenant="none"'];
     expect(await metric('deputy_model_calls_total', tags, 7)).toBe(7);
-    expect(await metric('deputy_model_tokens_total', [...tags, 'direction="input"'])).toBeGreaterThan(0);
-    expect(await metric('deputy_cost_microusd_total', tags)).toBeGreaterThan(0);
+    // R2.19 Each figure apart: what the budget debited, and what the endpoint billed (never more).
+    const debited = await metric('deputy_model_tokens_total', [...tags, 'direction="input"', 'figure="debited"']);
+    const billed = await metric('deputy_model_tokens_total', [...tags, 'direction="input"', 'figure="billed"']);
+    expect(billed).toBeGreaterThan(0);
+    expect(debited).toBeGreaterThanOrEqual(billed);
+    const cost = await metric('deputy_cost_microusd_total', [...tags, 'figure="debited"']);
+    expect(cost).toBeGreaterThan(0);
+    expect(await metric('deputy_cost_microusd_total', [...tags, 'figure="billed"'])).toBeGreaterThan(0);
+    expect(await metric('deputy_cost_microusd_total', [...tags, 'figure="billed"'])).toBeLessThanOrEqual(cost);
   });
 
   it('R2.15 a child charged past its reservation is counted, with the cost past it', async () => {

@@ -26,6 +26,7 @@ describe('R6.5 TreeView', () => {
         inputTokens: 100,
         outputTokens: 20,
         costUsd: 0.002,
+        billed: { inputTokens: 90, outputTokens: 20, costUsd: 0.0018 },
         finishReason: 'tool_calls',
         toolCalls: ['delegate'],
       }),
@@ -43,6 +44,7 @@ describe('R6.5 TreeView', () => {
         inputTokens: 50,
         outputTokens: 10,
         costUsd: 0.001,
+        billed: { inputTokens: 50, outputTokens: 10, costUsd: 0.001 },
         finishReason: 'stop',
         toolCalls: ['ask_parent'],
       }),
@@ -77,6 +79,9 @@ describe('R6.5 TreeView', () => {
     ]);
     expect(rows[0]!.treeTokens).toBe(180);
     expect(rows[0]!.treeCostUsd).toBeCloseTo(0.003, 9);
+    // R2.19 What the endpoints billed rolls up beside what was debited: the root's endpoint reported 10 tokens less.
+    expect(rows[0]!.treeBilledCostUsd).toBeCloseTo(0.0028, 9);
+    expect(rows[1]!.treeBilledCostUsd).toBeCloseTo(0.001, 9);
     // 49.8 Tool calls as the runs count them: those their models called, the child's taken from its own usage at
     // its end; the lines show each run's own spend, the summary the tree's.
     expect(view.summary()).toBe('running: tree of 2 runs: 2 model calls, 1 tool calls, 180 tokens, $0.003000');
@@ -165,6 +170,7 @@ describe('R6.5 the tree as lines', () => {
         inputTokens: 5,
         outputTokens: 5,
         costUsd: null,
+        billed: { inputTokens: 5, outputTokens: 5, costUsd: null },
         finishReason: 'stop',
         toolCalls: [],
       }),
@@ -211,6 +217,7 @@ describe('49.8 the watch counts as a run counts itself', () => {
         inputTokens: 10,
         outputTokens: 5,
         costUsd: 0.001,
+        billed: { inputTokens: 10, outputTokens: 5, costUsd: 0.001 },
         finishReason: 'stop',
         toolCalls,
       });
@@ -229,7 +236,14 @@ describe('49.8 the watch counts as a run counts itself', () => {
         status: 'completed',
         limit: null,
         synthesis: false,
-        usage: { inputTokens: 30, outputTokens: 15, costUsd: 0.003, modelCalls: 1, toolCalls: 1 },
+        usage: {
+          inputTokens: 30,
+          outputTokens: 15,
+          costUsd: 0.003,
+          modelCalls: 1,
+          toolCalls: 1,
+          billed: { inputTokens: 30, outputTokens: 15, costUsd: 0.003 },
+        },
         output: 'done',
       }),
     );

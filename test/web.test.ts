@@ -76,12 +76,16 @@ describe('R6.5 the web view', () => {
     await row('subtotal').locator('td.status', { hasText: 'completed' }).waitFor({ timeout: 30_000 });
     await row(id).locator('td.status', { hasText: 'completed' }).waitFor({ timeout: 30_000 });
     expect(await page.evaluate(() => (globalThis as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
-    expect(await row('subtotal').locator('td').nth(5).textContent()).toBe('2 / 1'); // model calls / tool calls
+    expect(await row('subtotal').locator('td').nth(6).textContent()).toBe('2 / 1'); // model calls / tool calls
     // Roll-up: the root's tree cost is its own and its children's; a child that called no tool is marked.
     const dollars = async (name: string, column: number) =>
       Number((await row(name).locator('td').nth(column).textContent())!.slice(1));
     const own = await Promise.all([id, 'tax-rate', 'subtotal'].map((name) => dollars(name, 3)));
     expect(await dollars(id, 4)).toBeCloseTo(own[0]! + own[1]! + own[2]!, 6);
+    // R2.19 Beside it, what the endpoints billed the tree: reported, so never more than what was debited.
+    expect(await page.locator('#tree th').nth(5).textContent()).toBe('tree billed');
+    expect(await dollars(id, 5)).toBeGreaterThan(0);
+    expect(await dollars(id, 5)).toBeLessThanOrEqual(await dollars(id, 4));
     expect(await row('tax-rate').locator('.no-tools').count()).toBe(1);
     expect(await row('subtotal').locator('.no-tools').count()).toBe(0);
     await page.locator('#connection', { hasText: 'tree ended' }).waitFor();

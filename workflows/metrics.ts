@@ -7,6 +7,7 @@
  */
 import type { MetricCounter } from '@temporalio/common';
 import { metricMeter, workflowInfo } from '@temporalio/workflow';
+import { billedOf, type Spend } from '../src/rules/usage.js';
 
 /** What metrics read of a run: the composition it resolved (none yet at its very start) and its tenant. */
 export interface MeteredRun {
@@ -38,15 +39,22 @@ function runTags(run: MeteredRun): Record<string, string> {
   };
 }
 
-/** A model call booked (a turn, a synthesis or a compaction): its tokens and cost. */
-export function countModelCall(run: MeteredRun, tokens: { inputTokens: number; outputTokens: number }, cost: number) {
+/**
+ * A model call booked (a turn, a synthesis or a compaction): its tokens and cost twice, tagged `figure`: `debited`
+ * (what the budget took, the larger of report and count) and `billed` (the endpoint's report, or the count).
+ */
+export function countModelCall(run: MeteredRun, spend: Spend) {
   if (replaying()) return;
   const tags = runTags(run);
   counter('deputy_model_calls', '1', 'Model calls made by runs').add(1, tags);
-  const tokenCounter = counter('deputy_model_tokens', 'tokens', 'Tokens billed for model calls, by direction');
-  tokenCounter.add(tokens.inputTokens, { ...tags, direction: 'input' });
-  tokenCounter.add(tokens.outputTokens, { ...tags, direction: 'output' });
-  counter('deputy_cost_microusd', 'microusd', 'Cost of model calls in micro-USD').add(cost, tags);
+  const tokenCounter = counter('deputy_model_tokens', 'tokens', 'Tokens of model calls, by direction and figure');
+  const costCounter = counter('deputy_cost_microusd', 'microusd', 'Cost of model calls in micro-USD, by figure');
+  const figures = { debited: spend, billed: billedOf(spend) };
+  for (const [figure, amount] of Object.entries(figures)) {
+    tokenCounter.add(amount.inputTokens, { ...tags, direction: 'input', figure });
+    tokenCounter.add(amount.outputTokens, { ...tags, direction: 'output', figure });
+    costCounter.add(amount.costMicroUsd, { ...tags, figure });
+  }
 }
 
 /** Why a `delegate` call spawned nothing. */

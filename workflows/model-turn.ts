@@ -16,7 +16,7 @@ import {
 import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { budgetExceeded, findFailure } from '../src/rules/failure-message.js';
 import type { CallModelInput, CallModelResult } from '../src/contract/activities.js';
-import { callCostMicroUsd } from '../src/rules/usage.js';
+import { callSpend } from '../src/rules/usage.js';
 import { countModelCall } from './metrics.js';
 import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
@@ -186,9 +186,9 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
     (result) => messagesAfterCompaction(messages, range, result.summary),
     {
       done: (compacted): LimitName | null => {
-        const costMicroUsd = callCostMicroUsd(compacted, price);
-        run.recordCompaction({ ...compacted, costMicroUsd });
-        countModelCall(run, compacted, costMicroUsd);
+        const spend = callSpend(compacted, price);
+        run.recordCompaction(spend);
+        countModelCall(run, spend);
         run.compacted(applyCompaction(plan, compacted.summary, now()), plan.replaced);
         return null;
       },
@@ -257,7 +257,7 @@ function callTurn(
     {
       done: (reply) => {
         run.recordModelCall(reply, price);
-        countModelCall(run, reply, callCostMicroUsd(reply, price));
+        countModelCall(run, callSpend(reply, price));
         run.append({
           type: 'message/assistant',
           at: now(),

@@ -148,8 +148,8 @@ async function start(deputy: DeputyClient, task: string, options: Parsed): Promi
   }
   const code = await watch(deputy, handle.workflowId, undefined);
   const result = await deputy.result(handle.workflowId);
-  const { own, tree } = labelledUsage(result.usage);
-  print(`\n${own}; ${tree}`);
+  const { own, tree, billed } = labelledUsage(result.usage);
+  print(`\n${own}; ${tree} debited, ${billed}`);
   print(`${result.status}: ${result.output ?? result.error ?? ''}`);
   return code;
 }

@@ -1,6 +1,6 @@
 /** A delegation tree as text: one line per run, children indented under their parent. Pure. */
 import type { Usage } from '../contract/run.js';
-import { labelledUsage, microToUsd } from '../rules/usage.js';
+import { billedDiffers, labelledUsage, microToUsd } from '../rules/usage.js';
 
 /** One run in a delegation tree. */
 export interface TreeNode {
@@ -41,7 +41,13 @@ export function renderTree(nodes: readonly TreeNode[]): string {
     const cost = usage ? microToUsd(usage.costMicroUsd) : node.costUsd;
     // Tokens and cost are the tree's (the run and its joined children), calls the run's own: labelled so.
     const labelled = usage && labelledUsage(usage);
-    const figures = labelled ? `${labelled.tree}  ${labelled.own}` : cost === null ? '' : `tree $${cost.toFixed(6)}`;
+    // What the endpoints billed is shown where it differs from the debit (an endpoint that reported less).
+    const billed = usage && billedDiffers(usage) ? `  (${labelled!.billed})` : '';
+    const figures = labelled
+      ? `${labelled.tree}${billed}  ${labelled.own}`
+      : cost === null
+        ? ''
+        : `tree $${cost.toFixed(6)}`;
     const head = pad(`${prefix}${branch}${label}`, 34);
     const notes = [
       node.background ? 'background' : '',

@@ -7,7 +7,7 @@ import proto from '@temporalio/proto';
 import type { temporal } from '@temporalio/proto';
 import type { CallModelInput } from '../contract/activities.js';
 import type { RunResult } from '../contract/run.js';
-import { microToUsd, usdToMicro } from '../rules/usage.js';
+import { billedOf, microToUsd, usdToMicro, type Billed } from '../rules/usage.js';
 import { overLimits } from '../rules/budget.js';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -30,11 +30,14 @@ export interface EventBase {
 
 /** Usage as a run's result reports it. */
 export interface WatchUsage {
+  /** Debited (the larger of each call's report and Deputy's count): what the limits hold on. */
   inputTokens: number;
   outputTokens: number;
   costUsd: number;
   modelCalls: number;
   toolCalls: number;
+  /** What the endpoints billed: their reports, Deputy's count where they made none. */
+  billed: { inputTokens: number; outputTokens: number; costUsd: number };
 }
 
 /** The events of `DeputyClient.watch`. Names and fields are a contract (docs/watching.md). */
@@ -61,9 +64,12 @@ export type WatchEvent = EventBase &
         type: 'model/finished';
         model: string;
         activity: string;
+        /** Debited: the larger of the endpoint's report and Deputy's count. */
         inputTokens: number;
         outputTokens: number;
         costUsd: number | null;
+        /** What the endpoint billed: its report, Deputy's count where it made none. */
+        billed: { inputTokens: number; outputTokens: number; costUsd: number | null };
         finishReason: string | null;
         toolCalls: string[];
       }
@@ -111,6 +117,12 @@ export const time = (event: HistoryEvent) => {
   const t = event.eventTime;
   return t ? new Date(Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString() : '';
 };
+const billedUsd = ({ inputTokens, outputTokens, costMicroUsd }: Billed) => ({
+  inputTokens,
+  outputTokens,
+  costUsd: microToUsd(costMicroUsd),
+});
+/** A run's usage as its result reports it (what it says it was billed is read as `billedOf` reads it). */
 export const usageOf = (usage: RunResult['usage'] | undefined): WatchUsage | null =>
   usage
     ? {
@@ -119,6 +131,7 @@ export const usageOf = (usage: RunResult['usage'] | undefined): WatchUsage | nul
         costUsd: microToUsd(usage.costMicroUsd),
         modelCalls: usage.modelCalls,
         toolCalls: usage.toolCalls,
+        billed: billedUsd(billedOf(usage)),
       }
     : null;
 /** How far a child's spend passed what was reserved for it (its token and cost caps), or `null`. */

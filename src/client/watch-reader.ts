@@ -8,7 +8,7 @@ import type { CallModelInput, CallModelResult, RunToolInput, RunToolResult } fro
 import type { ModelPrice } from '../contract/composition.js';
 import type { RunInput, RunResult } from '../contract/run.js';
 import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../contract/signals.js';
-import { callCostMicroUsd, microToUsd } from '../rules/usage.js';
+import { billedTokens, callCostMicroUsd, microToUsd, type CallTokens } from '../rules/usage.js';
 import {
   closingStatus,
   EventType,
@@ -163,12 +163,15 @@ export class RunReader {
     } else if (info.model !== undefined && !replaying) {
       const result = await this.decode<CallModelResult>(attributes.result);
       const tokens = { inputTokens: result?.inputTokens ?? 0, outputTokens: result?.outputTokens ?? 0 };
+      const billed = billedTokens({ ...tokens, billed: result?.billed });
+      const cost = (counted: CallTokens) => (this.price ? microToUsd(callCostMicroUsd(counted, this.price)) : null);
       await say({
         type: 'model/finished',
         model: info.model,
         activity: info.type,
         ...tokens,
-        costUsd: this.price ? microToUsd(callCostMicroUsd(tokens, this.price)) : null,
+        costUsd: cost(tokens),
+        billed: { ...billed, costUsd: cost(billed) },
         finishReason: result?.finishReason ?? null,
         toolCalls: (result?.toolCalls ?? []).map((call) => call.name),
       });

@@ -10,8 +10,12 @@ export interface RunView {
   parent: string | null;
   name: string;
   status: string;
+  /** Debited tokens and cost of the run's own model calls. */
   tokens: number;
   costUsd: number;
+  /** What the endpoints billed for them (their reports; Deputy's count where none). */
+  billedTokens: number;
+  billedCostUsd: number;
   modelCalls: number;
   toolCalls: number;
   latest: string;
@@ -82,6 +86,9 @@ export interface WaitingQuestion {
   question: string;
 }
 
+/** A run in tree order: its depth and its subtree's roll-up (debited tokens and cost, billed cost). */
+export type TreeRow = RunView & { depth: number; treeTokens: number; treeCostUsd: number; treeBilledCostUsd: number };
+
 /** The tree so far. */
 export class TreeView {
   readonly runs = new Map<string, RunView>();
@@ -116,6 +123,8 @@ export class TreeView {
         // (those run in the workflow, `delegate` among them, too) as tool calls, as the run's usage counts them.
         run.tokens += event.inputTokens + event.outputTokens;
         run.costUsd += event.costUsd ?? 0;
+        run.billedTokens += event.billed.inputTokens + event.billed.outputTokens;
+        run.billedCostUsd += event.billed.costUsd ?? 0;
         if (event.activity === 'callModel') {
           run.modelCalls += 1;
           run.toolCalls += event.toolCalls.length;
@@ -148,6 +157,8 @@ export class TreeView {
         status: 'starting',
         tokens: 0,
         costUsd: 0,
+        billedTokens: 0,
+        billedCostUsd: 0,
         modelCalls: 0,
         toolCalls: 0,
         latest: '',
@@ -161,13 +172,21 @@ export class TreeView {
   }
 
   /** The whole tree's figures: the sum of every run's own (a parent's usage already includes its children's). */
-  totals(): { runs: number; tokens: number; costUsd: number; modelCalls: number; toolCalls: number } {
+  totals(): {
+    runs: number;
+    tokens: number;
+    costUsd: number;
+    billedCostUsd: number;
+    modelCalls: number;
+    toolCalls: number;
+  } {
     const runs = [...this.runs.values()];
     const sum = (pick: (run: RunView) => number) => runs.reduce((total, run) => total + pick(run), 0);
     return {
       runs: runs.length,
       tokens: sum((r) => r.tokens),
       costUsd: sum((r) => r.costUsd),
+      billedCostUsd: sum((r) => r.billedCostUsd),
       modelCalls: sum((r) => r.modelCalls),
       toolCalls: sum((r) => r.toolCalls),
     };
@@ -177,19 +196,26 @@ export class TreeView {
    * The runs in tree order (each parent before its children), with their depth and their subtree's roll-up: tokens
    * and cost of the run and all its descendants.
    */
-  rows(): (RunView & { depth: number; treeTokens: number; treeCostUsd: number })[] {
-    const out: (RunView & { depth: number; treeTokens: number; treeCostUsd: number })[] = [];
-    const walk = (id: string, depth: number): { tokens: number; costUsd: number } => {
+  rows(): TreeRow[] {
+    const out: TreeRow[] = [];
+    const walk = (id: string, depth: number): { tokens: number; costUsd: number; billedCostUsd: number } => {
       const run = this.runs.get(id);
-      if (!run) return { tokens: 0, costUsd: 0 };
-      const row = { ...run, depth, treeTokens: run.tokens, treeCostUsd: run.costUsd };
+      if (!run) return { tokens: 0, costUsd: 0, billedCostUsd: 0 };
+      const row = {
+        ...run,
+        depth,
+        treeTokens: run.tokens,
+        treeCostUsd: run.costUsd,
+        treeBilledCostUsd: run.billedCostUsd,
+      };
       out.push(row);
       for (const child of run.children) {
         const below = walk(child, depth + 1);
         row.treeTokens += below.tokens;
         row.treeCostUsd += below.costUsd;
+        row.treeBilledCostUsd += below.billedCostUsd;
       }
-      return { tokens: row.treeTokens, costUsd: row.treeCostUsd };
+      return { tokens: row.treeTokens, costUsd: row.treeCostUsd, billedCostUsd: row.treeBilledCostUsd };
     };
     if (this.root) walk(this.root, 0);
     return out;

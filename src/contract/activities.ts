@@ -94,8 +94,11 @@ export interface SummarizeContextInput {
 /** Result of `summarizeContext`. */
 export interface SummarizeContextResult {
   summary: string;
+  /** Debited, as a model call's result says. */
   inputTokens: number;
   outputTokens: number;
+  /** Billed, as a model call's result says. */
+  billed: { inputTokens: number; outputTokens: number };
 }
 
 /** Input of `loadSession`: a run whose session a follow-up goes on from. */
@@ -175,8 +178,11 @@ export interface CallContext {
 export interface CallModelResult {
   content: string | null;
   toolCalls: ToolCall[];
+  /** Debited: the larger of the endpoint's report and Deputy's count, each direction. */
   inputTokens: number;
   outputTokens: number;
+  /** What the endpoint billed: its usage report, Deputy's count where it reported none. */
+  billed: { inputTokens: number; outputTokens: number };
   finishReason: string | null;
 }
 

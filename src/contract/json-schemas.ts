@@ -860,8 +860,17 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
             costMicroUsd: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
             modelCalls: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
             toolCalls: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+            billed: {
+              type: 'object',
+              properties: {
+                inputTokens: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                outputTokens: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                costMicroUsd: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+              },
+              required: ['inputTokens', 'outputTokens', 'costMicroUsd'],
+            },
           },
-          required: ['inputTokens', 'outputTokens', 'totalTokens', 'costMicroUsd', 'modelCalls', 'toolCalls'],
+          required: ['inputTokens', 'outputTokens', 'totalTokens', 'costMicroUsd', 'modelCalls', 'toolCalls', 'billed'],
         },
         limits: {
           type: 'object',
@@ -1309,8 +1318,17 @@ export const RUN_RESULT_SCHEMA: JsonSchema = {
         costMicroUsd: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
         modelCalls: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
         toolCalls: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+        billed: {
+          type: 'object',
+          properties: {
+            inputTokens: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+            outputTokens: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+            costMicroUsd: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+          },
+          required: ['inputTokens', 'outputTokens', 'costMicroUsd'],
+        },
       },
-      required: ['inputTokens', 'outputTokens', 'totalTokens', 'costMicroUsd', 'modelCalls', 'toolCalls'],
+      required: ['inputTokens', 'outputTokens', 'totalTokens', 'costMicroUsd', 'modelCalls', 'toolCalls', 'billed'],
     },
     sessionId: { type: 'string' },
     limit: { type: 'string', enum: ['maxTurns', 'maxTokens', 'maxCostUsd', 'maxToolCalls', 'deadline'] },

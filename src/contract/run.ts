@@ -11,7 +11,21 @@ import { LimitName, SessionEvent } from './session.js';
 
 export { LimitName };
 
-/** Tokens and cost of a run so far; cost is integer micro-USD so sums never drift. */
+/**
+ * What the model endpoints billed for a run's tree: their usage reports, Deputy's count for a call whose endpoint
+ * reported none. What a provider's invoice is reconciled with; never more than what the budget debited.
+ */
+export const BilledUsage = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  costMicroUsd: z.number().int().nonnegative(),
+});
+export type BilledUsage = z.infer<typeof BilledUsage>;
+
+/**
+ * Tokens and cost of a run so far; cost is integer micro-USD so sums never drift. The top-level figures are what the
+ * budget debited (the larger of the endpoint's report and Deputy's count, each call): the limits hold on them.
+ */
 export const Usage = z.object({
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
@@ -19,6 +33,7 @@ export const Usage = z.object({
   costMicroUsd: z.number().int().nonnegative(),
   modelCalls: z.number().int().nonnegative(),
   toolCalls: z.number().int().nonnegative(),
+  billed: BilledUsage,
 });
 export type Usage = z.infer<typeof Usage>;
 

@@ -181,7 +181,7 @@ async function summarise(
   const usage = labelledUsage(result.usage);
   console.log(terminalSafe(`\nstatus: ${result.status}${result.error ? ` (${result.error})` : ''}`));
   console.log(
-    `usage:  ${usage.own}; ${usage.tree}${demo.live ? '' : ' (offline: the scripted model bills what Deputy counts)'}`,
+    `usage:  ${usage.own}; ${usage.tree} debited, ${usage.billed}${demo.live ? '' : ' (offline: the scripted model bills what Deputy counts)'}`,
   );
   console.log(
     `\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(await settledTree(demo.deputy, workflowId))}`,

@@ -76,8 +76,8 @@ async function main(): Promise<void> {
     console.log(`\nstatus: ${result.status}${result.limit ? ` (${result.limit})` : ''}`);
     console.log(`answer: ${terminalSafe(result.output ?? result.error ?? '(none)')}`);
     const u = result.usage;
-    const { own, tree: whole } = labelledUsage(u);
-    console.log(`usage:  ${own}; ${whole}`);
+    const { own, tree: whole, billed } = labelledUsage(u);
+    console.log(`usage:  ${own}; ${whole} debited, ${billed}`);
     console.log(
       `        (${u.inputTokens} tokens in + ${u.outputTokens} out, ${u.costMicroUsd} micro-USD${live ? '' : '; offline: the scripted model bills what Deputy counts'})`,
     );

@@ -12,6 +12,15 @@ export interface Spend {
   inputTokens: number;
   outputTokens: number;
   costMicroUsd: number;
+  /** What the endpoints billed of it, when known (read with `billedOf`): otherwise what was debited. */
+  billed?: unknown;
+}
+
+/** What an endpoint billed: tokens by kind and integer micro-USD. */
+export interface Billed {
+  inputTokens: number;
+  outputTokens: number;
+  costMicroUsd: number;
 }
 
 /** Tokens reported by one model call. */
@@ -51,18 +60,58 @@ export const ZERO_USAGE: Usage = Object.freeze({
   costMicroUsd: 0,
   modelCalls: 0,
   toolCalls: 0,
+  billed: Object.freeze({ inputTokens: 0, outputTokens: 0, costMicroUsd: 0 }),
 });
 
-/** Adds one model call to a usage record. */
-export function addModelCall(usage: Usage, tokens: CallTokens, price: ModelPrice): Usage {
+/**
+ * What a model call's endpoint billed, as its result says (`billed`: its usage report, or Deputy's count where it
+ * reported none): at most what was debited, each direction, since the debit is the larger of the two; what was
+ * debited when the result says nothing readable.
+ */
+export function billedTokens(result: CallTokens & { billed?: unknown }): CallTokens {
+  const said = callTokensOf(result.billed);
+  if (!said) return { inputTokens: result.inputTokens, outputTokens: result.outputTokens };
   return {
-    ...usage,
-    inputTokens: usage.inputTokens + tokens.inputTokens,
-    outputTokens: usage.outputTokens + tokens.outputTokens,
-    totalTokens: usage.totalTokens + tokens.inputTokens + tokens.outputTokens,
-    costMicroUsd: usage.costMicroUsd + callCostMicroUsd(tokens, price),
-    modelCalls: usage.modelCalls + 1,
+    inputTokens: Math.min(said.inputTokens, result.inputTokens),
+    outputTokens: Math.min(said.outputTokens, result.outputTokens),
   };
+}
+
+/** What one model call spent, debited and billed, each priced at the run's model. */
+export function callSpend(result: CallTokens & { billed?: unknown }, price: ModelPrice): Spend {
+  const billed = billedTokens(result);
+  return {
+    inputTokens: result.inputTokens,
+    outputTokens: result.outputTokens,
+    costMicroUsd: callCostMicroUsd(result, price),
+    billed: { ...billed, costMicroUsd: callCostMicroUsd(billed, price) },
+  };
+}
+
+/**
+ * The billed part of `spend` (a child's usage as it reported it may say anything): its `billed` figures when each is
+ * a count no larger than what was debited, else what was debited.
+ */
+export function billedOf(spend: Spend): Billed {
+  const debited = {
+    inputTokens: spend.inputTokens,
+    outputTokens: spend.outputTokens,
+    costMicroUsd: spend.costMicroUsd,
+  };
+  const said = callTokensOf(spend.billed);
+  const cost = tokenCount((spend.billed as { costMicroUsd?: unknown } | undefined)?.costMicroUsd);
+  if (!said || cost === null) return debited;
+  return {
+    inputTokens: Math.min(said.inputTokens, debited.inputTokens),
+    outputTokens: Math.min(said.outputTokens, debited.outputTokens),
+    costMicroUsd: Math.min(cost, debited.costMicroUsd),
+  };
+}
+
+/** Adds one model call (its result, debited and billed) to a usage record. */
+export function addModelCall(usage: Usage, result: CallTokens & { billed?: unknown }, price: ModelPrice): Usage {
+  const added = addSpend(usage, callSpend(result, price));
+  return { ...added, modelCalls: usage.modelCalls + 1 };
 }
 
 /** Adds executed tool calls to a usage record. */
@@ -75,12 +124,18 @@ export function addToolCalls(usage: Usage, count: number): Usage {
  * calls stay per run. Spend known only as a total (a child that ended without a result) counts as input tokens.
  */
 export function addSpend(usage: Usage, spend: Spend): Usage {
+  const billed = billedOf(spend);
   return {
     ...usage,
     inputTokens: usage.inputTokens + spend.inputTokens,
     outputTokens: usage.outputTokens + spend.outputTokens,
     totalTokens: usage.totalTokens + spend.inputTokens + spend.outputTokens,
     costMicroUsd: usage.costMicroUsd + spend.costMicroUsd,
+    billed: {
+      inputTokens: usage.billed.inputTokens + billed.inputTokens,
+      outputTokens: usage.billed.outputTokens + billed.outputTokens,
+      costMicroUsd: usage.billed.costMicroUsd + billed.costMicroUsd,
+    },
   };
 }
 
@@ -108,11 +163,20 @@ export function addTokens(a: CallTokens, b: CallTokens): CallTokens {
 
 /**
  * A run's figures as every view labels them: its own model calls (its turns) and tool calls (those its model called),
- * and the tokens and cost of its tree (its own spend, summaries included, and what its children spent).
+ * the tokens and cost of its tree (its own spend, summaries included, and what its children spent) as the budget
+ * debited them, and as the endpoints billed them.
  */
-export function labelledUsage(usage: Usage): { own: string; tree: string } {
+export function labelledUsage(usage: Usage): { own: string; tree: string; billed: string } {
+  const { billed } = usage;
   return {
     own: `own ${usage.modelCalls} model + ${usage.toolCalls} tool calls`,
     tree: `tree ${usage.totalTokens} tok $${microToUsd(usage.costMicroUsd).toFixed(6)}`,
+    billed: `billed ${billed.inputTokens + billed.outputTokens} tok $${microToUsd(billed.costMicroUsd).toFixed(6)}`,
   };
+}
+
+/** The endpoints billed less than the budget debited (they reported less than Deputy counted). */
+export function billedDiffers(usage: Usage): boolean {
+  const { billed } = usage;
+  return billed.inputTokens + billed.outputTokens !== usage.totalTokens || billed.costMicroUsd !== usage.costMicroUsd;
 }

@@ -53,7 +53,8 @@ function drawTree() {
       el('td', { class: 'status status-' + run.status }, run.status),
       el('td', { class: 'num' }, String(run.tokens)),
       el('td', { class: 'num' }, '$' + run.costUsd.toFixed(6)),
-      el('td', { class: 'num tree-cost', title: run.treeTokens + ' tokens in this subtree' }, '$' + run.treeCostUsd.toFixed(6)),
+      el('td', { class: 'num tree-cost', title: run.treeTokens + ' tokens in this subtree, debited by its budget' }, '$' + run.treeCostUsd.toFixed(6)),
+      el('td', { class: 'num tree-billed', title: 'what the endpoints billed this subtree: their reports, Deputy\\'s count where none' }, '$' + run.treeBilledCostUsd.toFixed(6)),
       el('td', { class: 'num', title: 'own model calls / tool calls' }, run.modelCalls + ' / ' + run.toolCalls),
       el('td', { class: 'latest' }, run.latest,
         run.depth > 0 && run.status === 'completed' && run.toolCalls === 0
@@ -132,7 +133,7 @@ ${STYLE}</style>
   <div>
     <section>
       <h2>Tree</h2>
-      <table id="tree"><thead><tr><th>run</th><th>status</th><th class="num">own tokens</th><th class="num">own cost</th><th class="num">tree cost</th><th class="num" title="the run's own model calls / tool calls">own calls</th><th>latest</th></tr></thead><tbody></tbody></table>
+      <table id="tree"><thead><tr><th>run</th><th>status</th><th class="num">own tokens</th><th class="num">own cost</th><th class="num" title="debited by the budget: the larger of each call's report and Deputy's count">tree cost</th><th class="num" title="what the endpoints reported billing">tree billed</th><th class="num" title="the run's own model calls / tool calls">own calls</th><th>latest</th></tr></thead><tbody></tbody></table>
     </section>
     <section style="margin-top:16px">
       <h2>Questions waiting for an answer</h2>

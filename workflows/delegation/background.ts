@@ -19,7 +19,7 @@ import { cutText } from '../../src/rules/payloads.js';
 import type { SessionEvent } from '../../src/contract/session.js';
 import { billedBy, budgetExceeded, failureMessage } from '../../src/rules/failure-message.js';
 import { BACKGROUND_HEADING, summaryPrompt } from '../../src/rules/context.js';
-import { callCostMicroUsd, NO_TOKENS } from '../../src/rules/usage.js';
+import { callSpend, NO_TOKENS } from '../../src/rules/usage.js';
 import type { AgentRunState } from '../run-state.js';
 import type { ChildBackground } from './plan.js';
 import { countModelCall } from '../metrics.js';
@@ -82,9 +82,9 @@ export async function generateBackground(
       }
     }
     run.releaseHold(hold);
-    const costMicroUsd = callCostMicroUsd(generated, composition.price);
-    run.debit({ inputTokens: generated.inputTokens, outputTokens: generated.outputTokens, costMicroUsd });
-    countModelCall(run, generated, costMicroUsd);
+    const spend = callSpend(generated, composition.price);
+    run.debit(spend);
+    countModelCall(run, spend);
     const content = cutText(`${BACKGROUND_HEADING}\n${generated.summary}`, run.payloads.maxTextBytes);
     return { ok: true, background: { source: 'summary', content } };
   } catch (err) {
