@@ -101,6 +101,7 @@ export function resolveComposition(
             ...toToolSpec(tool),
             ...(tool.session !== undefined && { session: tool.session }),
             ...(tool.retry !== undefined && { retry: tool.retry }),
+            ...(tool.source !== undefined && { source: tool.source }),
           }
         : { name: tool.name, scopes: [...tool.scopes] },
     );

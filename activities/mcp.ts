@@ -6,6 +6,7 @@
  * calls all come to the worker holding that connection; losing it is a tool error. What a server sends back is data
  * for the model.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -102,6 +103,8 @@ const SESSION_IDLE_MS = 10 * 60_000;
 
 /** One configured server: its connections and the Deputy tools made of what it lists. */
 class McpSource {
+  /** What runs offered its tools pin: a change to the server's entry in the config is a new revision. */
+  readonly revision: string;
   #kept?: Promise<Client> | undefined;
   /** A stateful server's connections, one per run (by workflow id): what the server keeps for a run is that run's. */
   readonly #sessions = new Map<string, { client: Promise<Client>; usedAt: number }>();
@@ -110,7 +113,10 @@ class McpSource {
     readonly name: string,
     readonly server: McpServer,
     readonly options: McpOptions,
-  ) {}
+  ) {
+    const entry = JSON.stringify([name, server]);
+    this.revision = createHash('sha256').update(entry).digest('hex').slice(0, 12);
+  }
 
   async list(): Promise<{ tools: ToolDefinition[]; lines: string[] }> {
     let listed: Tool[];
@@ -171,6 +177,7 @@ class McpSource {
       recordSpec: true,
       ...(this.server.stateful && { session: this.name }),
       retry: this.server.retry,
+      source: this.revision,
       scopes: this.server.scopes,
       execute: (args, context) => this.call(tool.name, args as Record<string, unknown>, context),
     };

@@ -10,7 +10,7 @@ import {
   utf8Bytes,
 } from '../src/rules/payloads.js';
 import type { RunToolInput, RunToolResult } from '../src/contract/activities.js';
-import { holdsScopes, ToolError, type ToolDefinition } from '../src/contract/tools.js';
+import { holdsScopes, pinnedToolKey, ToolError, type ToolDefinition } from '../src/contract/tools.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
 import { recordToolCall, toolCallSpan } from './telemetry.js';
 
@@ -43,11 +43,16 @@ export function createRunTool(
   };
 
   async function run(input: RunToolInput): Promise<RunToolResult> {
-    const { call } = input;
-    const tool = tools.get(call.name);
+    const { call, source } = input;
+    const current = tools.get(call.name);
+    // The source the run was offered the tool from, even when a reload has changed it since.
+    const tool =
+      source === undefined || current?.source === source ? current : tools.get(pinnedToolKey(call.name, source));
     if (!tool && input.allowedTools.includes(call.name)) {
-      // Offered when the run began, gone from the worker since (an MCP server that no longer lists it).
-      return toolError(`tool "${call.name}" is no longer offered by its source; use the other tools`);
+      // Offered when the run began, gone from the worker since: the server no longer lists it, or this worker does not
+      // know the revision of the source the run began with (it started after the config changed).
+      const revision = source === undefined ? '' : ` (revision ${source} is not configured on this worker)`;
+      return toolError(`tool "${call.name}" is no longer offered by its source${revision}; use the other tools`);
     }
     if (!tool || !input.allowedTools.includes(call.name) || !holdsScopes(input.scopes, tool.scopes)) {
       return toolError(`tool "${call.name}" is not available to this run; use only the tools you were given`);

@@ -94,7 +94,15 @@ function sealedOnly(handler: Handler): Handler {
 function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
   const tool = run.composition.tools.find((t) => t.name === call.name);
   const server = tool?.session;
-  const input = { runId: run.sessionId, call, allowedTools, scopes: run.composition.scopes, grant: run.grant };
+  const input = {
+    runId: run.sessionId,
+    call,
+    allowedTools,
+    scopes: run.composition.scopes,
+    grant: run.grant,
+    // The source revision the run was offered the tool from: it keeps calling that one after a reload.
+    ...(tool?.source !== undefined && { source: tool.source }),
+  };
   const options = {
     summary: `runTool ${call.name}`,
     ...run.untilDeadline(),

@@ -195,6 +195,8 @@ export interface RunToolInput {
   /** Names of the tools this run may use; anything else is refused. */
   allowedTools: string[];
   scopes: string[];
+  /** The revision of the tool's source the run was offered it from, when its source can change (an MCP server). */
+  source?: string;
 }
 
 /** Input of `openMcpSession`: the run that is about to call a stateful MCP server's tool, and the server. */

@@ -49,6 +49,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   session?: string;
   /** How Temporal retries a failed call before the model reads the failure (an MCP server's `retry`). */
   retry?: ToolRetry;
+  /**
+   * The revision of the tool's source (an MCP server's name, definition and connection settings), recorded with the
+   * composition of each run offered it: the run keeps calling that source after a reload changes or removes it.
+   */
+  source?: string;
   /** Runs the tool; a string is returned as is, anything else as JSON. */
   execute(args: z.infer<S>, context: ToolContext): Promise<unknown>;
 }
@@ -83,8 +88,18 @@ export const RunTool = ToolSpec.partial({ description: true, parameters: true })
   session: z.string().min(1).optional(),
   /** Retries of a failed call, recorded with the tool so a run keeps the policy it was offered. */
   retry: ToolRetry.optional(),
+  /** The revision of the source it was offered from (see `ToolDefinition.source`). */
+  source: z.string().min(1).optional(),
 });
 export type RunTool = z.infer<typeof RunTool>;
+
+/**
+ * Where a worker keeps a tool of an earlier revision of its source, for the runs offered it before a reload changed
+ * the source: beside the tools of the sources now configured, under a key no tool name can take.
+ */
+export function pinnedToolKey(name: string, source: string): string {
+  return `${name}@${source}`;
+}
 
 /** A tool's parameters as the JSON schema the model sees, generated from zod (no `$schema` key). */
 export function parametersSchema(schema: z.ZodType, io: 'input' | 'output' = 'output'): Record<string, unknown> {
