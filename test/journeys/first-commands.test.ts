@@ -54,7 +54,10 @@ describe('49 the first commands work as the README and the demo say', () => {
     expect(tree.output()).toContain(runId!);
     expect(tree.output()).toContain('completed');
     // 49.8 The demo's figures and the tree's are one count, labelled alike.
-    const usage = /^usage: {2}(own \d+ model \+ \d+ tool calls); (tree \d+ tok \$\d+\.\d{6})$/m.exec(demo.output());
+    const usage =
+      /^usage: {2}(own \d+ model \+ \d+ tool calls); (tree \d+ tok \$\d+\.\d{6}) debited, billed \d+ tok \$\d+\.\d{6}$/m.exec(
+        demo.output(),
+      );
     expect(usage, demo.output()).not.toBeNull();
     const rootLine = tree
       .output()
