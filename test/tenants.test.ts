@@ -159,7 +159,13 @@ describe('R5.3 per-tenant activation', () => {
     });
     const helps = 'delegation helps: 100% vs 50% with no added policy failure';
     const noCapability = 'no passing capability evidence (a scenario admitted from a real failed run)';
-    const lines = describeTenantDelegation(await tenantDelegation(config, PROJECT_ROOT, temporalRunRecords(h.client)));
+    const records = temporalRunRecords(h.client);
+    const looked: string[] = [];
+    const counted = (id: string) => (looked.push(id), records(id));
+    const lines = describeTenantDelegation(await tenantDelegation(config, PROJECT_ROOT, counted));
+    // Three tenants cite acme's failed run: Temporal is asked about it once.
+    expect(looked.filter((id) => id === cited.acmeFailed)).toHaveLength(1);
+    expect(new Set(looked).size).toBe(looked.length);
     expect(lines).toEqual([
       'tenant acme: activated',
       `  passes capability ${CAPABILITY}: ${helps}`,

@@ -179,13 +179,16 @@ export async function tenantDelegation(
     : [[DEFAULT_TENANT, config.delegation.evidence]];
   const files = new Map<string, EvidenceCheck>();
   const checked = (file: string) => files.get(file) ?? files.set(file, checkEvidence(file, baseDir)).get(file)!;
+  // Each cited run is looked up once, however many tenants cite it.
+  const looked = new Map<string, ReturnType<RunRecords>>();
+  const once: RunRecords | undefined = records && ((id) => looked.get(id) ?? looked.set(id, records(id)).get(id)!);
   const unconditional = config.delegation.activation === 'unconditional';
   return Promise.all(
     entries.map(async ([tenant, evidence]): Promise<TenantDelegation> => {
       const checks = await Promise.all(
         evidence.map(async (file) => {
           const check = checked(file);
-          const problem = check.passes && check.cites && (await citedRunProblem(check.cites, tenant, records));
+          const problem = check.passes && check.cites && (await citedRunProblem(check.cites, tenant, once));
           return problem ? { ...check, passes: false, reason: problem } : check;
         }),
       );
