@@ -36,11 +36,15 @@ export async function followMcpTools(
   /** The tools of a listing a reload replaced stay callable at their revision, unless that revision is current. */
   const retire = (previous: McpListing, next: McpListing) => {
     const current = new Set(next.tools.map((tool) => pinnedToolKey(tool.name, tool.source ?? '')));
+    let pinned = false;
     for (const tool of previous.tools) {
       const key = pinnedToolKey(tool.name, tool.source ?? '');
-      if (tool.source !== undefined && !current.has(key) && !own.has(tool.name)) registry.set(key, tool);
+      if (tool.source === undefined || current.has(key) || own.has(tool.name)) continue;
+      registry.set(key, tool);
+      pinned = true;
     }
-    retired.push(previous);
+    // A reload that changed nothing pins nothing, and does not push a pinned listing out.
+    if (pinned) retired.push(previous);
   };
   /** Drops the oldest retired listing past the bound: its pinned tools, then its connections. */
   const evict = async () => {
