@@ -29,6 +29,7 @@ import { createRunTool } from './run-tool.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
 import { STORE_MAX_TEXT_BYTES } from '../src/ops/storage.js';
 import { MessageKeys } from '../src/ops/message-keys.js';
+import { ArtifactStore } from '../src/ops/artifacts.js';
 import { toolCallSeals } from './tool-call-seal.js';
 import { runGrants } from './grants.js';
 
@@ -52,6 +53,8 @@ export interface ActivityDeps {
   messageKeys?: MessageKeys;
   /** The task queue only this worker polls, where the runs whose sessions it holds send their stateful MCP calls. */
   sessionQueue?: string | undefined;
+  /** Where runs' artifacts are kept. @default `ArtifactStore.fromEnv()` (the payload store, else `.deputy/artifacts`) */
+  artifactStore?: ArtifactStore;
 }
 
 /** Builds the activities a Deputy worker registers. */
@@ -66,6 +69,7 @@ export function createActivities({
   payloadStore,
   messageKeys,
   sessionQueue,
+  artifactStore,
 }: ActivityDeps) {
   const keys = messageKeys ?? MessageKeys.fromEnv();
   // Evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
@@ -100,12 +104,12 @@ export function createActivities({
   });
   return {
     callModel,
-    runTool: createRunTool(
-      tools,
-      () => config.current.payloads.maxTextBytes,
-      payloadStore ? STORE_MAX_TEXT_BYTES : undefined,
-      seals.verify,
-    ),
+    runTool: createRunTool(tools, {
+      maxTextBytes: () => config.current.payloads.maxTextBytes,
+      ...(payloadStore && { wholeMaxBytes: STORE_MAX_TEXT_BYTES }),
+      madeByModel: seals.verify,
+      artifacts: { store: artifactStore ?? ArtifactStore.fromEnv(), keys },
+    }),
     summarizeContext: createSummarizeContext(callModel),
     // Same call, its own name, so Temporal UI tells compaction from context summaries.
     compactSession: createSummarizeContext(callModel, contexts),

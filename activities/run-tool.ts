@@ -1,4 +1,7 @@
+import { activityInfo } from '@temporalio/activity';
 import { withHeartbeat } from './heartbeat.js';
+import { artifactAccess, type ArtifactStore } from '../src/ops/artifacts.js';
+import type { MessageKeys } from '../src/ops/message-keys.js';
 import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -10,6 +13,7 @@ import {
   utf8Bytes,
 } from '../src/rules/payloads.js';
 import type { RunToolInput, RunToolResult } from '../src/contract/activities.js';
+import type { ArtifactAccess, ArtifactRef } from '../src/contract/artifacts.js';
 import { holdsScopes, pinnedToolKey, ToolError, type ToolDefinition } from '../src/contract/tools.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
 import { recordToolCall, toolCallSpan } from './telemetry.js';
@@ -22,17 +26,29 @@ const HEARTBEAT_EVERY_MS = 2000;
 
 const toolError = (content: string): RunToolResult => ({ content, isError: true });
 
+export interface RunToolOptions {
+  /** The payload budget of a result. @default the default `payloads.maxTextBytes` */
+  maxTextBytes?: () => number;
+  /** With an external payload store: the longest whole result kept beside the model's view. */
+  wholeMaxBytes?: number;
+  /** Whether a call carries its run's proof that the model made it; without one, nothing runs. */
+  madeByModel?: (call: RunToolInput['call']) => boolean;
+  /** Where tools save the run's artifacts, and the keys that seal them; without it, a tool's `save` is refused. */
+  artifacts?: { store: ArtifactStore; keys: MessageKeys };
+}
+
 /**
  * Builds the `runTool` activity. Bad arguments (invalid JSON, schema failures) and refused tools become a tool error
  * the model sees; an exception thrown by the tool itself is left to Temporal's retry policy.
  */
 export function createRunTool(
   tools: ReadonlyMap<string, ToolDefinition>,
-  maxTextBytes: () => number = () => DEFAULT_PAYLOAD_LIMITS.maxTextBytes,
-  /** With an external payload store: the longest whole result kept beside the model's view. */
-  wholeMaxBytes?: number,
-  /** Whether a call carries its run's proof that the model made it; without one, nothing runs. */
-  madeByModel?: (call: RunToolInput['call']) => boolean,
+  {
+    maxTextBytes = () => DEFAULT_PAYLOAD_LIMITS.maxTextBytes,
+    wholeMaxBytes,
+    madeByModel,
+    artifacts,
+  }: RunToolOptions = {},
 ) {
   return async function runTool(input: RunToolInput): Promise<RunToolResult> {
     return toolCallSpan(input.call.name, async (span) => {
@@ -75,12 +91,14 @@ export function createRunTool(
       return toolError(`invalid arguments for "${call.name}": ${describeIssues(parsed.error).join('; ')}`);
     }
     let value: unknown;
+    let saved: ArtifactRef[] = [];
     try {
       // A tool that runs longer than the heartbeat timeout stays alive, and its last reported progress stays visible.
-      value = await withHeartbeat(
-        (signal, heartbeat) => tool.execute(parsed.data, { runId: input.runId, signal, heartbeat }),
-        HEARTBEAT_EVERY_MS,
-      );
+      value = await withHeartbeat((signal, heartbeat) => {
+        const access = artifactsOf(input, signal);
+        saved = access.saved;
+        return tool.execute(parsed.data, { runId: input.runId, signal, heartbeat, artifacts: access.access });
+      }, HEARTBEAT_EVERY_MS);
     } catch (err) {
       if (err instanceof ToolError) return toolError(boundResult(err.message, maxTextBytes()));
       throw boundedFailure(err, call.name);
@@ -89,7 +107,24 @@ export function createRunTool(
     const content = boundResult(text, maxTextBytes());
     // At the store's limit: the whole result goes to the store (history holds its reference).
     const keepWhole = wholeMaxBytes !== undefined && content !== text;
-    return { content, isError: false, ...(keepWhole && { whole: cutText(text, wholeMaxBytes) }) };
+    return {
+      content,
+      isError: false,
+      ...(keepWhole && { whole: cutText(text, wholeMaxBytes) }),
+      ...(saved.length > 0 && { artifacts: saved }),
+    };
+  }
+
+  /** What the call may do with artifacts: saved for the run Temporal reports as the caller, not one an input names. */
+  function artifactsOf(input: RunToolInput, signal: AbortSignal): { access: ArtifactAccess; saved: ArtifactRef[] } {
+    const readable = input.artifacts ?? [];
+    const caller = activityInfo().workflowExecution?.workflowId;
+    if (artifacts && caller !== undefined)
+      return artifactAccess(artifacts.store, artifacts.keys, caller, readable, signal);
+    const refused = async (): Promise<never> => {
+      throw new ToolError('artifacts are kept only for runs, on a worker built with an artifact store');
+    };
+    return { access: { readable, save: refused, read: refused }, saved: [] };
   }
 }
 

@@ -353,6 +353,47 @@ const SCENARIOS: Scenario[] = [
     ],
   },
   {
+    // A child saves an artifact; its parent reads it after the join (the reference travels in the child's result).
+    name: 'artifacts',
+    input: {
+      task: 'fixture: artifacts',
+      preset: 'editor',
+      scopes: ['tools.calc', 'run.delegate', 'artifacts.read', 'artifacts.write'],
+    },
+    rules: [
+      {
+        when: forTask('fixture: artifacts', 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: {
+                briefs: [{ task_name: 'report', message: 'fixture artifact child: the table', role: 'reporter' }],
+              },
+            },
+          ],
+        },
+      },
+      {
+        when: userSays('fixture artifact child: the table', 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'save_artifact',
+              arguments: { name: 'rates.md', media_type: 'text/markdown', content: '| Springfield | 8% |\n' },
+            },
+          ],
+        },
+      },
+      { when: userSays('fixture artifact child: the table', 1), reply: { text: 'saved rates.md' } },
+      {
+        when: forTask('fixture: artifacts', 1),
+        reply: { toolCalls: [{ name: 'read_artifact', arguments: { id: 'art-74670919ba39761f' } }] },
+      },
+      { when: forTask('fixture: artifacts', 2), reply: { text: 'Springfield: 8%' } },
+    ],
+  },
+  {
     name: 'cancelled',
     input: { task: 'fixture: cancel' },
     rules: [{ name: 'hang', when: forTask('fixture: cancel'), reply: { hang: true } }],
@@ -370,7 +411,7 @@ function fixtureConfig() {
     prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
     delegation: { enabled: true, activation: 'unconditional' },
     // What the scenarios ask for: a caller's scopes only narrow what the config grants.
-    grantableScopes: ['tools.calc', 'tools.notes', 'run.delegate'],
+    grantableScopes: ['tools.calc', 'tools.notes', 'run.delegate', 'artifacts.read', 'artifacts.write'],
     presets: [
       { id: 'assistant', persona: DEFAULT_PERSONA, tools: ['calculate', 'search_notes'] },
       // Past the size a child's input carries whole: children get these by reference and look them up.
@@ -379,6 +420,8 @@ function fixtureConfig() {
         persona: `You write. ${'Say it in one line. '.repeat(60)}`,
         tools: ['calculate', 'search_notes'],
       },
+      { id: 'editor', persona: DEFAULT_PERSONA, tools: ['calculate', 'save_artifact', 'read_artifact'] },
+      { id: 'reporter', persona: 'You report in a table.', tools: ['save_artifact'] },
       {
         id: 'researcher',
         persona: `You research with the notes. ${'Quote the note you used, word for word. '.repeat(26)}`,

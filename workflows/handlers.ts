@@ -173,5 +173,6 @@ export function stateOf(run: AgentRunState): RunState {
     reserved: run.reserved,
     delegations: [...run.ledger],
     session: [...run.events],
+    artifacts: run.artifacts.readable,
   };
 }

@@ -3,6 +3,7 @@
  * with what it shows to the `state` query (`toQuery`) and carries across continue-as-new (`toResume` /
  * `fromResume`). Deterministic code only.
  */
+import { RunArtifacts } from './artifacts.js';
 import { upsertMemo, upsertSearchAttributes, setCurrentDetails, type CancellationScope } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ResolveRunResult } from '../src/contract/activities.js';
@@ -89,6 +90,7 @@ export class AgentRunState extends RunAccount {
   readonly #admitted = new Set<string>();
   /** Messages from other runs accepted so far (`<from> <id>`): a repeat of one is refused. */
   readonly seenMessages = new Set<string>();
+  readonly artifacts: RunArtifacts;
   /** Questions asked in this segment (their ids are `q<segment>.<n>`). */
   #questionsAsked = 0;
   /**
@@ -110,6 +112,7 @@ export class AgentRunState extends RunAccount {
     this.rootId = input.origin?.rootId ?? sessionId;
     this.depth = input.origin?.depth ?? 0;
     this.tenant = input.tenant;
+    this.artifacts = new RunArtifacts(sessionId, input.origin?.artifacts, input.resume?.artifacts);
   }
 
   /** The session's events as the model reads them (a compaction replaces the oldest). */
@@ -283,6 +286,7 @@ export class AgentRunState extends RunAccount {
       appended: this.appended,
       snapshotMarks: Object.fromEntries(this.#snapshotMarks),
       ...(this.seenMessages.size > 0 && { seenMessages: [...this.seenMessages] }),
+      ...this.artifacts.toResume(),
       ...(context && { context }),
     };
   }
@@ -375,7 +379,7 @@ export class AgentRunState extends RunAccount {
   /** The run's result with its usage. */
   result(outcome: Omit<RunResult, 'usage' | 'sessionId'>): RunResult {
     countRunEnded(this, outcome.status, outcome.limit);
-    return { ...outcome, usage: this.usage, sessionId: this.sessionId };
+    return { ...outcome, usage: this.usage, sessionId: this.sessionId, ...this.artifacts.listed() };
   }
 
   /**

@@ -100,6 +100,7 @@ function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: strin
     allowedTools,
     scopes: run.composition.scopes,
     grant: run.grant,
+    ...(run.artifacts.readable.length > 0 && { artifacts: run.artifacts.readable }),
     // The source revision the run was offered the tool from: it keeps calling that one after a reload.
     ...(tool?.source !== undefined && { source: tool.source }),
   };
@@ -151,7 +152,8 @@ export function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCal
   const costBefore = run.usage.costMicroUsd;
   return joinAll(
     calls.map((call) =>
-      executeTool(run, call, allowedTools).then(({ content, isError }) => {
+      executeTool(run, call, allowedTools).then(({ content, isError, artifacts }) => {
+        run.artifacts.saved(artifacts);
         run.append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
       }),
     ),

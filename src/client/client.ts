@@ -285,6 +285,7 @@ export class DeputyClient {
       exportedAt: new Date().toISOString(),
       composition: state.composition,
       events: state.session,
+      ...(state.artifacts?.length && { artifacts: state.artifacts }),
     };
   }
 

@@ -31,14 +31,13 @@ async function liveState(client: Client, workflowId: string): Promise<RunState |
   return Promise.race([query, timeout]);
 }
 
-/** A finished run's usage from its result (the close event); `null` when it returned none. */
-async function endUsage(client: Client, workflowId: string): Promise<Usage | null> {
+/** A finished run's result (the close event), or `null` when it returned none. */
+async function endResult(client: Client, workflowId: string): Promise<RunResult | null> {
   const result: unknown = await client.workflow
     .getHandle(workflowId)
     .result()
     .catch(() => null);
-  const parsed = RunResult.safeParse(result);
-  return parsed.success ? parsed.data.usage : null;
+  return RunResult.safeParse(result).data ?? null;
 }
 
 async function toNode(
@@ -49,6 +48,7 @@ async function toNode(
   const memoUsage = Usage.safeParse(info.memo?.deputyUsage);
   const running = info.status.name === 'RUNNING';
   const state = running ? await liveState(client, info.workflowId) : null;
+  const ended = running || memoUsage.success ? null : await endResult(client, info.workflowId);
   const node: TreeNode = {
     workflowId: info.workflowId,
     parentId: attrs.get(DEPUTY_PARENT_ID) ?? null,
@@ -58,13 +58,12 @@ async function toNode(
       : (attrs.get(DEPUTY_STATUS) ?? info.status.name.toLowerCase()),
     preset: attrs.get(DEPUTY_PRESET) ?? null,
     contextMode: attrs.get(DEPUTY_PARENT_ID) ? (attrs.get(DEPUTY_CONTEXT_MODE) ?? null) : null,
-    usage: running
-      ? (state?.usage ?? null)
-      : memoUsage.success
-        ? memoUsage.data
-        : await endUsage(client, info.workflowId),
+    usage: running ? (state?.usage ?? null) : memoUsage.success ? memoUsage.data : (ended?.usage ?? null),
     costUsd: attrs.get(DEPUTY_COST_USD) ?? null,
   };
+  // What the run saved itself (its result lists its children's too).
+  const saved = ended?.artifacts?.filter((ref) => ref.savedBy === info.workflowId).length;
+  if (saved) node.artifacts = saved;
   const overrun = running
     ? state?.limits && overLimits(state.usage, state.limits)
     : AmountSchema.safeParse(info.memo?.deputyOverrun).data;

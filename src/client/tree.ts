@@ -23,6 +23,8 @@ export interface TreeNode {
   interjections?: number;
   /** How far its spend passed its reservation (a root: its limits), when an endpoint billed past the cap. */
   overrun?: { tokens: number; costMicroUsd: number };
+  /** Artifacts the run saved itself; known once it has ended with a result. */
+  artifacts?: number;
 }
 
 const pad = (text: string, width: number) => (text.length >= width ? text : text + ' '.repeat(width - text.length));
@@ -53,6 +55,7 @@ export function renderTree(nodes: readonly TreeNode[]): string {
       node.background ? 'background' : '',
       node.interjections ? `${node.interjections} interjection${node.interjections === 1 ? '' : 's'}` : '',
       node.openQuestion ? `asks ${node.openQuestion}` : '',
+      node.artifacts ? `saved ${node.artifacts} artifact${node.artifacts === 1 ? '' : 's'}` : '',
       node.overrun
         ? `overran its ${node.parentId ? 'reservation' : 'limits'} by ${node.overrun.tokens} tok $${microToUsd(node.overrun.costMicroUsd).toFixed(6)}`
         : '',

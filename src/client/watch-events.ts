@@ -76,6 +76,8 @@ export type WatchEvent = EventBase &
     | { type: 'model/failed'; model: string; activity: string; error: string }
     | { type: 'tool/called'; name: string }
     | { type: 'tool/result'; name: string; ok: boolean; bytes: number }
+    /** A tool saved an artifact for the run (after its `tool/result`). */
+    | { type: 'artifact/saved'; id: string; name: string; mediaType: string; size: number }
     | {
         type: 'delegation/started';
         child: string;

@@ -188,6 +188,9 @@ export class RunReader {
         ok: !result?.isError,
         bytes: Buffer.byteLength(result?.whole ?? result?.content ?? ''),
       });
+      for (const { id, name, mediaType, size } of result?.artifacts ?? []) {
+        await say({ type: 'artifact/saved', id, name, mediaType, size });
+      }
     }
     return;
   }

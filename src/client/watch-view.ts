@@ -50,6 +50,8 @@ export function describeWatchEvent(event: WatchEvent): string {
       return `running ${event.name}`;
     case 'tool/result':
       return `${event.name} ${event.ok ? 'ok' : 'failed'} (${event.bytes} B)`;
+    case 'artifact/saved':
+      return `saved artifact ${event.id} "${clip(event.name)}" (${event.mediaType}, ${event.size} B)`;
     case 'delegation/started': {
       const { maxTokens, maxCostUsd } = event.reserved;
       const reserved = [maxTokens !== null && `${maxTokens} tokens`, maxCostUsd !== null && usd(maxCostUsd)]

@@ -9,6 +9,7 @@ import type { ChatMessage } from './dialogue.js';
 import type { HookInput } from './hooks.js';
 import { ResolveRunResult, type ModelPrice } from './composition.js';
 import type { RunTool } from './tools.js';
+import type { ArtifactRef } from './artifacts.js';
 
 /** What one model call may spend: the run's free tokens and micro-USD (`null` = unlimited) and the model's price. */
 export interface CallBudget {
@@ -197,6 +198,8 @@ export interface RunToolInput {
   scopes: string[];
   /** The revision of the tool's source the run was offered it from, when its source can change (an MCP server). */
   source?: string;
+  /** The artifacts the run may read (its own, its children's, its brief's), when it has any. */
+  artifacts?: ArtifactRef[];
 }
 
 /** Input of `openMcpSession`: the run that is about to call a stateful MCP server's tool, and the server. */
@@ -225,6 +228,8 @@ export interface RunToolResult {
    * model.
    */
   whole?: string;
+  /** The artifacts the tool saved for the run. */
+  artifacts?: ArtifactRef[];
 }
 
 /** Input of `requestAdmission`: which tenant, its cap, and the child asking for a slot. */

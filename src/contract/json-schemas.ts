@@ -300,6 +300,24 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
           required: ['source', 'content'],
           additionalProperties: false,
         },
+        artifacts: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: {
+              id: { type: 'string', pattern: '^art-[0-9a-f]{16}$' },
+              name: { type: 'string', minLength: 1, maxLength: 200 },
+              mediaType: { type: 'string', minLength: 1, maxLength: 100 },
+              size: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+              digest: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' },
+              key: { type: 'string', minLength: 1, maxLength: 1024 },
+              savedBy: { type: 'string', minLength: 1 },
+              seal: { type: 'string', minLength: 1, maxLength: 200 },
+            },
+            required: ['id', 'name', 'mediaType', 'size', 'digest', 'key', 'savedBy', 'seal'],
+            additionalProperties: false,
+          },
+        },
       },
       required: ['parentId', 'rootId', 'depth', 'taskName', 'invocation', 'allowedTools', 'contextMode'],
       additionalProperties: false,
@@ -1266,6 +1284,48 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
           propertyNames: { type: 'string' },
           additionalProperties: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
         },
+        artifacts: {
+          type: 'object',
+          properties: {
+            produced: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  id: { type: 'string', pattern: '^art-[0-9a-f]{16}$' },
+                  name: { type: 'string', minLength: 1, maxLength: 200 },
+                  mediaType: { type: 'string', minLength: 1, maxLength: 100 },
+                  size: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                  digest: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' },
+                  key: { type: 'string', minLength: 1, maxLength: 1024 },
+                  savedBy: { type: 'string', minLength: 1 },
+                  seal: { type: 'string', minLength: 1, maxLength: 200 },
+                },
+                required: ['id', 'name', 'mediaType', 'size', 'digest', 'key', 'savedBy', 'seal'],
+                additionalProperties: false,
+              },
+            },
+            given: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  id: { type: 'string', pattern: '^art-[0-9a-f]{16}$' },
+                  name: { type: 'string', minLength: 1, maxLength: 200 },
+                  mediaType: { type: 'string', minLength: 1, maxLength: 100 },
+                  size: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                  digest: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' },
+                  key: { type: 'string', minLength: 1, maxLength: 1024 },
+                  savedBy: { type: 'string', minLength: 1 },
+                  seal: { type: 'string', minLength: 1, maxLength: 200 },
+                },
+                required: ['id', 'name', 'mediaType', 'size', 'digest', 'key', 'savedBy', 'seal'],
+                additionalProperties: false,
+              },
+            },
+          },
+          required: ['produced', 'given'],
+        },
         seenMessages: { type: 'array', items: { type: 'string' } },
         context: {
           type: 'object',
@@ -1335,6 +1395,24 @@ export const RUN_RESULT_SCHEMA: JsonSchema = {
     sessionId: { type: 'string' },
     limit: { type: 'string', enum: ['maxTurns', 'maxTokens', 'maxCostUsd', 'maxToolCalls', 'deadline'] },
     error: { type: 'string' },
+    artifacts: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          id: { type: 'string', pattern: '^art-[0-9a-f]{16}$' },
+          name: { type: 'string', minLength: 1, maxLength: 200 },
+          mediaType: { type: 'string', minLength: 1, maxLength: 100 },
+          size: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+          digest: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' },
+          key: { type: 'string', minLength: 1, maxLength: 1024 },
+          savedBy: { type: 'string', minLength: 1 },
+          seal: { type: 'string', minLength: 1, maxLength: 200 },
+        },
+        required: ['id', 'name', 'mediaType', 'size', 'digest', 'key', 'savedBy', 'seal'],
+        additionalProperties: false,
+      },
+    },
   },
   required: ['status', 'output', 'usage', 'sessionId'],
 };

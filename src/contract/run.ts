@@ -2,6 +2,7 @@
  * The `agentRun` contract: what a caller sends, what it gets back, and what the `state` query shows.
  * Must stay importable from workflow code: no Node built-ins, no I/O.
  */
+import { ArtifactRef } from './artifacts.js';
 import { z } from 'zod';
 import { BriefLimits, ContextMode } from './delegation.js';
 import { Effort, Preset } from './preset.js';
@@ -85,6 +86,8 @@ export const ChildOrigin = z.strictObject({
       dialogue: z.array(z.strictObject({ role: z.enum(['user', 'assistant']), content: z.string() })).optional(),
     })
     .optional(),
+  /** The artifacts its brief gave it to read, from those its parent could read. */
+  artifacts: z.array(ArtifactRef).optional(),
 });
 export type ChildOrigin = z.infer<typeof ChildOrigin>;
 
@@ -167,6 +170,8 @@ export const RunResult = z.object({
   limit: LimitName.optional(),
   /** Why the run failed, when it did. */
   error: z.string().optional(),
+  /** What the run and its children saved for whoever reads the result; absent when nothing. */
+  artifacts: z.array(ArtifactRef).optional(),
 });
 export type RunResult = z.infer<typeof RunResult>;
 
@@ -287,6 +292,8 @@ export const RunResume = z.object({
   ),
   appended: z.number().int().nonnegative(),
   snapshotMarks: z.record(z.string(), z.number().int()),
+  /** The artifacts the run saved or its children handed back, and those its brief gave it. */
+  artifacts: z.object({ produced: z.array(ArtifactRef), given: z.array(ArtifactRef) }).optional(),
   /** Messages from other runs accepted so far (`<from> <id>`), so a repeat is refused in the next segment too. */
   seenMessages: z.array(z.string()).optional(),
   /**
@@ -325,6 +332,8 @@ export const RunState = z.object({
   delegations: z.array(LedgerEntry),
   /** The session's events in effective form. */
   session: z.array(SessionEvent),
+  /** The artifacts the run may read: those it saved, those its children handed back, those its brief gave it. */
+  artifacts: z.array(ArtifactRef).optional(),
 });
 export type RunState = z.infer<typeof RunState>;
 

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { Preset } from './preset.js';
 import { SessionEvent } from './session.js';
+import { ArtifactRef } from './artifacts.js';
 
 /** Marks an exported session file. */
 export const SESSION_FORMAT = 'deputy.session';
@@ -20,5 +21,10 @@ export const SessionExport = z.strictObject({
     model: z.string(),
   }),
   events: z.array(SessionEvent),
+  /**
+   * The artifacts the run could read when it was exported, for whoever reads the file; a run imported from it is
+   * given none of them (a run reads only what it saved, its children handed back or a brief gave it).
+   */
+  artifacts: z.array(ArtifactRef).optional(),
 });
 export type SessionExport = z.infer<typeof SessionExport>;

@@ -3,6 +3,7 @@
  * `execute` runs only inside the `runTool` activity.
  */
 import { z } from 'zod';
+import type { ArtifactAccess } from './artifacts.js';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
@@ -12,6 +13,8 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Reports progress: Temporal records the last details, and a tool that reports keeps its activity alive. */
   heartbeat(details?: unknown): void;
+  /** The run's artifacts: save one, or read one the run may read. */
+  artifacts: ArtifactAccess;
 }
 
 /**

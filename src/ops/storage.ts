@@ -180,7 +180,7 @@ export class S3StorageDriver implements StorageDriver {
 }
 
 /** The driver `spec` names: a directory, a file:// URL, or s3://bucket/prefix; or the problem with it. */
-function driverFor(spec: string, env: NodeJS.ProcessEnv): StorageDriver | string {
+export function driverFor(spec: string, env: NodeJS.ProcessEnv): StorageDriver | string {
   if (spec.startsWith('s3://')) {
     const [bucket, ...rest] = spec.slice('s3://'.length).split('/');
     if (!bucket) return `DEPUTY_PAYLOAD_STORE: "${spec}" names no bucket (s3://bucket/prefix)`;

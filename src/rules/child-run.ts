@@ -2,6 +2,7 @@
  * The pure parts of one child's life: what it is given (its `RunInput`), how its end reads to the parent
  * (the outcome), and how its reservation is settled. No Temporal, no I/O: the workflow does the effects.
  */
+import type { ArtifactRef } from '../contract/artifacts.js';
 import type { ContextRendering, Preset } from '../contract/preset.js';
 import type { ChildOrigin, Limits, ParsedRunInput, RunInput, RunResult, Usage } from '../contract/run.js';
 import type { InheritedComposition, ResolveRunResult } from '../contract/composition.js';
@@ -50,6 +51,8 @@ export interface ChildPlan {
   grant: ChildGrant;
   limits: Limits;
   reservation: Amount;
+  /** The artifacts its brief gives it to read (every one readable by the parent). */
+  artifacts?: ArtifactRef[];
 }
 
 /** What a child's input needs of its parent. */
@@ -192,6 +195,7 @@ export function childInput(
       preset: presetForChild(plan.composition),
       ...(composition && { composition }),
       ...(background && { background }),
+      ...(plan.artifacts && plan.artifacts.length > 0 && { artifacts: plan.artifacts }),
     },
     ...(plan.restore && { restore: { kind: 'followup' as const, events: plan.restore.events } }),
   };
@@ -205,6 +209,8 @@ export interface ChildEnd {
   error?: string;
   /** What the child reported it spent; `null` when it ended without saying (charged its whole reservation). */
   spent: RunResult['usage'] | null;
+  /** What it and its children saved, as its result lists them. */
+  artifacts?: ArtifactRef[];
 }
 
 /**
@@ -212,6 +218,10 @@ export interface ChildEnd {
  * when given (`checked`: a mismatch fails the brief), any other status an error for its brief only.
  */
 export function endOfResult(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
+  return { ...endOfOutput(ended, checked), ...(ended.artifacts && { artifacts: ended.artifacts }) };
+}
+
+function endOfOutput(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
   const text = ended.output ?? '';
   if (ended.status === 'completed' && checked) {
     return checked.ok
@@ -240,6 +250,12 @@ export function endOfResult(ended: RunResult, checked: ReturnShapeCheck | undefi
 export function reportedUsage(details: unknown): Usage | null {
   // A result that is not a RunResult reports nothing.
   return asRunResult(details)?.usage ?? null;
+}
+
+/** What a failed child had saved before it failed, as the `RunResult` its failure carries lists them. */
+export function reportedArtifacts(details: unknown): Pick<ChildEnd, 'artifacts'> {
+  const artifacts = asRunResult(details)?.artifacts;
+  return artifacts ? { artifacts } : {};
 }
 
 /** A child that failed is an error for its brief only; what it reported spending, if anything, is charged. */

@@ -334,6 +334,7 @@ class ChildLife {
   /** The child ended: what it spent, and its outcome (the child is settled). */
   ended(ended: ChildEnd): ChildOutcome {
     this.#spent = ended.spent;
+    this.order.entry.artifacts = this.run.artifacts.handedBack(this.order.entry.childWorkflowId, ended.artifacts);
     // The child's call counts, and a mark when it answered without a tool.
     const evidence = ended.spent ? callEvidence(ended.status, ended.spent) : undefined;
     return this.outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
@@ -387,7 +388,7 @@ class ChildLife {
       summary: bounded(summary, MAX_CHILD_SUMMARY_CHARS),
       ...(error !== undefined && { error }),
       usage: entry.actual && { tokens: entry.actual.tokens, cost_usd: microToUsd(entry.actual.costMicroUsd) },
-      artifacts: entry.artifacts,
+      artifacts: this.run.artifacts.describe(entry.artifacts),
       ...evidence,
     };
   }

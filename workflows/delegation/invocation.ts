@@ -270,7 +270,7 @@ function book(
     reserved: plan.reservation,
     actual: null,
     summary: null,
-    artifacts: plan.brief.artifacts ?? [],
+    artifacts: [],
     preparation: { contextMode: plan.contextMode, backgroundChars: null, hookOutcome: null },
     ...(plan.restore && { followupOf: plan.restore.from }),
     ...narrowingOf(plan.brief, returnShape),

@@ -44,6 +44,8 @@ export function planChild(
     settings,
   });
   if (!grant.ok) return { ok: false, error: `brief "${brief.task_name}": ${grant.error}` };
+  const given = run.artifacts.forBrief(brief.artifacts);
+  if (!given.ok) return { ok: false, error: `brief "${brief.task_name}": ${given.error}` };
   const derived = deriveChildLimits({
     parentLimits: run.limits,
     parentUsage: run.usage,
@@ -76,6 +78,7 @@ export function planChild(
       grant: grant.grant,
       limits,
       reservation: reservationFor(limits),
+      artifacts: given.refs,
     },
   };
 }

@@ -22,7 +22,14 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
 import type { LedgerEntry, RunInput, RunResult } from '../../src/contract/run.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
-import { cancelledEnd, endOfResult, failedEnd, reportedUsage, type ChildEnd } from '../../src/rules/child-run.js';
+import {
+  cancelledEnd,
+  endOfResult,
+  failedEnd,
+  reportedArtifacts,
+  reportedUsage,
+  type ChildEnd,
+} from '../../src/rules/child-run.js';
 import { FAILURE } from '../../src/contract/failures.js';
 import { checkReturnShape } from '../../src/rules/contract-checks.js';
 import { sealedForChild } from '../grants.js';
@@ -116,7 +123,8 @@ export function endOfFailure(err: unknown): ChildEnd {
   if (CancellationScope.current().consideredCancelled || !(err instanceof ChildWorkflowFailure)) throw err;
   const cause = err.cause;
   if (cause instanceof ApplicationFailure && cause.type === FAILURE.ChildFailed) {
-    return failedEnd(cause.message, reportedUsage(cause.details?.[0]));
+    const details = cause.details?.[0];
+    return { ...failedEnd(cause.message, reportedUsage(details)), ...reportedArtifacts(details) };
   }
   if (cause instanceof CancelledFailure || isCancellation(err)) return cancelledEnd();
   return failedEnd(cause?.message ?? err.message, null);
