@@ -7,7 +7,7 @@ import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../s
 import type { Usage } from '../src/contract/run.js';
 import { type SessionEvent } from '../src/contract/session.js';
 import { toChatMessages } from '../src/contract/dialogue.js';
-import { addModelCall, callCostMicroUsd, priceFromUsdPerMTok, ZERO_USAGE } from '../src/rules/usage.js';
+import { addModelCall, callCostMicroUsd, callSpend, priceFromUsdPerMTok, ZERO_USAGE } from '../src/rules/usage.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const price = priceFromUsdPerMTok(1, 2);
@@ -24,7 +24,7 @@ describe('R1.3 cost in integer micro-USD', () => {
       fc.property(
         fc.array(fc.record({ inputTokens: fc.nat(200_000), outputTokens: fc.nat(50_000) }), { maxLength: 200 }),
         (calls) => {
-          const usage = calls.reduce<Usage>((u, c) => addModelCall(u, c, price), ZERO_USAGE);
+          const usage = calls.reduce<Usage>((u, c) => addModelCall(u, callSpend(c, price)), ZERO_USAGE);
           expect(Number.isInteger(usage.costMicroUsd)).toBe(true);
           expect(usage.costMicroUsd).toBe(calls.reduce((sum, c) => sum + callCostMicroUsd(c, price), 0));
           expect(usage.totalTokens).toBe(usage.inputTokens + usage.outputTokens);

@@ -19,7 +19,7 @@ const PRICE = { inputMicroUsdPerMTok: 1_000_000, outputMicroUsdPerMTok: 4_000_00
 describe('R2.19 usage billed and usage debited', () => {
   it('an endpoint that reports 1,000 input tokens where Deputy counted 1,381: debited 1,381, billed 1,000', () => {
     const reply = { inputTokens: 1381, outputTokens: 50, billed: { inputTokens: 1000, outputTokens: 50 } };
-    const usage = addModelCall(ZERO_USAGE, reply, PRICE);
+    const usage = addModelCall(ZERO_USAGE, callSpend(reply, PRICE));
     expect(usage).toEqual({
       inputTokens: 1381,
       outputTokens: 50,
@@ -52,7 +52,7 @@ describe('R2.19 usage billed and usage debited', () => {
       inputTokens: 10,
       outputTokens: 2,
     });
-    const usage = addModelCall(ZERO_USAGE, { inputTokens: 10, outputTokens: 5 }, PRICE);
+    const usage = addModelCall(ZERO_USAGE, callSpend({ inputTokens: 10, outputTokens: 5 }, PRICE));
     expect(usage.billed).toEqual({ inputTokens: 10, outputTokens: 5, costMicroUsd: usage.costMicroUsd });
     expect(billedDiffers(usage)).toBe(false);
   });
@@ -68,7 +68,7 @@ describe('R2.19 usage billed and usage debited', () => {
       costMicroUsd: 800,
       billed: { inputTokens: 300, outputTokens: 100, costMicroUsd: 700 },
     });
-    const parent = addSpend(addModelCall(ZERO_USAGE, { inputTokens: 20, outputTokens: 0 }, PRICE), child);
+    const parent = addSpend(addModelCall(ZERO_USAGE, callSpend({ inputTokens: 20, outputTokens: 0 }, PRICE)), child);
     expect(parent.billed).toEqual({ inputTokens: 320, outputTokens: 100, costMicroUsd: 720 });
     expect([parent.totalTokens, parent.costMicroUsd, parent.modelCalls]).toEqual([520, 820, 1]);
 

@@ -84,7 +84,10 @@ describe('R6.5 TreeView', () => {
     expect(rows[1]!.treeBilledCostUsd).toBeCloseTo(0.001, 9);
     // 49.8 Tool calls as the runs count them: those their models called, the child's taken from its own usage at
     // its end; the lines show each run's own spend, the summary the tree's.
-    expect(view.summary()).toBe('running: tree of 2 runs: 2 model calls, 1 tool calls, 180 tokens, $0.003000');
+    // The summary says both where they differ, labelled.
+    expect(view.summary()).toBe(
+      'running: tree of 2 runs: 2 model calls, 1 tool calls, 180 tokens, $0.003000 (billed 170 tokens, $0.002800)',
+    );
     expect(view.lines()[1]).toMatch(
       /^ {2}└ research +completed +own +60 tok \$0\.001000 {2}completed \(maxTurns, synthesised\)$/,
     );

@@ -228,7 +228,10 @@ describe('R6.5 watch a tree', () => {
       ]),
     );
     // 49.8 The root's delegate and beta's calculate: tool calls as the runs' own usage counts them.
-    expect(output).toMatch(/^completed: tree of 3 runs: 5 model calls, 2 tool calls, \d+ tokens, \$0\.\d{6}$/m);
+    // R2.19 What the endpoints billed follows, labelled: the scripted model reports less than Deputy counts.
+    expect(output).toMatch(
+      /^completed: tree of 3 runs: 5 model calls, 2 tool calls, \d+ tokens, \$0\.\d{6} \(billed \d+ tokens, \$0\.\d{6}\)$/m,
+    );
     expect(output).toMatch(new RegExp(`resume after the last event: deputy watch ${id} \\S+`));
   });
 
@@ -286,7 +289,7 @@ describe('R6.5 watch a tree', () => {
       expect(top.treeCostUsd).toBeCloseTo(root.usage.costMicroUsd / 1e6, 9);
     }
     expect(folded.summary()).toBe(
-      `completed: tree of 3 runs: 6 model calls, 3 tool calls, ${root.usage.totalTokens} tokens, $${(root.usage.costMicroUsd / 1e6).toFixed(6)}`,
+      `completed: tree of 3 runs: 6 model calls, 3 tool calls, ${root.usage.totalTokens} tokens, $${(root.usage.costMicroUsd / 1e6).toFixed(6)} (billed 840 tokens, $${(root.usage.billed.costMicroUsd / 1e6).toFixed(6)})`,
     );
 
     const state = await h.deputy.getState(id);

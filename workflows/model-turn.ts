@@ -256,8 +256,9 @@ function callTurn(
     { model, effort, ...input, budget: run.callBudget(), grant: run.grant },
     {
       done: (reply) => {
-        run.recordModelCall(reply, price);
-        countModelCall(run, callSpend(reply, price));
+        const spend = callSpend(reply, price);
+        run.recordModelCall(spend);
+        countModelCall(run, spend);
         run.append({
           type: 'message/assistant',
           at: now(),

@@ -6,7 +6,6 @@
 import { upsertSearchAttributes } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ResolveRunResult } from '../src/contract/activities.js';
-import type { ModelPrice } from '../src/contract/composition.js';
 import type { DelegationSettings } from '../src/contract/delegation.js';
 import type { LedgerEntry, ResolvedLimits, Usage } from '../src/contract/run.js';
 import { DEPUTY_COST_USD } from '../src/contract/search-attributes.js';
@@ -32,7 +31,6 @@ import {
   callCostMicroUsd,
   microToUsd,
   ZERO_USAGE,
-  type CallTokens,
   type Spend,
 } from '../src/rules/usage.js';
 
@@ -116,8 +114,8 @@ export class RunAccount {
   }
 
   /** Books a model call's usage; an endpoint that counted more than Deputy's estimate may have billed past what was free. */
-  recordModelCall(reply: CallTokens, price: ModelPrice): void {
-    this.#usage = addModelCall(this.#usage, reply, price);
+  recordModelCall(spend: Spend): void {
+    this.#usage = addModelCall(this.#usage, spend);
     this.absorbOverrun();
   }
 

@@ -178,6 +178,7 @@ export class TreeView {
     runs: number;
     tokens: number;
     costUsd: number;
+    billedTokens: number;
     billedCostUsd: number;
     modelCalls: number;
     toolCalls: number;
@@ -188,6 +189,7 @@ export class TreeView {
       runs: runs.length,
       tokens: sum((r) => r.tokens),
       costUsd: sum((r) => r.costUsd),
+      billedTokens: sum((r) => r.billedTokens),
       billedCostUsd: sum((r) => r.billedCostUsd),
       modelCalls: sum((r) => r.modelCalls),
       toolCalls: sum((r) => r.toolCalls),
@@ -235,6 +237,11 @@ export class TreeView {
   summary(): string {
     const t = this.totals();
     const root = this.root ? this.runs.get(this.root) : undefined;
-    return `${root?.status ?? 'unknown'}: tree of ${t.runs} runs: ${t.modelCalls} model calls, ${t.toolCalls} tool calls, ${t.tokens} tokens, ${usd(t.costUsd)}`;
+    // What the endpoints billed, where it differs from what the budget debited (an endpoint that reported less).
+    const billed =
+      t.billedTokens !== t.tokens || usd(t.billedCostUsd) !== usd(t.costUsd)
+        ? ` (billed ${t.billedTokens} tokens, ${usd(t.billedCostUsd)})`
+        : '';
+    return `${root?.status ?? 'unknown'}: tree of ${t.runs} runs: ${t.modelCalls} model calls, ${t.toolCalls} tool calls, ${t.tokens} tokens, ${usd(t.costUsd)}${billed}`;
   }
 }

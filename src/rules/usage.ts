@@ -93,24 +93,16 @@ export function callSpend(result: CallTokens & { billed?: unknown }, price: Mode
  * a count no larger than what was debited, else what was debited.
  */
 export function billedOf(spend: Spend): Billed {
-  const debited = {
-    inputTokens: spend.inputTokens,
-    outputTokens: spend.outputTokens,
-    costMicroUsd: spend.costMicroUsd,
-  };
-  const said = callTokensOf(spend.billed);
   const cost = tokenCount((spend.billed as { costMicroUsd?: unknown } | undefined)?.costMicroUsd);
-  if (!said || cost === null) return debited;
-  return {
-    inputTokens: Math.min(said.inputTokens, debited.inputTokens),
-    outputTokens: Math.min(said.outputTokens, debited.outputTokens),
-    costMicroUsd: Math.min(cost, debited.costMicroUsd),
-  };
+  if (!callTokensOf(spend.billed) || cost === null) {
+    return { inputTokens: spend.inputTokens, outputTokens: spend.outputTokens, costMicroUsd: spend.costMicroUsd };
+  }
+  return { ...billedTokens(spend), costMicroUsd: Math.min(cost, spend.costMicroUsd) };
 }
 
-/** Adds one model call (its result, debited and billed) to a usage record. */
-export function addModelCall(usage: Usage, result: CallTokens & { billed?: unknown }, price: ModelPrice): Usage {
-  const added = addSpend(usage, callSpend(result, price));
+/** Adds one model call (what it spent, debited and billed: `callSpend`) to a usage record. */
+export function addModelCall(usage: Usage, spend: Spend): Usage {
+  const added = addSpend(usage, spend);
   return { ...added, modelCalls: usage.modelCalls + 1 };
 }
 
