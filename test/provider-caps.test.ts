@@ -9,6 +9,8 @@ import { capParameters } from '../activities/model-request.js';
 import type { WatchEvent } from '../src/client/watch.js';
 import { userSays, worstUsage, type ProviderBehaviour } from '../src/testing/scripted-model.js';
 import { testConfig, useHarness } from './support/harness.js';
+import { loadTree } from '../src/client/inspect.js';
+import { renderTree } from '../src/client/tree.js';
 
 const h = useHarness({ config: testConfig() });
 
@@ -159,5 +161,45 @@ describe('R6.6 live output', () => {
     expect(progress.at(-1)!.outputTokens).toBeGreaterThan(progress[0]!.outputTokens);
     expect((await h.deputy.result(id)).output).toBe(text);
     console.log(`R6.6 time to first live token at the watcher: ${firstLiveMs} ms`);
+  });
+});
+
+describe('R2.19 a provider that sends no usage', () => {
+  it('R2.19 with no report, billed is Deputy’s count, the same as debited, in the result, the watch and the tree', async () => {
+    h.model.behaviour = { reads: 'both', reportsUsage: false, usage: 'fixed' };
+    const task = 'usage: a provider that says nothing of it';
+    h.model.add(
+      {
+        name: `${task} 0`,
+        when: userSays(task, 0),
+        reply: { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 2, b: 3 } }] },
+      },
+      { name: `${task} 1`, when: userSays(task, 1), reply: { text: words(40) } },
+    );
+    const id = h.id('no-usage');
+    await h.deputy.startRun({ task }, { workflowId: id });
+    const { usage } = await h.deputy.result(id);
+    expect(usage.modelCalls).toBe(2);
+    expect(usage.inputTokens).toBeGreaterThan(0);
+    expect(usage.billed).toEqual({
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      costMicroUsd: usage.costMicroUsd,
+    });
+    const finished: WatchEvent[] = [];
+    for await (const event of h.deputy.watch(id)) if (event.type === 'model/finished') finished.push(event);
+    expect(finished).toHaveLength(2);
+    for (const event of finished) {
+      if (event.type !== 'model/finished') continue;
+      expect(event.billed).toEqual({
+        inputTokens: event.inputTokens,
+        outputTokens: event.outputTokens,
+        costUsd: event.costUsd,
+      });
+    }
+    // Nothing to tell apart: no billed note.
+    const tree = renderTree(await loadTree(h.client, id));
+    expect(tree).toContain(`tree ${usage.totalTokens} tok`);
+    expect(tree).not.toContain('billed');
   });
 });
