@@ -16,6 +16,10 @@ import { parseConfig } from '../src/config/schema.js';
 import { checkConfigAgainstTools } from '../activities/composition.js';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
+import type { RunResult } from '../src/contract/run.js';
+import { childInput, endOfResult, reportedArtifacts } from '../src/rules/child-run.js';
+import { ZERO_USAGE } from '../src/rules/usage.js';
+import { describeWatchEvent } from '../src/client/watch-view.js';
 
 const keys = new MessageKeys([['k1', Buffer.alloc(32, 7)]]);
 const store = () => ArtifactStore.fromEnv({ DEPUTY_PAYLOAD_STORE: mkdtempSync(join(tmpdir(), 'deputy-art-unit-')) });
@@ -116,5 +120,62 @@ describe('R2.18 the configuration docs/delegation.md shows for artifacts', () =>
       ['save_artifact', ['artifacts.write']],
       ['read_artifact', ['artifacts.read']],
     ]);
+  });
+});
+
+describe('R2.18 artifacts in a child’s input and end', () => {
+  const made = ref('1', 'p/writer-1');
+  const result = (extra: Partial<RunResult>): RunResult => ({
+    status: 'completed',
+    output: 'done',
+    usage: ZERO_USAGE,
+    sessionId: 'p/writer-1',
+    ...extra,
+  });
+
+  it('R2.18 a brief’s artifacts travel in the sealed origin, only when it gives some', () => {
+    const plan = {
+      brief: { task_name: 'reader', message: 'read it' },
+      preset: 'assistant',
+      composition: {
+        definition: { id: 'assistant', persona: 'p', tools: [], skills: {}, contextRendering: 'block' as const },
+        revision: 'r',
+        selected: true,
+      },
+      contextRendering: 'block' as const,
+      contextMode: 'none' as const,
+      grant: { tools: [], scopes: [] },
+      limits: {},
+      reservation: { tokens: 0, costMicroUsd: 0 },
+    };
+    const parent = { sessionId: 'p', rootId: 'p', depth: 0, tenant: undefined, composition: {} as never };
+    const input = (artifacts?: ArtifactRef[]) =>
+      childInput({ ...plan, ...(artifacts && { artifacts }) }, plan.brief, 1, undefined, parent, undefined);
+    expect(input([made]).origin?.artifacts).toEqual([made]);
+    expect(input([]).origin).not.toHaveProperty('artifacts');
+    expect(input().origin).not.toHaveProperty('artifacts');
+  });
+
+  it('R2.18 a child’s end carries what its result lists, a failure’s too; nothing when it lists none', () => {
+    expect(endOfResult(result({ artifacts: [made] }), undefined).artifacts).toEqual([made]);
+    expect(endOfResult(result({}), undefined)).not.toHaveProperty('artifacts');
+    expect(endOfResult(result({ status: 'failed', artifacts: [made] }), undefined).artifacts).toEqual([made]);
+    expect(reportedArtifacts(result({ artifacts: [made] }))).toEqual({ artifacts: [made] });
+    expect(reportedArtifacts(result({}))).toEqual({});
+    expect(reportedArtifacts({ not: 'a result', artifacts: [made] })).toEqual({});
+  });
+
+  it('R2.18 a watch line says which artifact was saved', () => {
+    const event = { run: 'r', parent: null, seq: 1, at: '', cursor: '' };
+    expect(
+      describeWatchEvent({
+        ...event,
+        type: 'artifact/saved',
+        id: made.id,
+        name: 'rates.md',
+        mediaType: 'text/markdown',
+        size: 51,
+      }),
+    ).toBe(`saved artifact ${made.id} "rates.md" (text/markdown, 51 B)`);
   });
 });
