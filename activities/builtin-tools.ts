@@ -1,8 +1,7 @@
+import { ArtifactError, PayloadStoreError, ToolError } from '../src/contract/errors.js';
 import { z } from 'zod';
-import { defineTool, ToolError, type ToolDefinition } from '../src/contract/tools.js';
+import { defineTool, type ToolDefinition } from '../src/contract/tools.js';
 import { UNTRUSTED_LABEL } from '../src/rules/children.js';
-import { ArtifactError } from '../src/ops/artifacts.js';
-import { PayloadStoreError } from '../src/ops/storage.js';
 
 /** A note the `search_notes` tool can find. */
 export interface Note {

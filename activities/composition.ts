@@ -2,6 +2,7 @@
  * Resolving a run's composition from the config: preset, persona with skills, model, price, tools and scopes.
  * Pure: the caller passes the config and the worker's tools.
  */
+import { CompositionError } from '../src/contract/errors.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type {
   ResolvePresetsInput,
@@ -9,32 +10,15 @@ import type {
   ResolveRunInput,
   ResolveRunResult,
 } from '../src/contract/activities.js';
-import {
-  DELEGATE_SCOPE,
-  DELEGATE_TOOL,
-  delegateAvailable,
-  STEERING_TOOLS,
-  type DelegationSettings,
-} from '../src/rules/delegation.js';
+import { DELEGATE_SCOPE } from '../src/contract/scopes.js';
+import { DELEGATE_TOOL, delegateAvailable, STEERING_TOOLS, type DelegationSettings } from '../src/rules/delegation.js';
 import { unknownPresetTools, type DeputyConfig } from '../src/config/load.js';
 import { presetRevision } from '../src/config/store.js';
 import { configEntry } from '../src/config/schema.js';
-import { DeputyError } from '../src/contract/errors.js';
 import { holdsScopes, toToolSpec, type RunTool, type ToolDefinition } from '../src/contract/tools.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
 import { DEFAULT_MODEL_RETRY } from '../src/rules/model-retry.js';
 import type { ModelRetry } from '../src/contract/composition.js';
-
-/** Thrown when a run names a preset or model the config does not know. */
-export class CompositionError extends DeputyError {
-  constructor(
-    message: string,
-    /** Dotted failure type for the activity boundary. */
-    readonly type: string,
-  ) {
-    super(message);
-  }
-}
 
 export { renderPersona } from '../src/rules/persona.js';
 
@@ -138,8 +122,6 @@ export function resolvePresetTools(config: DeputyConfig, input: ResolvePresetsIn
         ? {
             id,
             ok: true as const,
-            tools: preset.tools,
-            contextRendering: preset.contextRendering,
             definition: preset,
             revision: presetRevision(preset),
           }

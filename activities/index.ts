@@ -1,6 +1,7 @@
 /**
  * All of Deputy's activities, built from their dependencies so tests pass real objects pointed at local fakes.
  */
+import { CompositionError } from '../src/contract/errors.js';
 import { FAILURE } from '../src/contract/failures.js';
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
@@ -12,7 +13,7 @@ import type {
   ResolveRunInput,
   ResolveRunResult,
 } from '../src/contract/activities.js';
-import { CompositionError, resolveComposition, resolvePresetTools } from './composition.js';
+import { resolveComposition, resolvePresetTools } from './composition.js';
 import type { ConfigStore } from '../src/config/store.js';
 import { configEntry } from '../src/config/schema.js';
 import type { Client } from '@temporalio/client';

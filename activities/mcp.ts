@@ -3,9 +3,9 @@
  * runs inside the `runTool` activity like any tool's, so scopes, presets, narrowing to children, the tool caps, retries,
  * timeouts and cancellation are the same. The worker keeps one connection per server (opened again when it is lost);
  * a stateful server gets one per run instead, so what it keeps between calls belongs to that run alone, and a run's
- * calls all come to the worker holding that connection; losing it is a tool error. What a server sends back is data
- * for the model.
+ * calls all come to the worker holding that connection; losing it is a tool error. A server's replies are data.
  */
+import { ToolError } from '../src/contract/errors.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -15,7 +15,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { McpServer, McpServers, McpValue } from '../src/config/mcp.js';
-import { TOOL_NAME, ToolError, type ToolContext, type ToolDefinition } from '../src/contract/tools.js';
+import { TOOL_NAME, type ToolContext, type ToolDefinition } from '../src/contract/tools.js';
 import { boundedFetch } from './bounded-fetch.js';
 
 /** How long the worker waits for a server to start and list its tools. */

@@ -1,3 +1,4 @@
+import { ToolError } from '../src/contract/errors.js';
 import { activityInfo } from '@temporalio/activity';
 import { withHeartbeat } from './heartbeat.js';
 import { artifactAccess, type ArtifactStore } from '../src/ops/artifacts.js';
@@ -14,7 +15,7 @@ import {
 } from '../src/rules/payloads.js';
 import type { RunToolInput, RunToolResult } from '../src/contract/activities.js';
 import type { ArtifactAccess, ArtifactRef } from '../src/contract/artifacts.js';
-import { holdsScopes, pinnedToolKey, ToolError, type ToolDefinition } from '../src/contract/tools.js';
+import { holdsScopes, pinnedToolKey, type ToolDefinition } from '../src/contract/tools.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
 import { recordToolCall, toolCallSpan } from './telemetry.js';
 

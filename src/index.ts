@@ -3,6 +3,7 @@
  * and updates, and the client. No worker, no `openai`, no file system: a service that only starts runs loads nothing
  * heavier than `@temporalio/client`. Workers come from `deputy/worker`.
  */
+export { UpdateRejectedError } from './contract/errors.js';
 export {
   RunInput,
   RunResult,
@@ -21,13 +22,7 @@ export { SessionExport, SESSION_FORMAT } from './contract/session-export.js';
 export { Preset } from './contract/preset.js';
 export { Brief, DelegateArgs, InterjectArgs } from './contract/delegation.js';
 export { stateQuery, sendMessageUpdate, endConversationUpdate, interjectUpdate } from './contract/messages.js';
-export {
-  DeputyClient,
-  UpdateRejectedError,
-  type DeputyClientOptions,
-  type SessionInfo,
-  type StartRunOptions,
-} from './client/client.js';
+export { DeputyClient, type DeputyClientOptions, type SessionInfo, type StartRunOptions } from './client/client.js';
 export { DEPUTY_SEARCH_ATTRIBUTES } from './contract/search-attributes.js';
 export { FAILURE, type FailureType } from './contract/failures.js';
 export * from './contract/errors.js';

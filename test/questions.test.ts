@@ -4,11 +4,12 @@
  * with `answer_child`, asks its own parent, or at the root of a conversation asks the person; a person can answer
  * through the client; an unanswered question ends at the child's deadline; strangers can neither ask nor answer.
  */
+import { UpdateRejectedError } from '../src/contract/errors.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
 import { answerSignal, questionSignal } from '../src/contract/messages.js';
-import { UpdateRejectedError } from '../src/client/client.js';
+
 import { loadTree } from '../src/client/inspect.js';
 import { renderTree } from '../src/client/tree.js';
 import {

@@ -102,7 +102,7 @@ describe('R2.4 R2.7 a child’s input', () => {
   });
 
   it('R4.3 an implicit child inherits exactly what resolveRun would answer for it; a role, another model or a follow-up looks up', () => {
-    const definition = parent.composition.presetDefinition!;
+    const definition = parent.composition.presetDefinition;
     const implicit: ChildPlan = {
       ...plan,
       preset: definition.id,
@@ -182,7 +182,7 @@ describe('R2.4 R2.7 a child’s input', () => {
       parameters: { type: 'object', properties: { path: { type: 'string' } } },
     };
     const base = parent.composition;
-    const definition = { ...base.presetDefinition!, tools: [...base.presetDefinition!.tools, 'docs_read'] };
+    const definition = { ...base.presetDefinition, tools: [...base.presetDefinition.tools, 'docs_read'] };
     const from = {
       ...parent,
       depth: 1,

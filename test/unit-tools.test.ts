@@ -2,10 +2,11 @@
  * R1.10 R6.7 what a tool is offered on and what the model sees of it: scopes held in full, a tool's own JSON Schema
  * (an MCP server's) over the one zod would generate, and what an MCP result reads as.
  */
+import { ToolError } from '../src/contract/errors.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { resultText } from '../activities/mcp.js';
-import { holdsScopes, toToolSpec, ToolError, type ToolDefinition } from '../src/contract/tools.js';
+import { holdsScopes, toToolSpec, type ToolDefinition } from '../src/contract/tools.js';
 
 const tool = (over: Partial<ToolDefinition> = {}): ToolDefinition => ({
   name: 'files_read',

@@ -166,8 +166,8 @@ export function stateOf(run: AgentRunState): RunState {
     usage: run.usage,
     limits: limits ?? null,
     remaining: limits ? remaining(limits, run.usage, Date.now()) : null,
-    composition: composition?.presetDefinition
-      ? { preset: composition.presetDefinition, revision: composition.presetRevision ?? '', model: composition.model }
+    composition: composition
+      ? { preset: composition.presetDefinition, revision: composition.presetRevision, model: composition.model }
       : null,
     activation: composition?.delegation?.enabled ? (composition.delegation.activation ?? 'evidence') : null,
     reserved: run.reserved,

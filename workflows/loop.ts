@@ -58,7 +58,6 @@ function drainInbox(run: AgentRunState): void {
 /** Temporal suggests continuing as new (or history grows long), and nothing is in flight. */
 function continueAsNewDue(run: AgentRunState): boolean {
   const { compaction } = run.composition;
-  if (!compaction) return false;
   const info = workflowInfo();
   if (!info.continueAsNewSuggested && info.historyLength <= compaction.continueAsNewAfterEvents) return false;
   return !run.hasLiveChildren();

@@ -144,7 +144,6 @@ export async function maybeCompact(run: AgentRunState, forced = false): Promise<
 /** What a compaction would replace now (`forced`: whatever can be), or `null` when none is due. */
 export function compactionPlan(run: AgentRunState, forced = false): CompactionPlan | null {
   const { compaction } = run.composition;
-  if (!compaction) return null;
   return forced
     ? planCompaction(run.events, 0, 1)
     : planCompaction(run.events, compaction.thresholdTokens, compaction.keepRecentTurns);

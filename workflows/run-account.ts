@@ -219,22 +219,22 @@ export class RunAccount {
     return { key: DEPUTY_COST_USD, value: microToUsd(this.usage.costMicroUsd) };
   }
 
-  /** The delegation settings resolved at the start (a run offered no steering tool never reads them). */
+  /**
+   * The delegation settings resolved at the start. A child that inherited a composition it may not delegate with
+   * carries none, and is offered no steering tool, so nothing asks.
+   */
   get delegationSettings(): DelegationSettings {
     const settings = this.composition.delegation;
-    if (!settings) throw new Error('this run has no delegation settings (a history from before delegation)');
+    if (!settings) throw new Error('this run was given no delegation settings: it may not delegate');
     return settings;
   }
 
-  /** The system prompt: recorded in older compositions, rendered from the preset definition in newer ones. */
+  /** The system prompt, rendered from the preset definition. */
   get persona(): string {
-    const { persona, presetDefinition } = this.composition;
-    if (persona !== undefined) return persona;
-    if (!presetDefinition) throw new Error('this run has neither a persona nor a preset definition');
-    return renderPersona(presetDefinition);
+    return renderPersona(this.composition.presetDefinition);
   }
 
-  /** Size budgets of what the run writes to history; histories from before them use the defaults. */
+  /** Size budgets of what the run writes to history; a child that inherited the defaults carries none. */
   get payloads(): PayloadLimits {
     // Updates may arrive before the composition is resolved: the defaults hold until then.
     return this.#composition?.payloads ?? DEFAULT_PAYLOAD_LIMITS;

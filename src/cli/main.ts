@@ -3,12 +3,12 @@
  * `npm run deputy -- <command>`: look at runs and move sessions from the command line. `deputy help` lists the
  * commands (the table below), their options and the environment they read.
  */
+import { DeputyError, UsageError } from '../contract/errors.js';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
 import { Client } from '@temporalio/client';
 import { connectTemporal } from '../client/connect.js';
-import { DeputyError } from '../contract/errors.js';
 import { DeputyClient } from '../client/client.js';
 import { loadConfig, readEnv, type DeputyConfig, type DeputyEnv } from '../config/load.js';
 import { configEntry } from '../config/schema.js';
@@ -21,7 +21,7 @@ import { renderTree } from '../client/tree.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
 import { terminalSafe, terminalSafeJson } from '../rules/terminal.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
-import { COMMANDS, help, parse, UsageError, usageLine, type Parsed } from './usage.js';
+import { COMMANDS, help, parse, usageLine, type Parsed } from './usage.js';
 import { labelledUsage } from '../rules/usage.js';
 import { recordedState, unanswered, withinSeconds } from './recorded.js';
 

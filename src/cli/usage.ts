@@ -2,8 +2,8 @@
  * How `deputy` is called: its commands, their options and the environment it reads, as `deputy help` shows them,
  * and the parsing of a command line against them (Node's `util.parseArgs`).
  */
+import { UsageError } from '../contract/errors.js';
 import { parseArgs } from 'node:util';
-import { DeputyError } from '../contract/errors.js';
 
 /** Each command: its arguments, what it does, and the options it takes. */
 export const COMMANDS: Record<string, { args: string; does: string; min: number; max: number; options?: string[] }> = {
@@ -128,9 +128,6 @@ export function help(name?: string): string {
     'deputy <command> --help shows one command with its options.',
   ].join('\n');
 }
-
-/** A mistake in how the command was called: one line on stderr, exit status 2. */
-export class UsageError extends DeputyError {}
 
 /** Every option any command takes, as `util.parseArgs` reads them; which command takes which is in `COMMANDS`. */
 const OPTIONS = {

@@ -2,6 +2,7 @@
  * A typed client for backend services: start runs, read their state, talk to them, cancel them, await results.
  * Everything it sends is validated by the same zod schemas the workflow uses.
  */
+import { InputError, UpdateRejectedError } from '../contract/errors.js';
 import { randomUUID } from 'node:crypto';
 import {
   CancelledFailure,
@@ -11,7 +12,6 @@ import {
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
 import type { z } from 'zod';
-import { DeputyError, InputError } from '../contract/errors.js';
 import { failureMessage } from '../rules/failure-message.js';
 import {
   DEPUTY_DEPTH,
@@ -74,9 +74,6 @@ function usageFromMemo(memo: Record<string, unknown> | undefined): Usage {
   const parsed = Usage.safeParse(memo?.deputyUsage);
   return parsed.success ? parsed.data : ZERO_USAGE;
 }
-
-/** Thrown when a run refuses an update (a validator or the handler said no); the message says why. */
-export class UpdateRejectedError extends DeputyError {}
 
 /** Turns a refused update into an error whose message is the run's own reason. */
 function rejected(err: unknown): never {

@@ -7,12 +7,12 @@
  * Keys come from `DEPUTY_CODEC_KEYS` (`id:base64,id:base64`, the first one current) or `DEPUTY_CODEC_KEYS_FILE`
  * (a file with the same text). Without either, nothing is encrypted.
  */
+import { CodecError, ConfigError } from '../contract/errors.js';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
 // A CommonJS package: Node's ESM loader sees only its default export.
 import proto from '@temporalio/proto';
-import { ConfigError, DeputyError } from '../contract/errors.js';
 import { externalStorageFromEnv } from '../ops/storage.js';
 import { compressionFromEnv } from './compress.js';
 
@@ -23,9 +23,6 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const utf8 = (text: string) => new TextEncoder().encode(text);
 const text = (bytes: Uint8Array | null | undefined) => (bytes ? new TextDecoder().decode(bytes) : '');
-
-/** Thrown when a payload cannot be decrypted: the key is missing, or it is not the key it was encrypted with. */
-export class CodecError extends DeputyError {}
 
 /** AES-256-GCM over each whole payload (its metadata included), as Temporal's encryption samples do. */
 export class AesGcmCodec implements PayloadCodec {

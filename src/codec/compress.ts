@@ -5,11 +5,11 @@
  * which decodes it for Temporal UI. With encryption on too, payloads are compressed first (ciphertext does not
  * compress).
  */
+import { CompressionError, ConfigError } from '../contract/errors.js';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 // A CommonJS package: Node's ESM loader sees only its default export.
 import proto from '@temporalio/proto';
-import { ConfigError, DeputyError } from '../contract/errors.js';
 
 const { Payload: PayloadProto } = proto.temporal.api.common.v1;
 const ENCODING = 'binary/zlib';
@@ -25,9 +25,6 @@ export const MAX_INFLATED_BYTES = 16 * 2 ** 20;
  * hundreds of payloads each just under the single limit.
  */
 export const MAX_INFLATED_BYTES_A_CALL = 64 * 2 ** 20;
-
-/** Thrown when a payload labelled compressed does not inflate. */
-export class CompressionError extends DeputyError {}
 
 /** Deflate (raw, zlib's default level) over each whole payload, its metadata included. */
 export class DeflateCodec implements PayloadCodec {

@@ -1,7 +1,6 @@
 /**
  * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
  */
-import type { ContextRendering } from './preset.js';
 import type { Preset } from './preset.js';
 import type { RunInput, RunResult, Usage } from './run.js';
 import type { SessionEvent, ToolCall } from './session.js';
@@ -88,7 +87,7 @@ export interface SummarizeContextInput {
   context?: CallContext;
   /** `compactSession` only: the messages of the dialogue to compact; the worker writes the prompt. */
   compact?: CompactionRange;
-  /** What the call may spend; absent in older histories. */
+  /** What the call may spend; absent: no cap. */
   budget?: CallBudget;
 }
 
@@ -131,8 +130,6 @@ export interface ResolvePresetsResult {
     | {
         id: string;
         ok: true;
-        tools: string[];
-        contextRendering: ContextRendering;
         definition: Preset;
         revision: string;
       }
@@ -159,7 +156,7 @@ export interface CallModelInput {
   /**
    * This is call `seq` of the run; with `baseSeq`, `messages` are only what follows the first `base` messages
    * of call `baseSeq`, which the worker holds (else it fails with `ModelCall.ContextUnknown`). Absent: `messages` are
-   * the whole dialogue (older histories, summaries).
+   * the whole dialogue (a summary's prompt).
    */
   context?: CallContext;
   /** What the call may spend: it sets `max_completion_tokens` to fit, or is not made. Absent: no cap. */

@@ -71,12 +71,10 @@ export type ModelRetry = z.infer<typeof ModelRetry>;
 /** Result of `resolveRun`: the run's composition, frozen for its whole life. */
 export const ResolveRunResult = z.object({
   preset: z.string(),
-  /** Content hash of the preset definition in force; absent in older histories. */
-  presetRevision: z.string().optional(),
-  /** The resolved definition, carried to implicit children; absent in older histories. */
-  presetDefinition: Preset.optional(),
-  /** System prompt: the preset's persona and its skills; newer runs render it from `presetDefinition`. */
-  persona: z.string().optional(),
+  /** Content hash of the preset definition in force. */
+  presetRevision: z.string(),
+  /** The resolved definition (persona, skills, tools), carried to implicit children; the system prompt is rendered from it. */
+  presetDefinition: Preset,
   model: z.string(),
   effort: z.string().nullable(),
   scopes: z.array(z.string()),
@@ -84,13 +82,13 @@ export const ResolveRunResult = z.object({
   tools: z.array(RunTool),
   price: ModelPrice,
   defaultLimits: DefaultLimits,
-  /** Absent in histories recorded before delegation existed: treat as disabled. */
+  /** Absent for a child that inherited its parent's composition and may not delegate (it never reads them). */
   delegation: DelegationSettings.optional(),
-  /** Hooks configured for child lifecycle events; absent in older histories. */
+  /** Hooks configured for child lifecycle events; absent as with `delegation`. */
   hooks: z.array(HookSpec).optional(),
-  /** Compaction and continue-as-new settings; absent in older histories (no compaction). */
-  compaction: CompactionSettings.optional(),
-  /** Size budgets of what the run writes to history; absent in older histories (the defaults). */
+  /** Compaction and continue-as-new settings. */
+  compaction: CompactionSettings,
+  /** Size budgets of what the run writes to history; absent: the defaults (an inheriting child leaves them out). */
   payloads: PayloadLimits.optional(),
   /** How failed model calls are retried; absent: the defaults. */
   modelRetry: ModelRetry.optional(),

@@ -3,6 +3,7 @@
  * and the registry of steering tools. Zod is the source of truth; workflow code checks against the JSON Schemas
  * generated from it (`src/contract/json-schemas.ts`).
  */
+import { DELEGATE_SCOPE } from './scopes.js';
 import { z } from 'zod';
 import { ContextMode, Effort } from './preset.js';
 import { parametersSchema, type ToolSpec } from './tools.js';
@@ -208,9 +209,6 @@ export const STEERING_TOOL_REGISTRY = {
 export type SteeringToolName = keyof typeof STEERING_TOOL_REGISTRY;
 /** The parsed arguments of one steering tool. */
 export type SteeringArgs<N extends SteeringToolName> = z.output<(typeof STEERING_TOOL_REGISTRY)[N]['args']>;
-
-/** Scope a run must hold to be offered the parent's steering tools. */
-const DELEGATE_SCOPE = 'run.delegate';
 
 /** A steering tool as the model sees it. */
 export function steeringToolSpec(name: SteeringToolName): ToolSpec {

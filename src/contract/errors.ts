@@ -49,3 +49,43 @@ function reasonOf(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   return text.split('\n')[0]!.replace(/\.$/, '');
 }
+
+/** Thrown when a payload cannot be decrypted: the key is missing, or it is not the key it was encrypted with. */
+export class CodecError extends DeputyError {}
+
+/** Thrown when a payload labelled compressed does not inflate. */
+export class CompressionError extends DeputyError {}
+
+/** Thrown when an artifact cannot be read back: gone from the store, or not what was saved. */
+export class ArtifactError extends DeputyError {}
+
+/** Thrown when a stored payload cannot be read back: gone, or not what was stored. */
+export class PayloadStoreError extends DeputyError {}
+
+/**
+ * Thrown by a tool for a failure the model should see and answer (a refused request, an error result), not retry:
+ * the model receives the message as a tool error.
+ */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
+}
+
+/** A mistake in how the command was called: one line on stderr, exit status 2. */
+export class UsageError extends DeputyError {}
+
+/** Another demo or `npm run ui` holds the state directory. */
+export class StateInUseError extends DeputyError {}
+
+/** Thrown when a run refuses an update (a validator or the handler said no); the message says why. */
+export class UpdateRejectedError extends DeputyError {}
+
+/** Thrown when a run names a preset or model the config does not know. */
+export class CompositionError extends DeputyError {
+  constructor(
+    message: string,
+    /** Dotted failure type for the activity boundary. */
+    readonly type: string,
+  ) {
+    super(message);
+  }
+}

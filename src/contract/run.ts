@@ -63,8 +63,7 @@ export const ChildOrigin = z.strictObject({
   /** The parent's invocation number that spawned this child. */
   invocation: z.number().int().positive(),
   /**
-   * The tool call that spawned it (so a later attempt of that invocation recognises its own child); older parents
-   * wrote it to the child's memo instead.
+   * The tool call that spawned it, so a later attempt of that invocation recognises its own child.
    */
   invocationId: z.string().min(1).optional(),
   /** Tool names the parent granted; the child's preset and scopes narrow them further. */
@@ -298,7 +297,7 @@ export const RunResume = z.object({
   seenMessages: z.array(z.string()).optional(),
   /**
    * The model-call counter, and the last call a worker may still hold (its number and how many of the
-   * session's messages it sent), so the next segment sends only what is new; absent in older histories.
+   * session's messages it sent), so the next segment sends only what is new; absent when no model call was made.
    */
   context: z
     .object({ seq: z.number().int(), lastSeq: z.number().int(), length: z.number().int().nonnegative() })

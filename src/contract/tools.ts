@@ -17,14 +17,6 @@ export interface ToolContext {
   artifacts: ArtifactAccess;
 }
 
-/**
- * Thrown by a tool for a failure the model should see and answer (a refused request, an error result), not retry:
- * the model receives the message as a tool error.
- */
-export class ToolError extends Error {
-  override readonly name = 'ToolError';
-}
-
 /** A tool the model can call. */
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   /** Name the model calls it by (`^[a-zA-Z0-9_-]{1,64}$`). */

@@ -5,10 +5,10 @@
  * `npm run demo -- --chat`: a conversation in the terminal instead (chat.ts); `-- --mcp`: a run that reads the
  * docs through an MCP server (mcp.ts).
  */
+import { ConfigError, StateInUseError } from '../contract/errors.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { terminalSafe } from '../rules/terminal.js';
-import { ConfigError } from '../contract/errors.js';
-import { StateInUseError } from './state-lock.js';
+
 import type { SessionEvent } from '../contract/session.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';

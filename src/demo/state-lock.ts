@@ -4,13 +4,10 @@
  * port. The lock is proper-lockfile's: a directory whose time its holder refreshes, so a holder killed outright
  * leaves a lock that goes stale within seconds instead of one that blocks forever.
  */
+import { StateInUseError } from '../contract/errors.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { lock } from 'proper-lockfile';
-import { DeputyError } from '../contract/errors.js';
-
-/** Another demo or `npm run ui` holds the state directory. */
-export class StateInUseError extends DeputyError {}
 
 /** How long a holder's silence makes its lock stale: a killed demo's lock is taken over after this. */
 const STALE_MS = 5_000;

@@ -4,6 +4,7 @@
  * server this process starts.
  * Also what `npm run demo -- --ui` keeps open after its run.
  */
+import { ConfigError, StateInUseError } from '../contract/errors.js';
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,10 +12,9 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startCodecServer } from '../codec/server.js';
 import { codecsFromEnv } from '../codec/aes-gcm.js';
-import { ConfigError } from '../contract/errors.js';
 import { startDevServer, type DevServer } from '../testing/dev-server.js';
 import { freePort } from '../testing/ports.js';
-import { holdDatabase, StateInUseError } from './state-lock.js';
+import { holdDatabase } from './state-lock.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
 
 /** Where the demos persist their dev server (`DEPUTY_STATE_DIR`, default `.deputy/state`). */

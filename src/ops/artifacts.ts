@@ -6,10 +6,10 @@
  * size, the SHA-256 of its bytes, and the seal of the worker that saved it, bound to the run that saved it; a read
  * checks both.
  */
+import { ArtifactError } from '../contract/errors.js';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { StorageDriverClaim, type StorageDriver } from '@temporalio/common';
-import { DeputyError } from '../contract/errors.js';
 import { driverFor } from './storage.js';
 import { canonicalJson, type MessageKeys } from './message-keys.js';
 import type { ArtifactAccess, ArtifactRef } from '../contract/artifacts.js';
@@ -20,9 +20,6 @@ export type StoredArtifact = Omit<ArtifactRef, 'savedBy' | 'seal'>;
 
 /** The largest artifact a run may save: what one tool call's arguments can carry is far below. */
 export const MAX_ARTIFACT_BYTES = 16 * 2 ** 20;
-
-/** Thrown when an artifact cannot be read back: gone from the store, or not what was saved. */
-export class ArtifactError extends DeputyError {}
 
 const digestOf = (bytes: Uint8Array) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 

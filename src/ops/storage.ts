@@ -10,6 +10,7 @@
  * variables give the credentials and region (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`). Every worker
  * and client of a namespace needs the same store.
  */
+import { ConfigError, PayloadStoreError } from '../contract/errors.js';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
@@ -26,7 +27,6 @@ import {
 } from '@temporalio/common';
 // A CommonJS package: Node's ESM loader sees only its default export.
 import proto from '@temporalio/proto';
-import { ConfigError, DeputyError } from '../contract/errors.js';
 
 const { Payload: PayloadProto } = proto.temporal.api.common.v1;
 
@@ -37,9 +37,6 @@ export const DEFAULT_STORE_THRESHOLD = 256 * 1024;
  * store, results are cut to fit history (`payloads.maxTextBytes`).
  */
 export const STORE_MAX_TEXT_BYTES = 64 * 1024 * 1024;
-
-/** Thrown when a stored payload cannot be read back: gone, or not what was stored. */
-export class PayloadStoreError extends DeputyError {}
 
 /** A payload's bytes and their key: the SHA-256 of the bytes, so a store holds each payload once. */
 function serialise(payload: Payload): { bytes: Uint8Array; key: string } {

@@ -8,12 +8,12 @@ import type { ChildOrigin, Limits, ParsedRunInput, RunInput, RunResult, Usage } 
 import type { InheritedComposition, ResolveRunResult } from '../contract/composition.js';
 import type { RunTool } from '../contract/tools.js';
 import { asRunResult } from './contract-checks.js';
+import { DELEGATE_SCOPE } from '../contract/scopes.js';
 import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
 import { overrunOf, release, type Amount, type Budget } from './budget.js';
 import {
   bounded,
-  DELEGATE_SCOPE,
   DELEGATE_TOOL,
   depthLimit,
   MAX_CHILD_OUTPUT_CHARS,
@@ -81,7 +81,7 @@ export function inheritComposition(
 ): InheritedComposition | undefined {
   const { definition, selected } = plan.composition;
   const sameModel = brief.model === undefined || brief.model === parent.model;
-  if (selected || brief.role !== undefined || !sameModel || plan.restore || !parent.presetDefinition) return undefined;
+  if (selected || brief.role !== undefined || !sameModel || plan.restore) return undefined;
   const { tools: granted, scopes } = plan.grant;
   const byName = new Map(parent.tools.map((tool) => [tool.name, tool]));
   const tools = definition.tools
@@ -115,7 +115,7 @@ export function inheritComposition(
     price: parent.price,
     defaultLimits: Object.fromEntries(defaults),
     ...(mayDelegate && { delegation, hooks: parent.hooks ?? [] }),
-    ...(parent.compaction && { compaction: parent.compaction }),
+    compaction: parent.compaction,
     ...(customPayloads && { payloads }),
     ...(parent.modelRetry && { modelRetry: parent.modelRetry }),
     ...(parent.tenantLabel !== undefined && { tenantLabel: parent.tenantLabel }),

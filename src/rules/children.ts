@@ -7,9 +7,7 @@
 import type { Brief, DelegateArgs, DelegationSettings, SteeringToolName } from '../contract/delegation.js';
 import { PARENT_STEERING_TOOLS } from '../contract/json-schemas.js';
 import type { RunTool } from '../contract/tools.js';
-
-/** Scope a run must hold to be offered `delegate` (and the other steering tools of a parent). */
-export const DELEGATE_SCOPE = 'run.delegate';
+import { DELEGATE_SCOPE } from '../contract/scopes.js';
 
 /** The steering tools the rules single out by name. */
 export const DELEGATE_TOOL = 'delegate' satisfies SteeringToolName;
@@ -149,7 +147,7 @@ export interface ChildOutcome {
   error?: string;
   usage: { tokens: number; cost_usd: number } | null;
   artifacts: string[];
-  /** The child's own model and tool calls, as it reported them (absent in runs recorded before). */
+  /** The child's own model and tool calls, as it reported them; absent when it ended without saying. */
   calls?: { model_calls: number; tool_calls: number };
   /** Set when a completed child called no tool: nothing in its answer was looked up. */
   evidence?: string;

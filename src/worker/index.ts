@@ -2,6 +2,7 @@
  * `deputy/worker`: hosting Deputy — its own workers (`createDeputyWorker`), or a plugin for a Worker a service
  * already runs (`deputyPlugin`), the configuration loader, tools and hooks.
  */
+export { ToolError } from '../contract/errors.js';
 export {
   createDeputyWorker,
   deputyActivities,
@@ -15,7 +16,7 @@ export {
 export { deputyPlugin, DeputyPlugin, type DeputyPluginOptions } from './plugin.js';
 export { DeputyConfig, applyEnv, loadConfig, parseConfig, readEnv, type DeputyEnv } from '../config/load.js';
 export { ConfigStore } from '../config/store.js';
-export { defineTool, ToolError, type ToolContext, type ToolDefinition } from '../contract/tools.js';
+export { defineTool, type ToolContext, type ToolDefinition } from '../contract/tools.js';
 // A service running Deputy through the plugin lists its MCP servers' tools itself and passes them as `tools`.
 export { listMcpTools, type McpListing, type McpOptions } from '../../activities/mcp.js';
 export { builtinTools, calculateTool, createSearchNotesTool, SAMPLE_NOTES } from '../../activities/builtin-tools.js';

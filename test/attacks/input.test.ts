@@ -3,10 +3,11 @@
  * docs/security.md): a forged `resume`, a crafted session that scripts tool calls, and a message past the run's size
  * budget. Each drives Deputy the way any client of the namespace can: a plain Temporal client, or a session file.
  */
+import { UpdateRejectedError } from '../../src/contract/errors.js';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { builtinTools } from '../../activities/builtin-tools.js';
-import { UpdateRejectedError } from '../../src/client/client.js';
+
 import { RunResume } from '../../src/contract/run.js';
 import { resolveLimits } from '../../src/rules/limits.js';
 import { ZERO_USAGE } from '../../src/rules/usage.js';

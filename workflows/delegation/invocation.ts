@@ -35,19 +35,17 @@ function refused(run: AgentRunState, reason: RefusalReason, error: string): RunT
  * see workflows/index.ts).
  */
 export function runDelegation(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const { composition } = run;
   // The evidence is frozen at the call, before any await: a sibling result that lands later never gets in.
   const snapshot: Snapshot = { events: takeSnapshot(run.events), mark: run.appended };
   const check = parseInvocation(call.arguments);
   if (!check.ok) return Promise.resolve(refused(run, 'invalid_arguments', check.error));
   const invocation = check.args;
 
-  // An explicit role resolves the preset registered now. No role joins the parent's exact composition
-  // (histories from before revisions existed look the parent's preset up instead).
-  const lookUp = invocation.briefs.filter((brief) => brief.role !== undefined || !composition.presetDefinition);
-  if (lookUp.length === 0) return Promise.resolve(planAndRun(call, invocation, [], run, snapshot));
-  return resolvePresets({ ids: [...new Set(lookUp.map((brief) => brief.role ?? composition.preset))] }).then(
-    ({ presets }) => planAndRun(call, invocation, presets, run, snapshot),
+  // An explicit role resolves the preset registered now. No role joins the parent's exact composition.
+  const roles = invocation.briefs.flatMap((brief) => (brief.role === undefined ? [] : [brief.role]));
+  if (roles.length === 0) return Promise.resolve(planAndRun(call, invocation, [], run, snapshot));
+  return resolvePresets({ ids: [...new Set(roles)] }).then(({ presets }) =>
+    planAndRun(call, invocation, presets, run, snapshot),
   );
 }
 
@@ -71,20 +69,12 @@ function planAndRun(
     );
   }
   const compositionOf = (brief: Brief): ChildPlan['composition'] => {
-    if (brief.role === undefined && inherited) {
-      return { definition: inherited, revision: composition.presetRevision ?? '', selected: false };
+    if (brief.role === undefined) {
+      return { definition: inherited, revision: composition.presetRevision, selected: false };
     }
-    const found = presets.find((p) => p.id === (brief.role ?? composition.preset));
+    const found = presets.find((p) => p.id === brief.role);
     if (!found?.ok) throw new Error(`preset of brief "${brief.task_name}" was not resolved`); // cannot happen: checked above
-    // Histories recorded before presets carried definitions answered only tools and rendering.
-    const definition = found.definition ?? {
-      id: found.id,
-      persona: '',
-      tools: found.tools,
-      skills: {},
-      contextRendering: found.contextRendering,
-    };
-    return { definition, revision: found.revision ?? '', selected: brief.role !== undefined };
+    return { definition: found.definition, revision: found.revision, selected: true };
   };
 
   // From here to the reservation there is no await: the caps and names checked hold when the children are booked.

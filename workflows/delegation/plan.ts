@@ -74,7 +74,7 @@ export function planChild(
       composition: childComposition,
       contextRendering: childComposition.definition.contextRendering,
       // A brief without `context` gets the delegating run's default: its preset's, else the config's, else none.
-      contextMode: brief.context ?? composition.presetDefinition?.defaultContext ?? settings.defaultContext ?? 'none',
+      contextMode: brief.context ?? composition.presetDefinition.defaultContext ?? settings.defaultContext ?? 'none',
       grant: grant.grant,
       limits,
       reservation: reservationFor(limits),

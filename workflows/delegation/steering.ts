@@ -104,9 +104,8 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     }
     childComposition = { definition: found.definition, revision: found.revision, selected: true };
   } else {
-    const definition = run.composition.presetDefinition;
-    if (!definition) return toolError('this run has no preset definition to share (an older run); nothing was spawned');
-    childComposition = { definition, revision: run.composition.presetRevision ?? '', selected: false };
+    const { presetDefinition: definition, presetRevision: revision } = run.composition;
+    childComposition = { definition, revision, selected: false };
   }
   // The same child continued: every narrowing of the brief it follows, its role's model included.
   const narrowing = source.narrowing ?? {};
