@@ -3,7 +3,7 @@
  * standalone code for the schemas workflow code checks at every start and delegation (a run input without resume or
  * restore, a `delegate` call's arguments), from the generated JSON Schemas. Each compiled check both checks a value
  * and shapes it as zod's parse would: it fills defaults in and drops the keys zod drops. A value it refuses is checked
- * again by `src/rules/json-schema.ts` for the words of each problem; test/unit-contract-checks.test.ts holds both to
+ * again by `src/contract/checks/json-schema.ts` for the words of each problem; test/unit-contract-checks.test.ts holds both to
  * zod. The file is JavaScript, so the workflow bundler takes it as written (compiled again, it prints much larger).
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';

@@ -3,7 +3,6 @@
  * and updates, and the client. No worker, no `openai`, no file system: a service that only starts runs loads nothing
  * heavier than `@temporalio/client`. Workers come from `deputy/worker`.
  */
-export { UpdateRejectedError } from './contract/errors.js';
 export {
   RunInput,
   RunResult,

@@ -189,7 +189,7 @@ describe('R2.15 every billed attempt is debited', () => {
     expect(state.delegations.map((d) => [d.status, d.actual])).toEqual([['rejected', { tokens: 0, costMicroUsd: 0 }]]);
     expect(state.delegations[0]!.summary).toMatch(
       new RegExp(
-        `^could not prepare the background: the model call failed ${attempts.length} times over \\d+ s, and the run gave up: ` +
+        `^could not summarise this run's context for the child: the model call failed ${attempts.length} times over \\d+ s, and the run gave up: ` +
           'test-model returned an empty background summary; .+; the child was not started$',
       ),
     );

@@ -353,7 +353,7 @@ describe('R3.4 R3.5 R3.6 summary preparation with hooks', () => {
     ]);
     expect((await h.deputy.result(parentId)).status).toBe('completed');
     expect(delegateResult(task)).toMatch(
-      /could not prepare the background: http:\/\/127\.0\.0\.1:\d+\/v1 answered 400/,
+      /could not summarise this run's context for the child: http:\/\/127\.0\.0\.1:\d+\/v1 answered 400/,
     );
     await noChild(parentId, 'sum');
   });

@@ -22,8 +22,8 @@ import {
   parseSteeringArgs,
   runInputChecker,
   steeringChecker,
-} from '../src/rules/contract-checks.js';
-import type { SchemaChecker } from '../src/rules/json-schema.js';
+} from '../src/contract/checks/contract-checks.js';
+import type { SchemaChecker } from '../src/contract/checks/json-schema.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
 import { mutated, SAMPLE_RUN_INPUT, type Json } from './support/fuzzing.js';
 

@@ -4,13 +4,8 @@
  * as zod would. The property tests in unit-contract-checks.test.ts hold it to zod on the generated schemas.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  checkSchema,
-  formatPath,
-  SchemaChecker,
-  type JsonSchema,
-  type SchemaOptions,
-} from '../src/rules/json-schema.js';
+import { checkSchema, SchemaChecker, type JsonSchema, type SchemaOptions } from '../src/contract/checks/json-schema.js';
+import { formatPath } from '../src/contract/checks/schema-wording.js';
 
 const problems = (schema: JsonSchema, value: unknown, options?: SchemaOptions) => {
   const checked = checkSchema(schema, value, options);

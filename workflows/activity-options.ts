@@ -40,14 +40,11 @@ export const LOOKUP_OPTIONS: ActivityOptions = {
  * Like `Promise.all`, but waits for every promise before rethrowing the first failure, so a cancelled run ends only
  * after all of its work has stopped (children cancelled, HTTP requests aborted), never while some is still live.
  */
-export function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
-  // `then`, not `async`/`await`, and one promise is its own settlement (fewer promises: see workflows/index.ts).
-  if (promises.length === 1) return promises[0]!.then((value) => [value]);
-  return Promise.allSettled(promises).then((settled) => {
-    const failed = settled.find((result) => result.status === 'rejected');
-    if (failed) throw failed.reason;
-    return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
-  });
+export async function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
 }
 
 /** An activity's summary in Temporal UI, with the attempt when it is a retry. */

@@ -17,7 +17,7 @@ import type { PresetAtRevisionInput } from '../src/contract/activities.js';
 import type { Preset } from '../src/contract/preset.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { RunInput, RunResult } from '../src/contract/run.js';
-import * as SA from '../src/contract/search-attributes.js';
+import { treeAttributes } from '../src/contract/search-attributes.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import { resolveLimits } from '../src/rules/limits.js';
@@ -25,10 +25,10 @@ import { compositionFromInput, startsFromInput } from '../src/rules/child-run.js
 import { STEERING_TOOLS } from '../src/rules/children.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
-import { stopBackground } from './delegation/in-background.js';
+import { stopDetached } from './delegation/detached.js';
 import { agentLoop } from './loop.js';
 import { openGrant } from './grants.js';
-import { checkRunInput } from '../src/rules/contract-checks.js';
+import { checkRunInput } from '../src/contract/checks/contract-checks.js';
 import { AgentRunState, type ParsedRunInput } from './run-state.js';
 
 export { SYNTHESIS_INSTRUCTION } from './model-turn.js';
@@ -47,42 +47,26 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   registerHandlers(run);
   // Before anything acts for the run: an origin or a resume counts only with a worker's seal for this run.
   run.grant = await openGrant(rawInput);
-  const treeAttributes = [
-    { key: SA.DEPUTY_ROOT_ID, value: run.rootId },
-    { key: SA.DEPUTY_DEPTH, value: run.depth },
-    // A root's tenant joins the upsert it makes anyway; a child gets it from its parent at its start.
-    ...(!run.origin && run.tenant ? [{ key: SA.DEPUTY_TENANT, value: run.tenant }] : []),
-    ...(run.origin
-      ? [
-          { key: SA.DEPUTY_PARENT_ID, value: run.origin.parentId },
-          { key: SA.DEPUTY_TASK_NAME, value: run.origin.taskName },
-          { key: SA.DEPUTY_CONTEXT_MODE, value: String(run.origin.contextMode) },
-        ]
-      : []),
-  ];
   let loopScope: CancellationScope | undefined;
   let deadlineHit = false;
   try {
-    if (!input.resume) {
-      // An implicit child got its composition from its parent (its preset looked up first when given by reference);
-      // anything else looks it up, a preset by reference with it.
-      const presetAt = presetLookup(input);
-      const given =
-        presetAt && startsFromInput(input)
-          ? withPresetDefinition(input, await local.presetAtRevision(presetAt))
-          : input;
-      const composition =
-        compositionFromInput(given) ?? (await local.resolveRun({ ...resolveRunInput(given, run.depth), presetAt }));
-      run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
-    }
+    if (!input.resume) await begin(run, input);
     // One upsert when the run starts running, of what its start did not set: a parent starts a child with all of
     // its attributes, status `running` included, so a child writes none.
     const present = workflowInfo().typedSearchAttributes.getAll();
-    const missing = [
-      ...treeAttributes,
-      { key: SA.DEPUTY_STATUS, value: 'running' },
-      { key: SA.DEPUTY_PRESET, value: run.composition.preset },
-    ].filter(({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value));
+    const missing = treeAttributes({
+      rootId: run.rootId,
+      depth: run.depth,
+      tenant: run.tenant,
+      preset: run.composition.preset,
+      ...(run.origin && {
+        child: {
+          parentId: run.origin.parentId,
+          taskName: run.origin.taskName,
+          contextMode: String(run.origin.contextMode),
+        },
+      }),
+    }).filter(({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value));
     run.markRunning();
     if (missing.length > 0) upsertSearchAttributes(missing);
     const { deadlineMs } = run.limits;
@@ -90,17 +74,11 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     if (deadlineMs !== null && !run.deadlineOnActivities) {
       // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.
       const scope = (loopScope = new CancellationScope());
-      sleep(Math.max(1, deadlineMs - Date.now()), { summary: `deadline ${new Date(deadlineMs).toISOString()}` }).then(
-        () => {
-          deadlineHit = true;
-          scope.cancel();
-        },
-        () => undefined,
-      );
+      void cancelAtDeadline(scope, deadlineMs, () => (deadlineHit = true));
     }
     const outcome = loopScope ? await loopScope.run(() => agentLoop(run)) : await agentLoop(run);
     // Background children still live when the run ends (a conversation over, a limit) are cancelled first.
-    if (run.hasLiveBackground()) await stopBackground(run);
+    if (run.hasLiveDetached()) await stopDetached(run);
     run.end(outcome.status, outcome.output);
     return run.result({
       status: outcome.status,
@@ -110,7 +88,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   } catch (err) {
     if (err instanceof ContinueAsNew) throw err;
     // So are those of a run that ends otherwise (cancelled with the run or its loop, or not yet: a failure).
-    if (run.hasLiveBackground()) await stopBackground(run);
+    if (run.hasLiveDetached()) await stopDetached(run);
     if (
       (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) ||
       (!isCancellation(err) && deadlinePassedOnActivity(run))
@@ -133,6 +111,19 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
     throw err;
   }
+}
+
+/**
+ * A new run's composition and limits. An implicit child got its composition from its parent (its preset looked up
+ * first when given by reference); anything else looks it up, a preset by reference with it.
+ */
+async function begin(run: AgentRunState, input: ParsedRunInput): Promise<void> {
+  const presetAt = presetLookup(input);
+  const given =
+    presetAt && startsFromInput(input) ? withPresetDefinition(input, await local.presetAtRevision(presetAt)) : input;
+  const composition =
+    compositionFromInput(given) ?? (await local.resolveRun({ ...resolveRunInput(given, run.depth), presetAt }));
+  run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
 }
 
 /**
@@ -232,4 +223,15 @@ function resolveRunInput(input: ParsedRunInput, depth: number) {
     ...(restore?.select && { preset: restore.select.presetId }),
     ...(restore?.model && !input.model && !restore.select && { model: restore.model }),
   };
+}
+
+/** The deadline's timer: when it fires, the loop's scope is cancelled; cancelled with the run, it does nothing. */
+async function cancelAtDeadline(scope: CancellationScope, deadlineMs: number, hit: () => void): Promise<void> {
+  try {
+    await sleep(Math.max(1, deadlineMs - Date.now()), { summary: `deadline ${new Date(deadlineMs).toISOString()}` });
+  } catch {
+    return;
+  }
+  hit();
+  scope.cancel();
 }

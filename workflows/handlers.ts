@@ -16,14 +16,14 @@ import {
   sendMessageUpdate,
   stateQuery,
 } from '../src/contract/messages.js';
-import { CONTRACT, steeringChecker } from '../src/rules/contract-checks.js';
+import { CONTRACT, steeringChecker } from '../src/contract/checks/contract-checks.js';
 import { admissionWorkflowId } from '../src/rules/children.js';
 import { cutText, formatBytes, utf8Bytes } from '../src/rules/payloads.js';
 import type { AnswerChildArgs, InterjectArgs } from '../src/rules/delegation.js';
 import type { RunState, SendMessageInput } from '../src/contract/run.js';
 import { remaining } from '../src/rules/limits.js';
 import { failureMessage } from '../src/rules/failure-message.js';
-import type { SchemaChecker } from '../src/rules/json-schema.js';
+import type { SchemaChecker } from '../src/contract/checks/json-schema.js';
 import { deliverInterjection } from './delegation/steering.js';
 import { answerQuestion, findQuestion, receiveAnswer, receiveQuestion } from './delegation/questions.js';
 import type { AgentRunState } from './run-state.js';
@@ -116,16 +116,18 @@ export function registerHandlers(run: AgentRunState): void {
  * What an update delivered, or its refusal: an error on the way (a failed signal included) is the update's failure,
  * which the caller reads, never the workflow task's.
  */
-function delivered<T extends { ok: true }>(
+async function delivered<T extends { ok: true }>(
   attempt: Promise<T | { ok: false; error: string }>,
   type: string,
 ): Promise<T> {
-  return attempt
-    .catch((err: unknown) => ({ ok: false as const, error: `could not deliver: ${failureMessage(err)}` }))
-    .then((outcome) => {
-      if (!outcome.ok) throw ApplicationFailure.create({ type, message: outcome.error, nonRetryable: true });
-      return outcome;
-    });
+  let outcome: T | { ok: false; error: string };
+  try {
+    outcome = await attempt;
+  } catch (err) {
+    outcome = { ok: false, error: `could not deliver: ${failureMessage(err)}` };
+  }
+  if (!outcome.ok) throw ApplicationFailure.create({ type, message: outcome.error, nonRetryable: true });
+  return outcome;
 }
 
 /** Checked against the JSON Schemas generated from the zod contract: validators run on every update. */

@@ -1,10 +1,7 @@
 /**
- * Workflow entry point for the worker's bundle: every workflow type Deputy registers.
- *
- * Workflow code here makes as few promises as it can: the SDK captures a stack trace for every promise a workflow
- * creates (to answer its stack-trace query), and in a replay profile that was the largest cost Deputy added to bare
- * workflows. So hot paths are `then` chains rather than `async` frames, and nothing is awaited where nothing waits;
- * comments elsewhere say "fewer promises" and point here.
+ * Workflow entry point for the worker's bundle: every workflow type Deputy registers. Workflow code reads top to
+ * bottom in plain `async`/`await`, with `try`/`finally` where it releases something; a lint rule keeps `then` chains
+ * out of it.
  */
 export { agentRun } from './agent-run.js';
 export { tenantAdmission } from './tenant-admission.js';

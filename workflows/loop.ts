@@ -11,7 +11,7 @@ import { nextStep } from '../src/rules/agent-loop.js';
 import { compact, compactionPlan, modelTurn } from './model-turn.js';
 import { now, type AgentRunState } from './run-state.js';
 import { toolTurn } from './tool-turn.js';
-import { awaitBackground } from './delegation/in-background.js';
+import { awaitDetached } from './delegation/detached.js';
 
 const DEFAULT_IDLE_TIMEOUT_SECONDS = 3600;
 
@@ -31,7 +31,7 @@ function drainInbox(run: AgentRunState): void {
     if ('subagent' in item) {
       const { taskName, childWorkflowId } = item.subagent;
       run.append({ type: 'subagent/result', at: now(), taskName, childWorkflowId, content: item.content });
-      const child = run.background.get(childWorkflowId);
+      const child = run.detached.get(childWorkflowId);
       if (child) child.reported = true;
       // The child's charge shows in the parent's cost once its result is in.
       if (run.costMoved()) run.showCost();
@@ -89,7 +89,6 @@ export async function agentLoop(run: AgentRunState): Promise<Outcome> {
     }
     switch (step.type) {
       case 'call_model': {
-        // Awaited only when there is something to do (fewer promises: see workflows/index.ts).
         if (continueAsNewDue(run)) await continueAsNewNow(run);
         const plan = compactionPlan(run);
         if (plan) await compact(run, plan);
@@ -114,8 +113,8 @@ export async function agentLoop(run: AgentRunState): Promise<Outcome> {
       }
       case 'final': {
         // A task run does not end while background children are live: it waits, then reads their results.
-        if (mode === 'task' && run.hasLiveBackground()) {
-          await awaitBackground(run);
+        if (mode === 'task' && run.hasLiveDetached()) {
+          await awaitDetached(run);
           break;
         }
         const last = run.events.findLast((e) => e.type === 'message/assistant');

@@ -19,14 +19,13 @@ const { openMcpSession } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 const sessions = new WeakMap<AgentRunState, Map<string, Promise<OpenMcpSessionResult>>>();
 
 /** Where a call to `server`'s tool runs: the session's worker, or anywhere when no worker keeps sessions. */
-export function sessionOptions(run: AgentRunState, server: string): Promise<ActivityOptions> {
+export async function sessionOptions(run: AgentRunState, server: string): Promise<ActivityOptions> {
   let open = sessions.get(run);
   if (!open) sessions.set(run, (open = new Map<string, Promise<OpenMcpSessionResult>>()));
   let session = open.get(server);
   if (!session) open.set(server, (session = openMcpSession({ runId: run.sessionId, server, grant: run.grant })));
-  return session.then((pinned) =>
-    pinned ? { taskQueue: pinned.taskQueue, scheduleToStartTimeout: `${pinned.startTimeoutSeconds} seconds` } : {},
-  );
+  const pinned = await session;
+  return pinned ? { taskQueue: pinned.taskQueue, scheduleToStartTimeout: `${pinned.startTimeoutSeconds} seconds` } : {};
 }
 
 /** A call that could not start on the session's worker: the session is lost; the next call opens another. */

@@ -2,7 +2,7 @@
  * One model turn and the compaction before it. Deterministic code only: the model call
  * and the summary are activities.
  */
-import { ApplicationFailure, getCurrentDetails, proxyActivities, setCurrentDetails, sleep } from '@temporalio/workflow';
+import { ApplicationFailure, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { LimitName } from '../src/contract/run.js';
@@ -15,13 +15,13 @@ import {
 } from '../src/rules/compaction.js';
 import { formatBytes, jsonBytes, jsonFits } from '../src/rules/payloads.js';
 import { budgetExceeded, findFailure } from '../src/rules/failure-message.js';
-import type { CallModelInput, CallModelResult } from '../src/contract/activities.js';
+import type { CallModelResult, SummarizeContextResult } from '../src/contract/activities.js';
 import { callSpend } from '../src/rules/usage.js';
 import { countModelCall } from './metrics.js';
 import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
 import { attempted, MODEL_CALL_OPTIONS } from './activity-options.js';
-import { DEFAULT_MODEL_RETRY, ModelRetries } from '../src/rules/model-retry.js';
+import { retryModelCall } from './retry-model-call.js';
 import { now, type AgentRunState } from './run-state.js';
 
 /** Appended to a synthesis call, which offers no tools. */
@@ -56,79 +56,33 @@ function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTool
 }
 
 /**
- * A call's messages as what is new since the run's last call, which the worker that made it holds; the
- * whole dialogue when nothing before is reusable, or `whole` (that worker is gone). History then grows by roughly
- * what each turn produced, not by the whole dialogue every turn.
+ * Makes `call` with `messages` sent as what is new since the run's last call (the worker that made it holds the rest),
+ * and again with them whole if that worker does not (`ModelCall.ContextUnknown`); then records what that worker now
+ * holds (`held`). History grows by roughly what each turn produced, not by the whole dialogue every turn. A failed
+ * attempt is retried by `retryModelCall`.
  */
-function sinceLastCall(run: AgentRunState, messages: ChatMessage[], whole: boolean) {
-  return run.workerDialogue.next(messages, whole);
-}
-
-/**
- * Makes `call` with `messages` sent as what is new since the run's last call, and again with them whole if the worker
- * does not hold the rest (`ModelCall.ContextUnknown`); then records what that worker now holds (`held`). An attempt
- * that fails and may be retried is debited what it was billed, its retry shown in the run's details, and `call` is
- * made again after the backoff.
- */
-function sendingWhatIsNew<T, R>(
+function sendingWhatIsNew<T>(
   run: AgentRunState,
   messages: ChatMessage[],
-  call: (sent: ReturnType<typeof sinceLastCall>, attempt: number) => Promise<T>,
+  call: (sent: ReturnType<AgentRunState['workerDialogue']['next']>, attempt: number) => Promise<T>,
   held: (result: T) => ChatMessage[],
-  settle: Settle<T, R>,
-  whole = false,
-  retries = new ModelRetries(run.composition.modelRetry ?? DEFAULT_MODEL_RETRY, Date.now()),
-): Promise<R> {
-  const sent = sinceLastCall(run, messages, whole);
-  // One `then` for the call and its booking (fewer promises: see workflows/index.ts).
-  return call(sent, retries.attempts).then(
-    (result) => {
-      run.workerDialogue.held(sent.context.seq, held(result));
-      return settle.done(result);
-    },
-    (err: unknown) => {
-      if (!whole && findFailure(err, FAILURE.ContextUnknown)) {
-        return sendingWhatIsNew(run, messages, call, held, settle, true, retries);
-      }
-      const retry = retries.next(err, Date.now());
-      // Out of retries: the failure says how often, where and what to check.
-      if (retry === null) return settle.failed(retries.gaveUp(err, Date.now()));
-      run.debitBilled(err);
-      // The run's details say what it waits for, and why, until the next attempt.
-      const doing = getCurrentDetails();
-      setCurrentDetails(`${doing}; ${retry.status}`);
-      return sleep(retry.delayMs).then(() => {
-        setCurrentDetails(doing);
-        return sendingWhatIsNew(run, messages, call, held, settle, whole, retries);
-      });
-    },
-  );
-}
-
-/** What a call's caller makes of its result, and of its failure (rethrown unless it is an answer). */
-interface Settle<T, R> {
-  done: (result: T) => R;
-  failed: (err: unknown) => R | Promise<R>;
-}
-
-/** `callModel` with the dialogue sent as what is new. */
-function callWithContext<R>(
-  run: AgentRunState,
-  summary: string,
-  input: Omit<CallModelInput, 'context'>,
-  settle: Settle<CallModelResult, R>,
-): Promise<R> {
-  return sendingWhatIsNew(
-    run,
-    input.messages,
-    (sent, attempt) =>
-      callModel.executeWithOptions({ summary: attempted(summary, attempt), ...run.untilDeadline() }, [
-        // A retry is fitted to what is left once the attempts before it were debited.
-        { ...input, ...(attempt > 1 && { budget: run.callBudget(input.budget?.maxCompletionTokens) }), ...sent },
-      ]),
-    () => input.messages,
-    settle,
-  );
+): Promise<T> {
+  // Once the worker was found not to hold the dialogue, every later attempt sends it whole.
+  let whole = false;
+  return retryModelCall(run, async (attempt) => {
+    let sent = run.workerDialogue.next(messages, whole);
+    let result: T;
+    try {
+      result = await call(sent, attempt);
+    } catch (err) {
+      if (whole || !findFailure(err, FAILURE.ContextUnknown)) throw err;
+      whole = true;
+      sent = run.workerDialogue.next(messages, whole);
+      result = await call(sent, attempt);
+    }
+    run.workerDialogue.held(sent.context.seq, held(result));
+    return result;
+  });
 }
 
 /**
@@ -150,7 +104,7 @@ export function compactionPlan(run: AgentRunState, forced = false): CompactionPl
 }
 
 /** Summarises what `plan` replaces; returns the limit that stopped it when it does not fit the budget, else `null`. */
-export function compact(run: AgentRunState, plan: CompactionPlan): Promise<LimitName | null> {
+export async function compact(run: AgentRunState, plan: CompactionPlan): Promise<LimitName | null> {
   const { model, price } = run.composition;
   setCurrentDetails(`compacting ${plan.replaced.length} events`);
   // The worker holds the dialogue; the call names the messages to compact, after the persona and before
@@ -162,16 +116,14 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
     to: messages.length - toChatMessages(plan.recent, '').length,
     maxBytes: run.payloads.maxInputBytes,
   };
-  return sendingWhatIsNew(
-    run,
-    messages,
-    (sent, attempt) =>
-      compactSession.executeWithOptions(
-        {
-          summary: attempted(`compactSession ${model} (${plan.replacesTurns} turns so far)`, attempt),
-          ...run.untilDeadline(),
-        },
-        [
+  const summary = `compactSession ${model} (${plan.replacesTurns} turns so far)`;
+  let compacted: SummarizeContextResult;
+  try {
+    compacted = await sendingWhatIsNew(
+      run,
+      messages,
+      (sent, attempt) =>
+        compactSession.executeWithOptions({ summary: attempted(summary, attempt), ...run.untilDeadline() }, [
           {
             model,
             ...sent,
@@ -179,26 +131,21 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
             budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS),
             grant: run.grant,
           },
-        ],
-      ),
-    // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
-    (result) => messagesAfterCompaction(messages, range, result.summary),
-    {
-      done: (compacted): LimitName | null => {
-        const spend = callSpend(compacted, price);
-        run.recordCompaction(spend);
-        countModelCall(run, spend);
-        run.compacted(applyCompaction(plan, compacted.summary, now()), plan.replaced);
-        return null;
-      },
-      failed: (err) => {
-        run.debitBilled(err);
-        const limit = budgetExceeded(err);
-        if (limit) return limit;
-        throw err;
-      },
-    },
-  );
+        ]),
+      // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
+      (result) => messagesAfterCompaction(messages, range, result.summary),
+    );
+  } catch (err) {
+    run.debitBilled(err);
+    const limit = budgetExceeded(err);
+    if (limit) return limit;
+    throw err;
+  }
+  const spend = callSpend(compacted, price);
+  run.recordCompaction(spend);
+  countModelCall(run, spend);
+  run.compacted(applyCompaction(plan, compacted.summary, now()), plan.replaced);
+  return null;
 }
 
 /**
@@ -206,7 +153,7 @@ export function compact(run: AgentRunState, plan: CompactionPlan): Promise<Limit
  * non-retryable) if that cannot help. A call that does not fit the budget becomes a synthesis call when
  * tools were offered; returns the limit when not even that fits, else `null`.
  */
-export function modelTurn(
+export async function modelTurn(
   run: AgentRunState,
   synthesisFor: LimitName | null,
   offerTools: boolean,
@@ -237,10 +184,8 @@ async function compactedTurn(
   return callTurn(run, synthesisFor, input);
 }
 
-/**
- * The model call of a turn and its booking, as a `then` chain (fewer promises: see workflows/index.ts).
- */
-function callTurn(
+/** The model call of a turn and its booking; a call past the budget becomes a synthesis call when it can. */
+async function callTurn(
   run: AgentRunState,
   synthesisFor: LimitName | null,
   input: ReturnType<typeof turnInput>,
@@ -249,36 +194,40 @@ function callTurn(
   const turn = run.usage.modelCalls + 1;
   setCurrentDetails(`turn ${turn}: calling ${model}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
   const summary = `callModel ${model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`;
-  return callWithContext(
-    run,
-    summary,
-    { model, effort, ...input, budget: run.callBudget(), grant: run.grant },
-    {
-      done: (reply) => {
-        const spend = callSpend(reply, price);
-        run.recordModelCall(spend);
-        countModelCall(run, spend);
-        run.append({
-          type: 'message/assistant',
-          at: now(),
-          content: reply.content,
-          toolCalls: reply.toolCalls,
-          ...(synthesisFor && { synthesisFor }),
-        });
-        // The cost is shown every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its
-        // end (the `state` query has it exact at any time); a conversation after every answer, as it then waits.
-        const shown = reply.toolCalls.length > 0 ? turn % COST_SHOWN_EVERY === 0 : run.input.mode === 'conversation';
-        if (shown) run.showCost();
-        return null;
-      },
-      failed: (err): LimitName | null | Promise<LimitName | null> => {
-        run.debitBilled(err);
-        const limit = budgetExceeded(err);
-        if (!limit) throw err;
-        // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose.
-        if (synthesisFor === null && run.limits.synthesis) return modelTurn(run, limit, false);
-        return limit;
-      },
-    },
-  );
+  const request = { model, effort, ...input, budget: run.callBudget(), grant: run.grant };
+  let reply: CallModelResult;
+  try {
+    reply = await sendingWhatIsNew(
+      run,
+      input.messages,
+      (sent, attempt) =>
+        callModel.executeWithOptions({ summary: attempted(summary, attempt), ...run.untilDeadline() }, [
+          // A retry is fitted to what is left once the attempts before it were debited.
+          { ...request, ...(attempt > 1 && { budget: run.callBudget() }), ...sent },
+        ]),
+      () => input.messages,
+    );
+  } catch (err) {
+    run.debitBilled(err);
+    const limit = budgetExceeded(err);
+    if (!limit) throw err;
+    // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose.
+    if (synthesisFor === null && run.limits.synthesis) return modelTurn(run, limit, false);
+    return limit;
+  }
+  const spend = callSpend(reply, price);
+  run.recordModelCall(spend);
+  countModelCall(run, spend);
+  run.append({
+    type: 'message/assistant',
+    at: now(),
+    content: reply.content,
+    toolCalls: reply.toolCalls,
+    ...(synthesisFor && { synthesisFor }),
+  });
+  // The cost is shown every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its
+  // end (the `state` query has it exact at any time); a conversation after every answer, as it then waits.
+  const shown = reply.toolCalls.length > 0 ? turn % COST_SHOWN_EVERY === 0 : run.input.mode === 'conversation';
+  if (shown) run.showCost();
+  return null;
 }

@@ -20,7 +20,7 @@ import {
   type Amount,
   type CallBudget,
 } from '../src/rules/budget.js';
-import { settleReservation, type ChildPlan } from '../src/rules/child-run.js';
+import { settleReservation, shrunkPlan, type ChildPlan } from '../src/rules/child-run.js';
 import { billedBy } from '../src/rules/failure-message.js';
 import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
 import { renderPersona } from '../src/rules/persona.js';
@@ -33,6 +33,11 @@ import {
   ZERO_USAGE,
   type Spend,
 } from '../src/rules/usage.js';
+
+/** A booked child whose plan the run may replace (smaller) until it starts. */
+export interface Replannable {
+  plan: ChildPlan;
+}
 
 export class RunAccount {
   #usage = ZERO_USAGE;
@@ -51,7 +56,7 @@ export class RunAccount {
    * Children reserved whose limits are not given yet (hooks, a background being written): the reservations a debit
    * past the free budget may shrink (see `absorbOverrun`).
    */
-  readonly #preparing = new Map<LedgerEntry, ChildPlan>();
+  readonly #preparing = new Map<LedgerEntry, Replannable>();
 
   /** Every child this run booked, in order. */
   get ledger(): readonly LedgerEntry[] {
@@ -59,14 +64,14 @@ export class RunAccount {
   }
 
   /** The children booked whose limits are not given yet. */
-  get preparing(): ReadonlyMap<LedgerEntry, ChildPlan> {
+  get preparing(): ReadonlyMap<LedgerEntry, Replannable> {
     return this.#preparing;
   }
 
   /** A child booked in the ledger, its limits still open while it is prepared. */
-  book(entry: LedgerEntry, plan: ChildPlan): void {
+  book(entry: LedgerEntry, child: Replannable): void {
     this.#ledger.push(entry);
-    this.#preparing.set(entry, plan);
+    this.#preparing.set(entry, child);
   }
 
   /** A child's limits are given (it starts) or it ended: no overrun of the parent can shrink them any more. */
@@ -173,20 +178,13 @@ export class RunAccount {
     const pending = [...this.preparing];
     const { cuts } = shrinkToFit(
       budgetOf(this.limits, this.usage, this.reserved),
-      pending.map(([, plan]) => plan.reservation),
+      pending.map(([, child]) => child.plan.reservation),
     );
-    pending.forEach(([entry, plan], i) => {
+    pending.forEach(([entry, child], i) => {
       const cut = cuts[i]!;
       if (cut.tokens === 0 && cut.costMicroUsd === 0) return;
-      plan.reservation = {
-        tokens: plan.reservation.tokens - cut.tokens,
-        costMicroUsd: plan.reservation.costMicroUsd - cut.costMicroUsd,
-      };
-      if (plan.limits.maxTokens !== undefined) plan.limits = { ...plan.limits, maxTokens: plan.reservation.tokens };
-      if (plan.limits.maxCostUsd !== undefined) {
-        plan.limits = { ...plan.limits, maxCostUsd: microToUsd(plan.reservation.costMicroUsd) };
-      }
-      entry.reserved = plan.reservation;
+      child.plan = shrunkPlan(child.plan, cut);
+      entry.reserved = child.plan.reservation;
       this.#reserved = release(budgetOf(this.limits, this.usage, this.reserved), cut).reserved;
     });
   }

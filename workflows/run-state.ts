@@ -43,7 +43,7 @@ export type InboxItem =
     };
 
 /** A child dispatched with `wait: false`, as its parent follows it. */
-export interface BackgroundChild {
+export interface DetachedChild {
   entry: LedgerEntry;
   /** Cancelled when the parent ends first; cancelling the parent cancels it too. */
   scope: CancellationScope;
@@ -82,7 +82,7 @@ export class AgentRunState extends RunAccount {
   #segment = 1;
   #status: LiveStatus = 'starting';
   /** Children dispatched in the background, by workflow id; a segment carries none (no live child at a CAN). */
-  readonly #background = new Map<string, BackgroundChild>();
+  readonly #detached = new Map<string, DetachedChild>();
   #endRequested = false;
   /** This run's questions to its parent that wait for an answer (`undefined` until it arrives). */
   readonly #openQuestions = new Map<string, string | undefined>();
@@ -201,13 +201,13 @@ export class AgentRunState extends RunAccount {
   }
 
   /** Children dispatched in the background, by workflow id. */
-  get background(): ReadonlyMap<string, BackgroundChild> {
-    return this.#background;
+  get detached(): ReadonlyMap<string, DetachedChild> {
+    return this.#detached;
   }
 
   /** A child that runs in the background while the run goes on. */
-  dispatch(childWorkflowId: string, child: BackgroundChild): void {
-    this.#background.set(childWorkflowId, child);
+  dispatch(childWorkflowId: string, child: DetachedChild): void {
+    this.#detached.set(childWorkflowId, child);
   }
 
   /** Whether the tenant's admission workflow has given this child a slot. */
@@ -364,8 +364,8 @@ export class AgentRunState extends RunAccount {
   }
 
   /** True while a child dispatched in the background has not ended. */
-  hasLiveBackground(): boolean {
-    for (const child of this.background.values()) if (child.outcome === undefined) return true;
+  hasLiveDetached(): boolean {
+    for (const child of this.detached.values()) if (child.outcome === undefined) return true;
     return false;
   }
 

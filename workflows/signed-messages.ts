@@ -15,7 +15,7 @@ import {
 } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import type { SignedMessage } from '../src/contract/signals.js';
-import type { SchemaChecker } from '../src/rules/json-schema.js';
+import type { SchemaChecker } from '../src/contract/checks/json-schema.js';
 import { countSignalDropped } from './metrics.js';
 
 const MESSAGE_OPTIONS = { startToCloseTimeout: '10 seconds', retry: { maximumAttempts: 5 } } as const;

@@ -22,7 +22,7 @@ import {
   admissionStateQuery,
   admittedSignal,
 } from '../src/contract/messages.js';
-import { CONTRACT } from '../src/rules/contract-checks.js';
+import { CONTRACT } from '../src/contract/checks/contract-checks.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { onSigned, sendSigned } from './signed-messages.js';
 

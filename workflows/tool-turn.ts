@@ -19,7 +19,7 @@ import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
 import { joinAll, LOOKUP_OPTIONS, TOOL_CALL_OPTIONS } from './activity-options.js';
 import { runDelegation } from './delegation/invocation.js';
 import { runFollowup, runInterjection } from './delegation/steering.js';
-import { runWait } from './delegation/in-background.js';
+import { runWait } from './delegation/detached.js';
 import { runAnswerChild, runAskParent } from './delegation/questions.js';
 import { sessionLost, sessionOptions } from './mcp-sessions.js';
 import { now, type AgentRunState } from './run-state.js';
@@ -42,10 +42,7 @@ const STEERING: Record<SteeringToolName, Handler> = {
   ask_parent: runAskParent,
 };
 
-/**
- * One call's result; never rejects but with a cancellation (a failing tool is a tool error the model reads). A `then`
- * chain, not an `async` frame (fewer promises: see workflows/index.ts).
- */
+/** One call's result; never rejects but with a cancellation (a failing tool is a tool error the model reads). */
 function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
   const handler = Object.hasOwn(STEERING, call.name) ? STEERING[call.name as SteeringToolName] : undefined;
   const steer = handler && sealedOnly(handler);
@@ -118,10 +115,10 @@ function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: strin
     }),
   };
   return settled(
-    () =>
-      server === undefined
-        ? runTool.executeWithOptions(options, [input])
-        : sessionOptions(run, server).then((pinned) => runTool.executeWithOptions({ ...options, ...pinned }, [input])),
+    async () => {
+      const pinned = server === undefined ? {} : await sessionOptions(run, server);
+      return runTool.executeWithOptions({ ...options, ...pinned }, [input]);
+    },
     (err) => {
       const lost = server === undefined ? undefined : sessionLost(run, server, err);
       return { content: `tool "${call.name}" failed: ${lost ?? rootMessage(err)}`, isError: true };
@@ -129,35 +126,31 @@ function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: strin
   );
 }
 
-/** `start()`'s result, or `failed(err)` for what it threw or rejected with; a cancellation goes through. */
-function settled(start: () => Promise<RunToolResult>, failed: (err: unknown) => RunToolResult): Promise<RunToolResult> {
-  const recover = (err: unknown): RunToolResult => {
+/** `start()`'s result, or `failed(err)` for what it threw; a cancellation goes through. */
+async function settled(
+  start: () => Promise<RunToolResult>,
+  failed: (err: unknown) => RunToolResult,
+): Promise<RunToolResult> {
+  try {
+    return await start();
+  } catch (err) {
     if (isCancellation(err)) throw err;
     return failed(err);
-  };
-  try {
-    return start().catch(recover);
-  } catch (err) {
-    return Promise.resolve(recover(err)); // thrown before it started: the same answer (a cancellation throws)
   }
 }
 
-/**
- * Runs `calls`; answers `refused` with a tool error because `maxToolCalls` leaves no room for them. A `then` chain, not
- * an `async` frame (fewer promises: see workflows/index.ts).
- */
-export function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
+/** Runs `calls`; answers `refused` with a tool error because `maxToolCalls` leaves no room for them. */
+export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
   setCurrentDetails(`turn ${run.usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
   const allowedTools = run.composition.tools.map((tool) => tool.name);
   const costBefore = run.usage.costMicroUsd;
-  return joinAll(
-    calls.map((call) =>
-      executeTool(run, call, allowedTools).then(({ content, isError, artifacts }) => {
-        run.artifacts.saved(artifacts);
-        run.append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
-      }),
-    ),
-  ).then(() => toolsDone(run, calls, refused, costBefore));
+  const runOne = async (call: ToolCall) => {
+    const { content, isError, artifacts } = await executeTool(run, call, allowedTools);
+    run.artifacts.saved(artifacts);
+    run.append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
+  };
+  await joinAll(calls.map(runOne));
+  toolsDone(run, calls, refused, costBefore);
 }
 
 /** The turn's tools ended: they are counted, the cost they moved is shown, and the refused calls are answered. */

@@ -1,10 +1,10 @@
 /**
  * Checking what comes into a run against the contract without zod (its JSON Schemas, checked by
- * src/rules/contract-checks.ts): zod would cost every workflow start and replay its size. Deterministic code only.
+ * src/contract/checks/contract-checks.ts): zod would cost every workflow start and replay its size. Deterministic code only.
  */
-import type { SchemaChecker } from '../src/rules/json-schema.js';
+import type { SchemaChecker } from '../src/contract/checks/json-schema.js';
 
-export { parseSteeringArgs as parseToolArgs } from '../src/rules/contract-checks.js';
+export { parseSteeringArgs as parseToolArgs } from '../src/contract/checks/contract-checks.js';
 
 /** For synchronous checks (update validators): throws naming each field unless the value fits. */
 export function assertFits(checker: SchemaChecker, value: unknown, what: string): void {

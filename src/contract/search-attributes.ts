@@ -1,5 +1,5 @@
 /** Search attributes every run carries, so a person can find and follow runs in Temporal UI. */
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 
 export const DEPUTY_ROOT_ID = defineSearchAttributeKey('DeputyRootId', SearchAttributeType.KEYWORD);
 export const DEPUTY_PARENT_ID = defineSearchAttributeKey('DeputyParentId', SearchAttributeType.KEYWORD);
@@ -11,6 +11,34 @@ export const DEPUTY_CONTEXT_MODE = defineSearchAttributeKey('DeputyContextMode',
 export const DEPUTY_COST_USD = defineSearchAttributeKey('DeputyCostUsd', SearchAttributeType.DOUBLE);
 /** The tenant a run belongs to (activation and admission are per tenant). */
 export const DEPUTY_TENANT = defineSearchAttributeKey('DeputyTenant', SearchAttributeType.KEYWORD);
+
+/** Where a run sits in its tree: a child names its parent, its task and the context it was given. */
+export interface TreePlace {
+  rootId: string;
+  depth: number;
+  tenant: string | undefined;
+  preset: string;
+  child?: { parentId: string; taskName: string; contextMode: string };
+}
+
+/** The search attributes that place a run in its tree, and its status when it starts running. */
+export function treeAttributes(place: TreePlace): SearchAttributePair[] {
+  const { child } = place;
+  return [
+    { key: DEPUTY_ROOT_ID, value: place.rootId },
+    ...(child ? [{ key: DEPUTY_PARENT_ID, value: child.parentId }] : []),
+    { key: DEPUTY_DEPTH, value: place.depth },
+    ...(child
+      ? [
+          { key: DEPUTY_TASK_NAME, value: child.taskName },
+          { key: DEPUTY_CONTEXT_MODE, value: child.contextMode },
+        ]
+      : []),
+    { key: DEPUTY_PRESET, value: place.preset },
+    { key: DEPUTY_STATUS, value: 'running' },
+    ...(place.tenant ? [{ key: DEPUTY_TENANT, value: place.tenant }] : []),
+  ];
+}
 
 /** The visibility query of every run of the tree `rootId` heads. */
 export function treeQuery(rootId: string): string {

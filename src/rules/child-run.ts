@@ -7,7 +7,7 @@ import type { ContextRendering, Preset } from '../contract/preset.js';
 import type { ChildOrigin, Limits, ParsedRunInput, RunInput, RunResult, Usage } from '../contract/run.js';
 import type { InheritedComposition, ResolveRunResult } from '../contract/composition.js';
 import type { RunTool } from '../contract/tools.js';
-import { asRunResult } from './contract-checks.js';
+import { asRunResult } from '../contract/checks/contract-checks.js';
 import { DELEGATE_SCOPE } from '../contract/scopes.js';
 import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
@@ -23,36 +23,52 @@ import {
   type ChildOutcome,
 } from './children.js';
 import type { Brief, ContextMode } from '../contract/delegation.js';
-import type { ReturnShapeCheck } from './contract-checks.js';
-import type { Spend } from './usage.js';
+import type { ReturnShapeCheck } from '../contract/checks/contract-checks.js';
+import { microToUsd, type Spend } from './usage.js';
 
 /** The parent's context as prepared for a child. */
-export type ChildBackground = NonNullable<ChildOrigin['background']>;
 
 /** The preset as a child's input carries it. */
 export type ChildPreset = NonNullable<ChildOrigin['preset']>;
 
 /** One child as planned before anything is reserved or started. */
 export interface ChildPlan {
-  brief: Brief;
-  preset: string;
+  readonly brief: Brief;
+  readonly preset: string;
   /**
    * The preset the child runs with, `selected` when its brief named a role: its input carries the definition, or
    * only its revision when the definition is large (the child then looks it up, see `presetForChild`).
    */
-  composition: { definition: Preset; revision: string; selected: boolean };
+  readonly composition: { definition: Preset; revision: string; selected: boolean };
   /** A follow-up: the finished child whose session this one goes on from. */
-  restore?: { from: string; events: SessionEvent[] };
-  contextRendering: ContextRendering;
+  readonly restore?: { from: string; events: SessionEvent[] };
+  readonly contextRendering: ContextRendering;
   /** What the child sees of the parent; a follow-up keeps its source's (the choice made at dispatch sticks). */
-  contextMode: ContextMode;
+  readonly contextMode: ContextMode;
   /** A follow-up: its source's snapshot mark, so an interjection continues from what the source saw. */
-  snapshotMark?: number | undefined;
-  grant: ChildGrant;
-  limits: Limits;
-  reservation: Amount;
+  readonly snapshotMark?: number | undefined;
+  readonly grant: ChildGrant;
+  readonly limits: Limits;
+  readonly reservation: Amount;
   /** The artifacts its brief gives it to read (every one readable by the parent). */
-  artifacts?: ArtifactRef[];
+  readonly artifacts?: ArtifactRef[];
+}
+
+/**
+ * The plan re-made with `cut` taken off its reservation (the parent's overrun, before the child started): its token
+ * and cost limits shrink with it. The plan given is left as it was.
+ */
+export function shrunkPlan(plan: ChildPlan, cut: Amount): ChildPlan {
+  const reservation = {
+    tokens: plan.reservation.tokens - cut.tokens,
+    costMicroUsd: plan.reservation.costMicroUsd - cut.costMicroUsd,
+  };
+  const limits = {
+    ...plan.limits,
+    ...(plan.limits.maxTokens !== undefined && { maxTokens: reservation.tokens }),
+    ...(plan.limits.maxCostUsd !== undefined && { maxCostUsd: microToUsd(reservation.costMicroUsd) }),
+  };
+  return { ...plan, reservation, limits };
 }
 
 /** What a child's input needs of its parent. */
@@ -170,7 +186,7 @@ export function childInput(
   invocation: number,
   returnShape: Record<string, unknown> | undefined,
   parent: ParentOfChild,
-  background: ChildBackground | undefined,
+  parentContext: NonNullable<ChildOrigin['parentContext']> | undefined,
 ): RunInput {
   // No role: the child runs with the parent's exact model; a role brings its preset's model unless the brief names one.
   const model = brief.model ?? (brief.role ? undefined : parent.composition.model);
@@ -194,7 +210,7 @@ export function childInput(
       contextMode: plan.contextMode,
       preset: presetForChild(plan.composition),
       ...(composition && { composition }),
-      ...(background && { background }),
+      ...(parentContext && { parentContext }),
       ...(plan.artifacts && plan.artifacts.length > 0 && { artifacts: plan.artifacts }),
     },
     ...(plan.restore && { restore: { kind: 'followup' as const, events: plan.restore.events } }),

@@ -5,4 +5,9 @@
  */
 export * from './children.js';
 export * from '../contract/delegation.js';
-export { checkReturnShape, parseInvocation, type InvocationCheck, type ReturnShapeCheck } from './contract-checks.js';
+export {
+  checkReturnShape,
+  parseInvocation,
+  type InvocationCheck,
+  type ReturnShapeCheck,
+} from '../contract/checks/contract-checks.js';

@@ -45,7 +45,7 @@ export function openingEvents(
         : { type: 'message/assistant', at, content: message.content, toolCalls: [] },
     );
   }
-  if (origin?.background) events.push({ type: 'context/background', at, ...origin.background });
+  if (origin?.parentContext) events.push({ type: 'context/background', at, ...origin.parentContext });
   // A restored session's dialogue (a fork's is marked inherited) goes on under this run's own header.
   for (const event of closeUnansweredToolCalls(input.restore?.events ?? [])) {
     if (event.type !== 'session/header' && event.type !== 'run/ended') events.push(event);

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { formatPath } from './json-schema.js';
+import { formatPath } from '../contract/checks/schema-wording.js';
 
 export { formatPath };
 

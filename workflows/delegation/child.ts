@@ -1,8 +1,7 @@
 /**
- * One child's life as its parent sees it, in named steps: prepare (hooks, the background), admit (a tenant's
- * slot), start, join, and settle its reservation. Deterministic code only.
+ * One child's life as its parent sees it, in named steps: admit (a tenant's slot), prepare (hooks, its parent
+ * context), start, follow, and settle its reservation. Deterministic code only.
  */
-import type { ContextRendering } from '../../src/contract/preset.js';
 import {
   ChildWorkflowCancellationType,
   isCancellation,
@@ -10,74 +9,20 @@ import {
   WorkflowIdReusePolicy,
   type ChildWorkflowOptions,
 } from '@temporalio/workflow';
-import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
 import { bounded, callEvidence, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
-import type { ContextMode } from '../../src/rules/delegation.js';
 import type { LedgerEntry, RunInput } from '../../src/contract/run.js';
-import {
-  DEPUTY_CONTEXT_MODE,
-  DEPUTY_DEPTH,
-  DEPUTY_PARENT_ID,
-  DEPUTY_PRESET,
-  DEPUTY_ROOT_ID,
-  DEPUTY_STATUS,
-  DEPUTY_TASK_NAME,
-  DEPUTY_TENANT,
-} from '../../src/contract/search-attributes.js';
-import type { SessionEvent } from '../../src/contract/session.js';
+import { treeAttributes } from '../../src/contract/search-attributes.js';
 import { hasHooks, runHooks } from '../hooks.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
-import { renderParentContext, renderParentDialogue, selectContext } from '../../src/rules/context.js';
 import { microToUsd, type Spend } from '../../src/rules/usage.js';
 import type { AgentRunState } from '../run-state.js';
-import type { ChildBackground, ChildPlan, Snapshot } from './plan.js';
-import { generateBackground } from './background.js';
+import type { DelegateCall, DelegatedChild } from './plan.js';
+import { copyParentContext, generateParentContext, type ParentContext } from './parent-context.js';
 import { closeQuestions } from './questions.js';
 import { admit, release } from './slot.js';
 import { endOfFailure, explainStartFailure, joinAttached, readResult, startAgentRun } from './spawn.js';
 import { childInput, type ChildEnd } from '../../src/rules/child-run.js';
 import { countDelegationSettled, countRefusal } from '../metrics.js';
-
-/** The background a child gets for its context mode, rendered as its preset asks; none for `none`. */
-function prepareBackground(
-  mode: ContextMode,
-  rendering: ContextRendering,
-  snapshot: readonly SessionEvent[],
-  payloads: PayloadLimits,
-): ChildBackground | undefined {
-  const selected = selectContext(snapshot, mode);
-  if (selected.length === 0) return undefined;
-  // The copy goes into the child's input; past the budget it is cut (the block) or its oldest turns dropped.
-  const content = cutText(renderParentContext(selected), payloads.maxTextBytes);
-  if (rendering !== 'dialogue') return { source: 'parent-chat', content };
-  const dialogue = renderParentDialogue(selected).map((m) => ({
-    ...m,
-    content: cutText(m.content, payloads.maxTextBytes),
-  }));
-  while (dialogue.length > 1 && jsonBytes(dialogue) > payloads.maxTextBytes) dialogue.shift();
-  return { source: 'parent-chat', content, dialogue };
-}
-
-/** Starts one child, waits for it, and settles its reservation; the child's end never cancels the parent. */
-export function runChild(
-  plan: ChildPlan,
-  entry: LedgerEntry,
-  invocation: number,
-  returnShape: Record<string, unknown> | undefined,
-  run: AgentRunState,
-  snapshot: Snapshot,
-): Promise<ChildOutcome> {
-  return new ChildLife(run, { plan, entry, invocation, returnShape, snapshot }).live();
-}
-
-/** What a child's life is given by its invocation. */
-interface ChildOrder {
-  plan: ChildPlan;
-  entry: LedgerEntry;
-  invocation: number;
-  returnShape: Record<string, unknown> | undefined;
-  snapshot: Snapshot;
-}
 
 /** The hooks a child's task goes through before it is prepared, in order. */
 const TASK_HOOK_EVENTS = ['task.submitted', 'subagent.start'] as const;
@@ -86,7 +31,7 @@ const TASK_HOOK_EVENTS = ['task.submitted', 'subagent.start'] as const;
 type Step<T> = { ok: true; value: T } | { ok: false; outcome: ChildOutcome };
 
 /** One child, from its preparation to its settlement; each step names what it does to the parent's state. */
-class ChildLife {
+export class ChildLife {
   readonly #hooks;
   readonly #hookInput;
   /** The task as the hooks accepted (or rewrote) it. */
@@ -102,9 +47,10 @@ class ChildLife {
 
   constructor(
     private readonly run: AgentRunState,
-    private readonly order: ChildOrder,
+    private readonly call: DelegateCall,
+    private readonly child: DelegatedChild,
   ) {
-    const { plan, entry } = order;
+    const { plan, entry } = child;
     this.#task = plan.brief.message;
     this.#hooks = run.composition.hooks ?? [];
     this.#hookInput = {
@@ -119,70 +65,45 @@ class ChildLife {
   }
 
   /**
-   * The steps in order: admit, prepare, start. One that has nothing to wait for (no tenant cap, no hook listens, no
-   * summary to write) answers at once and is not awaited, and those that wait are chained with `then`, each with its
-   * failure (fewer promises: see workflows/index.ts). Under a tenant cap the slot goes back however the child ended, and while the
-   * parent is being cancelled, too.
+   * The steps in order: admit (the slot comes first, so a parent context is written and paid for only for a child
+   * that has one), prepare, start and follow. Any failure on the way is this brief's alone, unless the parent itself
+   * is being cancelled. A slot goes back however the child ended.
    */
-  live(): Promise<ChildOutcome> {
-    // The slot comes first: a background is written and paid for only for a child that has one.
-    const life = this.#guard(() =>
-      this.#then(this.admit(), (admitted) =>
-        !admitted.ok
-          ? admitted.outcome
-          : this.#then(this.prepare(), (prepared) => (prepared.ok ? this.#start(prepared.value) : prepared.outcome)),
-      ),
-    );
-    if (!this.run.delegationSettings.admission) return Promise.resolve(life);
-    const released = () =>
-      this.#holdsSlot === undefined ? Promise.resolve() : release(this.#holdsSlot, this.order.entry.childWorkflowId);
-    return Promise.resolve(life).then(
-      (outcome) => released().then(() => outcome),
-      (err: unknown) =>
-        released().then(() => {
-          throw err;
-        }),
-    );
+  async live(): Promise<ChildOutcome> {
+    try {
+      const admitted = await this.#admit();
+      if (!admitted.ok) return admitted.outcome;
+      const prepared = await this.#prepare();
+      if (!prepared.ok) return prepared.outcome;
+      return await this.#startAndFollow(prepared.value);
+    } catch (err) {
+      return this.#failed(err);
+    } finally {
+      if (this.#holdsSlot !== undefined) await release(this.#holdsSlot, this.child.entry.childWorkflowId);
+    }
   }
 
   /** Starts the child (or attaches to this invocation's own from an earlier attempt) and follows it to its end. */
-  #start(input: RunInput): Life {
-    const { entry, returnShape } = this.order;
-    return startAgentRun(this.#startOptions(input)).then(
-      (handle) =>
-        this.#guard(() => {
-          this.started();
-          return handle.result().then(
-            (result) => this.#guard(() => this.#ended(readResult(result, returnShape))),
-            (err: unknown) => this.#guard(() => this.#ended(endOfFailure(err))),
-          );
-        }),
-      (err: unknown) =>
-        this.#guard(() =>
-          this.#then(explainStartFailure(entry, err), (notStarted) => {
-            if (notStarted.kind === 'refused') return this.refused(notStarted.reason);
-            this.started();
-            return this.#then(joinAttached(entry.childWorkflowId, returnShape), (ended) => this.#ended(ended));
-          }),
-        ),
-    );
-  }
-
-  /** `next` of a step's value, at once when the step did not wait; a failure on the way ends in `#failed`. */
-  #then<T>(value: T | Promise<T>, next: (value: T) => Life): Life {
-    if (!(value instanceof Promise)) return this.#guard(() => next(value));
-    return value.then(
-      (done) => this.#guard(() => next(done)),
-      (err: unknown) => this.#failed(err),
-    );
-  }
-
-  #guard(step: () => Life): Life {
+  async #startAndFollow(input: RunInput): Promise<ChildOutcome> {
+    const { entry } = this.child;
+    const { returnShape } = this.call;
+    let handle;
     try {
-      return step();
+      handle = await startAgentRun(this.#startOptions(input));
     } catch (err) {
-      return this.#failed(err);
+      const notStarted = await explainStartFailure(entry, err);
+      if (notStarted.kind === 'refused') return this.#refused(notStarted.reason);
+      this.#started();
+      return this.#ended(await joinAttached(entry.childWorkflowId, returnShape));
     }
+    this.#started();
+    let result;
+    try {
+      result = await handle.result();
+    } catch (err) {
+      return this.#ended(endOfFailure(err));
+    }
+    return this.#ended(readResult(result, returnShape));
   }
 
   /**
@@ -192,33 +113,19 @@ class ChildLife {
    */
   #failed(err: unknown): ChildOutcome {
     if (isCancellation(err)) {
-      this.settle('cancelled', 'cancelled with its parent');
+      this.#settle('cancelled', 'cancelled with its parent');
       throw err;
     }
     const reason = `this brief's delegation failed: ${failureMessage(err)}`;
-    return this.outcome('failed', null, reason, reason);
-  }
-
-  /** The child ended (and is settled): its outcome, once the end hooks (if any listen) were told. */
-  #ended(ended: ChildEnd): Life {
-    const outcome = this.ended(ended);
-    return hasHooks('subagent.end', this.#hooks) ? this.tellEnd(outcome, ended.output) : outcome;
+    return this.#outcome('failed', null, reason, reason);
   }
 
   /**
    * The child's slot, id and cost are reserved, but it is not started and has no identity yet: the task hooks run,
-   * and the background is prepared from the snapshot taken at the delegate call. Its input is fixed at the end.
+   * and its parent context is prepared from the snapshot taken at the delegate call. Its input is fixed at the end.
    */
-  prepare(): Step<RunInput> | Promise<Step<RunInput>> {
-    const { plan } = this.order;
-    const waits =
-      TASK_HOOK_EVENTS.some((event) => hasHooks(event, this.#hooks)) ||
-      (plan.contextMode === 'summary' && !plan.restore);
-    return waits ? this.#prepareWaiting() : this.#prepared(this.#background());
-  }
-
-  async #prepareWaiting(): Promise<Step<RunInput>> {
-    const { plan, entry, snapshot } = this.order;
+  async #prepare(): Promise<Step<RunInput>> {
+    const { plan, entry } = this.child;
     const trail: string[] = [];
     for (const event of TASK_HOOK_EVENTS) {
       if (!hasHooks(event, this.#hooks)) continue;
@@ -227,39 +134,46 @@ class ChildLife {
       entry.preparation.hookOutcome = trail.join('; ') || null;
       if (decided.decision === 'reject') {
         const reason = `${decided.reason ?? 'rejected'}; the child was not started`;
-        return { ok: false, outcome: this.outcome('rejected', null, reason, reason) };
+        return { ok: false, outcome: this.#outcome('rejected', null, reason, reason) };
       }
       this.#task = decided.task;
     }
-    let background = this.#background();
+    let context = this.#copiedContext();
     if (plan.contextMode === 'summary' && !plan.restore) {
-      // The background is written for the hook-accepted task; its cost is the parent's.
-      const generated = await generateBackground(this.#task, plan.brief.task_name, this.run, snapshot.events);
+      // The summary is written for the hook-accepted task; its cost is the parent's.
+      const generated = await generateParentContext(
+        this.#task,
+        plan.brief.task_name,
+        this.run,
+        this.call.snapshot.events,
+      );
       if (!generated.ok)
-        return { ok: false, outcome: this.outcome('rejected', null, generated.error, generated.error) };
-      background = generated.background;
+        return { ok: false, outcome: this.#outcome('rejected', null, generated.error, generated.error) };
+      context = generated.context;
     }
-    return this.#prepared(background);
+    return { ok: true, value: this.#input(context) };
   }
 
   /**
    * The snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's restored
-   * session already holds its background, and its interjections continue from its source's mark.
+   * session already holds its parent context, and its interjections continue from its source's mark.
    */
-  #background(): ChildBackground | undefined {
-    const { plan, entry, snapshot } = this.order;
+  #copiedContext(): ParentContext | undefined {
+    const { plan, entry } = this.child;
+    const { snapshot } = this.call;
     this.run.markSnapshot(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
     return plan.restore
       ? undefined
-      : prepareBackground(plan.contextMode, plan.contextRendering, snapshot.events, this.run.payloads);
+      : copyParentContext(plan.contextMode, plan.contextRendering, snapshot.events, this.run.payloads);
   }
 
-  /** The child's input, with its background; its limits are given now: a later overrun can no longer shrink them. */
-  #prepared(background: ChildBackground | undefined): Step<RunInput> {
+  /** The child's input, with its parent context; its limits are given now: a later overrun can no longer shrink them. */
+  #input(context: ParentContext | undefined): RunInput {
     const { run } = this;
-    const { plan, entry, invocation, returnShape } = this.order;
-    entry.preparation.backgroundChars = background ? background.content.length : null;
+    const { entry } = this.child;
+    entry.preparation.backgroundChars = context ? context.content.length : null;
     run.prepared(entry);
+    const { plan } = this.child;
     const parent = {
       sessionId: run.sessionId,
       rootId: run.rootId,
@@ -268,39 +182,38 @@ class ChildLife {
       composition: run.composition,
       invocationId: entry.invocationId,
     };
-    const input = childInput(plan, { ...plan.brief, message: this.#task }, invocation, returnShape, parent, background);
-    return { ok: true, value: input };
+    const brief = { ...plan.brief, message: this.#task };
+    return childInput(plan, brief, this.call.number, this.call.returnShape, parent, context);
   }
 
   /** Under a tenant cap, the child starts only with a slot. */
-  admit(): Step<void> | Promise<Step<void>> {
+  async #admit(): Promise<Step<void>> {
     const admission = this.run.delegationSettings.admission;
     if (!admission) return { ok: true, value: undefined };
-    const { deadline } = this.order.plan.limits;
-    return admit(this.run, this.order.entry, admission, deadline ? Date.parse(deadline) : null).then((admitted) => {
-      if (!admitted.ok) return { ok: false, outcome: this.outcome('failed', null, admitted.reason, admitted.reason) };
-      this.#holdsSlot = admission.tenant;
-      return { ok: true, value: undefined };
-    });
+    const { deadline } = this.child.plan.limits;
+    const admitted = await admit(this.run, this.child.entry, admission, deadline ? Date.parse(deadline) : null);
+    if (!admitted.ok) return { ok: false, outcome: this.#outcome('failed', null, admitted.reason, admitted.reason) };
+    this.#holdsSlot = admission.tenant;
+    return { ok: true, value: undefined };
   }
 
   /** The child started (or this invocation's own child from an earlier attempt was found, to attach to). */
-  started(): void {
-    const { entry } = this.order;
+  #started(): void {
+    const { entry } = this.child;
     entry.status = 'running';
     entry.started = true;
     this.#spent = null;
   }
 
   /** The child could not be started: this brief fails, its siblings go on. */
-  refused(reason: string): ChildOutcome {
+  #refused(reason: string): ChildOutcome {
     countRefusal(this.run, 'start_failed');
-    return this.outcome('failed', null, reason, reason);
+    return this.#outcome('failed', null, reason, reason);
   }
 
   #startOptions(input: RunInput): ChildWorkflowOptions & { args: [RunInput] } {
     const { run } = this;
-    const { plan, entry } = this.order;
+    const { plan, entry } = this.child;
     const { brief } = plan;
     const admission = run.delegationSettings.admission;
     return {
@@ -318,48 +231,45 @@ class ChildLife {
       staticSummary: `${brief.task_name}${brief.wait === false ? ' (background)' : ''}: ${bounded(this.#task.replace(/\s+/g, ' '), 100)}`,
       // The tree the child belongs to, searchable from its start, with all of its attributes: the child writes none
       // when it starts running (no visibility update of its own).
-      typedSearchAttributes: [
-        { key: DEPUTY_ROOT_ID, value: run.rootId },
-        { key: DEPUTY_PARENT_ID, value: run.sessionId },
-        { key: DEPUTY_DEPTH, value: run.depth + 1 },
-        { key: DEPUTY_TASK_NAME, value: brief.task_name },
-        { key: DEPUTY_CONTEXT_MODE, value: String(plan.contextMode) },
-        { key: DEPUTY_PRESET, value: plan.preset },
-        { key: DEPUTY_STATUS, value: 'running' },
-        ...(run.tenant ? [{ key: DEPUTY_TENANT, value: run.tenant }] : []),
-      ],
+      typedSearchAttributes: treeAttributes({
+        rootId: run.rootId,
+        depth: run.depth + 1,
+        tenant: run.tenant,
+        preset: plan.preset,
+        child: { parentId: run.sessionId, taskName: brief.task_name, contextMode: String(plan.contextMode) },
+      }),
     };
   }
 
-  /** The child ended: what it spent, and its outcome (the child is settled). */
-  ended(ended: ChildEnd): ChildOutcome {
+  /** The child ended: what it spent, and its outcome (settled), once the end hooks (if any listen) were told. */
+  async #ended(ended: ChildEnd): Promise<ChildOutcome> {
+    const { entry } = this.child;
     this.#spent = ended.spent;
-    this.order.entry.artifacts = this.run.artifacts.handedBack(this.order.entry.childWorkflowId, ended.artifacts);
+    entry.artifacts = this.run.artifacts.handedBack(entry.childWorkflowId, ended.artifacts);
     // The child's call counts, and a mark when it answered without a tool.
     const evidence = ended.spent ? callEvidence(ended.status, ended.spent) : undefined;
-    return this.outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
+    const outcome = this.#outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
+    if (hasHooks('subagent.end', this.#hooks)) await this.#tellEnd(outcome, ended.output);
+    return outcome;
   }
 
-  /** Tells the end hooks how the child ended; their failure changes nothing. */
-  async tellEnd(result: ChildOutcome, ended: unknown): Promise<ChildOutcome> {
+  /** Tells the end hooks how the child ended; their failure changes nothing, a cancelled parent still stops. */
+  async #tellEnd(result: ChildOutcome, ended: unknown): Promise<void> {
     const output = typeof ended === 'string' ? ended : null;
-    await runHooks(
-      'subagent.end',
-      { ...this.#hookInput, task: this.#task, status: result.status, output },
-      this.#hooks,
-      this.run.grant,
-    ).catch((err: unknown) => {
-      if (isCancellation(err)) throw err; // a failing end hook changes nothing; a cancelled parent still stops
-    });
-    return result;
+    const input = { ...this.#hookInput, task: this.#task, status: result.status, output };
+    try {
+      await runHooks('subagent.end', input, this.#hooks, this.run.grant);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+    }
   }
 
   /** Releases the child's reservation and debits what it spent (all of it when it did not say), once. */
-  settle(status: LedgerEntry['status'], summary: string): void {
+  #settle(status: LedgerEntry['status'], summary: string): void {
     if (this.#settled) return;
     this.#settled = true;
     const { run } = this;
-    const { entry, plan } = this.order;
+    const { entry, plan } = this.child;
     run.prepared(entry);
     const { charge, overrun } = run.settleChild(plan.reservation, this.#spent);
     entry.status = status;
@@ -371,15 +281,15 @@ class ChildLife {
   }
 
   /** The child's outcome as its parent's model reads it; the child is settled first. */
-  outcome(
+  #outcome(
     status: ChildOutcome['status'],
     output: unknown,
     summary: string,
     error?: string,
     evidence?: Pick<ChildOutcome, 'calls' | 'evidence'>,
   ): ChildOutcome {
-    this.settle(status, summary);
-    const { entry, plan } = this.order;
+    this.#settle(status, summary);
+    const { entry, plan } = this.child;
     return {
       task_name: plan.brief.task_name,
       workflow_id: entry.childWorkflowId,
@@ -393,8 +303,5 @@ class ChildLife {
     };
   }
 }
-
-/** A step of a child's life: its outcome, at once or once it has waited. */
-type Life = ChildOutcome | Promise<ChildOutcome>;
 
 const ZERO_SPEND = { inputTokens: 0, outputTokens: 0, costMicroUsd: 0 };

@@ -37,10 +37,12 @@ export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<
     // The deadline ends the wait: by the timer that cancels the loop, or here when the deadline bounds activities.
     const { deadlineMs } = run.limits;
     const answered = () => run.answerTo(questionId) !== undefined;
-    const inTime =
-      run.deadlineOnActivities && deadlineMs !== null
-        ? await condition(answered, Math.max(1, deadlineMs - Date.now()))
-        : await condition(answered).then(() => true);
+    let inTime = true;
+    if (run.deadlineOnActivities && deadlineMs !== null) {
+      inTime = await condition(answered, Math.max(1, deadlineMs - Date.now()));
+    } else {
+      await condition(answered);
+    }
     const answer = run.answerTo(questionId);
     run.closeQuestion(questionId);
     run.setStatus(run.liveStatus());

@@ -32,10 +32,9 @@ export async function admit(
   setCurrentDetails(`waiting for one of tenant ${tenant}'s ${cap} live-child slots for ${entry.taskName}`);
   try {
     const admitted = () => run.isAdmitted(childWorkflowId);
-    const inTime =
-      deadlineMs === null
-        ? await condition(admitted).then(() => true)
-        : await condition(admitted, Math.max(1, deadlineMs - Date.now()));
+    let inTime = true;
+    if (deadlineMs === null) await condition(admitted);
+    else inTime = await condition(admitted, Math.max(1, deadlineMs - Date.now()));
     if (inTime) return { ok: true };
   } catch (err) {
     if (isCancellation(err)) await release(tenant, childWorkflowId);

@@ -31,7 +31,7 @@ import {
   type ChildEnd,
 } from '../../src/rules/child-run.js';
 import { FAILURE } from '../../src/contract/failures.js';
-import { checkReturnShape } from '../../src/rules/contract-checks.js';
+import { checkReturnShape } from '../../src/contract/checks/contract-checks.js';
 import { sealedForChild } from '../grants.js';
 
 const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
@@ -56,7 +56,7 @@ type ChildHandle = ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>>;
  * attempt (a reset parent) is attached to; an id held by anything else refuses this brief only; no error of the start
  * ever fails the parent. A cancellation goes through.
  */
-export function explainStartFailure(entry: LedgerEntry, err: unknown): NotStarted | Promise<NotStarted> {
+export async function explainStartFailure(entry: LedgerEntry, err: unknown): Promise<NotStarted> {
   if (isCancellation(err)) throw err;
   if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
     return { kind: 'refused', reason: `the child could not be started: ${failureMessage(err)}` };

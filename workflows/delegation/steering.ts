@@ -15,7 +15,7 @@ import { parseToolArgs } from '../validation.js';
 import { renderParentContext, takeContinuedSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
 import { planChild, toolError, type ChildPlan } from './plan.js';
-import { bookAndRun } from './invocation.js';
+import { Delegation } from './invocation.js';
 
 const { resolvePresets, loadSession } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
@@ -133,5 +133,5 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     snapshotMark: run.snapshotMarks.get(source.childWorkflowId),
     restore: { from: source.childWorkflowId, events },
   };
-  return bookAndRun(call, [followup], narrowing.returnShape, run, { events: [], mark: run.appended });
+  return new Delegation(run, call, { events: [], mark: run.appended }).launch([followup], narrowing.returnShape);
 }

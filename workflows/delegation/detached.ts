@@ -1,14 +1,14 @@
 /**
- * Background delegation: a brief with `wait: false` runs its child in a cancellation scope of its own while
- * the parent goes on. The child's end joins the parent's inbox as a `subagent/result` (the untrusted envelope of a
+ * Detached children (a brief with `wait: false`, the spec's "background delegation"): each runs in a cancellation
+ * scope of its own while the parent goes on. The child's end joins the parent's inbox as a `subagent/result` (the untrusted envelope of a
  * waited result) and wakes an idle parent, unless the `wait` tool took it first. Deterministic code only.
  */
-import { CancellationScope, condition, setCurrentDetails } from '@temporalio/workflow';
+import { condition, setCurrentDetails, type CancellationScope } from '@temporalio/workflow';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
-import type { AgentRunState, BackgroundChild } from '../run-state.js';
+import type { AgentRunState, DetachedChild } from '../run-state.js';
 import { parseToolArgs } from '../validation.js';
 import { toolError } from './plan.js';
 import { questionWaiting } from './questions.js';
@@ -16,51 +16,51 @@ import { questionWaiting } from './questions.js';
 /** How long `wait` waits when the model names no timeout. */
 export const DEFAULT_WAIT_SECONDS = 300;
 
-/** Starts `start` (one child's whole life) in the background; its end reaches the parent's inbox. */
-export function dispatchInBackground(run: AgentRunState, entry: LedgerEntry, start: () => Promise<ChildOutcome>): void {
-  const scope = new CancellationScope();
-  adoptInBackground(run, entry, scope, scope.run(start));
-}
-
 /**
- * Follows a child already running in `scope` as a background child: from its dispatch (`wait: false`), or from the
- * moment a waited child asked a question and the call waiting for it returned.
+ * Follows a child running in `scope` as a detached child: from its dispatch (`wait: false`), or from the moment a
+ * waited child asked a question and the call waiting for it returned. Its end reaches the parent's inbox.
  */
-export function adoptInBackground(
+export function detach(
   run: AgentRunState,
   entry: LedgerEntry,
   scope: CancellationScope,
   life: Promise<ChildOutcome>,
 ): void {
   entry.background = true;
-  const child: BackgroundChild = { entry, scope, settled: Promise.resolve(), reported: false };
-  child.settled = life.then(
-    (outcome) => {
-      child.outcome = outcome;
-      run.receive({
-        from: entry.childWorkflowId,
-        content: renderChildResults([outcome]),
-        subagent: { taskName: entry.taskName, childWorkflowId: entry.childWorkflowId },
-      });
-    },
-    () => {
-      // Cancelled with its parent, or by `stopBackground` at the parent's end: settled as cancelled, nobody to tell.
-      child.outcome = null;
-      child.reported = true;
-    },
-  );
+  const child: DetachedChild = { entry, scope, settled: Promise.resolve(), reported: false };
+  child.settled = reportEnd(run, child, life);
   run.dispatch(entry.childWorkflowId, child);
 }
 
+/** A detached child's end as a message in its parent's inbox. */
+async function reportEnd(run: AgentRunState, child: DetachedChild, life: Promise<ChildOutcome>): Promise<void> {
+  const { entry } = child;
+  let outcome: ChildOutcome;
+  try {
+    outcome = await life;
+  } catch {
+    // Cancelled with its parent, or by `stopDetached` at the parent's end: settled as cancelled, nobody to tell.
+    child.outcome = null;
+    child.reported = true;
+    return;
+  }
+  child.outcome = outcome;
+  run.receive({
+    from: entry.childWorkflowId,
+    content: renderChildResults([outcome]),
+    subagent: { taskName: entry.taskName, childWorkflowId: entry.childWorkflowId },
+  });
+}
+
 /** What the `delegate` call answers for the briefs it dispatched in the background. */
-export function renderDispatched(entries: readonly LedgerEntry[]): string {
+export function renderDetached(entries: readonly LedgerEntry[]): string {
   const list = entries.map((entry) => `${entry.taskName} (child run ${entry.childWorkflowId})`).join(', ');
   return `Dispatched in the background: ${list}. Each result arrives as a message when its child ends, labelled EXTERNAL_UNTRUSTED; call wait to join them sooner, or interject to tell a child something.`;
 }
 
 /** A parent that ends (or a conversation that is over) cancels its live background children, and settles them. */
-export async function stopBackground(run: AgentRunState): Promise<void> {
-  const live = [...run.background.values()].filter((child) => child.outcome === undefined);
+export async function stopDetached(run: AgentRunState): Promise<void> {
+  const live = [...run.detached.values()].filter((child) => child.outcome === undefined);
   for (const child of live) child.scope.cancel();
   await Promise.all(live.map((child) => child.settled));
 }
@@ -69,10 +69,10 @@ export async function stopBackground(run: AgentRunState): Promise<void> {
  * A task run whose model answered while background children are live waits for the first of them to end (or
  * a message), then gets a turn with what arrived.
  */
-export async function awaitBackground(run: AgentRunState): Promise<void> {
+export async function awaitDetached(run: AgentRunState): Promise<void> {
   run.setStatus('waiting_for_children');
   setCurrentDetails('waiting for background children before ending');
-  await condition(() => run.inbox.length > 0 || !run.hasLiveBackground());
+  await condition(() => run.inbox.length > 0 || !run.hasLiveDetached());
   run.setStatusWithCost(run.liveStatus());
 }
 
@@ -81,9 +81,9 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
   const parsed = parseToolArgs('wait', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   const { task_names: names, timeout_seconds: timeout = DEFAULT_WAIT_SECONDS } = parsed.args;
-  const children = [...run.background.values()];
+  const children = [...run.detached.values()];
   const notes: string[] = [];
-  let chosen: BackgroundChild[];
+  let chosen: DetachedChild[];
   if (names) {
     chosen = [];
     for (const name of names) {
@@ -146,7 +146,7 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
 }
 
 /** The `wait` tool reports a result still in the inbox: it will not join the dialogue a second time. */
-function take(run: AgentRunState, child: BackgroundChild): void {
+function take(run: AgentRunState, child: DetachedChild): void {
   child.reported = true;
   const waiting = run.inbox.find(
     (item) => 'subagent' in item && item.subagent.childWorkflowId === child.entry.childWorkflowId,

@@ -4,12 +4,13 @@
  * schema). One checker per schema, compiled on first use; what is checked at every start and every delegation is
  * also compiled ahead of time, by ajv from the same schemas. Pure and deterministic.
  */
-import type { DelegateArgs, SteeringArgs, SteeringToolName } from '../contract/delegation.js';
-import { forkProblems } from '../contract/fork.js';
-import { delegateArgs, plainRunInput } from '../contract/compiled-checks.js';
-import * as GENERATED from '../contract/json-schemas.js';
-import type { ParsedRunInput, RunResult } from '../contract/run.js';
-import { checkSchema, formatPath, SchemaChecker } from './json-schema.js';
+import type { DelegateArgs, SteeringArgs, SteeringToolName } from '../delegation.js';
+import { forkProblems } from '../fork.js';
+import { delegateArgs, plainRunInput } from '../compiled-checks.js';
+import * as GENERATED from '../json-schemas.js';
+import type { ParsedRunInput, RunResult } from '../run.js';
+import { checkSchema, SchemaChecker } from './json-schema.js';
+import { formatPath } from './schema-wording.js';
 
 /** The generated schemas (`RUN_INPUT` for `RUN_INPUT_SCHEMA` and its `RUN_INPUT_MESSAGES`). */
 type SchemaName =

@@ -1,0 +1,125 @@
+/**
+ * What a child is given of its parent's context: a copy of the chosen turns, or a summary written by the parent's
+ * model for the hook-accepted task (its worst case held as a reservation while it runs). Deterministic code only.
+ */
+import { attempted, MODEL_CALL_OPTIONS } from '../activity-options.js';
+import { retryModelCall } from '../retry-model-call.js';
+import type { DeputyActivities } from '../../activities/index.js';
+import { isCancellation, proxyActivities } from '@temporalio/workflow';
+import {
+  available,
+  budgetOf,
+  lessBilled,
+  upperBoundTokens,
+  worstCase,
+  type Amount,
+  type CallBudget,
+} from '../../src/rules/budget.js';
+import { cutText } from '../../src/rules/payloads.js';
+import type { SessionEvent } from '../../src/contract/session.js';
+import { billedBy, budgetExceeded, failureMessage } from '../../src/rules/failure-message.js';
+import { BACKGROUND_HEADING, summaryPrompt } from '../../src/rules/context.js';
+import { callSpend, NO_TOKENS } from '../../src/rules/usage.js';
+import type { AgentRunState } from '../run-state.js';
+import type { ContextRendering } from '../../src/contract/preset.js';
+import type { ContextMode } from '../../src/rules/delegation.js';
+import type { ChildOrigin } from '../../src/contract/run.js';
+import { renderParentContext, renderParentDialogue, selectContext } from '../../src/rules/context.js';
+import { jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
+import { countModelCall } from '../metrics.js';
+
+// Cancelling the parent aborts the generation's HTTP request before the run ends.
+const { summarizeContext } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
+
+/** What a child is given of its parent's context, in its input's origin. */
+export type ParentContext = NonNullable<ChildOrigin['parentContext']>;
+
+/** The parent context a child gets for its context mode, copied and rendered as its preset asks; none for `none`. */
+export function copyParentContext(
+  mode: ContextMode,
+  rendering: ContextRendering,
+  snapshot: readonly SessionEvent[],
+  payloads: PayloadLimits,
+): ParentContext | undefined {
+  const selected = selectContext(snapshot, mode);
+  if (selected.length === 0) return undefined;
+  // The copy goes into the child's input; past the budget it is cut (the block) or its oldest turns dropped.
+  const content = cutText(renderParentContext(selected), payloads.maxTextBytes);
+  if (rendering !== 'dialogue') return { source: 'parent-chat', content };
+  const dialogue = renderParentDialogue(selected).map((m) => ({
+    ...m,
+    content: cutText(m.content, payloads.maxTextBytes),
+  }));
+  while (dialogue.length > 1 && jsonBytes(dialogue) > payloads.maxTextBytes) dialogue.shift();
+  return { source: 'parent-chat', content, dialogue };
+}
+
+/** Attempts at a summary before the child is given up (fewer when the run's policy allows fewer). */
+const SUMMARY_ATTEMPTS = 5;
+
+/** The most a parent context summary may write (the prompt asks for 250 words). */
+export const SUMMARY_MAX_COMPLETION_TOKENS = 1024;
+
+/**
+ * Asks the parent's model for a task-focused summary of its context; a failure means the child never starts. The
+ * call's worst case is held as a reservation while it runs (other invocations of the turn reserve meanwhile), capped
+ * by what is free; the activity counts the input exactly and asks for no more answer than the hold pays for.
+ */
+export async function generateParentContext(
+  task: string,
+  taskName: string,
+  run: AgentRunState,
+  snapshot: readonly SessionEvent[],
+): Promise<{ ok: true; context: ParentContext } | { ok: false; error: string }> {
+  const { composition } = run;
+  const messages = summaryPrompt(task, snapshot, run.payloads.maxInputBytes);
+  const worst = worstCase(upperBoundTokens(messages), SUMMARY_MAX_COMPLETION_TOKENS, composition.price);
+  const free = available(budgetOf(run.limits, run.usage, run.reserved));
+  const capped = (left: number | null, need: number) => (left === null ? null : Math.min(left, need));
+  let budget: CallBudget = {
+    tokens: capped(free.tokens, worst.tokens),
+    costMicroUsd: capped(free.costMicroUsd, worst.costMicroUsd),
+    price: composition.price,
+    maxCompletionTokens: SUMMARY_MAX_COMPLETION_TOKENS,
+  };
+  const held = (left: CallBudget): Amount => ({ tokens: left.tokens ?? 0, costMicroUsd: left.costMicroUsd ?? 0 });
+  let hold = held(budget);
+  run.hold(hold);
+  try {
+    const generated = await retryModelCall(
+      run,
+      (attempt) =>
+        summarizeContext.executeWithOptions(
+          { summary: attempted(`summarizeContext ${composition.model} for ${taskName}`, attempt) },
+          [{ model: composition.model, messages, budget, grant: run.grant }],
+        ),
+      {
+        maxAttempts: SUMMARY_ATTEMPTS,
+        // The hold pays for the retries: what a failed attempt was billed moves from the hold to the run's spend.
+        billed: (err) => {
+          run.releaseHold(hold);
+          run.debitBilled(err);
+          budget = lessBilled(budget, billedBy(err) ?? NO_TOKENS);
+          hold = held(budget);
+          run.hold(hold);
+        },
+      },
+    );
+    run.releaseHold(hold);
+    const spend = callSpend(generated, composition.price);
+    run.debit(spend);
+    countModelCall(run, spend);
+    const content = cutText(`${BACKGROUND_HEADING}\n${generated.summary}`, run.payloads.maxTextBytes);
+    return { ok: true, context: { source: 'summary', content } };
+  } catch (err) {
+    run.releaseHold(hold);
+    // Attempts that were billed and gave no summary (an empty one, a stream cut short) are paid all the same.
+    run.debitBilled(err);
+    if (isCancellation(err)) throw err;
+    const limit = budgetExceeded(err);
+    const why = limit
+      ? `not enough of this run's budget is left to summarise its context for the child (${limit}): ${failureMessage(err)}`
+      : `could not summarise this run's context for the child: ${failureMessage(err)}`;
+    return { ok: false, error: `${why}; the child was not started` };
+  }
+}
