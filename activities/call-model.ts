@@ -84,44 +84,19 @@ export function assemble(
 /** Builds the `callModel` activity: one Chat Completions request with tools, heartbeating, abortable. */
 export function createCallModel(deps: CallModelDeps) {
   const { apiKey, maxTextBytes, toolSpec, contexts, price, inputCountFactor } = deps;
-  /** Newer compositions name their tools; the worker supplies what the model sees of each. */
-  const specOf = (tool: string | RunTool): ToolSpec => {
-    if (typeof tool !== 'string' && tool.description !== undefined && tool.parameters !== undefined) {
-      return tool as ToolSpec;
-    }
-    const name = typeof tool === 'string' ? tool : tool.name;
-    const spec = toolSpec?.(name);
-    if (spec) return spec;
-    throw ApplicationFailure.create({
-      type: FAILURE.ToolUnknown,
-      message: `tool "${name}" is not registered on this worker; register it (createDeputyWorker({ tools }))`,
-      nonRetryable: true,
-    });
-  };
+
   return async function callModel(input: CallModelInput): Promise<CallModelResult> {
     return modelCallSpan(input.model, 'chat', (span) => call(input, span));
   };
 
   async function call(input: CallModelInput, span: Span): Promise<CallModelResult> {
-    const tools = input.tools.map(specOf);
+    const tools = input.tools.map((tool) => specOf(tool, toolSpec));
     const messages = assemble(input, contexts);
     // Count the input and ask for no more answer than the budget can pay for; a call that cannot fit is not
     // made (non-retryable: nothing about it will change on a retry).
-    let maxCompletionTokens: number | null = null;
     await loadEncoding(input.model);
     const { counted, estimate } = countCallTokens(input.model, messages, tools, inputCountFactor?.(input.model));
-    if (input.budget) {
-      const fit = fitCall(estimate, input.budget);
-      if (!fit.ok) {
-        throw ApplicationFailure.create({
-          type: FAILURE.BudgetExceeded,
-          message: `not calling ${input.model}: ${fit.message} (${fit.limit})`,
-          nonRetryable: true,
-          details: [{ limit: fit.limit, inputTokens: estimate }],
-        });
-      }
-      maxCompletionTokens = fit.maxCompletionTokens;
-    }
+    const maxCompletionTokens = completionCap(input, estimate);
     const streamed = await streamAnswer(deps, input, messages, tools, maxCompletionTokens, counted);
     if (streamed.impossibleUsage) noteImpossibleUsage(input.model, streamed.impossibleUsage);
     // Both directions are debited at the larger of what the endpoint reports and what Deputy counted: an
@@ -145,14 +120,6 @@ export function createCallModel(deps: CallModelDeps) {
     // An answer past the budget is cut here, so the result always fits in history and the paid call is
     // never repeated because it was too big.
     const limit = maxTextBytes?.() ?? DEFAULT_PAYLOAD_LIMITS.maxTextBytes;
-    const calls = streamed.toolCalls;
-    const kept = calls.slice(0, MAX_TOOL_CALLS_PER_ANSWER);
-    const dropped = calls.length - kept.length;
-    const text = streamed.content;
-    const content =
-      dropped > 0
-        ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
-        : text;
     // What the endpoint billed, for reconciling with its invoice: its report, Deputy's count where it made none.
     const usage = {
       ...spent,
@@ -167,21 +134,7 @@ export function createCallModel(deps: CallModelDeps) {
         outputTokens: streamed.countedOutput,
       });
     }
-    const result: CallModelResult = {
-      content: content === null ? null : cutText(content, limit),
-      // The arguments of all calls share one budget, so the whole result stays bounded however many there are.
-      toolCalls: kept.map((made) => {
-        const call = {
-          id: cutText(made.id, 256),
-          name: cutText(made.name, 256),
-          arguments: cutText(made.arguments, Math.max(1024, Math.floor(limit / kept.length))),
-        };
-        const seal = deps.sealToolCall?.(call);
-        return seal === undefined ? call : { ...call, seal };
-      }),
-      ...usage,
-      finishReason: streamed.finishReason,
-    };
+    const result: CallModelResult = { ...answerOf(streamed, limit, deps.sealToolCall), ...usage };
     const modelPrice = price?.(input.model);
     recordModelCall(span, {
       responseModel: streamed.model ?? input.model,
@@ -195,11 +148,77 @@ export function createCallModel(deps: CallModelDeps) {
     if (captureContent()) {
       span.setAttributes({
         'gen_ai.input.messages': captured(messages),
-        'gen_ai.output.messages': captured({ role: 'assistant', content: streamed.content, tool_calls: kept }),
+        'gen_ai.output.messages': captured({
+          role: 'assistant',
+          content: streamed.content,
+          tool_calls: streamed.toolCalls.slice(0, MAX_TOOL_CALLS_PER_ANSWER),
+        }),
       });
     }
     return result;
   }
+}
+
+/** What the model sees of a tool: the composition's spec, else the one this worker registered. */
+function specOf(tool: string | RunTool, toolSpec: CallModelDeps['toolSpec']): ToolSpec {
+  if (typeof tool !== 'string' && tool.description !== undefined && tool.parameters !== undefined) {
+    return tool as ToolSpec;
+  }
+  const name = typeof tool === 'string' ? tool : tool.name;
+  const spec = toolSpec?.(name);
+  if (spec) return spec;
+  throw ApplicationFailure.create({
+    type: FAILURE.ToolUnknown,
+    message: `tool "${name}" is not registered on this worker; register it (createDeputyWorker({ tools }))`,
+    nonRetryable: true,
+  });
+}
+
+/**
+ * The most answer the budget can pay for once the input is counted, `null` with no budget; a call that cannot fit
+ * is not made (non-retryable: nothing about it will change on a retry).
+ */
+function completionCap(input: CallModelInput, estimate: number): number | null {
+  if (!input.budget) return null;
+  const fit = fitCall(estimate, input.budget);
+  if (fit.ok) return fit.maxCompletionTokens;
+  throw ApplicationFailure.create({
+    type: FAILURE.BudgetExceeded,
+    message: `not calling ${input.model}: ${fit.message} (${fit.limit})`,
+    nonRetryable: true,
+    details: [{ limit: fit.limit, inputTokens: estimate }],
+  });
+}
+
+/**
+ * The answer as history keeps it: text past the budget cut, at most MAX_TOOL_CALLS_PER_ANSWER calls (the rest
+ * named as dropped), their arguments sharing one budget so the result stays bounded however many there are.
+ */
+function answerOf(
+  streamed: Awaited<ReturnType<typeof streamAnswer>>,
+  limit: number,
+  sealToolCall: CallModelDeps['sealToolCall'],
+): Pick<CallModelResult, 'content' | 'toolCalls' | 'finishReason'> {
+  const kept = streamed.toolCalls.slice(0, MAX_TOOL_CALLS_PER_ANSWER);
+  const dropped = streamed.toolCalls.length - kept.length;
+  const text = streamed.content;
+  const content =
+    dropped > 0
+      ? `${text ?? ''}\n[${dropped} more tool calls dropped: past the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make]`
+      : text;
+  return {
+    content: content === null ? null : cutText(content, limit),
+    toolCalls: kept.map((made) => {
+      const call = {
+        id: cutText(made.id, 256),
+        name: cutText(made.name, 256),
+        arguments: cutText(made.arguments, Math.max(1024, Math.floor(limit / kept.length))),
+      };
+      const seal = sealToolCall?.(call);
+      return seal === undefined ? call : { ...call, seal };
+    }),
+    finishReason: streamed.finishReason,
+  };
 }
 
 /** The models already warned of for impossible usage reports. */

@@ -56,39 +56,9 @@ export function resolveComposition(
   const scopes = input.scopes?.filter((scope) => ceiling.includes(scope)) ?? config.defaultScopes;
   const { synthesisReserve, ...limits } = config.limits;
   const granted = (name: string) => input.allowedTools === undefined || input.allowedTools.includes(name);
-  // The global flag is the master switch; the run's tenant (or the default tenant) must be activated too.
-  const enabled = config.delegation.enabled && (options.tenantActivated ?? true);
   const tenant = input.tenant === undefined ? undefined : configEntry(config.tenants, input.tenant);
-  const { activation, evidence: _evidence, ...settings } = config.delegation;
-  const delegation: DelegationSettings = {
-    ...settings,
-    enabled,
-    ...(enabled && activation === 'unconditional' && { activation }),
-    childTaskQueue: options.childTaskQueue,
-    ...(tenant?.maxLiveChildren && {
-      admission: {
-        tenant: input.tenant!,
-        maxLiveChildren: tenant.maxLiveChildren,
-        sweepSeconds: tenant.admissionSweepSeconds,
-      },
-    }),
-  };
-  const runTools = preset.tools
-    .map((name) => tools.get(name))
-    .filter(
-      (tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes),
-    )
-    // A tool whose source can change while runs are live is recorded whole, so the run keeps what it was offered.
-    .map((tool): RunTool =>
-      tool.recordSpec
-        ? {
-            ...toToolSpec(tool),
-            ...(tool.session !== undefined && { session: tool.session }),
-            ...(tool.retry !== undefined && { retry: tool.retry }),
-            ...(tool.source !== undefined && { source: tool.source }),
-          }
-        : { name: tool.name, scopes: [...tool.scopes] },
-    );
+  const delegation = delegationSettingsOf(config, input, options, tenant);
+  const runTools = runToolsOf(preset.tools, tools, scopes, granted);
   // `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
   if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) {
     runTools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
@@ -110,6 +80,58 @@ export function resolveComposition(
     hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
     ...(input.tenant !== undefined && { tenantLabel: tenant ? input.tenant : 'other' }),
   };
+}
+
+/** What a run may delegate: the config's settings, switched on only for an activated tenant, with its admission cap. */
+function delegationSettingsOf(
+  config: DeputyConfig,
+  input: ResolveRunInput,
+  options: { childTaskQueue: string; tenantActivated?: boolean },
+  tenant: { maxLiveChildren?: number; admissionSweepSeconds: number } | undefined,
+): DelegationSettings {
+  // The global flag is the master switch; the run's tenant (or the default tenant) must be activated too.
+  const enabled = config.delegation.enabled && (options.tenantActivated ?? true);
+  const { activation, evidence: _evidence, ...settings } = config.delegation;
+  return {
+    ...settings,
+    enabled,
+    ...(enabled && activation === 'unconditional' && { activation }),
+    childTaskQueue: options.childTaskQueue,
+    ...(tenant?.maxLiveChildren && {
+      admission: {
+        tenant: input.tenant!,
+        maxLiveChildren: tenant.maxLiveChildren,
+        sweepSeconds: tenant.admissionSweepSeconds,
+      },
+    }),
+  };
+}
+
+/** The preset's tools this worker has, granted to the run and whose scopes it holds, as the run records them. */
+function runToolsOf(
+  names: readonly string[],
+  tools: ReadonlyMap<string, ToolDefinition>,
+  scopes: readonly string[],
+  granted: (name: string) => boolean,
+): RunTool[] {
+  return (
+    names
+      .map((name) => tools.get(name))
+      .filter(
+        (tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes),
+      )
+      // A tool whose source can change while runs are live is recorded whole, so the run keeps what it was offered.
+      .map((tool): RunTool =>
+        tool.recordSpec
+          ? {
+              ...toToolSpec(tool),
+              ...(tool.session !== undefined && { session: tool.session }),
+              ...(tool.retry !== undefined && { retry: tool.retry }),
+              ...(tool.source !== undefined && { source: tool.source }),
+            }
+          : { name: tool.name, scopes: [...tool.scopes] },
+      )
+  );
 }
 
 /** Looks up presets named by briefs: each one's tools, or an error naming the unknown id. */

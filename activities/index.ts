@@ -91,17 +91,9 @@ export function createActivities({
     sealToolCall: seals.seal,
     openai,
     apiKey,
-    timeoutMs: () => config.current.modelTimeoutSeconds * 1000,
-    maxTextBytes: () => config.current.payloads.maxTextBytes,
     toolSpec: toolSpecs(tools),
     contexts,
-    capParameter: (model) => configEntry(config.current.capParameterByModel, model) ?? config.current.capParameter,
-    inputCountFactor: (model) =>
-      configEntry(config.current.inputCountFactorByModel, model) ?? config.current.inputCountFactor,
-    price: (model) => {
-      const price = configEntry(config.current.prices, model);
-      return price && priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd);
-    },
+    ...modelSettings(config),
   });
   return {
     callModel,
@@ -144,6 +136,22 @@ export function createActivities({
     madeByModel,
     ...createRunLookups(temporal),
     ...createMessaging({ keys, temporal, config, childTaskQueue }),
+  };
+}
+
+/** The model call's settings, read from the config as it is at each call (a reload changes them). */
+function modelSettings(config: ActivityDeps['config']) {
+  return {
+    timeoutMs: () => config.current.modelTimeoutSeconds * 1000,
+    maxTextBytes: () => config.current.payloads.maxTextBytes,
+    capParameter: (model: string) =>
+      configEntry(config.current.capParameterByModel, model) ?? config.current.capParameter,
+    inputCountFactor: (model: string) =>
+      configEntry(config.current.inputCountFactorByModel, model) ?? config.current.inputCountFactor,
+    price: (model: string) => {
+      const price = configEntry(config.current.prices, model);
+      return price && priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd);
+    },
   };
 }
 

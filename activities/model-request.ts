@@ -82,6 +82,83 @@ export function capParameters(
   return { max_completion_tokens: cap, max_tokens: cap };
 }
 
+/** The streamed Chat Completions request for one call. */
+function chatRequest(
+  input: CallModelInput,
+  messages: ChatMessage[],
+  tools: ToolSpec[],
+  cap: number | null,
+  capParameter: CapParameter,
+  baseURL: string,
+) {
+  return {
+    model: input.model,
+    // An answer that only called tools has no text: sent as "", which every endpoint reads (some refuse null).
+    messages: messages.map((m) => (m.role === 'assistant' && m.content == null ? { ...m, content: '' } : m)),
+    stream: true as const,
+    stream_options: { include_usage: true },
+    ...(tools.length > 0 && {
+      tools: tools.map((tool) => ({
+        type: 'function' as const,
+        function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+      })),
+    }),
+    ...(input.effort && { reasoning_effort: input.effort as OpenAI.ReasoningEffort }),
+    ...(cap !== null && capParameters(capParameter, baseURL, cap)),
+  };
+}
+
+/** An endpoint that stopped sending an answer: retried as any other fault. */
+function stallFailure(model: string, baseURL: string, problem: string): ApplicationFailure {
+  const endpoint = endpointOf(baseURL);
+  return ApplicationFailure.create({
+    type: FAILURE.ModelTimeout,
+    message: `${endpoint} ${problem} for ${model} (keep-alives and usage reports are not an answer)`,
+    nonRetryable: false,
+    details: [
+      {
+        endpoint,
+        problem,
+        check: "check the endpoint's health, or raise modelTimeoutSeconds for a model that thinks long",
+      },
+    ],
+  });
+}
+
+/** What an attempt was billed once the endpoint accepted it: its input, and the answer so far or as reported. */
+function billedSoFar(progress: StreamProgress | undefined, inputTokens: number): CallTokens {
+  return {
+    inputTokens: Math.max(progress?.reported?.inputTokens ?? 0, inputTokens),
+    outputTokens: Math.max(progress?.reported?.outputTokens ?? 0, progress?.outputTokens ?? 0),
+  };
+}
+
+/**
+ * What a failed attempt throws, with what it was billed: the refusal of a web page for an answer as it is (nothing
+ * was billed), a cancellation, a stall, or the endpoint's own fault.
+ */
+function attemptFailure(
+  err: unknown,
+  spent: CallTokens,
+  why: {
+    cancelled: boolean;
+    stalled: { ms: number; flowing: boolean } | undefined;
+    model: string;
+    apiKey: string | undefined;
+    baseURL: string;
+  },
+): Error {
+  if (err instanceof ApplicationFailure) return err;
+  if (why.cancelled)
+    return new CancelledFailure('model call cancelled; the HTTP request was aborted', [billedDetail(spent)]);
+  if (why.stalled !== undefined) {
+    const { ms, flowing } = why.stalled;
+    const problem = `${flowing ? 'stopped sending its answer' : 'sent no answer'} for ${Math.round(ms / 1000)} s`;
+    return billedFailure(stallFailure(why.model, why.baseURL, problem), spent);
+  }
+  return billedFailure(toModelFailure(err, why.model, why.apiKey, why.baseURL), spent);
+}
+
 /**
  * One streamed request: the answer's cap goes in the parameter the endpoint reads, Deputy stops the stream at the
  * cap itself, and the activity heartbeats the answer's progress (live output) while tokens arrive. A stall is
@@ -103,13 +180,7 @@ export async function streamAnswer(
   // after its usage came is billed as reported). Each heartbeat carries it, so an attempt that dies (a killed
   // worker, a heartbeat timeout) leaves it to the workflow in the timeout's last heartbeat.
   let opened = false;
-  const billed = (): CallTokens =>
-    opened
-      ? {
-          inputTokens: Math.max(progress?.reported?.inputTokens ?? 0, inputTokens),
-          outputTokens: Math.max(progress?.reported?.outputTokens ?? 0, progress?.outputTokens ?? 0),
-        }
-      : NO_TOKENS;
+  const billed = (): CallTokens => (opened ? billedSoFar(progress, inputTokens) : NO_TOKENS);
   const requestMs = timeoutMs?.() ?? 120_000;
   const flowingMs = Math.min(context.info.heartbeatTimeoutMs || 30_000, requestMs);
   const abort = new AbortController();
@@ -134,24 +205,11 @@ export async function streamAnswer(
   }, HEARTBEAT_MS);
   try {
     const { data: stream, response } = await openai.chat.completions
-      .create(
-        {
-          model: input.model,
-          // An answer that only called tools has no text: sent as "", which every endpoint reads (some refuse null).
-          messages: messages.map((m) => (m.role === 'assistant' && m.content == null ? { ...m, content: '' } : m)),
-          stream: true,
-          stream_options: { include_usage: true },
-          ...(tools.length > 0 && {
-            tools: tools.map((tool) => ({
-              type: 'function' as const,
-              function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-            })),
-          }),
-          ...(input.effort && { reasoning_effort: input.effort as OpenAI.ReasoningEffort }),
-          ...(cap !== null && capParameters(capParameter?.(input.model) ?? 'auto', openai.baseURL, cap)),
-        },
-        { signal: abort.signal, maxRetries: 0, ...(timeoutMs && { timeout: timeoutMs() }) },
-      )
+      .create(chatRequest(input, messages, tools, cap, capParameter?.(input.model) ?? 'auto', openai.baseURL), {
+        signal: abort.signal,
+        maxRetries: 0,
+        ...(timeoutMs && { timeout: timeoutMs() }),
+      })
       .withResponse();
     const contentType = response.headers.get('content-type') ?? '';
     if (/html/i.test(contentType)) {
@@ -174,33 +232,14 @@ export async function streamAnswer(
     if (cancelled.aborted || stalledMs !== undefined) throw new Error('aborted');
     return answer;
   } catch (err) {
-    // The refusal made above (a web page for an answer) goes out as it is: nothing was billed.
-    if (err instanceof ApplicationFailure) throw err;
-    const spent = billed();
-    if (cancelled.aborted) {
-      throw new CancelledFailure('model call cancelled; the HTTP request was aborted', [billedDetail(spent)]);
-    }
-    if (stalledMs !== undefined) {
-      const what = progress && progress.outputTokens > 0 ? 'stopped sending its answer' : 'sent no answer';
-      const endpoint = endpointOf(openai.baseURL);
-      const problem = `${what} for ${Math.round(stalledMs / 1000)} s`;
-      throw billedFailure(
-        ApplicationFailure.create({
-          type: FAILURE.ModelTimeout,
-          message: `${endpoint} ${problem} for ${input.model} (keep-alives and usage reports are not an answer)`,
-          nonRetryable: false,
-          details: [
-            {
-              endpoint,
-              problem,
-              check: "check the endpoint's health, or raise modelTimeoutSeconds for a model that thinks long",
-            },
-          ],
-        }),
-        spent,
-      );
-    }
-    throw billedFailure(toModelFailure(err, input.model, apiKey, openai.baseURL), spent);
+    const stalled = stalledMs === undefined ? undefined : { ms: stalledMs, flowing: (progress?.outputTokens ?? 0) > 0 };
+    throw attemptFailure(err, billed(), {
+      cancelled: cancelled.aborted,
+      stalled,
+      model: input.model,
+      apiKey,
+      baseURL: openai.baseURL,
+    });
   } finally {
     clearInterval(timer);
     cancelled.removeEventListener('abort', onCancel);

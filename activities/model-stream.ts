@@ -87,31 +87,115 @@ function lastSettlePoint(text: string): number {
  */
 export async function readStream(
   stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>,
-  options: {
-    cap: number | null;
-    count: (text: string) => number;
-    stop: () => void;
-    bound?: CallTokens;
-    onProgress?: (progress: StreamProgress) => void;
-  },
+  options: ReadOptions,
 ): Promise<StreamedAnswer> {
-  const { cap, count, stop, bound, onProgress } = options;
-  let content = '';
-  let sawContent = false;
-  const calls: { id: string; name: string; arguments: string }[] = [];
-  // Each text (the answer, each call's name and arguments) counted whole, as the endpoint's tokenizer sees it.
-  const texts = new Map<string, GrowingText>();
-  let finishReason: string | null = null;
-  let reported: StreamedAnswer['reported'];
-  let impossibleUsage: unknown;
-  let model: string | undefined;
-  let counted = 0;
-  let stoppedAtCap = false;
+  return new StreamReader(options).read(stream);
+}
+
+interface ReadOptions {
+  cap: number | null;
+  count: (text: string) => number;
+  stop: () => void;
+  bound?: CallTokens;
+  onProgress?: (progress: StreamProgress) => void;
+}
+
+/** One stream's answer as it arrives, counted against the cap. */
+class StreamReader {
+  #content = '';
+  #sawContent = false;
+  readonly #calls: { id: string; name: string; arguments: string }[] = [];
+  /** Each text (the answer, each call's name and arguments) counted whole, as the endpoint's tokenizer sees it. */
+  readonly #texts = new Map<string, GrowingText>();
+  #finishReason: string | null = null;
+  #reported: StreamedAnswer['reported'];
+  #impossibleUsage: unknown;
+  #model: string | undefined;
+  #counted = 0;
+  #stoppedAtCap = false;
+
+  constructor(private readonly options: ReadOptions) {}
+
+  async read(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>): Promise<StreamedAnswer> {
+    const { cap, stop, onProgress } = this.options;
+    try {
+      for await (const chunk of stream) {
+        this.#model ??= chunk.model;
+        const reportedBefore = this.#reported;
+        const countedBefore = this.#counted;
+        if (chunk.usage) this.#usage(chunk.usage);
+        const choice = chunk.choices?.[0];
+        if (choice) this.#choice(choice);
+        if (this.#counted > countedBefore || this.#reported !== reportedBefore) onProgress?.(this.#progress());
+        if (!choice) continue;
+        if (this.#stoppedAtCap || (cap !== null && this.#counted >= cap && this.#finishReason === null)) {
+          // The cap is Deputy's, not the server's: stop reading and drop the connection, so nothing past it is made.
+          this.#stoppedAtCap = true;
+          this.#finishReason = 'length';
+          stop();
+          break;
+        }
+      }
+    } catch (err) {
+      if (!this.#stoppedAtCap) throw err;
+    }
+    return {
+      model: this.#model,
+      content: this.#sawContent ? this.#content : null,
+      toolCalls: this.#calls.filter((call) => call !== undefined),
+      finishReason: this.#finishReason,
+      reported: this.#reported,
+      ...(this.#impossibleUsage !== undefined && { impossibleUsage: this.#impossibleUsage }),
+      countedOutput: this.#counted,
+    };
+  }
+
+  /**
+   * A usage report. One that is no token count (negative, fractional, not a number), or whose input no call can
+   * reach, is no report: it must never lower what is debited, nor raise it past what was possible. An answer reported
+   * past the cap sent is impossible too, and debited at the cap: the most the call could have been billed.
+   */
+  #usage(usage: OpenAI.CompletionUsage): void {
+    const { bound } = this.options;
+    const tokens = callTokensOf({ inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens });
+    if (!tokens || (bound && tokens.inputTokens > bound.inputTokens)) this.#impossibleUsage = usage;
+    else if (bound && tokens.outputTokens > bound.outputTokens) {
+      this.#impossibleUsage = usage;
+      this.#reported = { inputTokens: tokens.inputTokens, outputTokens: bound.outputTokens };
+    } else this.#reported = tokens;
+  }
+
+  /** A choice's delta: text of the answer, and parts of its tool calls. */
+  #choice(choice: OpenAI.Chat.Completions.ChatCompletionChunk.Choice): void {
+    if (choice.finish_reason) this.#finishReason = choice.finish_reason;
+    const delta = choice.delta;
+    if (typeof delta?.content === 'string' && delta.content.length > 0) {
+      this.#sawContent = true;
+      this.#content += this.#take('content', delta.content);
+    }
+    for (const part of delta?.tool_calls ?? []) {
+      if (this.#stoppedAtCap) break;
+      // The index is the endpoint's word: only a small whole number names a call (never `__proto__`).
+      const index: unknown = part.index;
+      if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= MAX_STREAMED_CALLS) continue;
+      const call = (this.#calls[index] ??= { id: '', name: '', arguments: '' });
+      if (typeof part.id === 'string' && part.id) call.id = part.id;
+      // OpenAI sends a call's name once; some servers repeat it in every delta of the call: taken once.
+      const name = part.function?.name;
+      if (typeof name === 'string' && name && call.name !== name) call.name += this.#take(`name ${index}`, name);
+      const args = part.function?.arguments;
+      if (typeof args === 'string' && args && !this.#stoppedAtCap) {
+        call.arguments += this.#take(`arguments ${index}`, args);
+      }
+    }
+  }
+
   /** The part of `text`, appended to the text named `key`, that still fits under the cap (all of it when there is none). */
-  const take = (key: string, text: string): string => {
-    let whole = texts.get(key);
-    if (!whole) texts.set(key, (whole = new GrowingText(count)));
-    const others = counted - whole.tokens;
+  #take(key: string, text: string): string {
+    const { cap, count } = this.options;
+    let whole = this.#texts.get(key);
+    if (!whole) this.#texts.set(key, (whole = new GrowingText(count)));
+    const others = this.#counted - whole.tokens;
     let kept = text;
     if (cap !== null && others + whole.with(text) > cap) {
       // The longest prefix that fits: the answer ends exactly at the cap, never a token past it.
@@ -123,75 +207,14 @@ export async function readStream(
         else hi = mid - 1;
       }
       kept = text.slice(0, lo);
-      stoppedAtCap = true;
+      this.#stoppedAtCap = true;
     }
     whole.append(kept);
-    counted = others + whole.tokens;
+    this.#counted = others + whole.tokens;
     return kept;
-  };
-  const progress = (): StreamProgress => ({ outputTokens: counted, text: content, ...(reported && { reported }) });
-  try {
-    for await (const chunk of stream) {
-      model ??= chunk.model;
-      const reportedBefore = reported;
-      if (chunk.usage) {
-        const tokens = callTokensOf({
-          inputTokens: chunk.usage.prompt_tokens,
-          outputTokens: chunk.usage.completion_tokens,
-        });
-        // A report that is no token count (negative, fractional, not a number), or whose input no call can reach, is
-        // no report: it must never lower what is debited, nor raise it past what was possible. An answer reported
-        // past the cap sent is impossible too, and debited at the cap: the most the call could have been billed.
-        if (!tokens || (bound && tokens.inputTokens > bound.inputTokens)) impossibleUsage = chunk.usage;
-        else if (bound && tokens.outputTokens > bound.outputTokens) {
-          impossibleUsage = chunk.usage;
-          reported = { inputTokens: tokens.inputTokens, outputTokens: bound.outputTokens };
-        } else reported = tokens;
-      }
-      const choice = chunk.choices?.[0];
-      if (!choice) {
-        if (reported !== reportedBefore) onProgress?.(progress());
-        continue;
-      }
-      const before = counted;
-      if (choice.finish_reason) finishReason = choice.finish_reason;
-      const delta = choice.delta;
-      if (typeof delta?.content === 'string' && delta.content.length > 0) {
-        sawContent = true;
-        content += take('content', delta.content);
-      }
-      for (const part of delta?.tool_calls ?? []) {
-        if (stoppedAtCap) break;
-        // The index is the endpoint's word: only a small whole number names a call (never `__proto__`).
-        const index: unknown = part.index;
-        if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= MAX_STREAMED_CALLS) continue;
-        const call = (calls[index] ??= { id: '', name: '', arguments: '' });
-        if (typeof part.id === 'string' && part.id) call.id = part.id;
-        // OpenAI sends a call's name once; some servers repeat it in every delta of the call: taken once.
-        const name = part.function?.name;
-        if (typeof name === 'string' && name && call.name !== name) call.name += take(`name ${index}`, name);
-        const args = part.function?.arguments;
-        if (typeof args === 'string' && args && !stoppedAtCap) call.arguments += take(`arguments ${index}`, args);
-      }
-      if (counted > before || reported !== reportedBefore) onProgress?.(progress());
-      if (stoppedAtCap || (cap !== null && counted >= cap && finishReason === null)) {
-        // The cap is Deputy's, not the server's: stop reading and drop the connection, so nothing past it is made.
-        stoppedAtCap = true;
-        finishReason = 'length';
-        stop();
-        break;
-      }
-    }
-  } catch (err) {
-    if (!stoppedAtCap) throw err;
   }
-  return {
-    model,
-    content: sawContent ? content : null,
-    toolCalls: calls.filter((call) => call !== undefined),
-    finishReason,
-    reported,
-    ...(impossibleUsage !== undefined && { impossibleUsage }),
-    countedOutput: counted,
-  };
+
+  #progress(): StreamProgress {
+    return { outputTokens: this.#counted, text: this.#content, ...(this.#reported && { reported: this.#reported }) };
+  }
 }

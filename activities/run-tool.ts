@@ -79,18 +79,8 @@ export function createRunTool(
         `not run: this call of "${call.name}" carries no proof that a model made it in this run (an answer completed by hand is not the model's)`,
       );
     }
-    let raw: unknown;
-    try {
-      raw = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
-    } catch (err) {
-      return toolError(
-        `arguments for "${call.name}" are not valid JSON (${(err as Error).message}); send one JSON object that matches the tool's parameters`,
-      );
-    }
-    const parsed = tool.parameters.safeParse(raw);
-    if (!parsed.success) {
-      return toolError(`invalid arguments for "${call.name}": ${describeIssues(parsed.error).join('; ')}`);
-    }
+    const parsed = parseArguments(call, tool);
+    if (!parsed.ok) return toolError(parsed.error);
     let value: unknown;
     let saved: ArtifactRef[] = [];
     try {
@@ -127,6 +117,25 @@ export function createRunTool(
     };
     return { access: { readable, save: refused, read: refused }, saved: [] };
   }
+}
+
+/** A call's arguments as its tool's parameters read them, or what the model is told about them. */
+function parseArguments(
+  call: RunToolInput['call'],
+  tool: ToolDefinition,
+): { ok: true; data: unknown } | { ok: false; error: string } {
+  let raw: unknown;
+  try {
+    raw = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+  } catch (err) {
+    return {
+      ok: false,
+      error: `arguments for "${call.name}" are not valid JSON (${(err as Error).message}); send one JSON object that matches the tool's parameters`,
+    };
+  }
+  const parsed = tool.parameters.safeParse(raw);
+  if (parsed.success) return { ok: true, data: parsed.data };
+  return { ok: false, error: `invalid arguments for "${call.name}": ${describeIssues(parsed.error).join('; ')}` };
 }
 
 /** A result past the model's view (20,000 characters) or the payload budget is cut with a visible marker. */

@@ -19,7 +19,7 @@ import { startDevServer } from '../src/testing/dev-server.js';
 import { benchPeer, peerRules } from './peer.js';
 import { findTemporalCli, PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
-import { bundleDeputyWorkflows } from '../src/worker/factory.js';
+import { bundleDeputyWorkflows } from '../src/worker/bundle.js';
 import { bundleBaselineWorkflows } from './baseline/bundle.js';
 import { compressedBytes } from './compressed.js';
 import type { HistoryRef, ParentMessage, ReplaySetName, WorkerMessage } from './ipc.js';

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer } from '../src/testing/dev-server.js';
-import { QUIET_BUNDLER_LOGGER } from '../src/worker/factory.js';
+import { QUIET_BUNDLER_LOGGER } from '../src/worker/bundle.js';
 import { cpuMs, devServerPid } from './server-cpu.js';
 import { median } from './trees.js';
 

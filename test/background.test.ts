@@ -100,10 +100,13 @@ describe('R2.14 background delegation', () => {
 
     // The delegate call came back at once: the parent answered and waits for its person while both children run.
     await expect
-      .poll(async () => {
-        const s = await state(id);
-        return [s.status, ...s.delegations.map((d) => `${d.taskName}:${d.status}:${d.background}`)];
-      })
+      .poll(
+        async () => {
+          const s = await state(id);
+          return [s.status, ...s.delegations.map((d) => `${d.taskName}:${d.status}:${d.background}`)];
+        },
+        { timeout: 10_000 },
+      )
       .toEqual(['waiting_for_user', 'ctx:running:true', 'plain:running:true']);
     const dispatched = h.model.requests.find((r) => r.rule === 'dispatched')!.body.messages.at(-1)!.content!;
     expect(dispatched).toContain(

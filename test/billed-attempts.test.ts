@@ -8,7 +8,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
-import { countedInput, forTask, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { countedInput, worstUsage } from '../src/testing/script-usage.js';
 import {
   CHILD_USAGE,
   delegateReply,

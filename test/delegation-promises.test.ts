@@ -12,7 +12,8 @@ import { RunState, type RunInput } from '../src/contract/run.js';
 import { loadTree } from '../src/client/inspect.js';
 import { renderTree } from '../src/client/tree.js';
 import type { WatchEvent } from '../src/client/watch.js';
-import { forTask, toolMessages, userSays, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, toolMessages, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { worstUsage } from '../src/testing/script-usage.js';
 import { DEPUTY_CONTEXT_MODE, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
 import {
   CHILD_USAGE,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDevServer } from '../src/testing/dev-server.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
-import { bundleDeputyWorkflows } from '../src/worker/factory.js';
+import { bundleDeputyWorkflows } from '../src/worker/bundle.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { forTask, offeredTools, worstUsage, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { worstUsage } from '../src/testing/script-usage.js';
 import type { Limits } from '../src/contract/run.js';
 import { SYNTHESIS_INSTRUCTION } from '../workflows/agent-run.js';
 import { useHarness } from './support/harness.js';

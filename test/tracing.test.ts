@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DeputyClient } from '../src/client/client.js';
 import { deputyTracing, type DeputyTracing } from '../src/ops/tracing.js';
 import { forTask, userSays } from '../src/testing/scripted-model.js';
-import { bundleDeputyWorkflows } from '../src/worker/factory.js';
+import { bundleDeputyWorkflows } from '../src/worker/bundle.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { createHarness, type Harness } from './support/harness.js';
 

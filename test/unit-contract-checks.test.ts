@@ -69,7 +69,7 @@ const CHILD_INPUT: Json = {
       compaction: { thresholdTokens: 6000, keepRecentTurns: 3, continueAsNewAfterEvents: 600 },
       payloads: { maxTextBytes: 262144, maxInputBytes: 1048576 },
     },
-    background: { source: 'parent-chat', content: 'ctx', dialogue: [{ role: 'user', content: 'hi' }] },
+    parentContext: { source: 'parent-chat', content: 'ctx', dialogue: [{ role: 'user', content: 'hi' }] },
   },
 };
 const usage = {

@@ -5,7 +5,7 @@
 import { ToolError } from '../src/contract/errors.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { resultText } from '../activities/mcp.js';
+import { resultText } from '../activities/mcp-replies.js';
 import { holdsScopes, toToolSpec, type ToolDefinition } from '../src/contract/tools.js';
 
 const tool = (over: Partial<ToolDefinition> = {}): ToolDefinition => ({

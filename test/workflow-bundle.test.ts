@@ -9,7 +9,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
-import { leanBundle } from '../src/worker/factory.js';
+import { leanBundle } from '../src/worker/bundle.js';
 
 /** The inline source map at the end of a bundle. */
 type SourceMap = { sources: string[]; sourcesContent?: (string | null)[]; mappings: string };

@@ -4,7 +4,7 @@
  * `fromResume`). Deterministic code only.
  */
 import { RunArtifacts } from './artifacts.js';
-import { upsertMemo, upsertSearchAttributes, setCurrentDetails, type CancellationScope } from '@temporalio/workflow';
+import { upsertMemo, upsertSearchAttributes, setCurrentDetails } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ResolveRunResult } from '../src/contract/activities.js';
 import type {
@@ -21,39 +21,14 @@ import { DEPUTY_STATUS } from '../src/contract/search-attributes.js';
 import { toChatMessages } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
 import { overLimits } from '../src/rules/budget.js';
-import type { ChildOutcome } from '../src/rules/delegation.js';
 import { openingEvents } from '../src/rules/session-opening.js';
 import { microToUsd } from '../src/rules/usage.js';
 import { countRunEnded } from './metrics.js';
 import { WorkerDialogue } from './worker-dialogue.js';
-import { RunAccount } from './run-account.js';
+import { RunWaits } from './run-waits.js';
 
 export type { ParsedRunInput };
-
-/** A user message, an interjection or a background child's result waiting to join the dialogue between turns. */
-export type InboxItem =
-  | { from: 'user'; content: string }
-  | { from: string; content: string; interjection: true }
-  | { from: string; content: string; subagent: { taskName: string; childWorkflowId: string } }
-  | {
-      from: string;
-      content: string;
-      /** A child's question, or (`answered`) news that a person answered one directly. */
-      question: { taskName: string; childWorkflowId: string; questionId: string; answered?: boolean };
-    };
-
-/** A child dispatched with `wait: false`, as its parent follows it. */
-export interface DetachedChild {
-  entry: LedgerEntry;
-  /** Cancelled when the parent ends first; cancelling the parent cancels it too. */
-  scope: CancellationScope;
-  /** Resolves once the child has ended and been settled (never rejects). */
-  settled: Promise<void>;
-  /** How it ended, once it has; `null` when it was cancelled with its parent (nothing to report). */
-  outcome?: ChildOutcome | null;
-  /** Its result has reached the model: as a `subagent/result` event, or through the `wait` tool. */
-  reported: boolean;
-}
+import type { DetachedChild, InboxItem } from './run-waits.js';
 
 const FINAL: readonly LiveStatus[] = ['completed', 'failed', 'cancelled', 'limit_reached'];
 
@@ -63,7 +38,7 @@ const isLive = (entry: LedgerEntry) => entry.status === 'reserved' || entry.stat
 export const now = () => new Date(Date.now()).toISOString();
 
 /** The state of one `agentRun`. */
-export class AgentRunState extends RunAccount {
+export class AgentRunState extends RunWaits {
   readonly rootId: string;
   readonly depth: number;
   readonly origin: ChildOrigin | undefined;
@@ -84,10 +59,6 @@ export class AgentRunState extends RunAccount {
   /** Children dispatched in the background, by workflow id; a segment carries none (no live child at a CAN). */
   readonly #detached = new Map<string, DetachedChild>();
   #endRequested = false;
-  /** This run's questions to its parent that wait for an answer (`undefined` until it arrives). */
-  readonly #openQuestions = new Map<string, string | undefined>();
-  /** Children the tenant's admission workflow has given a slot to. */
-  readonly #admitted = new Set<string>();
   /** Messages from other runs accepted so far (`<from> <id>`): a repeat of one is refused. */
   readonly seenMessages = new Set<string>();
   readonly artifacts: RunArtifacts;
@@ -210,41 +181,6 @@ export class AgentRunState extends RunAccount {
     this.#detached.set(childWorkflowId, child);
   }
 
-  /** Whether the tenant's admission workflow has given this child a slot. */
-  isAdmitted(childWorkflowId: string): boolean {
-    return this.#admitted.has(childWorkflowId);
-  }
-
-  /** The tenant's admission workflow gave this child a slot. */
-  grantSlot(childWorkflowId: string): void {
-    this.#admitted.add(childWorkflowId);
-  }
-
-  /** A question this run asked its parent: open until its answer arrives. */
-  askQuestion(questionId: string): void {
-    this.#openQuestions.set(questionId, undefined);
-  }
-
-  /** Whether `questionId` is asked and still waits for its answer. */
-  awaitsAnswer(questionId: string): boolean {
-    return this.#openQuestions.has(questionId) && this.#openQuestions.get(questionId) === undefined;
-  }
-
-  /** The answer to an open question, kept until the asking call reads it. */
-  answerQuestion(questionId: string, answer: string): void {
-    this.#openQuestions.set(questionId, answer);
-  }
-
-  /** The answer to `questionId`, if it has arrived. */
-  answerTo(questionId: string): string | undefined {
-    return this.#openQuestions.get(questionId);
-  }
-
-  /** The question is closed, answered or not. */
-  closeQuestion(questionId: string): void {
-    this.#openQuestions.delete(questionId);
-  }
-
   /** A new segment of a run that continued as new: everything goes on as it was. */
   static fromResume(input: ParsedRunInput, sessionId: string, resume: RunResume): AgentRunState {
     const run = new AgentRunState(input, sessionId);
@@ -353,7 +289,7 @@ export class AgentRunState extends RunAccount {
    * parent, a child a tool call of this turn waits for, else running.
    */
   liveStatus(): 'waiting_for_answer' | 'waiting_for_children' | 'running' {
-    if (this.#openQuestions.size > 0) return 'waiting_for_answer';
+    if (this.asksParent()) return 'waiting_for_answer';
     if (this.#waitingCalls > 0 || this.hasLiveWaitedChildren()) return 'waiting_for_children';
     return 'running';
   }

@@ -2,6 +2,7 @@
  * A typed client for backend services: start runs, read their state, talk to them, cancel them, await results.
  * Everything it sends is validated by the same zod schemas the workflow uses.
  */
+import { listSessions, openQuestionsOf, type OpenQuestion, type SessionInfo } from './listings.js';
 import { InputError, UpdateRejectedError } from '../contract/errors.js';
 import { randomUUID } from 'node:crypto';
 import {
@@ -13,15 +14,6 @@ import {
 } from '@temporalio/client';
 import type { z } from 'zod';
 import { failureMessage } from '../rules/failure-message.js';
-import {
-  DEPUTY_DEPTH,
-  DEPUTY_PARENT_ID,
-  DEPUTY_PRESET,
-  DEPUTY_ROOT_ID,
-  DEPUTY_STATUS,
-  DEPUTY_TASK_NAME,
-  treeQuery,
-} from '../contract/search-attributes.js';
 import { SESSION_VERSION } from '../contract/dialogue.js';
 import {
   decideRestoration,
@@ -80,29 +72,6 @@ function rejected(err: unknown): never {
   if (err instanceof WorkflowUpdateFailedError)
     throw new UpdateRejectedError(failureMessage(err.cause ?? err), { cause: err });
   throw err;
-}
-
-/** A child's question waiting for an answer, as `openQuestions` reports it. */
-export interface OpenQuestion {
-  /** The run that asked, and the run it asked (its parent, which holds the question in its ledger). */
-  childWorkflowId: string;
-  parentId: string;
-  taskName: string;
-  questionId: string;
-  question: string;
-  askedAt: string;
-}
-
-/** One session as `listSessions` reports it. */
-export interface SessionInfo {
-  sessionId: string;
-  rootId: string;
-  parentId: string | null;
-  depth: number;
-  taskName: string | null;
-  preset: string | null;
-  status: string;
-  startTime: string;
 }
 
 /** A client for Deputy runs. */
@@ -231,28 +200,7 @@ export class DeputyClient {
 
   /** The questions children of the tree `rootId` heads asked and nobody has answered yet, oldest first. */
   async openQuestions(rootId: string): Promise<OpenQuestion[]> {
-    const runs = [rootId];
-    const query = `${treeQuery(rootId)} AND ExecutionStatus = 'Running'`;
-    for await (const info of this.temporal.workflow.list({ query })) {
-      if (info.workflowId !== rootId) runs.push(info.workflowId);
-    }
-    const states = await Promise.all(runs.map(async (id) => ({ id, state: await this.getState(id) })));
-    return states
-      .flatMap((found) =>
-        found.state.delegations.flatMap((entry) =>
-          (entry.questions ?? [])
-            .filter((q) => q.status === 'open')
-            .map((q) => ({
-              childWorkflowId: entry.childWorkflowId,
-              parentId: found.id,
-              taskName: entry.taskName,
-              questionId: q.id,
-              question: q.question,
-              askedAt: q.askedAt,
-            })),
-        ),
-      )
-      .sort((a, b) => a.askedAt.localeCompare(b.askedAt));
+    return openQuestionsOf(this.temporal, rootId, (id) => this.getState(id));
   }
 
   /** Ends a conversation-mode run once its current turn is done. */
@@ -351,23 +299,7 @@ export class DeputyClient {
 
   /** Sessions (runs, roots and children) from Temporal visibility, newest first; `query` narrows them (a visibility query). */
   async listSessions(query?: string, limit = 100): Promise<SessionInfo[]> {
-    const sessions: SessionInfo[] = [];
-    const base = "WorkflowType = 'agentRun'";
-    for await (const info of this.temporal.workflow.list({ query: query ? `${base} AND (${query})` : base })) {
-      const attrs = info.typedSearchAttributes;
-      sessions.push({
-        sessionId: info.workflowId,
-        rootId: attrs.get(DEPUTY_ROOT_ID) ?? info.workflowId,
-        parentId: attrs.get(DEPUTY_PARENT_ID) ?? null,
-        depth: attrs.get(DEPUTY_DEPTH) ?? 0,
-        taskName: attrs.get(DEPUTY_TASK_NAME) ?? null,
-        preset: attrs.get(DEPUTY_PRESET) ?? null,
-        status: attrs.get(DEPUTY_STATUS) ?? info.status.name.toLowerCase(),
-        startTime: info.startTime.toISOString(),
-      });
-      if (sessions.length >= limit) break;
-    }
-    return sessions;
+    return listSessions(this.temporal, query, limit);
   }
 
   /** Requests cancellation; the run aborts its model call in flight and ends `cancelled`. */

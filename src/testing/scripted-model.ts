@@ -5,8 +5,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { countCallTokens, countText, encodingFor, loadEncoding } from '../../activities/tokens.js';
-import type { ChatMessage } from '../contract/dialogue.js';
+import { loadEncoding } from '../../activities/tokens.js';
+import { countedUsage, streamPieces, worstUsage } from './script-usage.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   ChatRequestBody,
@@ -19,52 +19,6 @@ import type {
 
 export * from './script.js';
 import { DEFAULT_USAGE, lastMessage } from './script.js';
-
-/** Characters of text a streamed chunk carries. */
-const CHUNK_CHARS = 16;
-
-/** The pieces a streamed answer's text is sent in: `CHUNK_CHARS` characters each. */
-function streamPieces(text: string): string[] {
-  const pieces: string[] = [];
-  for (let at = 0; at < text.length; at += CHUNK_CHARS) pieces.push(text.slice(at, at + CHUNK_CHARS));
-  return pieces;
-}
-
-/** A request's input as Deputy's tokenizer counts it: `counted` exactly, `estimate` with its margin. */
-function inputCount(body: ChatRequestBody): { counted: number; estimate: number } {
-  const tools = (body.tools ?? []).map((tool) => ({
-    name: tool.function.name,
-    description: tool.function.description ?? '',
-    parameters: (tool.function.parameters ?? {}) as Record<string, unknown>,
-  }));
-  return countCallTokens(body.model, body.messages as ChatMessage[], tools);
-}
-
-/** A request's input as Deputy counts it: what a call is debited when the endpoint reports no usage. */
-export function countedInput(request: RecordedRequest): number {
-  return inputCount(request.body).counted;
-}
-
-/** The largest usage a request allows (see `ReplyUsage`). */
-export function worstUsage(body: ChatRequestBody): ScriptUsage {
-  const maxCompletion = body.max_completion_tokens;
-  return {
-    prompt_tokens: inputCount(body).estimate,
-    completion_tokens: typeof maxCompletion === 'number' ? maxCompletion : 1000,
-  };
-}
-
-/**
- * The usage a provider counting as Deputy does bills for a request and its answer (see `ReplyUsage`): the answer's
- * text counted whole, however it was streamed, and each tool call's name and arguments.
- */
-function countedUsage(body: ChatRequestBody, text: string, calls: string[]): ScriptUsage {
-  const { count } = encodingFor(body.model);
-  return {
-    prompt_tokens: inputCount(body).counted,
-    completion_tokens: [text, ...calls].reduce((sum, piece) => sum + countText(piece, count), 0),
-  };
-}
 
 export class ScriptedModelServer {
   /** Every request received, in arrival order. */

@@ -4,10 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
-import { bundleWorkflowCode, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { bundleDeputyWorkflows } from './bundle.js';
 import proto from '@temporalio/proto';
 import OpenAI from 'openai';
 import { builtinTools } from '../../activities/builtin-tools.js';
@@ -30,26 +29,6 @@ import type { ToolDefinition } from '../contract/tools.js';
 import { TOOL_NAME } from '../contract/tools.js';
 import { deputyTracing, type DeputyTracing } from '../ops/tracing.js';
 import { MessageKeys } from '../ops/message-keys.js';
-
-/**
- * Path of the workflows' entry module, for bundling: the TypeScript source when Deputy runs from its repository, the
- * compiled JavaScript when it runs from `dist/` (an installed package).
- */
-export const WORKFLOWS_PATH = [
-  new URL('../../workflows/index.ts', import.meta.url),
-  new URL('../../workflows/index.js', import.meta.url),
-]
-  .map((url) => fileURLToPath(url))
-  .find((path) => existsSync(path))!;
-
-/**
- * Every workflow in a worker shares one evaluation of the workflows' modules (Temporal's workflow API, the contract,
- * the rules) instead of evaluating them again at each workflow's start and replay. That is safe because a run's
- * state lives on its own objects, never at module level, and Temporal's API finds the running workflow at each call.
- * The worker freezes the objects it shares, and a test refuses module-level variables and collections in workflow
- * code, so no module can carry one run's values into another.
- */
-export const SHARED_MODULES = [WORKFLOWS_PATH];
 
 /** Options of `createDeputyWorker`. */
 export interface DeputyWorkerOptions {
@@ -79,63 +58,6 @@ export interface DeputyWorkerOptions {
   workerOptions?: Partial<WorkerOptions>;
   /** Tracing: its plugin joins the workers and the workflow bundle. @default `deputyTracing()` */
   tracing?: DeputyTracing | undefined;
-}
-
-const noop = () => undefined;
-/** The bundler reports every module at info level; keep only its warnings and errors. */
-export const QUIET_BUNDLER_LOGGER = {
-  log: noop,
-  trace: noop,
-  debug: noop,
-  info: noop,
-  warn: (message: string) => console.warn(message),
-  error: (message: string) => console.error(message),
-};
-
-/**
- * The bundle as cheap to start as it can be. The SDK evaluates a bundle's modules again for every workflow,
- * so its modules are concatenated into as few as webpack can (fewer module wrappers and export getters per start),
- * and TypeScript sources are compiled for Node 20 (native object spread, as `tsc` emits for the installed package),
- * not for ES2017.
- */
-type WebpackConfiguration = Parameters<NonNullable<Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook']>>[0];
-
-export function leanBundle(stackTraceSources: boolean) {
-  return (config: WebpackConfiguration): WebpackConfiguration => {
-    for (const rule of config.module?.rules ?? []) {
-      const use = rule && typeof rule === 'object' && 'use' in rule ? rule.use : undefined;
-      if (use && typeof use === 'object' && !Array.isArray(use) && 'options' in use) {
-        const options = use.options as { jsc?: { target?: string } } | undefined;
-        if (options?.jsc) options.jsc.target = 'es2022';
-      }
-    }
-    config.optimization = { ...config.optimization, concatenateModules: true, usedExports: true };
-    // Every worker and replayer decodes, parses and re-encodes the inline source map when it loads the bundle, and
-    // the SDK maps a stack through it for each promise workflow code creates (the stack trace query's record). So
-    // the map points at source lines, not columns, and carries the sources only for a worker that sends them with
-    // its stack traces (`showStackTraceSources`); a debugger reads them from disk.
-    config.devtool = stackTraceSources ? 'inline-cheap-module-source-map' : 'inline-nosources-cheap-module-source-map';
-    return config;
-  };
-}
-
-/** Options of `bundleDeputyWorkflows`. */
-export interface DeputyBundleOptions {
-  /** Temporal's OpenTelemetry workflow interceptors (they cost every workflow activation, so only when given). */
-  tracing?: DeputyTracing | undefined;
-  /** Carry the sources, for a worker that answers stack trace queries with them (`showStackTraceSources`). */
-  stackTraceSources?: boolean | undefined;
-}
-
-/** Bundles Deputy's workflows; the worker, the tests and the replayers share these options. */
-export async function bundleDeputyWorkflows({ tracing, stackTraceSources = false }: DeputyBundleOptions = {}) {
-  return bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    preloadModules: SHARED_MODULES,
-    logger: QUIET_BUNDLER_LOGGER,
-    webpackConfigHook: leanBundle(stackTraceSources),
-    ...(tracing && { plugins: [tracing.plugin] }),
-  });
 }
 
 /** Indexes tools by name, rejecting bad and duplicate names. */

@@ -6,13 +6,12 @@ export { ToolError } from '../contract/errors.js';
 export {
   createDeputyWorker,
   deputyActivities,
-  bundleDeputyWorkflows,
   checkSearchAttributes,
   DeputyWorker,
-  WORKFLOWS_PATH,
   type DeputyActivityOptions,
   type DeputyWorkerOptions,
 } from './factory.js';
+export { bundleDeputyWorkflows, WORKFLOWS_PATH } from './bundle.js';
 export { deputyPlugin, DeputyPlugin, type DeputyPluginOptions } from './plugin.js';
 export { DeputyConfig, applyEnv, loadConfig, parseConfig, readEnv, type DeputyEnv } from '../config/load.js';
 export { ConfigStore } from '../config/store.js';

@@ -4,7 +4,8 @@
  */
 import { SimplePlugin } from '@temporalio/plugin';
 import type { WorkerOptions } from '@temporalio/worker';
-import { deputyActivities, SHARED_MODULES, WORKFLOWS_PATH, type DeputyActivityOptions } from './factory.js';
+import { deputyActivities, type DeputyActivityOptions } from './factory.js';
+import { SHARED_MODULES, WORKFLOWS_PATH } from './bundle.js';
 import { sharedQueueWarning } from './start-checks.js';
 
 /** Options of `deputyPlugin`: what Deputy's activities need. */
