@@ -11,16 +11,16 @@ import type {
   ResolveRunResult,
 } from '../src/contract/activities.js';
 import { DELEGATE_SCOPE } from '../src/contract/scopes.js';
-import { DELEGATE_TOOL, delegateAvailable, STEERING_TOOLS, type DelegationSettings } from '../src/rules/delegation.js';
-import { unknownPresetTools, type DeputyConfig } from '../src/config/load.js';
+import { DELEGATE_TOOL, delegateAvailable, STEERING_TOOLS } from '../src/rules/children.js';
+import { type DelegationSettings } from '../src/contract/delegation.js';
+import { unknownPresetTools } from '../src/config/load.js';
+import { type DeputyConfig } from '../src/config/schema.js';
 import { presetRevision } from '../src/config/store.js';
 import { configEntry } from '../src/config/schema.js';
 import { holdsScopes, toToolSpec, type RunTool, type ToolDefinition } from '../src/contract/tools.js';
 import { priceFromUsdPerMTok } from '../src/rules/usage.js';
 import { DEFAULT_MODEL_RETRY } from '../src/rules/model-retry.js';
 import type { ModelRetry } from '../src/contract/composition.js';
-
-export { renderPersona } from '../src/rules/persona.js';
 
 /** Resolves what a run runs with; the result is recorded in history and never changes for that run. */
 export function resolveComposition(

@@ -20,7 +20,7 @@ import { presetRevision, type ConfigStore } from '../src/config/store.js';
 import { FAILURE } from '../src/contract/failures.js';
 import { stateQuery } from '../src/contract/messages.js';
 import { RunResult } from '../src/contract/run.js';
-import { reportedUsage } from '../src/rules/child-run.js';
+import { reportedUsage } from '../src/rules/child-end.js';
 import { failureMessage, findFailure } from '../src/rules/failure-message.js';
 import { withHeartbeat } from './heartbeat.js';
 

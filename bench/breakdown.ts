@@ -13,7 +13,7 @@ import proto from '@temporalio/proto';
 const { temporal } = proto;
 import { builtinTools } from '../activities/builtin-tools.js';
 import { DeputyClient } from '../src/client/client.js';
-import { parseConfig } from '../src/config/load.js';
+import { parseConfig } from '../src/config/schema.js';
 import { ConfigStore } from '../src/config/store.js';
 import { startDevServer } from '../src/testing/dev-server.js';
 import { fetchPageTool } from '../src/testing/pages.js';

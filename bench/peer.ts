@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
-import { forTask, userSays, type ScriptRule } from '../src/testing/scripted-model.js';
+import { forTask, userSays, type ScriptRule } from '../src/testing/script.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import type { ScenarioResult } from './report.js';
 

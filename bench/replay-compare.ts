@@ -14,7 +14,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { DeputyClient } from '../src/client/client.js';
-import { parseConfig } from '../src/config/load.js';
+import { parseConfig } from '../src/config/schema.js';
 import { ConfigStore } from '../src/config/store.js';
 import { startDevServer } from '../src/testing/dev-server.js';
 import { fetchPageTool } from '../src/testing/pages.js';

@@ -1,6 +1,6 @@
 /** The benchmark's scripted model and Deputy configuration. Every answer is immediate. */
 import { COMPACTION_SYSTEM_PROMPT } from '../src/rules/compaction.js';
-import { toolResultCount, userSays, type RecordedRequest, type ScriptRule } from '../src/testing/scripted-model.js';
+import { toolResultCount, userSays, type RecordedRequest, type ScriptRule } from '../src/testing/script.js';
 
 /** The children's assignments, for both sides. */
 export const TREE_BRIEFS = ['leaf: part 1', 'leaf: part 2', 'leaf: part 3'];

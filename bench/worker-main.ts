@@ -5,7 +5,7 @@
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { builtinTools } from '../activities/builtin-tools.js';
-import { parseConfig } from '../src/config/load.js';
+import { parseConfig } from '../src/config/schema.js';
 import { ConfigStore } from '../src/config/store.js';
 import { fetchPageTool } from '../src/testing/pages.js';
 import { createDeputyWorker, createOpenAIClient } from '../src/worker/factory.js';

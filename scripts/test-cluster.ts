@@ -16,7 +16,8 @@ import { parse, stringify } from 'yaml';
 import { DeputyClient } from '../src/client/client.js';
 import { DEMO_SCRIPT, DEMO_TASK } from '../src/demo/script.js';
 import { startCluster, type Cluster } from './cluster/harness.js';
-import { forTask, ScriptedModelServer, toolResultCount, userSays } from '../src/testing/scripted-model.js';
+import { ScriptedModelServer } from '../src/testing/scripted-model.js';
+import { forTask, toolResultCount, userSays } from '../src/testing/script.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
 const FAILOVERS = 5;

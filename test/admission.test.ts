@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { admissionStateQuery } from '../src/contract/messages.js';
 import { RunState } from '../src/contract/run.js';
-import { lastMessage, toolMessages, userSays } from '../src/testing/scripted-model.js';
+import { lastMessage, toolMessages, userSays } from '../src/testing/script.js';
 import { TWO_ARM } from './support/evidence.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toolResultCount } from '../src/testing/scripted-model.js';
+import { toolResultCount } from '../src/testing/script.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness();

@@ -9,7 +9,7 @@ import { RunState } from '../src/contract/run.js';
 import { loadTree } from '../src/client/inspect.js';
 import { renderTree } from '../src/client/tree.js';
 import type { WatchEvent } from '../src/client/watch-events.js';
-import { forTask, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, userSays, type RecordedRequest } from '../src/testing/script.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 

@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
-import { forTask, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, userSays, type RecordedRequest } from '../src/testing/script.js';
 import { countedInput, worstUsage } from '../src/testing/script-usage.js';
 import {
   CHILD_USAGE,

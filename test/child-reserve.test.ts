@@ -5,7 +5,7 @@
  * below the floors), and a brief too small for even the floor is refused with a tool error that says so.
  */
 import { describe, expect, it } from 'vitest';
-import { lastMessage, offeredTools, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { lastMessage, offeredTools, type RecordedRequest } from '../src/testing/script.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 

@@ -14,7 +14,7 @@ import type { PayloadCodec } from '@temporalio/common';
 import { AesGcmCodec } from '../src/codec/aes-gcm.js';
 import { DeflateCodec } from '../src/codec/compress.js';
 import { codecHandler } from '../src/codec/server.js';
-import { forTask } from '../src/testing/scripted-model.js';
+import { forTask } from '../src/testing/script.js';
 import { createHarness, type Harness } from './support/harness.js';
 
 const key = () => randomBytes(32);

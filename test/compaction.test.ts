@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { COMPACTION_SYSTEM_PROMPT } from '../src/rules/compaction.js';
 import { RunState } from '../src/contract/run.js';
-import type { RecordedRequest } from '../src/testing/scripted-model.js';
+import type { RecordedRequest } from '../src/testing/script.js';
 import { fetchPageTool } from '../src/testing/pages.js';
 import { testConfig, useHarness } from './support/harness.js';
 

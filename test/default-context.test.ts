@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/schema.js';
 import { RunState } from '../src/contract/run.js';
-import { lastMessage, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { lastMessage, type RecordedRequest } from '../src/testing/script.js';
 import { delegateReply, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { testConfig, useHarness } from './support/harness.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
-import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { forTask, userSays } from '../src/testing/script.js';
 import { delegationConfig, DELEGATION_TOOLS, listChildren, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 

@@ -12,7 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { lastMessage, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { lastMessage, userSays, type RecordedRequest } from '../src/testing/script.js';
 import { narrowLimits } from '../src/cli/mcp-server.js';
 import { freePort } from '../src/testing/ports.js';
 import { delegateReply, DELEGATION_TOOLS, delegationConfig } from './support/delegation.js';

@@ -30,7 +30,7 @@ describe('R5.5 the docs name tests that exist', () => {
   it("R5.5 each of the design's gates is mapped to Deputy gates and test titles that exist", () => {
     const rows = tableAfter("**The design's gate numbers.**");
     expect(rows.map(([gate]) => gate)).toEqual(['4', '12']);
-    const gates = read('test/gates/delegate-gates.test.ts');
+    const gates = read('test/gates/delegate-gates.test.ts') + read('test/gates/delegate-gates-outcomes.test.ts');
     for (const [gate, , testedBy] of rows) {
       const named = [...testedBy!.matchAll(/\bG(\d+)\b/g)].map((m) => m[1]!);
       expect(named.length, `design gate ${gate} names a Deputy gate`).toBeGreaterThan(0);

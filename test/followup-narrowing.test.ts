@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
-import { forTask, offeredTools, toolMessages, userSays } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools, toolMessages, userSays } from '../src/testing/script.js';
 import {
   delegateReply,
   delegationConfig,

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
-import { userSays } from '../src/testing/scripted-model.js';
+import { userSays } from '../src/testing/script.js';
 import { renderTree, type TreeNode } from '../src/client/tree.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 import {
@@ -13,7 +13,7 @@ import {
   PARENT_USAGE,
 } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
-import { forTask } from '../src/testing/scripted-model.js';
+import { forTask } from '../src/testing/script.js';
 
 const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { COMPACTION_SYSTEM_PROMPT } from '../src/rules/compaction.js';
-import { userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { userSays, type RecordedRequest } from '../src/testing/script.js';
 import { DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { testConfig, useHarness } from './support/harness.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { forTask, offeredTools, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools, type RecordedRequest } from '../src/testing/script.js';
 import { worstUsage } from '../src/testing/script-usage.js';
 import type { Limits } from '../src/contract/run.js';
-import { SYNTHESIS_INSTRUCTION } from '../workflows/agent-run.js';
+import { SYNTHESIS_INSTRUCTION } from '../workflows/model-turn.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness();

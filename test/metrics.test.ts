@@ -8,7 +8,7 @@ import { Runtime } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runtimeTelemetry } from '../src/ops/metrics.js';
 import { freePort } from '../src/testing/ports.js';
-import { forTask, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, userSays, type RecordedRequest } from '../src/testing/script.js';
 import { worstUsage } from '../src/testing/script-usage.js';
 import type { Harness } from './support/harness.js';
 import type * as Delegation from './support/delegation.js';

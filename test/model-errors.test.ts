@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { forTask } from '../src/testing/scripted-model.js';
+import { forTask } from '../src/testing/script.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness();

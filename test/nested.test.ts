@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PARENT_CONTEXT_HEADING } from '../src/rules/context.js';
-import { forTask, offeredTools, userSays } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools, userSays } from '../src/testing/script.js';
 import {
   delegateReply,
   delegationConfig,

@@ -26,7 +26,7 @@ import { DeputyClient } from '../src/client/client.js';
 import { defineTool } from '../src/contract/tools.js';
 import { externalStorageFromEnv, FileStorageDriver, S3StorageDriver } from '../src/ops/storage.js';
 import { freePort } from '../src/testing/ports.js';
-import { forTask, toolMessages } from '../src/testing/scripted-model.js';
+import { forTask, toolMessages } from '../src/testing/script.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { createHarness, testConfig, type Harness } from './support/harness.js';
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { RunState } from '../src/contract/run.js';
-import { forTask, toolMessages, userSays } from '../src/testing/scripted-model.js';
+import { forTask, toolMessages, userSays } from '../src/testing/script.js';
 import { defineTool } from '../src/contract/tools.js';
 import { delegateReply } from './support/delegation.js';
 import { testConfig, useHarness } from './support/harness.js';

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RunState } from '../src/contract/run.js';
-import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { forTask, userSays } from '../src/testing/script.js';
 import { deputyPlugin } from '../src/worker/index.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { createHarness, TEST_API_KEY, type Harness } from './support/harness.js';

@@ -6,9 +6,9 @@ import { createPresetLookup, presetRecordedBy } from '../activities/runs.js';
 import { toolMap } from '../src/worker/factory.js';
 import { decodePayloads } from '../src/codec/decode.js';
 import { ConfigStore, presetRevision } from '../src/config/store.js';
-import { parseConfig } from '../src/config/load.js';
+import { parseConfig } from '../src/config/schema.js';
 import { RunState } from '../src/contract/run.js';
-import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { forTask, userSays } from '../src/testing/script.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 

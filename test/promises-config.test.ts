@@ -9,7 +9,7 @@ import { builtinTools } from '../activities/builtin-tools.js';
 import { defineTool } from '../src/contract/tools.js';
 import { COMPACTION_SYSTEM_PROMPT } from '../src/rules/compaction.js';
 import { RunState } from '../src/contract/run.js';
-import { forTask, offeredTools, toolMessages, userSays, type RecordedRequest } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools, toolMessages, userSays, type RecordedRequest } from '../src/testing/script.js';
 import { delegateReply, PARENT_SCOPES } from './support/delegation.js';
 import { failureOf } from './support/failures.js';
 import { createHarness, testConfig, type Harness } from './support/harness.js';

@@ -6,8 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { capParameters } from '../activities/model-request.js';
-import type { WatchEvent } from '../src/client/watch.js';
-import { userSays, type ProviderBehaviour } from '../src/testing/scripted-model.js';
+import type { WatchEvent } from '../src/client/watch-events.js';
+import { userSays, type ProviderBehaviour } from '../src/testing/script.js';
 import { worstUsage } from '../src/testing/script-usage.js';
 import { testConfig, useHarness } from './support/harness.js';
 import { loadTree } from '../src/client/inspect.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
-import { forTask } from '../src/testing/scripted-model.js';
+import { forTask } from '../src/testing/script.js';
 import { createHarness, type Harness } from './support/harness.js';
 
 const FIXTURES = join(PROJECT_ROOT, 'test', 'fixtures', 'histories');

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { InputError } from '../src/contract/errors.js';
 import { RunResult, RunState } from '../src/contract/run.js';
 import { SessionEvent } from '../src/contract/session.js';
-import { forTask, offeredTools } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools } from '../src/testing/script.js';
 import { failureOf as failuresOf } from './support/failures.js';
 import { TEST_API_KEY, useHarness } from './support/harness.js';
 

@@ -4,12 +4,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { ConfigStore } from '../src/config/store.js';
-import { parseConfig } from '../src/config/load.js';
+import { parseConfig } from '../src/config/schema.js';
 import { InputError } from '../src/contract/errors.js';
 import { RunState } from '../src/contract/run.js';
-import { decideRestoration, parseSessionExport } from '../src/rules/sessions.js';
+import { parseSessionExport } from '../src/rules/sessions.js';
+import { decideRestoration } from '../src/rules/restoration.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
-import { forTask, offeredTools, userSays } from '../src/testing/scripted-model.js';
+import { forTask, offeredTools, userSays } from '../src/testing/script.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 

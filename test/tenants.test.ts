@@ -17,7 +17,7 @@ import {
   temporalRunRecords,
   tenantDelegation,
 } from '../src/config/tenant-evidence.js';
-import { offeredTools, userSays } from '../src/testing/scripted-model.js';
+import { offeredTools, userSays } from '../src/testing/script.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';

@@ -9,7 +9,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DeputyClient } from '../src/client/client.js';
 import { deputyTracing, type DeputyTracing } from '../src/ops/tracing.js';
-import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { forTask, userSays } from '../src/testing/script.js';
 import { bundleDeputyWorkflows } from '../src/worker/bundle.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { createHarness, type Harness } from './support/harness.js';

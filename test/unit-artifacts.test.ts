@@ -17,7 +17,8 @@ import { checkConfigAgainstTools } from '../activities/composition.js';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import type { RunResult } from '../src/contract/run.js';
-import { childInput, endOfResult, reportedArtifacts } from '../src/rules/child-run.js';
+import { childInput } from '../src/rules/run-start.js';
+import { endOfResult, reportedArtifacts } from '../src/rules/child-end.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 import { describeWatchEvent } from '../src/client/watch-view.js';
 

@@ -15,7 +15,9 @@ import {
   type Amount,
   type Budget,
 } from '../src/rules/budget.js';
-import { checkCaps, narrowGrant, parseInvocation, type DelegationSettings } from '../src/rules/delegation.js';
+import { checkCaps, narrowGrant } from '../src/rules/children.js';
+import { parseInvocation } from '../src/contract/checks/contract-checks.js';
+import { type DelegationSettings } from '../src/contract/delegation.js';
 import { resolveLimits } from '../src/rules/limits.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 

@@ -1,19 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RunResult } from '../src/contract/run.js';
-import {
-  childInput,
-  compositionFromInput,
-  endOfResult,
-  settleReservation,
-  startsFromInput,
-  type ChildPlan,
-} from '../src/rules/child-run.js';
-import { checkReturnShape } from '../src/rules/delegation.js';
+import { childInput, compositionFromInput, startsFromInput, type ChildPlan } from '../src/rules/run-start.js';
+import { endOfResult, settleReservation } from '../src/rules/child-end.js';
+import { checkReturnShape } from '../src/contract/checks/contract-checks.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { benchConfig } from '../bench/script.js';
-import { parseConfig } from '../src/config/load.js';
+import { parseConfig } from '../src/config/schema.js';
 import type { ResolveRunInput } from '../src/contract/activities.js';
 import type { ParsedRunInput } from '../src/contract/run.js';
 import { fetchPageTool } from '../src/testing/pages.js';

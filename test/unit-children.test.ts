@@ -17,8 +17,8 @@ import {
   renderQuestion,
   type ChildOutcome,
 } from '../src/rules/children.js';
-import type { DelegationSettings } from '../src/rules/delegation.js';
-import { parseConfig } from '../src/config/load.js';
+import type { DelegationSettings } from '../src/contract/delegation.js';
+import { parseConfig } from '../src/config/schema.js';
 
 const settings: DelegationSettings = {
   enabled: true,

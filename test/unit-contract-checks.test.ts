@@ -12,7 +12,7 @@ import { COMPILED_PATH, compiledModule } from '../scripts/compiled-checks.js';
 import { delegateArgs, plainRunInput } from '../src/contract/compiled-checks.js';
 import { generatedModule, GENERATED_PATH } from '../scripts/json-schemas.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput } from '../src/contract/run.js';
-import { AnswerChildArgs, DelegateArgs, InterjectArgs, WaitArgs } from '../src/rules/delegation.js';
+import { AnswerChildArgs, DelegateArgs, InterjectArgs, WaitArgs } from '../src/contract/delegation.js';
 import {
   asRunResult,
   checkReturnShape,

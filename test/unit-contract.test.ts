@@ -6,10 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { HookConfig } from '../src/contract/hooks.js';
 import { RunInput } from '../src/contract/run.js';
-import type { RecordedRequest } from '../src/testing/scripted-model.js';
+import type { RecordedRequest } from '../src/testing/script.js';
 import { scriptRules } from '../src/eval/offline-script.js';
 import { steeringToolSpec } from '../src/contract/delegation.js';
-import { checkReturnShape, parseInvocation } from '../src/rules/delegation.js';
+import { checkReturnShape, parseInvocation } from '../src/contract/checks/contract-checks.js';
 import { renderPersona } from '../src/rules/persona.js';
 import { terminalSafe, terminalSafeJson } from '../src/rules/terminal.js';
 import { addSpend, addTokens, addToolCalls, ZERO_USAGE } from '../src/rules/usage.js';

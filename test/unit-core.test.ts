@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { nextStep } from '../src/rules/agent-loop.js';
-import { applyEnv, parseConfig, readEnv } from '../src/config/load.js';
+import { applyEnv, readEnv } from '../src/config/load.js';
+import { parseConfig } from '../src/config/schema.js';
 import { ConfigError } from '../src/contract/errors.js';
 import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../src/rules/limits.js';
 import type { Usage } from '../src/contract/run.js';

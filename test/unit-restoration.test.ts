@@ -18,8 +18,9 @@ import {
   planCompaction,
 } from '../src/rules/compaction.js';
 import { billedBy, budgetExceeded, failureMessage, findFailure, rootMessage } from '../src/rules/failure-message.js';
-import { closeUnansweredToolCalls, NOT_RUN_ON_RESTORE } from '../src/rules/restore.js';
-import { decideRestoration, forkEvents, parseSessionExport } from '../src/rules/sessions.js';
+import { closeUnansweredToolCalls, NOT_RUN_ON_RESTORE } from '../src/rules/restoration.js';
+import { parseSessionExport } from '../src/rules/sessions.js';
+import { decideRestoration, forkEvents } from '../src/rules/restoration.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
 const fixture = (name: string): unknown =>

@@ -1,6 +1,6 @@
 /** The events a new run's session opens with, in order, for a root and for children. */
 import { describe, expect, it } from 'vitest';
-import { openingEvents } from '../src/rules/session-opening.js';
+import { openingEvents } from '../src/rules/run-start.js';
 
 const AT = '2026-12-01T00:00:00.000Z';
 const composition = { preset: 'assistant', model: 'test-model' };

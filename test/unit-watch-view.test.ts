@@ -3,7 +3,7 @@
  * the no-tool-calls mark, from a hand-written event sequence (the live sequences are in watch.test.ts, web.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import type { WatchEvent } from '../src/client/watch.js';
+import type { WatchEvent } from '../src/client/watch-events.js';
 import { describeWatchEvent, TreeView } from '../src/client/watch-view.js';
 
 let seq = 0;

@@ -6,14 +6,14 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
-import type { WatchEvent } from '../src/client/watch.js';
+import type { WatchEvent } from '../src/client/watch-events.js';
 import { STEERING_TOOLS } from '../src/rules/children.js';
 import { SUMMARY_SYSTEM_PROMPT } from '../src/rules/context.js';
 import { TreeView } from '../src/client/watch-view.js';
 import { loadTree } from '../src/client/inspect.js';
 import { renderTree } from '../src/client/tree.js';
 import type { RunResult } from '../src/contract/run.js';
-import { forTask, toolMessages, userSays } from '../src/testing/scripted-model.js';
+import { forTask, toolMessages, userSays } from '../src/testing/script.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forTask, userSays } from '../src/testing/scripted-model.js';
+import { forTask, userSays } from '../src/testing/script.js';
 import { startWebServer } from '../src/web/server.js';
 import { launchChromium, SCREENSHOTS } from './support/browser.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';

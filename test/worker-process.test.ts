@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { forTask } from '../src/testing/scripted-model.js';
+import { forTask } from '../src/testing/script.js';
 import { countedInput } from '../src/testing/script-usage.js';
 import { createHarness, TEST_API_KEY, type Harness } from './support/harness.js';
 import { spawnWorker, waitUntilReady, type WorkerProcess } from './support/worker-process.js';

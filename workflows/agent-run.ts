@@ -21,7 +21,7 @@ import { treeAttributes } from '../src/contract/search-attributes.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import { resolveLimits } from '../src/rules/limits.js';
-import { compositionFromInput, startsFromInput } from '../src/rules/child-run.js';
+import { compositionFromInput, startsFromInput } from '../src/rules/run-start.js';
 import { STEERING_TOOLS } from '../src/rules/children.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
@@ -30,8 +30,6 @@ import { agentLoop } from './loop.js';
 import { openGrant } from './grants.js';
 import { checkRunInput } from '../src/contract/checks/contract-checks.js';
 import { AgentRunState, type ParsedRunInput } from './run-state.js';
-
-export { SYNTHESIS_INSTRUCTION } from './model-turn.js';
 
 /** A run looks its composition up in the worker's config without a server round trip. */
 const local = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);

@@ -19,7 +19,7 @@ import {
 import { CONTRACT, steeringChecker } from '../src/contract/checks/contract-checks.js';
 import { admissionWorkflowId } from '../src/rules/children.js';
 import { cutText, formatBytes, utf8Bytes } from '../src/rules/payloads.js';
-import type { AnswerChildArgs, InterjectArgs } from '../src/rules/delegation.js';
+import type { AnswerChildArgs, InterjectArgs } from '../src/contract/delegation.js';
 import type { RunState, SendMessageInput } from '../src/contract/run.js';
 import { remaining } from '../src/rules/limits.js';
 import { failureMessage } from '../src/rules/failure-message.js';

@@ -20,7 +20,8 @@ import {
   type Amount,
   type CallBudget,
 } from '../src/rules/budget.js';
-import { settleReservation, shrunkPlan, type ChildPlan } from '../src/rules/child-run.js';
+import { shrunkPlan, type ChildPlan } from '../src/rules/run-start.js';
+import { settleReservation } from '../src/rules/child-end.js';
 import { billedBy } from '../src/rules/failure-message.js';
 import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
 import { renderPersona } from '../src/rules/persona.js';

@@ -21,7 +21,7 @@ import { DEPUTY_STATUS } from '../src/contract/search-attributes.js';
 import { toChatMessages } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
 import { overLimits } from '../src/rules/budget.js';
-import { openingEvents } from '../src/rules/session-opening.js';
+import { openingEvents } from '../src/rules/run-start.js';
 import { microToUsd } from '../src/rules/usage.js';
 import { countRunEnded } from './metrics.js';
 import { WorkerDialogue } from './worker-dialogue.js';

@@ -4,7 +4,7 @@
  */
 import type { CancellationScope } from '@temporalio/workflow';
 import type { LedgerEntry } from '../src/contract/run.js';
-import type { ChildOutcome } from '../src/rules/delegation.js';
+import type { ChildOutcome } from '../src/rules/children.js';
 import { RunAccount } from './run-account.js';
 
 /** A user message, an interjection or a background child's result waiting to join the dialogue between turns. */

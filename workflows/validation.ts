@@ -4,8 +4,6 @@
  */
 import type { SchemaChecker } from '../src/contract/checks/json-schema.js';
 
-export { parseSteeringArgs as parseToolArgs } from '../src/contract/checks/contract-checks.js';
-
 /** For synchronous checks (update validators): throws naming each field unless the value fits. */
 export function assertFits(checker: SchemaChecker, value: unknown, what: string): void {
   const checked = checker.check(value);

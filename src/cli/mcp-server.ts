@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { DeputyClient } from '../client/client.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
-import type { DeputyConfig } from '../config/load.js';
+import type { DeputyConfig } from '../config/schema.js';
 import { DeputyError } from '../contract/errors.js';
 import { CallerLimits, narrowLimits } from '../config/caller-limits.js';
 

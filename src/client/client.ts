@@ -15,14 +15,10 @@ import {
 import type { z } from 'zod';
 import { failureMessage } from '../rules/failure-message.js';
 import { SESSION_VERSION } from '../contract/dialogue.js';
-import {
-  decideRestoration,
-  forkEvents,
-  parseSessionExport,
-  SESSION_FORMAT,
-  type SessionExport,
-} from '../rules/sessions.js';
-import { AnswerChildArgs, InterjectArgs } from '../rules/delegation.js';
+import { parseSessionExport } from '../rules/sessions.js';
+import { decideRestoration, forkEvents } from '../rules/restoration.js';
+import { SESSION_FORMAT, type SessionExport } from '../contract/session-export.js';
+import { AnswerChildArgs, InterjectArgs } from '../contract/delegation.js';
 import {
   answerChildUpdate,
   endConversationUpdate,
@@ -32,7 +28,8 @@ import {
 } from '../contract/messages.js';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput, Usage, type RunState } from '../contract/run.js';
 import { ZERO_USAGE } from '../rules/usage.js';
-import { watchTree, type WatchEvent, type WatchOptions } from './watch.js';
+import { watchTree, type WatchOptions } from './watch.js';
+import { type WatchEvent } from './watch-events.js';
 import { connectTemporal } from './connect.js';
 import { startRefused } from './start-refused.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';

@@ -2,7 +2,7 @@
  * A watched tree as a person reads it: per run its status, tokens, cost and latest event, folded from
  * `DeputyClient.watch` events. `deputy watch` prints it; the web view receives the same events and folds them alike.
  */
-import type { WatchEvent } from './watch.js';
+import type { WatchEvent } from './watch-events.js';
 
 /** One run of the tree as the events so far describe it. */
 export interface RunView {

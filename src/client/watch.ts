@@ -27,8 +27,6 @@ import {
   type WatchEvent,
 } from './watch-events.js';
 
-export type { WatchEvent, WatchUsage } from './watch-events.js';
-
 /** How often a follower reads a running model call's heartbeat for live output. */
 const LIVE_OUTPUT_POLL_MS = 250;
 

@@ -8,8 +8,6 @@ import { parseDocument } from 'yaml';
 import { ConfigError } from '../contract/errors.js';
 import { parseConfig, type DeputyConfig } from './schema.js';
 
-export { DefaultLimitsConfig, DeputyConfig, parseConfig, Preset, Price } from './schema.js';
-
 /** Settings read from the environment. */
 export interface DeputyEnv {
   temporalAddress: string;

@@ -4,7 +4,7 @@
  * composition it resolved at its start.
  */
 import { createHash } from 'node:crypto';
-import type { DeputyConfig, Preset } from './load.js';
+import type { DeputyConfig, Preset } from './schema.js';
 
 /** A preset's revision: a short content hash of its definition. */
 export function presetRevision(preset: Preset): string {

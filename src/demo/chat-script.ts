@@ -3,7 +3,7 @@
  * background, keeps talking, relays the researcher's question to the person, answers it and interjects a change,
  * and reports the result when it arrives. Anything off the script gets a short note on what the script knows.
  */
-import { lastMessage, toolMessages, type RecordedRequest, type ScriptRule } from '../testing/scripted-model.js';
+import { lastMessage, toolMessages, type RecordedRequest, type ScriptRule } from '../testing/script.js';
 
 /** The lines the script follows, in order (docs/chat.md's transcript and the chat test type them). */
 export const CHAT_LINES = {

@@ -16,7 +16,8 @@ import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
 import type { DeputyConfig } from '../config/schema.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
 import { persistedDatabase, serveUi, type ServedUi } from './ui.js';
-import { ScriptedModelServer, type ScriptRule } from '../testing/scripted-model.js';
+import { ScriptedModelServer } from '../testing/scripted-model.js';
+import { type ScriptRule } from '../testing/script.js';
 import { createDeputyWorker } from '../worker/factory.js';
 import { runtimeTelemetry } from '../ops/metrics.js';
 

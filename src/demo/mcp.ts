@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parseConfig, type DeputyConfig } from '../config/schema.js';
 import { terminalSafe } from '../rules/terminal.js';
 import { microToUsd } from '../rules/usage.js';
-import { forTask, type ScriptRule } from '../testing/scripted-model.js';
+import { forTask, type ScriptRule } from '../testing/script.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
 import { withDemoEnvironment } from './environment.js';
 

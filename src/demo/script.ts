@@ -1,6 +1,6 @@
 /** The offline demo's scripted model: the answers a good model would give to the demo task, children included. */
 import { SUMMARY_SYSTEM_PROMPT } from '../rules/context.js';
-import { forTask, userSays, type ScriptRule, type ScriptReply } from '../testing/scripted-model.js';
+import { forTask, userSays, type ScriptRule, type ScriptReply } from '../testing/script.js';
 
 /** The demo's task. */
 export const DEMO_TASK =

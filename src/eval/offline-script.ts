@@ -1,6 +1,6 @@
 /** A scenario's offline script as the scripted model's rules, for evaluations without a real endpoint. */
 import type { OfflineRule } from '../config/scenario.js';
-import { lastMessage, toolResultCount, type RecordedRequest, type ScriptRule } from '../testing/scripted-model.js';
+import { lastMessage, toolResultCount, type RecordedRequest, type ScriptRule } from '../testing/script.js';
 
 /** An offline script as the scripted model's rules. */
 export function scriptRules(rules: readonly OfflineRule[], arm: string): ScriptRule[] {

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { StorageDriverClaim, type StorageDriver } from '@temporalio/common';
 import { driverFor } from './storage.js';
-import { canonicalJson, type MessageKeys } from './message-keys.js';
+import { type MessageKeys } from './message-keys.js';
 import type { ArtifactAccess, ArtifactRef } from '../contract/artifacts.js';
 import type { MessageToSign } from '../contract/signals.js';
 
@@ -65,9 +65,9 @@ export class ArtifactStore {
   }
 }
 
-/** What a seal is made over: the reference, and the run that saved it. */
+/** What a seal is made over: the reference, and the run that saved it (the signature canonicalises the body). */
 function sealed({ seal: _seal, ...ref }: Omit<ArtifactRef, 'seal'> & { seal?: string }): MessageToSign {
-  return { signal: 'artifact', from: ref.savedBy, to: '', id: ref.id, body: JSON.parse(canonicalJson(ref)) };
+  return { signal: 'artifact', from: ref.savedBy, to: '', id: ref.id, body: ref };
 }
 
 /** Seals artifact references for the run that saved them, and checks a seal before anything is read. */

@@ -4,7 +4,7 @@
  * own assignment. Pure functions over session events.
  */
 import { INTERJECT_TOOL, STEERING_TOOLS, UNTRUSTED_LABEL } from './children.js';
-import type { ContextMode } from './delegation.js';
+import type { ContextMode } from '../contract/delegation.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
 

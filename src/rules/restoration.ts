@@ -1,6 +1,6 @@
 /**
- * How a restored session gets its composition, and a fork's copy of its source. Pure and zod-free: the client and
- * the workflow (a follow-up) both decide with it.
+ * A session restored into a run (an import, a fork, a follow-up): how it gets its composition, a fork's copy of its
+ * source, and the calls it made but never answered closed. Pure and zod-free: the client and the workflow both use it.
  */
 import type { SessionEvent } from '../contract/session.js';
 
@@ -31,4 +31,32 @@ export function decideRestoration(events: readonly SessionEvent[]): Restoration 
 /** A fork's copy of its source: every event marked as the inherited prefix. */
 export function forkEvents(events: readonly SessionEvent[]): SessionEvent[] {
   return events.filter((e) => e.type !== 'run/ended').map((e) => ({ ...e, inherited: true }));
+}
+
+/** The tool result that closes a call a restored session made but never answered. */
+export const NOT_RUN_ON_RESTORE =
+  'not run: this call was made before the session was restored, and a restored session runs only the calls its model makes in this run';
+
+/**
+ * `events` with every tool call that never got a result answered by an error result right after its message, so a
+ * restored session (a crafted file, or a fork of a run caught mid-turn) never has a tool run that this run's model
+ * did not ask for, and its dialogue stays well formed.
+ */
+export function closeUnansweredToolCalls(events: readonly SessionEvent[]): SessionEvent[] {
+  const answered = new Set(events.flatMap((event) => (event.type === 'tool/result' ? [event.toolCallId] : [])));
+  return events.flatMap((event) => {
+    if (event.type !== 'message/assistant') return [event];
+    const open = event.toolCalls.filter((call) => !answered.has(call.id));
+    return [
+      event,
+      ...open.map((call): SessionEvent => ({
+        type: 'tool/result',
+        at: event.at,
+        toolCallId: call.id,
+        name: call.name,
+        content: NOT_RUN_ON_RESTORE,
+        isError: true,
+      })),
+    ];
+  });
 }

@@ -1,13 +1,10 @@
 /**
  * Sessions as data: the versioned export format and reading it back with one clear error per problem (zod; the
- * client's). How a restored session gets its composition is in restoration.ts, zod-free for the workflow.
+ * client.s). What a restored session takes from it is in restoration.ts, zod-free for the workflow.
  */
 import { SESSION_VERSION } from '../contract/dialogue.js';
-import { SESSION_FORMAT, SessionExport } from '../contract/session-export.js';
+import { SessionExport } from '../contract/session-export.js';
 import { describeIssues } from './zod-issues.js';
-
-export { SESSION_FORMAT, SessionExport };
-export { decideRestoration, forkEvents, type Restoration } from './restoration.js';
 
 /** Reads an exported session, or explains every problem (a newer version first, since nothing else can be trusted). */
 export function parseSessionExport(

@@ -17,7 +17,6 @@ import type {
   ScriptUsage,
 } from './script.js';
 
-export * from './script.js';
 import { DEFAULT_USAGE, lastMessage } from './script.js';
 
 export class ScriptedModelServer {

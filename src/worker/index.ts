@@ -13,7 +13,8 @@ export {
 } from './factory.js';
 export { bundleDeputyWorkflows, WORKFLOWS_PATH } from './bundle.js';
 export { deputyPlugin, DeputyPlugin, type DeputyPluginOptions } from './plugin.js';
-export { DeputyConfig, applyEnv, loadConfig, parseConfig, readEnv, type DeputyEnv } from '../config/load.js';
+export { applyEnv, loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
+export { DeputyConfig, parseConfig } from '../config/schema.js';
 export { ConfigStore } from '../config/store.js';
 export { defineTool, type ToolContext, type ToolDefinition } from '../contract/tools.js';
 // A service running Deputy through the plugin lists its MCP servers' tools itself and passes them as `tools`.

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineTool } from '../../src/contract/tools.js';
 import type { ArtifactRef } from '../../src/contract/artifacts.js';
-import { toolMessages, userSays } from '../../src/testing/scripted-model.js';
+import { toolMessages, userSays } from '../../src/testing/script.js';
 import { DELEGATION_TOOLS } from '../support/delegation.js';
 import { testConfig, useHarness } from '../support/harness.js';
 import { afterTool, temporalCli } from './support.js';

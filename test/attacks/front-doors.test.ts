@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { lastMessage } from '../../src/testing/scripted-model.js';
+import { lastMessage } from '../../src/testing/script.js';
 import { freePort } from '../../src/testing/ports.js';
 import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 import { testConfig, useHarness } from '../support/harness.js';

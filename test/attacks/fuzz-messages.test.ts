@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { lastMessage, userSays } from '../../src/testing/scripted-model.js';
+import { lastMessage, userSays } from '../../src/testing/script.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from '../support/delegation.js';
 import { useHarness } from '../support/harness.js';
 import { failedWorkflowTasks, untilStatus } from './support.js';

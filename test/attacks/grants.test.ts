@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { spawnWorker } from '../support/worker-process.js';
-import { offeredTools, toolMessages, userSays } from '../../src/testing/scripted-model.js';
+import { offeredTools, toolMessages, userSays } from '../../src/testing/script.js';
 import { DELEGATION_TOOLS } from '../support/delegation.js';
 import { afterTool, completeModelCallByHand, temporalCli } from './support.js';
 import { testConfig, useHarness } from '../support/harness.js';

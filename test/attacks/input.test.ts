@@ -11,7 +11,7 @@ import { builtinTools } from '../../activities/builtin-tools.js';
 import { RunResume } from '../../src/contract/run.js';
 import { resolveLimits } from '../../src/rules/limits.js';
 import { ZERO_USAGE } from '../../src/rules/usage.js';
-import { offeredTools, toolMessages, userSays } from '../../src/testing/scripted-model.js';
+import { offeredTools, toolMessages, userSays } from '../../src/testing/script.js';
 import { resolveComposition } from '../../activities/composition.js';
 import { toolMap } from '../../src/worker/factory.js';
 import { DELEGATION_TOOLS } from '../support/delegation.js';

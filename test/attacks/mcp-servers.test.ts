@@ -11,8 +11,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listMcpTools } from '../../activities/mcp.js';
-import { parseConfig } from '../../src/config/load.js';
-import { offeredTools, toolMessages, userSays } from '../../src/testing/scripted-model.js';
+import { parseConfig } from '../../src/config/schema.js';
+import { offeredTools, toolMessages, userSays } from '../../src/testing/script.js';
 import { createHarness, testConfig, type Harness } from '../support/harness.js';
 import { failedWorkflowTasks } from './support.js';
 

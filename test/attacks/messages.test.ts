@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { RunState } from '../../src/contract/run.js';
 import { defineTool } from '../../src/contract/tools.js';
-import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/scripted-model.js';
+import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/script.js';
 import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 import { delegateReply, PARENT_SCOPES } from '../support/delegation.js';
 import { testConfig, useHarness } from '../support/harness.js';

@@ -6,7 +6,7 @@
  */
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { userSays } from '../../src/testing/scripted-model.js';
+import { userSays } from '../../src/testing/script.js';
 import { testConfig, useHarness } from '../support/harness.js';
 
 const TIMEOUT_SECONDS = 2;

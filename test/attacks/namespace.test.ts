@@ -14,7 +14,7 @@ import { resolveComposition } from '../../activities/composition.js';
 import { RunResume } from '../../src/contract/run.js';
 import { resolveLimits } from '../../src/rules/limits.js';
 import { ZERO_USAGE } from '../../src/rules/usage.js';
-import { forTask, toolMessages, userSays } from '../../src/testing/scripted-model.js';
+import { forTask, toolMessages, userSays } from '../../src/testing/script.js';
 import { toolMap } from '../../src/worker/factory.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from '../support/delegation.js';
 import { useHarness } from '../support/harness.js';

@@ -12,7 +12,7 @@ import { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/scripted-model.js';
+import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/script.js';
 import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 import type { askDeputyRaw, askDeputyThenCancel, readDeputyState } from '../support/nexus-caller-workflows.js';
 import { delegateReply } from '../support/delegation.js';

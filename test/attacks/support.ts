@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import type { Client } from '@temporalio/client';
 import { expect, inject } from 'vitest';
 import { findTemporalCli } from '../../src/testing/temporal-cli.js';
-import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/scripted-model.js';
+import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/script.js';
 
 /** Workflow tasks that failed in a run's history: an attack that wedges a run shows up here. */
 export async function failedWorkflowTasks(client: Client, workflowId: string): Promise<string[]> {

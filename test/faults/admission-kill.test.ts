@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admissionStateQuery } from '../../src/contract/messages.js';
-import { lastMessage, userSays } from '../../src/testing/scripted-model.js';
+import { lastMessage, userSays } from '../../src/testing/script.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { TWO_ARM } from '../support/evidence.js';
 import type { WorkerProcess } from '../support/worker-process.js';

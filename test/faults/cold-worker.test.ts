@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMPACTION_SYSTEM_PROMPT } from '../../src/rules/compaction.js';
-import { type RecordedRequest } from '../../src/testing/scripted-model.js';
+import { type RecordedRequest } from '../../src/testing/script.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import type { WorkerProcess } from '../support/worker-process.js';
 import { FAULT_CONFIG, startFaultWorker, writeConfig } from './support.js';

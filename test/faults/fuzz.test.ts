@@ -10,13 +10,15 @@ import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/clie
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { loadConfig, parseConfig, readEnv } from '../../src/config/load.js';
+import { loadConfig, readEnv } from '../../src/config/load.js';
+import { parseConfig } from '../../src/config/schema.js';
 import { ConfigError } from '../../src/contract/errors.js';
-import { InterjectArgs, parseInvocation } from '../../src/rules/delegation.js';
+import { InterjectArgs } from '../../src/contract/delegation.js';
+import { parseInvocation } from '../../src/contract/checks/contract-checks.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
 import { RunInput, RunState, SendMessageInput } from '../../src/contract/run.js';
 import { parseSessionExport } from '../../src/rules/sessions.js';
-import { forTask, userSays } from '../../src/testing/scripted-model.js';
+import { forTask, userSays } from '../../src/testing/script.js';
 import { describeIssues } from '../../src/rules/zod-issues.js';
 import { useHarness } from '../support/harness.js';
 import { FAULT_CONFIG, TREE_SCOPES } from './support.js';

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { forTask, userSays } from '../../src/testing/scripted-model.js';
+import { forTask, userSays } from '../../src/testing/script.js';
 import { createHarness, TEST_API_KEY, type Harness } from '../support/harness.js';
 import { spawnWorker, waitUntilReady, type WorkerProcess } from '../support/worker-process.js';
 import { FAULT_CONFIG, sleep, writeConfig } from './support.js';

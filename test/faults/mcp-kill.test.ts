@@ -9,14 +9,14 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
+import { parseConfig } from '../../src/config/schema.js';
 import {
   forTask,
   toolMessages,
   type RecordedRequest,
   type ScriptReply,
   type ScriptRule,
-} from '../../src/testing/scripted-model.js';
+} from '../../src/testing/script.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { scheduledActivities } from '../support/history.js';
 import type { WorkerProcess } from '../support/worker-process.js';

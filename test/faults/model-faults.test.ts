@@ -5,9 +5,9 @@
  * error that says why); none hangs; none is lost.
  */
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
+import { parseConfig } from '../../src/config/schema.js';
 import { RunState } from '../../src/contract/run.js';
-import { forTask, userSays, type ScriptReply, type ScriptRule } from '../../src/testing/scripted-model.js';
+import { forTask, userSays, type ScriptReply, type ScriptRule } from '../../src/testing/script.js';
 import { useHarness } from '../support/harness.js';
 import { FAULT_CONFIG, seededRandom, TREE_SCOPES, treeOutput, treeRules, treeTask } from './support.js';
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunState } from '../../src/contract/run.js';
-import { lastMessage, toolMessages, type RecordedRequest } from '../../src/testing/scripted-model.js';
+import { lastMessage, toolMessages, type RecordedRequest } from '../../src/testing/script.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import type { WorkerProcess } from '../support/worker-process.js';
 import { FAULT_CONFIG, startFaultWorker, TREE_SCOPES, writeConfig } from './support.js';

@@ -10,7 +10,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { DeputyClient } from '../../src/client/client.js';
-import { parseConfig } from '../../src/config/load.js';
+import { parseConfig } from '../../src/config/schema.js';
 import { startDevServer, type DevServer } from '../../src/testing/dev-server.js';
 import { ScriptedModelServer } from '../../src/testing/scripted-model.js';
 import { createDeputyWorker, type DeputyWorker } from '../../src/worker/factory.js';

@@ -11,12 +11,7 @@ import { expect, inject } from 'vitest';
 import { TEST_API_KEY, type Harness } from '../support/harness.js';
 import { spawnWorker, waitUntilReady, type WorkerProcess } from '../support/worker-process.js';
 import type { RunResult, RunState } from '../../src/contract/run.js';
-import {
-  lastMessage,
-  toolResultCount,
-  type RecordedRequest,
-  type ScriptRule,
-} from '../../src/testing/scripted-model.js';
+import { lastMessage, toolResultCount, type RecordedRequest, type ScriptRule } from '../../src/testing/script.js';
 
 /** Config of the suite's workers: delegation on, two levels of budget, a model timeout short enough to test. */
 export const FAULT_CONFIG = {

@@ -6,7 +6,7 @@
  * are printed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WatchEvent } from '../../src/client/watch.js';
+import type { WatchEvent } from '../../src/client/watch-events.js';
 import { testConfig, createHarness, type Harness } from '../support/harness.js';
 import { failedWorkflowTasks, untilStatus } from '../attacks/support.js';
 import { REAL_MODEL, startLlamaServer, startToolForcingProxy, type LlamaServer } from './llama-server.js';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { z } from 'zod';
 import { builtinTools } from '../../activities/builtin-tools.js';
-import type { DeputyConfig } from '../../src/config/load.js';
+import type { DeputyConfig } from '../../src/config/schema.js';
 import { defineTool, type ToolDefinition } from '../../src/contract/tools.js';
 import { testConfig, type Harness } from './harness.js';
 

@@ -8,9 +8,10 @@ import { NativeConnection, Runtime, type WorkerOptions } from '@temporalio/worke
 import { testLogger } from './logs.js';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { DeputyClient } from '../../src/client/client.js';
-import { parseConfig, type DeputyConfig } from '../../src/config/load.js';
+import { parseConfig, type DeputyConfig } from '../../src/config/schema.js';
 import type { ConfigStore } from '../../src/config/store.js';
-import { ScriptedModelServer, type ScriptRule } from '../../src/testing/scripted-model.js';
+import { ScriptedModelServer } from '../../src/testing/scripted-model.js';
+import { type ScriptRule } from '../../src/testing/script.js';
 import type { HookFunction } from '../../src/contract/hooks.js';
 import type { ToolDefinition } from '../../src/contract/tools.js';
 import type { McpOptions } from '../../activities/mcp.js';

@@ -21,7 +21,8 @@ import { copyParentContext, generateParentContext, type ParentContext } from './
 import { closeQuestions } from './questions.js';
 import { admit, release } from './slot.js';
 import { endOfFailure, explainStartFailure, joinAttached, readResult, startAgentRun } from './spawn.js';
-import { childInput, type ChildEnd } from '../../src/rules/child-run.js';
+import { childInput } from '../../src/rules/run-start.js';
+import { type ChildEnd } from '../../src/rules/child-end.js';
 import { countDelegationSettled, countRefusal } from '../metrics.js';
 
 /** The hooks a child's task goes through before it is prepared, in order. */

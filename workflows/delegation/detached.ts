@@ -10,7 +10,7 @@ import type { ToolCall } from '../../src/contract/session.js';
 import { renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
 import type { AgentRunState } from '../run-state.js';
 import type { DetachedChild } from '../run-waits.js';
-import { parseToolArgs } from '../validation.js';
+import { parseSteeringArgs } from '../../src/contract/checks/contract-checks.js';
 import { toolError } from './plan.js';
 import { questionWaiting } from './questions.js';
 
@@ -79,7 +79,7 @@ export async function awaitDetached(run: AgentRunState): Promise<void> {
 
 /** The `wait` tool: joins background children (all live ones, or those named) within a timeout. */
 export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = parseToolArgs('wait', call.arguments);
+  const parsed = parseSteeringArgs('wait', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   const { task_names: names, timeout_seconds: timeout = DEFAULT_WAIT_SECONDS } = parsed.args;
   const children = [...run.detached.values()];

@@ -7,14 +7,15 @@ import type { DeputyActivities } from '../../activities/index.js';
 import { CancellationScope, condition, proxyActivities } from '@temporalio/workflow';
 import type { ResolvePresetsResult, RunToolResult } from '../../src/contract/activities.js';
 import { checkCaps, childWorkflowId, renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
-import type { Brief } from '../../src/rules/delegation.js';
+import type { Brief } from '../../src/contract/delegation.js';
 import { parseInvocation } from '../../src/contract/checks/contract-checks.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { joinAll, LOOKUP_OPTIONS } from '../activity-options.js';
 import { takeSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
-import { planChild, toolError, type ChildPlan, type DelegateCall, type DelegatedChild, type Snapshot } from './plan.js';
+import { toolError, type DelegateCall, type DelegatedChild, type Snapshot } from './plan.js';
+import { planChild, type ChildPlan } from '../../src/rules/run-start.js';
 import { ChildLife } from './child.js';
 import { detach, renderDetached } from './detached.js';
 import { questionWaiting } from './questions.js';
@@ -34,7 +35,12 @@ export function runDelegation(call: ToolCall, run: AgentRunState): Promise<RunTo
  * plan, ledger entry, scope and life.
  */
 export class Delegation implements DelegateCall {
+  /**
+   * Given when its children are booked, with no await before it: the count of calls that booked children before
+   * this one, plus one (a call refused before booking takes no number). Until then 0.
+   */
   number = 0;
+  /** The call's `return_shape`, set with its number: a follow-up's comes from the child it follows. */
   returnShape: Record<string, unknown> | undefined;
   readonly snapshot: Snapshot;
   readonly children: DelegatedChild[] = [];
@@ -71,7 +77,7 @@ export class Delegation implements DelegateCall {
     if (capError) return this.#refused('caps', capError);
     const plans: ChildPlan[] = [];
     for (const brief of check.args.briefs) {
-      const plan = planChild(brief, this.#compositionOf(brief, presets), this.run);
+      const plan = planChild(brief, this.#compositionOf(brief, presets), this.run, Date.now());
       if (!plan.ok) return this.#refused('plan', `${plan.error}; nothing was spawned`);
       plans.push(plan.plan);
     }

@@ -15,17 +15,21 @@ import {
   type Amount,
   type CallBudget,
 } from '../../src/rules/budget.js';
-import { cutText } from '../../src/rules/payloads.js';
 import type { SessionEvent } from '../../src/contract/session.js';
 import { billedBy, budgetExceeded, failureMessage } from '../../src/rules/failure-message.js';
-import { BACKGROUND_HEADING, summaryPrompt } from '../../src/rules/context.js';
 import { callSpend, NO_TOKENS } from '../../src/rules/usage.js';
 import type { AgentRunState } from '../run-state.js';
 import type { ContextRendering } from '../../src/contract/preset.js';
-import type { ContextMode } from '../../src/rules/delegation.js';
+import type { ContextMode } from '../../src/contract/delegation.js';
 import type { ChildOrigin } from '../../src/contract/run.js';
-import { renderParentContext, renderParentDialogue, selectContext } from '../../src/rules/context.js';
-import { jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
+import {
+  BACKGROUND_HEADING,
+  renderParentContext,
+  renderParentDialogue,
+  selectContext,
+  summaryPrompt,
+} from '../../src/rules/context.js';
+import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
 import { countModelCall } from '../metrics.js';
 
 // Cancelling the parent aborts the generation's HTTP request before the run ends.

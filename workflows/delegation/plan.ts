@@ -1,27 +1,15 @@
 /**
- * Planning one child: its tools, scopes and limits from its brief and composition, and the shapes the
- * delegation code passes around. Deterministic code only.
+ * The shapes the delegation code passes around: the parent's snapshot at a `delegate` call, the call, and each child
+ * it books. A child's plan is made by `planChild` (src/rules/run-start.ts). Deterministic code only.
  */
 
 import type { RunToolResult } from '../../src/contract/activities.js';
-import {
-  childReserve,
-  DEFAULT_CHILD_SYNTHESIS_RESERVE,
-  deriveChildLimits,
-  reservationFor,
-  reserveUncovered,
-} from '../../src/rules/budget.js';
-import { narrowGrant } from '../../src/rules/children.js';
-import type { Brief } from '../../src/rules/delegation.js';
 
 import type { SessionEvent } from '../../src/contract/session.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { ChildOutcome } from '../../src/rules/children.js';
 import type { CancellationScope } from '@temporalio/workflow';
-import type { AgentRunState } from '../run-state.js';
-import type { ChildPlan } from '../../src/rules/child-run.js';
-
-export type { ChildPlan } from '../../src/rules/child-run.js';
+import type { ChildPlan } from '../../src/rules/run-start.js';
 
 /** The parent's context frozen at the `delegate` call: its effective dialogue and its append count. */
 export interface Snapshot {
@@ -51,58 +39,3 @@ export interface DelegatedChild {
 }
 
 export const toolError = (content: string): RunToolResult => ({ content, isError: true });
-
-/** One child's tools, scopes and limits from its brief and composition. */
-export function planChild(
-  brief: Brief,
-  childComposition: ChildPlan['composition'],
-  run: AgentRunState,
-): { ok: true; plan: ChildPlan } | { ok: false; error: string } {
-  const { composition, delegationSettings: settings } = run;
-  const grant = narrowGrant({
-    parentTools: composition.tools,
-    parentScopes: composition.scopes,
-    allowedTools: brief.allowed_tools,
-    presetTools: childComposition.definition.tools,
-    childDepth: run.depth + 1,
-    settings,
-  });
-  if (!grant.ok) return { ok: false, error: `brief "${brief.task_name}": ${grant.error}` };
-  const given = run.artifacts.forBrief(brief.artifacts);
-  if (!given.ok) return { ok: false, error: `brief "${brief.task_name}": ${given.error}` };
-  const derived = deriveChildLimits({
-    parentLimits: run.limits,
-    parentUsage: run.usage,
-    reserved: run.reserved,
-    nowMs: Date.now(),
-    requested: brief.limits,
-    defaults: settings.childDefaults,
-    keep: run.synthesisKeep,
-  });
-  if (derived.maxTurns === 0 || derived.maxTokens === 0 || derived.maxCostUsd === 0) {
-    return {
-      ok: false,
-      error: `brief "${brief.task_name}": nothing is left of this run's budget for a child (limits ${JSON.stringify(derived)})`,
-    };
-  }
-  // The child's own reserve, inside its limits: a child too small for one is refused rather than started toolless.
-  const synthesisReserve = childReserve(derived, settings.childSynthesisReserve ?? DEFAULT_CHILD_SYNTHESIS_RESERVE);
-  const uncovered = reserveUncovered(derived, synthesisReserve);
-  if (uncovered) return { ok: false, error: `brief "${brief.task_name}": ${uncovered}` };
-  const limits = { ...derived, synthesisReserve };
-  return {
-    ok: true,
-    plan: {
-      brief,
-      preset: childComposition.definition.id,
-      composition: childComposition,
-      contextRendering: childComposition.definition.contextRendering,
-      // A brief without `context` gets the delegating run's default: its preset's, else the config's, else none.
-      contextMode: brief.context ?? composition.presetDefinition.defaultContext ?? settings.defaultContext ?? 'none',
-      grant: grant.grant,
-      limits,
-      reservation: reservationFor(limits),
-      artifacts: given.refs,
-    },
-  };
-}

@@ -14,7 +14,7 @@ import { bounded, renderQuestion } from '../../src/rules/children.js';
 import type { AnswerChildArgs } from '../../src/contract/delegation.js';
 import { cutText } from '../../src/rules/payloads.js';
 import { now, type AgentRunState } from '../run-state.js';
-import { parseToolArgs } from '../validation.js';
+import { parseSteeringArgs } from '../../src/contract/checks/contract-checks.js';
 import { toolError } from './plan.js';
 import { sendSigned } from '../signed-messages.js';
 
@@ -24,7 +24,7 @@ type Question = NonNullable<LedgerEntry['questions']>[number];
 export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
   const { origin } = run;
   if (!origin) return toolError('this run has no parent to ask (nobody delegated to it); decide yourself');
-  const parsed = parseToolArgs('ask_parent', call.arguments);
+  const parsed = parseSteeringArgs('ask_parent', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   // Unique over the run's life: a segment's counter restarts, and no question is open across continue-as-new.
   const questionId = run.nextQuestionId();
@@ -184,7 +184,7 @@ export async function answerQuestion(
 
 /** The `answer_child` tool. */
 export async function runAnswerChild(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
-  const parsed = parseToolArgs('answer_child', call.arguments);
+  const parsed = parseSteeringArgs('answer_child', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   const answered = await answerQuestion(run, parsed.args, 'model');
   return answered.ok

@@ -8,7 +8,7 @@ import type { DeputyActivities } from '../../activities/index.js';
 import { admissionReleaseSignal } from '../../src/contract/messages.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import { admissionWorkflowId } from '../../src/rules/children.js';
-import type { DelegationSettings } from '../../src/rules/delegation.js';
+import type { DelegationSettings } from '../../src/contract/delegation.js';
 import { LOOKUP_OPTIONS } from '../activity-options.js';
 import { sendSigned } from '../signed-messages.js';
 import type { AgentRunState } from '../run-state.js';

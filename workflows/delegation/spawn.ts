@@ -29,7 +29,7 @@ import {
   reportedArtifacts,
   reportedUsage,
   type ChildEnd,
-} from '../../src/rules/child-run.js';
+} from '../../src/rules/child-end.js';
 import { FAILURE } from '../../src/contract/failures.js';
 import { checkReturnShape } from '../../src/contract/checks/contract-checks.js';
 import { sealedForChild } from '../grants.js';

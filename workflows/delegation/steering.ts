@@ -7,14 +7,15 @@ import { proxyActivities } from '@temporalio/workflow';
 import { sendSigned } from '../signed-messages.js';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import { cutText, jsonBytes, formatBytes } from '../../src/rules/payloads.js';
-import type { Brief, InterjectArgs } from '../../src/rules/delegation.js';
+import type { Brief, InterjectArgs } from '../../src/contract/delegation.js';
 import type { ToolCall } from '../../src/contract/session.js';
 import { interjectionSignal } from '../../src/contract/messages.js';
 import { decideRestoration } from '../../src/rules/restoration.js';
-import { parseToolArgs } from '../validation.js';
+import { parseSteeringArgs } from '../../src/contract/checks/contract-checks.js';
 import { renderParentContext, takeContinuedSnapshot } from '../../src/rules/context.js';
 import type { AgentRunState } from '../run-state.js';
-import { planChild, toolError, type ChildPlan } from './plan.js';
+import { toolError } from './plan.js';
+import { planChild, type ChildPlan } from '../../src/rules/run-start.js';
 import { Delegation } from './invocation.js';
 
 const { resolvePresets, loadSession } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
@@ -53,7 +54,7 @@ export async function deliverInterjection(
 
 /** Reads the `{ task_name, message }` arguments of `interject` and `followup`; a problem is a tool error. */
 function parseChildMessage(call: ToolCall) {
-  return parseToolArgs(call.name === 'followup' ? 'followup' : 'interject', call.arguments);
+  return parseSteeringArgs(call.name === 'followup' ? 'followup' : 'interject', call.arguments);
 }
 
 /** The `interject` tool: delivers, or explains as a tool error why it could not. */
@@ -119,7 +120,7 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     ...(narrowing.allowedTools !== undefined && { allowed_tools: narrowing.allowedTools }),
     ...(narrowing.limits !== undefined && { limits: narrowing.limits }),
   };
-  const plan = planChild(brief, childComposition, run);
+  const plan = planChild(brief, childComposition, run, Date.now());
   if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
   if (jsonBytes(events) > run.payloads.maxInputBytes) {
     return toolError(

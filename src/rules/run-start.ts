@@ -1,32 +1,32 @@
 /**
- * The pure parts of one child's life: what it is given (its `RunInput`), how its end reads to the parent
- * (the outcome), and how its reservation is settled. No Temporal, no I/O: the workflow does the effects.
+ * How a run starts, in pure code: a child planned from its brief (tools, scopes, limits, what it sees of its parent),
+ * the `RunInput` it is started with (the parent context in its origin), and the events every session opens with (that
+ * context recorded before the task). No Temporal, no I/O: the workflow does the effects.
  */
 import type { ArtifactRef } from '../contract/artifacts.js';
 import type { ContextRendering, Preset } from '../contract/preset.js';
-import type { ChildOrigin, Limits, ParsedRunInput, RunInput, RunResult, Usage } from '../contract/run.js';
+import type { ChildOrigin, Limits, ParsedRunInput, RunInput, Usage } from '../contract/run.js';
 import type { InheritedComposition, ResolveRunResult } from '../contract/composition.js';
 import type { RunTool } from '../contract/tools.js';
-import { asRunResult } from '../contract/checks/contract-checks.js';
 import { DELEGATE_SCOPE } from '../contract/scopes.js';
 import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
-import { overrunOf, release, type Amount, type Budget } from './budget.js';
-import {
-  bounded,
-  DELEGATE_TOOL,
-  depthLimit,
-  MAX_CHILD_OUTPUT_CHARS,
-  renderChildTask,
-  STEERING_TOOLS,
-  type ChildGrant,
-  type ChildOutcome,
-} from './children.js';
+import { type Amount } from './budget.js';
+import { DELEGATE_TOOL, depthLimit, renderChildTask, STEERING_TOOLS, type ChildGrant } from './children.js';
 import type { Brief, ContextMode } from '../contract/delegation.js';
-import type { ReturnShapeCheck } from '../contract/checks/contract-checks.js';
-import { microToUsd, type Spend } from './usage.js';
-
-/** The parent's context as prepared for a child. */
+import { microToUsd } from './usage.js';
+import type { DelegationSettings } from '../contract/delegation.js';
+import type { ResolvedLimits } from '../contract/run.js';
+import { SESSION_VERSION } from '../contract/dialogue.js';
+import { closeUnansweredToolCalls } from './restoration.js';
+import {
+  childReserve,
+  DEFAULT_CHILD_SYNTHESIS_RESERVE,
+  deriveChildLimits,
+  reservationFor,
+  reserveUncovered,
+} from './budget.js';
+import { narrowGrant } from './children.js';
 
 /** The preset as a child's input carries it. */
 export type ChildPreset = NonNullable<ChildOrigin['preset']>;
@@ -217,84 +217,124 @@ export function childInput(
   };
 }
 
-/** How a child ended, as its parent books it: status, output, summary, error, and the spend it reported. */
-export interface ChildEnd {
-  status: ChildOutcome['status'];
-  output: unknown;
-  summary: string;
-  error?: string;
-  /** What the child reported it spent; `null` when it ended without saying (charged its whole reservation). */
-  spent: RunResult['usage'] | null;
-  /** What it and its children saved, as its result lists them. */
-  artifacts?: ArtifactRef[];
-}
-
-/**
- * A child's result as its parent reads it: a completed child's output checked against `return_shape`
- * when given (`checked`: a mismatch fails the brief), any other status an error for its brief only.
- */
-export function endOfResult(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
-  return { ...endOfOutput(ended, checked), ...(ended.artifacts && { artifacts: ended.artifacts }) };
-}
-
-function endOfOutput(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
-  const text = ended.output ?? '';
-  if (ended.status === 'completed' && checked) {
-    return checked.ok
-      ? { status: 'completed', output: checked.value, summary: text, spent: ended.usage }
-      : {
-          status: 'failed',
-          output: bounded(text, MAX_CHILD_OUTPUT_CHARS),
-          summary: text,
-          error: checked.error,
-          spent: ended.usage,
-        };
-  }
-  if (ended.status === 'completed') {
-    return { status: 'completed', output: bounded(text, MAX_CHILD_OUTPUT_CHARS), summary: text, spent: ended.usage };
-  }
-  return {
-    status: ended.status,
-    output: ended.output && bounded(ended.output, MAX_CHILD_OUTPUT_CHARS),
-    summary: text || ended.status,
-    error: `the child ended ${ended.status}${ended.limit ? ` (${ended.limit})` : ''}; its output is its best so far`,
-    spent: ended.usage,
+/** What planning a child needs of its parent, as the parent's state holds it at the `delegate` call. */
+export interface PlanningParent {
+  readonly composition: ResolveRunResult;
+  readonly delegationSettings: DelegationSettings;
+  readonly depth: number;
+  readonly limits: ResolvedLimits;
+  readonly usage: Usage;
+  readonly reserved: Amount;
+  /** What the parent keeps for its own final answer: never lent to a child. */
+  readonly synthesisKeep: Amount;
+  /** The artifacts a brief names, each readable by the parent, or why not. */
+  readonly artifacts: {
+    forBrief(ids: readonly string[] | undefined): { ok: true; refs: ArtifactRef[] } | { ok: false; error: string };
   };
 }
 
-/** What a failed child reported it spent: the usage of the `RunResult` its failure carries, else `null`. */
-export function reportedUsage(details: unknown): Usage | null {
-  // A result that is not a RunResult reports nothing.
-  return asRunResult(details)?.usage ?? null;
+/** One child's tools, scopes and limits from its brief and composition. */
+export function planChild(
+  brief: Brief,
+  childComposition: ChildPlan['composition'],
+  run: PlanningParent,
+  nowMs: number,
+): { ok: true; plan: ChildPlan } | { ok: false; error: string } {
+  const { composition, delegationSettings: settings } = run;
+  const grant = narrowGrant({
+    parentTools: composition.tools,
+    parentScopes: composition.scopes,
+    allowedTools: brief.allowed_tools,
+    presetTools: childComposition.definition.tools,
+    childDepth: run.depth + 1,
+    settings,
+  });
+  if (!grant.ok) return { ok: false, error: `brief "${brief.task_name}": ${grant.error}` };
+  const given = run.artifacts.forBrief(brief.artifacts);
+  if (!given.ok) return { ok: false, error: `brief "${brief.task_name}": ${given.error}` };
+  const derived = deriveChildLimits({
+    parentLimits: run.limits,
+    parentUsage: run.usage,
+    reserved: run.reserved,
+    nowMs,
+    requested: brief.limits,
+    defaults: settings.childDefaults,
+    keep: run.synthesisKeep,
+  });
+  if (derived.maxTurns === 0 || derived.maxTokens === 0 || derived.maxCostUsd === 0) {
+    return {
+      ok: false,
+      error: `brief "${brief.task_name}": nothing is left of this run's budget for a child (limits ${JSON.stringify(derived)})`,
+    };
+  }
+  // The child's own reserve, inside its limits: a child too small for one is refused rather than started toolless.
+  const synthesisReserve = childReserve(derived, settings.childSynthesisReserve ?? DEFAULT_CHILD_SYNTHESIS_RESERVE);
+  const uncovered = reserveUncovered(derived, synthesisReserve);
+  if (uncovered) return { ok: false, error: `brief "${brief.task_name}": ${uncovered}` };
+  const limits = { ...derived, synthesisReserve };
+  return {
+    ok: true,
+    plan: {
+      brief,
+      preset: childComposition.definition.id,
+      composition: childComposition,
+      contextRendering: childComposition.definition.contextRendering,
+      // A brief without `context` gets the delegating run's default: its preset's, else the config's, else none.
+      contextMode: brief.context ?? composition.presetDefinition.defaultContext ?? settings.defaultContext ?? 'none',
+      grant: grant.grant,
+      limits,
+      reservation: reservationFor(limits),
+      artifacts: given.refs,
+    },
+  };
 }
 
-/** What a failed child had saved before it failed, as the `RunResult` its failure carries lists them. */
-export function reportedArtifacts(details: unknown): Pick<ChildEnd, 'artifacts'> {
-  const artifacts = asRunResult(details)?.artifacts;
-  return artifacts ? { artifacts } : {};
-}
-
-/** A child that failed is an error for its brief only; what it reported spending, if anything, is charged. */
-export function failedEnd(message: string, spent: Usage | null): ChildEnd {
-  return { status: 'failed', output: null, summary: message, error: message, spent };
-}
-
-/** A child cancelled before it finished (not by its parent) is an error for its brief only. */
-export function cancelledEnd(): ChildEnd {
-  const error = 'the child was cancelled before it finished';
-  return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
+/** Who the run is, as its session header says. */
+export interface Opener {
+  sessionId: string;
+  depth: number;
+  composition: Pick<ResolveRunResult, 'preset' | 'model'>;
 }
 
 /**
- * Settles a child's reservation: released, and its spend charged in full — what it reported, even past
- * its reservation (then `overrun` says by how much), or the whole reservation when it ended without reporting (never
- * under-count).
+ * The events a new session opens with: its header, a child's selection and descriptor, seed messages, the parent
+ * context a child was given, a restored dialogue, then the task.
  */
-export function settleReservation(
-  budget: Budget,
-  reservation: Amount,
-  spent: Spend | null,
-): { reserved: Amount; charge: Spend; overrun: Amount | null } {
-  const charge = spent ?? { inputTokens: reservation.tokens, outputTokens: 0, costMicroUsd: reservation.costMicroUsd };
-  return { reserved: release(budget, reservation).reserved, charge, overrun: overrunOf(charge, reservation) };
+export function openingEvents(
+  input: Pick<RunInput, 'task' | 'messages' | 'origin' | 'restore'>,
+  { sessionId, depth, composition }: Opener,
+  at: string,
+): SessionEvent[] {
+  const { origin } = input;
+  const events: SessionEvent[] = [
+    {
+      type: 'session/header',
+      at,
+      version: SESSION_VERSION,
+      sessionId,
+      parentId: origin?.parentId ?? null,
+      depth,
+      preset: composition.preset,
+      model: composition.model,
+    },
+  ];
+  // An independently selected child records its selection before its own descriptor; an implicit one does not.
+  if (origin?.preset?.selected) {
+    events.push({ type: 'agent-preset/selected', at, presetId: composition.preset, revision: origin.preset.revision });
+  }
+  if (origin) events.push({ type: 'subagent/descriptor', at, taskName: origin.taskName, parentId: origin.parentId });
+  for (const message of input.messages ?? []) {
+    events.push(
+      message.role === 'user'
+        ? { type: 'message/user', at, content: message.content }
+        : { type: 'message/assistant', at, content: message.content, toolCalls: [] },
+    );
+  }
+  if (origin?.parentContext) events.push({ type: 'context/background', at, ...origin.parentContext });
+  // A restored session's dialogue (a fork's is marked inherited) goes on under this run's own header.
+  for (const event of closeUnansweredToolCalls(input.restore?.events ?? [])) {
+    if (event.type !== 'session/header' && event.type !== 'run/ended') events.push(event);
+  }
+  events.push({ type: 'message/user', at, content: input.task });
+  return events;
 }

@@ -1,0 +1,93 @@
+/**
+ * How a child's end reads to its parent, in pure code: its status, output and summary, the spend it reported, and
+ * how its reservation is settled. No Temporal, no I/O: the workflow does the effects.
+ */
+import type { ArtifactRef } from '../contract/artifacts.js';
+import type { RunResult, Usage } from '../contract/run.js';
+import { asRunResult } from '../contract/checks/contract-checks.js';
+import { overrunOf, release, type Amount, type Budget } from './budget.js';
+import { bounded, MAX_CHILD_OUTPUT_CHARS, type ChildOutcome } from './children.js';
+import type { ReturnShapeCheck } from '../contract/checks/contract-checks.js';
+import { type Spend } from './usage.js';
+
+/** How a child ended, as its parent books it: status, output, summary, error, and the spend it reported. */
+export interface ChildEnd {
+  status: ChildOutcome['status'];
+  output: unknown;
+  summary: string;
+  error?: string;
+  /** What the child reported it spent; `null` when it ended without saying (charged its whole reservation). */
+  spent: RunResult['usage'] | null;
+  /** What it and its children saved, as its result lists them. */
+  artifacts?: ArtifactRef[];
+}
+
+/**
+ * A child's result as its parent reads it: a completed child's output checked against `return_shape`
+ * when given (`checked`: a mismatch fails the brief), any other status an error for its brief only.
+ */
+export function endOfResult(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
+  return { ...endOfOutput(ended, checked), ...(ended.artifacts && { artifacts: ended.artifacts }) };
+}
+
+function endOfOutput(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
+  const text = ended.output ?? '';
+  if (ended.status === 'completed' && checked) {
+    return checked.ok
+      ? { status: 'completed', output: checked.value, summary: text, spent: ended.usage }
+      : {
+          status: 'failed',
+          output: bounded(text, MAX_CHILD_OUTPUT_CHARS),
+          summary: text,
+          error: checked.error,
+          spent: ended.usage,
+        };
+  }
+  if (ended.status === 'completed') {
+    return { status: 'completed', output: bounded(text, MAX_CHILD_OUTPUT_CHARS), summary: text, spent: ended.usage };
+  }
+  return {
+    status: ended.status,
+    output: ended.output && bounded(ended.output, MAX_CHILD_OUTPUT_CHARS),
+    summary: text || ended.status,
+    error: `the child ended ${ended.status}${ended.limit ? ` (${ended.limit})` : ''}; its output is its best so far`,
+    spent: ended.usage,
+  };
+}
+
+/** What a failed child reported it spent: the usage of the `RunResult` its failure carries, else `null`. */
+export function reportedUsage(details: unknown): Usage | null {
+  // A result that is not a RunResult reports nothing.
+  return asRunResult(details)?.usage ?? null;
+}
+
+/** What a failed child had saved before it failed, as the `RunResult` its failure carries lists them. */
+export function reportedArtifacts(details: unknown): Pick<ChildEnd, 'artifacts'> {
+  const artifacts = asRunResult(details)?.artifacts;
+  return artifacts ? { artifacts } : {};
+}
+
+/** A child that failed is an error for its brief only; what it reported spending, if anything, is charged. */
+export function failedEnd(message: string, spent: Usage | null): ChildEnd {
+  return { status: 'failed', output: null, summary: message, error: message, spent };
+}
+
+/** A child cancelled before it finished (not by its parent) is an error for its brief only. */
+export function cancelledEnd(): ChildEnd {
+  const error = 'the child was cancelled before it finished';
+  return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
+}
+
+/**
+ * Settles a child's reservation: released, and its spend charged in full — what it reported, even past
+ * its reservation (then `overrun` says by how much), or the whole reservation when it ended without reporting (never
+ * under-count).
+ */
+export function settleReservation(
+  budget: Budget,
+  reservation: Amount,
+  spent: Spend | null,
+): { reserved: Amount; charge: Spend; overrun: Amount | null } {
+  const charge = spent ?? { inputTokens: reservation.tokens, outputTokens: 0, costMicroUsd: reservation.costMicroUsd };
+  return { reserved: release(budget, reservation).reserved, charge, overrun: overrunOf(charge, reservation) };
+}
