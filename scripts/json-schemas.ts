@@ -23,7 +23,7 @@ import {
 
 export const GENERATED_PATH = fileURLToPath(new URL('../src/contract/json-schemas.ts', import.meta.url));
 
-const SCHEMAS = {
+export const SCHEMAS = {
   RUN_INPUT: [RunInput, 'Input of `agentRun` (RunInput); the fork rule is `forkProblems` (src/contract/fork.ts).'],
   RUN_RESULT: [RunResult, 'Result of `agentRun` (RunResult).'],
   SEND_MESSAGE_INPUT: [SendMessageInput, 'Payload of the `sendMessage` update.'],
@@ -54,7 +54,7 @@ const MARK = 'x-deputy-messages';
  * location of the keyword that states each one, wherever the schema occurs: the workflow's checker reports them
  * instead of its own.
  */
-function jsonSchema(schema: z.ZodType): { json: Record<string, unknown>; messages: Record<string, string> } {
+export function jsonSchema(schema: z.ZodType): { json: Record<string, unknown>; messages: Record<string, string> } {
   const json = z.toJSONSchema(schema, {
     io: 'input',
     target: 'draft-2020-12',
