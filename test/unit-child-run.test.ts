@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RunResult } from '../src/contract/run.js';
-import { childInput, compositionFromInput, startsFromInput, type ChildPlan } from '../src/rules/run-start.js';
+import { childInput, type ChildPlan } from '../src/rules/run-start.js';
+import { compositionFromInput, startsFromInput } from '../src/rules/child-composition.js';
 import { endOfResult, settleReservation } from '../src/rules/child-end.js';
 import { checkReturnShape } from '../src/contract/checks/contract-checks.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';

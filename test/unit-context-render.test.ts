@@ -8,13 +8,13 @@ import type { SessionEvent } from '../src/contract/session.js';
 import {
   renderParentContext,
   renderParentDialogue,
-  selectContext,
   splitTurns,
   summaryPrompt,
   SUMMARY_SYSTEM_PROMPT,
   takeContinuedSnapshot,
   takeSnapshot,
 } from '../src/rules/context.js';
+import { selectContext } from '../src/rules/run-start.js';
 import { answer, at, result, user } from './support/events.js';
 
 const child = { taskName: 'tax', childWorkflowId: 'p/tax-1' };

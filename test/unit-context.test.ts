@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { renderParentContext, selectContext, splitTurns, takeSnapshot } from '../src/rules/context.js';
+import { renderParentContext, splitTurns, takeSnapshot } from '../src/rules/context.js';
+import { selectContext } from '../src/rules/run-start.js';
 import type { SessionEvent } from '../src/contract/session.js';
 import { answer, at, result, user } from './support/events.js';
 

@@ -12,15 +12,8 @@ import type { Brief } from '../src/contract/delegation.js';
 import { parseConfig } from '../src/config/schema.js';
 import { cancelledEnd, endOfResult, failedEnd, reportedUsage } from '../src/rules/child-end.js';
 import { resolveLimits } from '../src/rules/limits.js';
-import {
-  childInput,
-  compositionFromInput,
-  inheritComposition,
-  planChild,
-  shrunkPlan,
-  type ChildPlan,
-  type PlanningParent,
-} from '../src/rules/run-start.js';
+import { childInput, planChild, shrunkPlan, type ChildPlan, type PlanningParent } from '../src/rules/run-start.js';
+import { compositionFromInput, inheritComposition } from '../src/rules/child-composition.js';
 import type { ResolveRunResult } from '../src/contract/composition.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 import { toolMap } from '../src/worker/factory.js';

@@ -21,7 +21,7 @@ import { treeAttributes } from '../src/contract/search-attributes.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import { resolveLimits } from '../src/rules/limits.js';
-import { compositionFromInput, startsFromInput } from '../src/rules/run-start.js';
+import { compositionFromInput, startsFromInput } from '../src/rules/child-composition.js';
 import { STEERING_TOOLS } from '../src/rules/children.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';

@@ -4,7 +4,6 @@
  * own assignment. Pure functions over session events.
  */
 import { INTERJECT_TOOL, STEERING_TOOLS, UNTRUSTED_LABEL } from './children.js';
-import type { ContextMode } from '../contract/delegation.js';
 import { cutText, DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { SessionEvent } from '../contract/session.js';
 
@@ -101,20 +100,6 @@ export function splitTurns(events: readonly SessionEvent[]): SessionEvent[][] {
   }
   if (current.length > 0) turns.push(current);
   return turns;
-}
-
-/**
- * The part of a snapshot a mode selects. `all`: everything; N: the last N turns, preceded by the compaction
- * summaries and inherited context they follow; `none` and `summary` copy nothing.
- */
-export function selectContext(snapshot: readonly SessionEvent[], mode: ContextMode): SessionEvent[] {
-  if (mode === 'none' || mode === 'summary') return [];
-  if (mode === 'all') return [...snapshot];
-  const isPrefix = (e: SessionEvent) => e.type === 'compaction/summary' || e.type === 'context/background';
-  const turns = splitTurns(snapshot.filter((e) => !isPrefix(e)));
-  const chosen = turns.slice(-mode).flat();
-  const firstChosen = chosen[0] ? snapshot.indexOf(chosen[0]) : snapshot.length;
-  return [...snapshot.slice(0, firstChosen).filter(isPrefix), ...chosen];
 }
 
 /**

@@ -5,7 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { renderParentContext, selectContext, takeSnapshot } from '../../src/rules/context.js';
+import { renderParentContext, takeSnapshot } from '../../src/rules/context.js';
+import { selectContext } from '../../src/rules/run-start.js';
 import { renderChildTask } from '../../src/rules/children.js';
 import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 import { answer, at, result, user } from '../support/events.js';

@@ -26,9 +26,9 @@ import {
   BACKGROUND_HEADING,
   renderParentContext,
   renderParentDialogue,
-  selectContext,
   summaryPrompt,
 } from '../../src/rules/context.js';
+import { selectContext } from '../../src/rules/run-start.js';
 import { cutText, jsonBytes, type PayloadLimits } from '../../src/rules/payloads.js';
 import { countModelCall } from '../metrics.js';
 

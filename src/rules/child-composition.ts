@@ -1,0 +1,122 @@
+/**
+ * What a child runs with when its parent passes its composition down (no role, the parent's model, not a follow-up):
+ * the part of the parent's composition it inherits, its preset whole or by revision, and reading it back from its
+ * input. Pure; workflow-safe.
+ */
+import type { ChildOrigin, Limits, ParsedRunInput } from '../contract/run.js';
+import type { InheritedComposition, ResolveRunResult } from '../contract/composition.js';
+import type { RunTool } from '../contract/tools.js';
+import { DELEGATE_SCOPE } from '../contract/scopes.js';
+import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
+import { DELEGATE_TOOL, depthLimit, STEERING_TOOLS, type ChildGrant } from './children.js';
+import type { Preset } from '../contract/preset.js';
+import type { Brief } from '../contract/delegation.js';
+
+/**
+ * The preset a child runs with, `selected` when its brief named a role: its input carries the definition, or only its
+ * revision when the definition is large (the child then looks it up, see `presetForChild`).
+ */
+export interface PresetChoice {
+  definition: Preset;
+  revision: string;
+  selected: boolean;
+}
+
+/** The preset as a child's input carries it. */
+export type ChildPreset = NonNullable<ChildOrigin['preset']>;
+
+/**
+ * What an implicit child (no role, the parent's model, not a follow-up) takes from its parent's
+ * composition, so it starts without a `resolveRun` look-up: what `resolveComposition` would answer for its input,
+ * with the config the parent started under. Its tools are the parent's, in its preset's order, granted and with their
+ * scopes held; the steering tools when it may delegate (and only then the delegation settings and hooks).
+ */
+export function inheritComposition(
+  parent: ResolveRunResult,
+  plan: { composition: PresetChoice; grant: ChildGrant; restore?: unknown; limits: Limits },
+  brief: Pick<Brief, 'role' | 'model' | 'effort'>,
+  childDepth: number,
+): InheritedComposition | undefined {
+  const { definition, selected } = plan.composition;
+  const sameModel = brief.model === undefined || brief.model === parent.model;
+  if (selected || brief.role !== undefined || !sameModel || plan.restore) return undefined;
+  const { tools: granted, scopes } = plan.grant;
+  const byName = new Map(parent.tools.map((tool) => [tool.name, tool]));
+  const tools = definition.tools
+    .map((name) => byName.get(name))
+    .filter((tool): tool is RunTool => tool !== undefined && granted.includes(tool.name))
+    .filter((tool) => tool.scopes.every((scope) => scopes.includes(scope)))
+    // A tool recorded whole (its source can change, an MCP server's) stays whole: the child sees what the parent saw.
+    .map((tool): RunTool => (tool.description === undefined ? { name: tool.name, scopes: tool.scopes } : tool));
+  const delegation = parent.delegation;
+  const mayDelegate =
+    delegation !== undefined &&
+    delegation.enabled &&
+    scopes.includes(DELEGATE_SCOPE) &&
+    childDepth < depthLimit(delegation) &&
+    granted.includes(DELEGATE_TOOL);
+  if (mayDelegate) tools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
+  // Only what the child reads: the defaults its own limits leave open, tool scopes when it may delegate (it narrows
+  // its children's grants with them), the payload budgets when they are not the defaults.
+  const defaults = Object.entries(parent.defaultLimits).filter(
+    ([key]) => key === 'maxDurationSeconds' || plan.limits[key as keyof Limits] === undefined,
+  );
+  const effort = brief.effort ?? definition.effort;
+  const { payloads } = parent;
+  const customPayloads =
+    payloads &&
+    (payloads.maxTextBytes !== DEFAULT_PAYLOAD_LIMITS.maxTextBytes ||
+      payloads.maxInputBytes !== DEFAULT_PAYLOAD_LIMITS.maxInputBytes);
+  return {
+    ...(effort !== undefined && { effort }),
+    tools: mayDelegate ? tools : tools.map((tool) => (tool.description === undefined ? tool.name : tool)),
+    price: parent.price,
+    defaultLimits: Object.fromEntries(defaults),
+    ...(mayDelegate && { delegation, hooks: parent.hooks ?? [] }),
+    compaction: parent.compaction,
+    ...(customPayloads && { payloads }),
+    ...(parent.modelRetry && { modelRetry: parent.modelRetry }),
+    ...(parent.tenantLabel !== undefined && { tenantLabel: parent.tenantLabel }),
+  };
+}
+
+/**
+ * Past this many characters a child's preset definition (persona, skills) goes by reference, its revision only: the
+ * child's one recorded look-up (a local activity's marker, about 350 bytes besides the definition) then costs less
+ * than the two copies Temporal records of every start input (the parent's initiated event, the child's started one).
+ */
+export const PRESET_INLINE_MAX_CHARS = 1024;
+
+/** The preset a child's input carries: whole, or by its revision when it is large. */
+export function presetForChild({ definition, revision, selected }: PresetChoice): ChildPreset {
+  return JSON.stringify(definition).length > PRESET_INLINE_MAX_CHARS
+    ? { revision, selected }
+    : { definition, revision, selected };
+}
+
+/**
+ * Whether a child starts from the composition its parent passed down (an implicit one, its preset maybe still to be
+ * looked up by reference), not from `resolveRun`.
+ */
+export function startsFromInput(input: ParsedRunInput): boolean {
+  return input.origin?.composition !== undefined && input.origin.preset !== undefined && input.model !== undefined;
+}
+
+/** The child's composition from its input, when its parent passed it down (no look-up needed). */
+export function compositionFromInput(input: ParsedRunInput): ResolveRunResult | undefined {
+  const { origin } = input;
+  if (!origin?.composition || !origin.preset?.definition || input.model === undefined) return undefined;
+  const { definition, revision } = origin.preset;
+  const { effort, tools, ...rest } = origin.composition;
+  return {
+    ...rest,
+    effort: effort ?? null,
+    // A child that may not delegate was given names only: it never narrows a grant with their scopes.
+    tools: tools.map((tool) => (typeof tool === 'string' ? { name: tool, scopes: [] } : tool)),
+    preset: definition.id,
+    presetRevision: revision,
+    presetDefinition: definition,
+    model: input.model,
+    scopes: input.scopes ?? [],
+  };
+}
