@@ -26,7 +26,7 @@ import type { ContextCache } from './context-cache.js';
 import { compactionPromptFromMessages, messagesAfterCompaction } from '../src/rules/compaction.js';
 
 /** Tool calls one answer may make; more would not fit in one history payload. */
-export const MAX_TOOL_CALLS_PER_ANSWER = 64;
+const MAX_TOOL_CALLS_PER_ANSWER = 64;
 
 /** Dependencies of the `callModel` activity. */
 export interface CallModelDeps {
@@ -58,7 +58,7 @@ function contextKey(context: CallContext): string | undefined {
 }
 
 /** The whole dialogue of a call that sent only what is new since the run's last call. */
-export function assemble(
+function assemble(
   input: Pick<CallModelInput, 'messages' | 'context'>,
   contexts: ContextCache | undefined,
 ): ChatMessage[] {

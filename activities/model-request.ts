@@ -26,7 +26,7 @@ export interface RequestDeps {
 }
 
 /** `{ billed }` for a heartbeat or a failure's details, or nothing when nothing was billed. */
-export function billedDetail(billed: CallTokens): { billed?: CallTokens } {
+function billedDetail(billed: CallTokens): { billed?: CallTokens } {
   return billed.inputTokens + billed.outputTokens > 0 ? { billed } : {};
 }
 
@@ -50,10 +50,10 @@ export function billedFailure(failure: ApplicationFailure, billed: CallTokens): 
 const HEARTBEAT_MS = 500;
 
 /** Longest partial answer a heartbeat carries (live output), in characters: the end of the text so far. */
-export const LIVE_OUTPUT_CHARS = 2000;
+const LIVE_OUTPUT_CHARS = 2000;
 
 /** What a streaming call's heartbeat carries: tokens so far and the end of the answer's text. */
-export function liveOutput(progress: StreamProgress): { outputTokens: number; partial: string } {
+function liveOutput(progress: StreamProgress): { outputTokens: number; partial: string } {
   const { text, outputTokens } = progress;
   return { outputTokens, partial: text.length > LIVE_OUTPUT_CHARS ? `…${text.slice(-LIVE_OUTPUT_CHARS)}` : text };
 }

@@ -20,7 +20,7 @@ import { describeIssues } from '../src/rules/zod-issues.js';
 import { recordToolCall, toolCallSpan } from './telemetry.js';
 
 /** Longest tool result the model is shown; the rest is cut with a note. */
-export const MAX_TOOL_RESULT_CHARS = 20_000;
+const MAX_TOOL_RESULT_CHARS = 20_000;
 
 /** How often a running tool's activity heartbeats on its own (its heartbeat timeout is 10 seconds). */
 const HEARTBEAT_EVERY_MS = 2000;

@@ -9,7 +9,7 @@ import type { ArtifactRef } from '../src/contract/artifacts.js';
 import type { RunResult, RunResume } from '../src/contract/run.js';
 
 /** `id "name"` of each, for a message that lists them. */
-export const describeArtifacts = (refs: readonly ArtifactRef[]) =>
+const describeArtifacts = (refs: readonly ArtifactRef[]) =>
   refs.map((ref) => `${ref.id} "${ref.name}" (${ref.mediaType}, ${ref.size} bytes)`);
 
 export class RunArtifacts {

@@ -157,7 +157,7 @@ function checkMessageSize(run: AgentRunState, name: string, field: string, text:
 }
 
 /** The reply of the `state` query. */
-export function stateOf(run: AgentRunState): RunState {
+function stateOf(run: AgentRunState): RunState {
   const composition = run.resolvedComposition;
   const limits = run.resolvedLimits;
   return {

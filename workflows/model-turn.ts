@@ -90,7 +90,7 @@ function sendingWhatIsNew<T>(
  * are turns to spare, because the next input is too large); their raw form is gone. Returns the limit that stopped
  * a compaction that does not fit the budget, else `null`.
  */
-export async function maybeCompact(run: AgentRunState, forced = false): Promise<LimitName | null> {
+async function maybeCompact(run: AgentRunState, forced = false): Promise<LimitName | null> {
   const plan = compactionPlan(run, forced);
   return plan ? compact(run, plan) : null;
 }

@@ -23,7 +23,7 @@ const { signMessage } = proxyLocalActivities<DeputyActivities>(MESSAGE_OPTIONS);
 const { verifyMessage } = proxyActivities<DeputyActivities>(MESSAGE_OPTIONS);
 
 /** How many accepted message ids a run remembers to refuse repeats (oldest forgotten first). */
-export const SEEN_MESSAGES_KEPT = 512;
+const SEEN_MESSAGES_KEPT = 512;
 
 /** Sends `body` to the run `to`, signed as coming from this run. */
 export async function sendSigned<B>(

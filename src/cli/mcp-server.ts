@@ -26,7 +26,7 @@ export { narrowLimits };
 // refused, not quietly ignored.
 
 /** Runs started through the MCP server have ids with this prefix, and it reaches no others. */
-export const MCP_RUN_PREFIX = 'mcp-';
+const MCP_RUN_PREFIX = 'mcp-';
 /** The longest a tool waits for a run's end before answering with its id. */
 const MAX_WAIT_SECONDS = 600;
 
@@ -64,7 +64,7 @@ export function callerOf(token: string, tenant?: string): McpCaller {
 }
 
 /** The memo field a run started through the server records its caller in. */
-export const CALLER_MEMO = 'deputyMcpCaller';
+const CALLER_MEMO = 'deputyMcpCaller';
 
 /** The waits for a run's end the server holds at once, over every caller; one more answers at once. */
 export class Waits {

@@ -19,12 +19,12 @@ const MIN_BYTES = 256;
  * A payload that would inflate past this is refused, not decoded: nothing Deputy writes is that large (Temporal
  * refuses payloads past a few MiB), so it can only be a payload made to exhaust the reader's memory.
  */
-export const MAX_INFLATED_BYTES = 16 * 2 ** 20;
+const MAX_INFLATED_BYTES = 16 * 2 ** 20;
 /**
  * What the payloads of one call may inflate to together: a codec server request of 4 MiB could otherwise carry
  * hundreds of payloads each just under the single limit.
  */
-export const MAX_INFLATED_BYTES_A_CALL = 64 * 2 ** 20;
+const MAX_INFLATED_BYTES_A_CALL = 64 * 2 ** 20;
 
 /** Deflate (raw, zlib's default level) over each whole payload, its metadata included. */
 export class DeflateCodec implements PayloadCodec {

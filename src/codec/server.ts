@@ -33,7 +33,7 @@ const toJson = (p: Payload): JsonPayload => ({
 });
 
 /** Largest request body the codec server reads: Temporal's own payload limit, with room for base64. */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Shortest bearer token the codec server accepts. */
 export const MIN_TOKEN_LENGTH = 16;
 

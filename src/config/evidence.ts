@@ -110,11 +110,11 @@ export function summariseArm(runs: RunScore[]): ArmSummary {
 }
 
 /** The rule a verdict applies, in words (it is written into the evidence file). */
-export const VERDICT_RULE =
+const VERDICT_RULE =
   'delegation helps when the delegating arm’s mean score is above the single-agent arm’s and it adds no policy failure (delegating policy failures ≤ single-agent policy failures)';
 
 /** The verdict over two arms. */
-export const Verdict = z.object({
+const Verdict = z.object({
   helps: z.boolean(),
   rule: z.string(),
   scoreDelta: z.number(),

@@ -54,7 +54,7 @@ const common = {
 };
 
 /** A server the worker starts: a command speaking MCP over stdio. */
-export const McpStdioServer = z.strictObject({
+const McpStdioServer = z.strictObject({
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
   /** Added to a minimal environment (PATH, HOME, …): the worker's own environment is not passed on. */
@@ -65,7 +65,7 @@ export const McpStdioServer = z.strictObject({
 });
 
 /** A server reached over Streamable HTTP. */
-export const McpHttpServer = z.strictObject({
+const McpHttpServer = z.strictObject({
   url: z.url({ protocol: /^https?$/ }),
   headers: z.record(z.string(), McpValue).default({}),
   ...common,

@@ -35,7 +35,7 @@ const OfflineRule = z.strictObject({
 });
 
 /** Where a capability scenario came from (`deputy eval admit`): a real run that failed, and what was redacted. */
-export const AdmittedFrom = z.strictObject({
+const AdmittedFrom = z.strictObject({
   sessionId: z.string(),
   /** How that run ended: a capability scenario comes from a failed trajectory. */
   status: z.enum(['failed', 'limit_reached', 'cancelled', 'completed']),

@@ -29,7 +29,7 @@ export const CapParameter = z.enum(['auto', 'max_completion_tokens', 'max_tokens
 export type CapParameter = z.infer<typeof CapParameter>;
 
 /** Default limits; a run's own `limits` override each. */
-export const DefaultLimitsConfig = z.strictObject({
+const DefaultLimitsConfig = z.strictObject({
   maxTurns: z.number().int().positive().default(20),
   maxTokens: z.number().int().positive().default(200_000),
   maxCostUsd: z.number().positive().default(1),

@@ -30,7 +30,7 @@ export interface EvidenceCheck {
 }
 
 /** The tenant of runs that name none, when the config names no tenants. */
-export const DEFAULT_TENANT = '(default)';
+const DEFAULT_TENANT = '(default)';
 
 /** A tenant's activation and the evidence behind it. */
 export interface TenantDelegation {

@@ -40,7 +40,7 @@ export const DefaultLimits = z.object({
 export type DefaultLimits = z.infer<typeof DefaultLimits>;
 
 /** When the effective dialogue is summarised, and when a run continues as new. */
-export const CompactionSettings = z.object({
+const CompactionSettings = z.object({
   thresholdTokens: z.number().int().positive(),
   keepRecentTurns: z.number().int().positive(),
   continueAsNewAfterEvents: z.number().int().positive(),

@@ -87,7 +87,7 @@ export const WaitArgs = z.strictObject({
 export type WaitArgs = z.infer<typeof WaitArgs>;
 
 /** Arguments of the `ask_parent` tool. */
-export const AskParentArgs = z.strictObject({
+const AskParentArgs = z.strictObject({
   question: z
     .string()
     .min(1, 'question must not be empty')

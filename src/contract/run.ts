@@ -16,7 +16,7 @@ export { LimitName };
  * What the model endpoints billed for a run's tree: their usage reports, Deputy's count for a call whose endpoint
  * reported none. What a provider's invoice is reconciled with; never more than what the budget debited.
  */
-export const BilledUsage = z.object({
+const BilledUsage = z.object({
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
   costMicroUsd: z.number().int().nonnegative(),
@@ -48,7 +48,7 @@ export const Limits = BriefLimits.extend({
 export type Limits = z.infer<typeof Limits>;
 
 /** A prior turn that seeds a run's session. */
-export const SeedMessage = z.strictObject({
+const SeedMessage = z.strictObject({
   role: z.enum(['user', 'assistant']),
   content: z.string(),
 });

@@ -23,7 +23,7 @@ export const AdmissionReleaseBody = z.strictObject({ childWorkflowId: ID });
 export const AdmittedBody = z.strictObject({ childWorkflowId: ID });
 
 /** The envelope of a message whose body is `body`. */
-export function signedMessage<B extends z.ZodType>(body: B) {
+function signedMessage<B extends z.ZodType>(body: B) {
   return z.strictObject({
     /** Workflow id of the sender. */
     from: ID,

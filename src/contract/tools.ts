@@ -59,7 +59,7 @@ export function defineTool<S extends z.ZodType>(tool: ToolDefinition<S>): ToolDe
 }
 
 /** How often a failed call is tried, and the longest wait between two tries. */
-export const ToolRetry = z.object({
+const ToolRetry = z.object({
   attempts: z.number().int().min(1).max(10),
   maxIntervalSeconds: z.number().positive().max(60),
 });

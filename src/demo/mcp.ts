@@ -15,7 +15,7 @@ import { withDemoEnvironment } from './environment.js';
 const DOCS = join(PROJECT_ROOT, 'docs');
 
 /** The config the demo adds (docs/mcp.md shows it as YAML). */
-export const DEMO_MCP_CONFIG = {
+const DEMO_MCP_CONFIG = {
   mcpServers: {
     docs: {
       command: 'node',
@@ -33,12 +33,12 @@ export const DEMO_MCP_CONFIG = {
   },
 };
 
-export const DEMO_MCP_TASK = 'What may an MCP server do to a Deputy run, and what can it never do? Read the docs.';
+const DEMO_MCP_TASK = 'What may an MCP server do to a Deputy run, and what can it never do? Read the docs.';
 
 const call = (name: string, args: unknown) => ({ toolCalls: [{ name, arguments: args }] });
 
 /** What a good model would do offline: look at the docs, read the security page, answer from it. */
-export const DEMO_MCP_SCRIPT: ScriptRule[] = [
+const DEMO_MCP_SCRIPT: ScriptRule[] = [
   { when: forTask(DEMO_MCP_TASK, 0), reply: call('docs_list_directory', { path: DOCS }) },
   { when: forTask(DEMO_MCP_TASK, 1), reply: call('docs_read_text_file', { path: join(DOCS, 'security.md') }) },
   {

@@ -78,7 +78,7 @@ export async function serveUi(
 }
 
 /** What a CLI command needs in front of it to reach the server at `address` (nothing at the CLI's default port). */
-export function cliPrefix(address: string): string {
+function cliPrefix(address: string): string {
   return /^(localhost|127\.0\.0\.1):7233$/.test(address) ? '' : `TEMPORAL_ADDRESS=${address} `;
 }
 

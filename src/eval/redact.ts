@@ -9,7 +9,7 @@ import { lintSource } from '@secretlint/core';
 import { creator as recommended } from '@secretlint/secretlint-rule-preset-recommend';
 
 /** What is redacted beside secretlint's findings, and how it is recognised. Order matters: specific before generic. */
-export const PATTERNS: readonly { kind: string; pattern: RegExp }[] = [
+const PATTERNS: readonly { kind: string; pattern: RegExp }[] = [
   { kind: 'private key', pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g },
   { kind: 'aws access key id', pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b/g },
   { kind: 'github token', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b/g },

@@ -71,7 +71,7 @@ function sealed({ seal: _seal, ...ref }: Omit<ArtifactRef, 'seal'> & { seal?: st
 }
 
 /** Seals artifact references for the run that saved them, and checks a seal before anything is read. */
-export function artifactSeals(keys: MessageKeys) {
+function artifactSeals(keys: MessageKeys) {
   return {
     seal: (stored: StoredArtifact, savedBy: string): ArtifactRef => ({
       ...stored,

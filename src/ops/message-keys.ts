@@ -18,7 +18,7 @@ import { ConfigError } from '../contract/errors.js';
 import type { MessageToSign, SignedMessage, VerifyMessageResult } from '../contract/signals.js';
 
 /** JSON with object keys sorted, so a signature does not depend on the order a converter wrote them in. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)

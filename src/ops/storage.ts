@@ -31,7 +31,7 @@ import proto from '@temporalio/proto';
 const { Payload: PayloadProto } = proto.temporal.api.common.v1;
 
 /** Default size past which a payload goes to the store: 256 KiB, as the SDK's own default. */
-export const DEFAULT_STORE_THRESHOLD = 256 * 1024;
+const DEFAULT_STORE_THRESHOLD = 256 * 1024;
 /**
  * With a store: the longest tool result kept whole (cut past it with a visible marker), 64 MiB. Without a
  * store, results are cut to fit history (`payloads.maxTextBytes`).

@@ -30,7 +30,7 @@ export function admissionWorkflowId(tenant: string): string {
 export const MAX_DEPTH_CEILING = 4;
 
 /** Tools no child inherits whatever `neverInherit` says: a child must not rewrite the skills its parent runs with. */
-export const NEVER_INHERITED: readonly string[] = ['skill_manage'];
+const NEVER_INHERITED: readonly string[] = ['skill_manage'];
 
 /** The depth below which a run may delegate: the config's `maxDepth`, never past the ceiling. */
 export function depthLimit(settings: Pick<DelegationSettings, 'maxDepth'>): number {
@@ -38,7 +38,7 @@ export function depthLimit(settings: Pick<DelegationSettings, 'maxDepth'>): numb
 }
 
 /** Whether no child gets `tool`: named in `neverInherit`, or excluded whatever it says. */
-export function neverInherited(settings: Pick<DelegationSettings, 'neverInherit'>, tool: string): boolean {
+function neverInherited(settings: Pick<DelegationSettings, 'neverInherit'>, tool: string): boolean {
   return NEVER_INHERITED.includes(tool) || settings.neverInherit.includes(tool);
 }
 

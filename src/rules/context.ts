@@ -10,7 +10,7 @@ import type { SessionEvent } from '../contract/session.js';
 /** Heading of the copied dialogue. */
 export const PARENT_CONTEXT_HEADING = '## Parent Chat Context';
 /** Heading of the dialogue an interjection adds after the snapshot. */
-export const PARENT_CONTEXT_CONTINUED_HEADING = '## Parent Chat Context (continued)';
+const PARENT_CONTEXT_CONTINUED_HEADING = '## Parent Chat Context (continued)';
 
 /** Event types that make up the effective dialogue. */
 export const DIALOGUE_TYPES: ReadonlySet<SessionEvent['type']> = new Set<SessionEvent['type']>([

@@ -135,7 +135,7 @@ export function addSpend(usage: Usage, spend: Spend): Usage {
 export const NO_TOKENS: CallTokens = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
 /** A token count as an endpoint or a record may carry it: a non-negative safe integer, else `null`. */
-export function tokenCount(value: unknown): number | null {
+function tokenCount(value: unknown): number | null {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
 }
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defineTool } from '../contract/tools.js';
 
 /** Size of every page, in characters. */
-export const PAGE_CHARS = 2048;
+const PAGE_CHARS = 2048;
 
 /** The text of page `page`: a marker (`PAGE-<n>-MARK`) then filler, exactly `PAGE_CHARS` long. */
 export function pageText(page: number): string {

@@ -48,7 +48,7 @@ function refuse(activity: string, why: string, what: string): never {
 }
 
 /** Refuses the activity in progress unless Temporal reports a caller that may call it (see above). */
-export function refuseOutsideCallers(activity: string): void {
+function refuseOutsideCallers(activity: string): void {
   const { inWorkflow, workflowType, isLocal } = Context.current().info;
   if (!inWorkflow || workflowType === undefined || !DEPUTY_WORKFLOWS.has(workflowType)) {
     const caller = inWorkflow

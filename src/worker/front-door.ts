@@ -14,7 +14,7 @@ import { deputyService } from '../contract/front-door.js';
 import type { RunResult } from '../contract/run.js';
 
 /** The memo field a run started through the front door records its tenant in. */
-export const FRONT_DOOR_MEMO = 'deputyFrontDoor';
+const FRONT_DOOR_MEMO = 'deputyFrontDoor';
 
 const Key = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'a slug of at most 64 characters (a-z, 0-9, -)');
 const RunRequest = z.strictObject({

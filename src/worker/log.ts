@@ -15,7 +15,7 @@ function errorText(error: unknown): string {
 }
 
 /** One entry as one line: time, level, message, its context (`key=value`), and its error's message. */
-export function formatEntry({ level, message, meta, timestampNanos }: LogEntry): string {
+function formatEntry({ level, message, meta, timestampNanos }: LogEntry): string {
   const time = new Date(Number(timestampNanos / 1_000_000n)).toISOString();
   const context = SHOWN.flatMap((key) => {
     const value: unknown = meta?.[key];

@@ -15,7 +15,7 @@ import { toolError } from './plan.js';
 import { questionWaiting } from './questions.js';
 
 /** How long `wait` waits when the model names no timeout. */
-export const DEFAULT_WAIT_SECONDS = 300;
+const DEFAULT_WAIT_SECONDS = 300;
 
 /**
  * Follows a child running in `scope` as a detached child: from its dispatch (`wait: false`), or from the moment a

@@ -62,7 +62,7 @@ export function copyParentContext(
 const SUMMARY_ATTEMPTS = 5;
 
 /** The most a parent context summary may write (the prompt asks for 250 words). */
-export const SUMMARY_MAX_COMPLETION_TOKENS = 1024;
+const SUMMARY_MAX_COMPLETION_TOKENS = 1024;
 
 /**
  * Asks the parent's model for a task-focused summary of its context; a failure means the child never starts. The

@@ -10,7 +10,7 @@ export type Lookup = Record<string, Schema | boolean>;
 /** A schema node as the validator's dereferencing leaves it. */
 export type Node = { readonly [keyword: string]: unknown; readonly __absolute_ref__?: string };
 
-export const propertyOf = (node: Node, key: string): Node | undefined =>
+const propertyOf = (node: Node, key: string): Node | undefined =>
   (node.properties as Record<string, Node> | undefined)?.[key];
 
 const PLAIN_KEY = /^[A-Za-z0-9_-]+$/;
