@@ -5,13 +5,33 @@
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { DEPUTY_COST_USD, DEPUTY_PRESET, DEPUTY_STATUS, DEPUTY_TENANT } from '../contract/search-attributes.js';
 
-/** `call()`, given up after `seconds` (the server itself would wait 30 s for a worker to answer a query). */
-export function withinSeconds<R>(client: Client, seconds: number, call: () => Promise<R>): Promise<R> {
-  return client.withDeadline(Date.now() + seconds * 1000, call);
+/**
+ * `call()`, given up after `seconds` (the server itself would wait 30 s for a worker to answer a query). Under load
+ * gRPC can report the call it stopped at the deadline as cancelled rather than past its deadline: a cancellation at
+ * or after the deadline is read as the deadline.
+ */
+export async function withinSeconds<R>(client: Client, seconds: number, call: () => Promise<R>): Promise<R> {
+  const deadline = Date.now() + seconds * 1000;
+  try {
+    return await client.withDeadline(deadline, call);
+  } catch (err) {
+    if (Date.now() >= deadline && hasCode(err, CANCELLED)) {
+      throw new Error(`deadline exceeded after ${seconds} s`, { cause: err });
+    }
+    throw err;
+  }
 }
 
-/** gRPC's status code for a call past its deadline. */
+/** gRPC's status codes for a cancelled call and for a call past its deadline. */
+const CANCELLED = 1;
 const DEADLINE_EXCEEDED = 4;
+
+function hasCode(err: unknown, code: number): boolean {
+  for (let at: unknown = err; at instanceof Error; at = at.cause) {
+    if (isGrpcServiceError(at) && Number(at.code) === code) return true;
+  }
+  return false;
+}
 
 /** Whether `err` is a call that ran out of time: nobody answered it. */
 export function unanswered(err: unknown): boolean {
