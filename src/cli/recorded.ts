@@ -26,20 +26,20 @@ export async function withinSeconds<R>(client: Client, seconds: number, call: ()
 const CANCELLED = 1;
 const DEADLINE_EXCEEDED = 4;
 
-function hasCode(err: unknown, code: number): boolean {
-  for (let at: unknown = err; at instanceof Error; at = at.cause) {
-    if (isGrpcServiceError(at) && Number(at.code) === code) return true;
-  }
-  return false;
+/** `err` and each error it was caused by. */
+function* causes(err: unknown): Generator<Error> {
+  for (let at: unknown = err; at instanceof Error; at = at.cause) yield at;
 }
+
+const hasCode = (err: unknown, code: number) =>
+  [...causes(err)].some((at) => isGrpcServiceError(at) && Number(at.code) === code);
 
 /** Whether `err` is a call that ran out of time: nobody answered it. */
 export function unanswered(err: unknown): boolean {
-  for (let at: unknown = err; at instanceof Error; at = at.cause) {
-    if (isGrpcServiceError(at) && Number(at.code) === DEADLINE_EXCEEDED) return true;
-    if (/query timed out|deadline exceeded/i.test(at.message)) return true;
-  }
-  return false;
+  return (
+    hasCode(err, DEADLINE_EXCEEDED) ||
+    [...causes(err)].some((at) => /query timed out|deadline exceeded/i.test(at.message))
+  );
 }
 
 /** The run as Temporal recorded it. */
