@@ -4,27 +4,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
-import { forTask, lastMessage, toolMessages, type RecordedRequest } from '../src/testing/script.js';
+import { forTask, lastMessage, toolMessages } from '../src/testing/script.js';
 import { delegateReply, DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES, squatId } from './support/delegation.js';
 import { createHarness, useHarness, type Harness } from './support/harness.js';
+import { childTask, gate, heardFrom } from './support/requests.js';
 
 const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
-
-/** A gate a scripted reply waits on, opened by the test. */
-function gate(): { opened: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  return { opened, open };
-}
-
-/** A child's request: its task message is `## Your task\n<message>` (first user message after any background). */
-const childTask = (message: string, toolResults?: number) => (r: RecordedRequest) =>
-  r.body.messages.some((m) => m.role === 'user' && (m.content ?? '').endsWith(`## Your task\n${message}`)) &&
-  (toolResults === undefined || r.body.messages.filter((m) => m.role === 'tool').length === toolResults);
-
-/** The parent's request that ends with a background child's result. */
-const heardFrom = (task: string) => (r: RecordedRequest) =>
-  forTask(task)(r) && lastMessage(r).startsWith('[background child ');
 
 const state = async (id: string) => RunState.parse(await h.deputy.getState(id));
 

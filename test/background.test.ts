@@ -8,34 +8,12 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { RunState } from '../src/contract/run.js';
 import { loadTree } from '../src/client/inspect.js';
 import { renderTree } from '../src/client/tree.js';
-import { forTask, lastMessage, type RecordedRequest, type ScriptReply } from '../src/testing/script.js';
+import { forTask, lastMessage, type ScriptReply } from '../src/testing/script.js';
 import { delegateReply, DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
+import { afterTools, childTask, gate, heardFrom, said } from './support/requests.js';
 
 const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
-
-/** A gate a scripted reply waits on, opened by the test. */
-function gate(): { opened: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  return { opened, open };
-}
-
-/** A child's request: its task message is `## Your task\n<message>` (first user message after any background). */
-const childTask = (message: string, toolResults?: number) => (r: RecordedRequest) =>
-  r.body.messages.some((m) => m.role === 'user' && (m.content ?? '').endsWith(`## Your task\n${message}`)) &&
-  (toolResults === undefined || r.body.messages.filter((m) => m.role === 'tool').length === toolResults);
-
-/** The parent's request right after the results of its last tool calls. */
-const afterTools = (task: string) => (r: RecordedRequest) =>
-  forTask(task)(r) && r.body.messages.at(-1)?.role === 'tool';
-
-/** The parent's request that ends with the given user message. */
-const said = (task: string, text: string) => (r: RecordedRequest) => forTask(task)(r) && lastMessage(r) === text;
-
-/** The parent's request that ends with a background child's result. */
-const heardFrom = (task: string) => (r: RecordedRequest) =>
-  forTask(task)(r) && lastMessage(r).startsWith('[background child ');
 
 const state = async (id: string) => RunState.parse(await h.deputy.getState(id));
 

@@ -7,12 +7,11 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SUMMARY_SYSTEM_PROMPT } from '../src/rules/context.js';
 import { RunState } from '../src/contract/run.js';
 import type { ProviderBehaviour, RecordedRequest } from '../src/testing/script.js';
 import { ConfigStore } from '../src/config/store.js';
 import { parseConfig } from '../src/config/schema.js';
-import { delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
+import { delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES, isSummaryCall } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 import { checkTree, childActor, commands, Puppet, settle, type Model, type Real } from './support/budget-model.js';
 
@@ -35,7 +34,6 @@ const PARENT_LIMITS = {
   maxToolCalls: 24,
   synthesisReserve: false as const,
 };
-const isSummary = (r: RecordedRequest) => r.body.messages[0]?.content === SUMMARY_SYSTEM_PROMPT;
 
 /** The providers the property runs against: as the spec's endpoint, one that ignores max_completion_tokens, one silent. */
 const PROVIDERS: [label: string, behaviour: ProviderBehaviour, runs: number][] = [
@@ -99,7 +97,7 @@ let billedWithoutAnswer = 0;
 
 /** Who sent a request: a property run's actor, or a summary by what it summarises. */
 function callerOf(request: RecordedRequest): string {
-  if (isSummary(request)) return JSON.stringify(request.body.messages.slice(1));
+  if (isSummaryCall(request)) return JSON.stringify(request.body.messages.slice(1));
   for (const puppet of puppets) {
     const actor = puppet.actorOf(request);
     if (actor !== null) return `${puppet.runId}:${actor}`;
@@ -139,7 +137,7 @@ async function checkBills(real: Real) {
   const billedTo = new Map<string, number>();
   for (const request of h.model.requests) {
     if (!request.billed) continue;
-    const actor = isSummary(request)
+    const actor = isSummaryCall(request)
       ? JSON.stringify(request.body.messages).includes(real.puppet.runId)
         ? 'parent'
         : null
@@ -183,7 +181,7 @@ async function property(runs: number, check: { bounded: boolean; billed: boolean
     rulesAdded = true;
     h.model.add({
       name: 'summary',
-      when: isSummary,
+      when: isSummaryCall,
       times: Infinity,
       reply: { text: 'Background: add.', usage: 'worst' },
     });

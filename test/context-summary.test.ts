@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
 import { userSays } from '../src/testing/script.js';
-import { CHILD_USAGE, listChildren, PARENT_USAGE } from './support/delegation.js';
-import { isSummaryCall, useContextParent, userMessages } from './support/context-parent.js';
+import { CHILD_USAGE, listChildren, PARENT_USAGE, isSummaryCall } from './support/delegation.js';
+import { useContextParent, userMessages } from './support/context-parent.js';
 
 const { h, hookCalls, webhookCalls, parentWithActiveTurn, delegateResult } = useContextParent();
 

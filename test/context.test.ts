@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { PARENT_CONTEXT_HEADING } from '../src/rules/context.js';
 import { RunState } from '../src/contract/run.js';
 import { forTask, userSays } from '../src/testing/script.js';
-import { isSummaryCall, SCOPES, toolMessageOf, useContextParent, userMessages } from './support/context-parent.js';
+import { SCOPES, useContextParent, userMessages } from './support/context-parent.js';
+import { lastToolMessage, isSummaryCall } from './support/delegation.js';
 
 const { h, parentWithActiveTurn } = useContextParent();
 
@@ -232,7 +233,7 @@ describe('R4.5 follow-ups', () => {
     ]);
     expect(
       JSON.parse(
-        toolMessageOf(h.model.requests.find((r) => r.rule === 'follow join')!).replace(
+        lastToolMessage(h.model.requests.find((r) => r.rule === 'follow join')!).replace(
           /^[\s\S]*?<EXTERNAL_UNTRUSTED>\n|<\/EXTERNAL_UNTRUSTED>$/g,
           '',
         ),

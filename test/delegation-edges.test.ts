@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../src/contract/tools.js';
 import { RunState, type RunInput } from '../src/contract/run.js';
-import { forTask, toolMessages, userSays, type RecordedRequest } from '../src/testing/script.js';
+import { forTask, toolMessages, userSays } from '../src/testing/script.js';
 import { DEPUTY_CONTEXT_MODE, DEPUTY_STATUS } from '../src/contract/search-attributes.js';
 import {
   CHILD_USAGE,
@@ -18,6 +18,8 @@ import {
   PARENT_SCOPES,
   resetToBeforeSpawn,
   squatId,
+  isSummaryCall,
+  watchInvariant,
 } from './support/delegation.js';
 import { failureOf } from './support/failures.js';
 import { useHarness } from './support/harness.js';
@@ -45,38 +47,6 @@ const h = useHarness({
   tools: [...DELEGATION_TOOLS, stubbornTool],
 });
 
-const isSummaryCall = (r: RecordedRequest) =>
-  (r.body.messages[0]?.content ?? '').startsWith('You write the background');
-
-/** Polls the parent's state until it ends, checking used + reserved ≤ max at every observation. */
-async function watchInvariant(workflowId: string) {
-  const done = h.deputy.result(workflowId);
-  let finished = false;
-  void done.finally(() => (finished = true));
-  const worst = { tokens: 0, costMicroUsd: 0 };
-  let observations = 0;
-  for (;;) {
-    const last = finished;
-    const state = RunState.parse(await h.deputy.getState(workflowId));
-    if (state.limits) {
-      observations += 1;
-      const tokens = state.usage.totalTokens + state.reserved.tokens;
-      const cost = state.usage.costMicroUsd + state.reserved.costMicroUsd;
-      worst.tokens = Math.max(worst.tokens, tokens);
-      worst.costMicroUsd = Math.max(worst.costMicroUsd, cost);
-      expect(tokens, `tokens used + reserved at observation ${observations}`).toBeLessThanOrEqual(
-        state.limits.maxTokens!,
-      );
-      expect(cost, `cost used + reserved at observation ${observations}`).toBeLessThanOrEqual(
-        state.limits.maxCostMicroUsd!,
-      );
-    }
-    if (last) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return { result: await done, worst, observations };
-}
-
 describe('R2.4 identities: a taken child id never fails the parent', () => {
   it('R2.4 an id squatted by another workflow is a tool error for that brief only; the sibling and parent go on', async () => {
     const task = 'r2.4 squatted';
@@ -97,7 +67,7 @@ describe('R2.4 identities: a taken child id never fails the parent', () => {
     );
     try {
       await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId });
-      const { result } = await watchInvariant(workflowId);
+      const { result } = await watchInvariant(h, workflowId);
       expect(result).toMatchObject({ status: 'completed', output: 'parent went on' });
       const [joined] = toolMessages(h.model.requests.find((r) => r.rule === `${task}:join`)!);
       expect(joined).toContain('"output": "free done"');

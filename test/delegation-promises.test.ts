@@ -7,7 +7,7 @@ import { RunState } from '../src/contract/run.js';
 import { loadTree } from '../src/client/inspect.js';
 import { renderTree } from '../src/client/tree.js';
 import type { WatchEvent } from '../src/client/watch-events.js';
-import { forTask, userSays, type RecordedRequest } from '../src/testing/script.js';
+import { forTask, userSays } from '../src/testing/script.js';
 import { worstUsage } from '../src/testing/script-usage.js';
 import {
   delegateReply,
@@ -15,42 +15,12 @@ import {
   DELEGATION_TOOLS,
   PARENT_SCOPES,
   PARENT_USAGE,
+  isSummaryCall,
+  watchInvariant,
 } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness({ config: delegationConfig({ maxChildrenPerRun: 2 }), tools: DELEGATION_TOOLS });
-
-const isSummaryCall = (r: RecordedRequest) =>
-  (r.body.messages[0]?.content ?? '').startsWith('You write the background');
-
-/** Polls the parent's state until it ends, checking used + reserved ≤ max at every observation. */
-async function watchInvariant(workflowId: string) {
-  const done = h.deputy.result(workflowId);
-  let finished = false;
-  void done.finally(() => (finished = true));
-  const worst = { tokens: 0, costMicroUsd: 0 };
-  let observations = 0;
-  for (;;) {
-    const last = finished;
-    const state = RunState.parse(await h.deputy.getState(workflowId));
-    if (state.limits) {
-      observations += 1;
-      const tokens = state.usage.totalTokens + state.reserved.tokens;
-      const cost = state.usage.costMicroUsd + state.reserved.costMicroUsd;
-      worst.tokens = Math.max(worst.tokens, tokens);
-      worst.costMicroUsd = Math.max(worst.costMicroUsd, cost);
-      expect(tokens, `tokens used + reserved at observation ${observations}`).toBeLessThanOrEqual(
-        state.limits.maxTokens!,
-      );
-      expect(cost, `cost used + reserved at observation ${observations}`).toBeLessThanOrEqual(
-        state.limits.maxCostMicroUsd!,
-      );
-    }
-    if (last) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return { result: await done, worst, observations };
-}
 
 describe('R2.13 hard budgets across a delegation', () => {
   it('R2.13 R3.4 a summary prepared while two reservations are held never pushes used + reserved past max', async () => {
@@ -78,7 +48,7 @@ describe('R2.13 hard budgets across a delegation', () => {
     );
     const workflowId = h.id('squeeze');
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES, limits: { maxCostUsd: max / 1_000_000 } }, { workflowId });
-    const { result, worst, observations } = await watchInvariant(workflowId);
+    const { result, worst, observations } = await watchInvariant(h, workflowId);
     expect(observations).toBeGreaterThan(3);
     expect(worst.costMicroUsd).toBeLessThanOrEqual(max);
     expect(result.usage.costMicroUsd).toBeLessThanOrEqual(max);
@@ -127,7 +97,7 @@ describe('R2.13 hard budgets across a delegation', () => {
     );
     const workflowId = h.id('absorb');
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES, limits: { maxTokens: 12_000 } }, { workflowId });
-    const { result, observations } = await watchInvariant(workflowId);
+    const { result, observations } = await watchInvariant(h, workflowId);
     expect(observations).toBeGreaterThan(3);
     expect(result.usage.totalTokens).toBeLessThanOrEqual(12_000);
     const state = RunState.parse(await h.deputy.getState(workflowId));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { withinBudget } from '../src/rules/budget.js';
 import { RunState } from '../src/contract/run.js';
-import { forTask, offeredTools, userSays, type RecordedRequest } from '../src/testing/script.js';
+import { forTask, offeredTools, userSays } from '../src/testing/script.js';
 import {
   CHILD_USAGE,
   delegateReply,
@@ -10,27 +10,12 @@ import {
   listChildren,
   PARENT_SCOPES,
   PARENT_USAGE,
+  delegatingParent,
+  lastToolMessage,
 } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
-
-const toolMessage = (request: RecordedRequest) =>
-  request.body.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '';
-
-/**
- * Starts a parent that delegates `args` on its first turn and answers "parent done" after the join; with `usage`, both
- * calls report it.
- */
-async function delegatingParent(task: string, args: unknown, limits = {}, usage?: typeof PARENT_USAGE) {
-  h.model.add(
-    { name: `${task}:delegate`, when: forTask(task, 0), reply: delegateReply(args, usage) },
-    { name: `${task}:join`, when: forTask(task, 1), reply: { text: 'parent done', ...(usage && { usage }) } },
-  );
-  const workflowId = h.id('parent');
-  await h.deputy.startRun({ task, scopes: PARENT_SCOPES, limits }, { workflowId });
-  return workflowId;
-}
 
 describe('R2.1 the delegate tool exists only when enabled, in scope and below max depth', () => {
   it('R2.1 a run with run.delegate is offered delegate; without the scope it is not', async () => {
@@ -56,7 +41,7 @@ describe('R2.1 the delegate tool exists only when enabled, in scope and below ma
 
   it('R2.1 R2.7 a child at max depth is offered neither delegate nor a neverInherit tool', async () => {
     h.model.add({ name: 'depth child', when: userSays('child at max depth'), reply: { text: 'child ok' } });
-    const parentId = await delegatingParent('r2.1 depth', {
+    const parentId = await delegatingParent(h, 'r2.1 depth', {
       briefs: [{ task_name: 'deep', message: 'child at max depth' }],
     });
     expect((await h.deputy.result(parentId)).status).toBe('completed');
@@ -95,11 +80,11 @@ describe('R2.2 R2.3 invalid invocations are tool errors and spawn nothing', () =
     ['malformed JSON', '{"briefs": [', /arguments are not valid JSON/],
   ])('R2.2 %s', async (_name, args, expected) => {
     const task = `r2.2 ${_name}`;
-    const parentId = await delegatingParent(task, args);
+    const parentId = await delegatingParent(h, task, args);
     expect((await h.deputy.result(parentId)).status).toBe('completed');
     const join = h.model.requests.find((r) => r.rule === `${task}:join`)!;
-    expect(toolMessage(join)).toMatch(expected);
-    expect(toolMessage(join)).toMatch(/nothing was spawned/);
+    expect(lastToolMessage(join)).toMatch(expected);
+    expect(lastToolMessage(join)).toMatch(/nothing was spawned/);
     const state = RunState.parse(await h.deputy.getState(parentId));
     expect(state.delegations).toEqual([]);
     expect(state.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
@@ -121,7 +106,7 @@ describe('R2.2 R2.3 invalid invocations are tool errors and spawn nothing', () =
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: parentId });
     expect((await h.deputy.result(parentId)).status).toBe('completed');
     const join = h.model.requests.find((r) => r.rule === 'nine join')!;
-    expect(toolMessage(join)).toMatch(/has started 8 of its 8 children; 1 more do not fit; nothing was spawned/);
+    expect(lastToolMessage(join)).toMatch(/has started 8 of its 8 children; 1 more do not fit; nothing was spawned/);
     await expect.poll(async () => (await listChildren(h.client, parentId)).length, { timeout: 15_000 }).toBe(8);
     expect((await listChildren(h.client, parentId)).map((c) => c.workflowId.split('/')[1])).toEqual([
       'a1-1',
@@ -154,6 +139,7 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
       },
     );
     const parentId = await delegatingParent(
+      h,
       task,
       {
         briefs: [
@@ -198,6 +184,7 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
   it('R2.6 an invocation whose reservation does not fit reserves nothing and starts nothing; the error gives the numbers', async () => {
     const task = 'r2.6 does not fit';
     const parentId = await delegatingParent(
+      h,
       task,
       {
         briefs: [
@@ -211,7 +198,7 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
     expect((await h.deputy.result(parentId)).status).toBe('completed');
     const join = h.model.requests.find((r) => r.rule === `${task}:join`)!;
     // "pricey" asks for more than is left and is cut to it; with "cheap" beside it, the two do not fit.
-    expect(toolMessage(join)).toBe(
+    expect(lastToolMessage(join)).toBe(
       'the reservation does not fit: cost: the children need $0.015800 but only $0.014800 is left (max $0.020000, used $0.005200, reserved $0.000000); ask for smaller limits or fewer children; nothing was spawned',
     );
     const state = RunState.parse(await h.deputy.getState(parentId));
@@ -230,6 +217,7 @@ describe('R2.5 R2.6 derived limits and reserved cost', () => {
       reply: { text: 'ok', usage: CHILD_USAGE },
     });
     const parentId = await delegatingParent(
+      h,
       task,
       { briefs: ['x', 'y', 'z'].map((n) => ({ task_name: n, message: `invariant child ${n}` })) },
       { maxTokens: 20_000, maxCostUsd: 0.02 },
@@ -274,7 +262,7 @@ describe('R2.7 tools and scopes only narrow', () => {
     await h.deputy.startRun({ task, scopes: ['tools.calc', 'run.delegate'] }, { workflowId: parentId });
     await h.deputy.result(parentId);
     const join = h.model.requests.find((r) => r.rule === 'lacking join')!;
-    expect(toolMessage(join)).toBe(
+    expect(lastToolMessage(join)).toBe(
       'brief "greedy": you cannot grant tools you do not have: drop_database; nothing was spawned',
     );
     expect(await listChildren(h.client, parentId)).toEqual([]);
@@ -282,7 +270,7 @@ describe('R2.7 tools and scopes only narrow', () => {
 
   it('R2.7 a brief without allowed_tools gets every tool of its parent that its preset has, neverInherit excepted (Deputy does not ask each brief for an explicit subset)', async () => {
     h.model.add({ name: 'default tools', when: userSays('default tools child'), reply: { text: 'ok' } });
-    const parentId = await delegatingParent('r2.7 default tools', {
+    const parentId = await delegatingParent(h, 'r2.7 default tools', {
       briefs: [{ task_name: 'plain', message: 'default tools child' }],
     });
     await h.deputy.result(parentId);
@@ -299,7 +287,7 @@ describe('R2.7 tools and scopes only narrow', () => {
       { name: 'narrow plain', when: userSays('narrow plain child'), reply: { text: 'ok' } },
       { name: 'narrow role', when: userSays('narrow role child'), reply: { text: 'ok' } },
     );
-    const parentId = await delegatingParent('r2.7 narrow', {
+    const parentId = await delegatingParent(h, 'r2.7 narrow', {
       briefs: [
         { task_name: 'plain', message: 'narrow plain child', allowed_tools: ['calculate', 'skill_manage'] },
         { task_name: 'role', message: 'narrow role child', role: 'researcher' },

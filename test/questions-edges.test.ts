@@ -5,35 +5,15 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RunState } from '../src/contract/run.js';
 import { answerSignal } from '../src/contract/messages.js';
 
-import { lastMessage, toolMessages, userSays, type RecordedRequest } from '../src/testing/script.js';
-import { delegateReply, DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES } from './support/delegation.js';
-import { useHarness } from './support/harness.js';
+import { lastMessage, toolMessages, userSays } from '../src/testing/script.js';
+import { delegateReply, PARENT_SCOPES } from './support/delegation.js';
+import { afterTool, answerChild, ask, endsWith, useQuestionTree } from './support/questions.js';
 import { MessageKeys } from '../src/ops/message-keys.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
-// Children that may delegate carry the steering tools' specs in every call: room for them.
-const h = useHarness({
-  config: delegationConfig({
-    maxDepth: 2,
-    childDefaults: { maxTurns: 6, maxTokens: 40_000, maxCostUsd: 0.05, maxToolCalls: 5 },
-  }),
-  tools: DELEGATION_TOOLS,
-});
-
-const state = async (id: string) => RunState.parse(await h.deputy.getState(id));
-const status = async (id: string) =>
-  (await h.client.workflow.getHandle(id).describe()).searchAttributes.DeputyStatus?.[0] as string | undefined;
-
-/** A request whose dialogue ends with a message starting with `prefix`. */
-const endsWith = (task: string, prefix: string) => (r: RecordedRequest) =>
-  userSays(task)(r) && lastMessage(r).startsWith(prefix);
-
-/** A request whose last message is the result of a tool call containing `text`. */
-const afterTool = (task: string, text: string) => (r: RecordedRequest) =>
-  userSays(task)(r) && r.body.messages.at(-1)?.role === 'tool' && lastMessage(r).includes(text);
+const { h, state, status } = useQuestionTree();
 
 /** True once a signed message to `runId` was verified and the workflow task after the verification completed. */
 async function checkedOnce(runId: string): Promise<boolean> {
@@ -45,11 +25,6 @@ async function checkedOnce(runId: string): Promise<boolean> {
   );
   return done >= 0 && events.slice(done).some((e) => e.workflowTaskCompletedEventAttributes);
 }
-
-const ask = (question: string) => ({ toolCalls: [{ name: 'ask_parent', arguments: { question } }] });
-const answerChild = (taskName: string, answer: string) => ({
-  toolCalls: [{ name: 'answer_child', arguments: { task_name: taskName, answer } }],
-});
 
 describe('R3.9 clarifications on the paths nobody walks', () => {
   it('R3.9 an answer to a question that is not the open one is refused, even signed by its parent; the open question waits for its own', async () => {

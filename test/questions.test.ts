@@ -6,40 +6,15 @@
  */
 import { UpdateRejectedError } from '../src/contract/errors.js';
 import { describe, expect, it } from 'vitest';
-import { RunState } from '../src/contract/run.js';
 import { answerSignal, questionSignal } from '../src/contract/messages.js';
 
 import { loadTree } from '../src/client/inspect.js';
 import { renderTree } from '../src/client/tree.js';
-import { lastMessage, offeredTools, toolMessages, userSays, type RecordedRequest } from '../src/testing/script.js';
-import { delegateReply, DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES } from './support/delegation.js';
-import { useHarness } from './support/harness.js';
+import { lastMessage, offeredTools, toolMessages, userSays } from '../src/testing/script.js';
+import { delegateReply, PARENT_SCOPES } from './support/delegation.js';
+import { afterTool, answerChild, ask, endsWith, useQuestionTree } from './support/questions.js';
 
-// Children that may delegate carry the steering tools' specs in every call: room for them.
-const h = useHarness({
-  config: delegationConfig({
-    maxDepth: 2,
-    childDefaults: { maxTurns: 6, maxTokens: 40_000, maxCostUsd: 0.05, maxToolCalls: 5 },
-  }),
-  tools: DELEGATION_TOOLS,
-});
-
-const state = async (id: string) => RunState.parse(await h.deputy.getState(id));
-const status = async (id: string) =>
-  (await h.client.workflow.getHandle(id).describe()).searchAttributes.DeputyStatus?.[0] as string | undefined;
-
-/** A request whose dialogue ends with a message starting with `prefix`. */
-const endsWith = (task: string, prefix: string) => (r: RecordedRequest) =>
-  userSays(task)(r) && lastMessage(r).startsWith(prefix);
-
-/** A request whose last message is the result of a tool call containing `text`. */
-const afterTool = (task: string, text: string) => (r: RecordedRequest) =>
-  userSays(task)(r) && r.body.messages.at(-1)?.role === 'tool' && lastMessage(r).includes(text);
-
-const ask = (question: string) => ({ toolCalls: [{ name: 'ask_parent', arguments: { question } }] });
-const answerChild = (taskName: string, answer: string) => ({
-  toolCalls: [{ name: 'answer_child', arguments: { task_name: taskName, answer } }],
-});
+const { h, state, status } = useQuestionTree();
 
 describe('R3.9 clarifications bubble up', () => {
   it('R3.9 a grandchild asks; the question bubbles up to the person at the root of a conversation, the answer comes back down, and the grandchild finishes with it', async () => {

@@ -4,81 +4,13 @@
  * delegation rules checked against a real Temporal server. `npm run gates` runs them and prints the table (scripts/gates.ts); `.ci/run` runs it.
  * Every run here belongs to an activated tenant (R5.3): the gates hold under activation.
  */
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { RunState } from '../../src/contract/run.js';
-import { forTask, toolMessages, userSays, type RecordedRequest, type ScriptReply } from '../../src/testing/script.js';
-import { TWO_ARM } from '../support/evidence.js';
-import {
-  CHILD_USAGE,
-  delegateReply,
-  delegationConfig,
-  DELEGATION_TOOLS,
-  listChildren,
-  PARENT_SCOPES,
-  type PARENT_USAGE,
-  squatId,
-} from '../support/delegation.js';
-import { useHarness } from '../support/harness.js';
+import { forTask, toolMessages, userSays } from '../../src/testing/script.js';
+import { CHILD_USAGE, delegateReply, listChildren, PARENT_SCOPES, squatId } from '../support/delegation.js';
+import { useGates } from '../support/gates.js';
+import { afterTools } from '../support/requests.js';
 
-const evidence = [TWO_ARM];
-const TENANT = 'gates';
-const CAPPED = `gates-capped-${randomUUID().slice(0, 6)}`;
-const config = {
-  ...delegationConfig(),
-  tenants: {
-    [TENANT]: { evidence, admissionSweepSeconds: 30 },
-    [CAPPED]: { evidence, maxLiveChildren: 1, admissionSweepSeconds: 30 },
-  },
-};
-const h = useHarness({ config, tools: DELEGATION_TOOLS });
-
-const state = async (id: string) => RunState.parse(await h.deputy.getState(id));
-const afterTools = (task: string) => (r: RecordedRequest) =>
-  forTask(task)(r) && r.body.messages.at(-1)?.role === 'tool';
-
-/** A parent that delegates `args` at its first turn and answers `joined` after; its id, result and final state. */
-async function delegating(
-  task: string,
-  args: unknown,
-  options: {
-    limits?: Record<string, unknown>;
-    tenant?: string;
-    child?: ScriptReply;
-    childDelayMs?: number;
-    usage?: typeof PARENT_USAGE;
-  } = {},
-) {
-  const usage = options.usage && { usage: options.usage };
-  h.model.add(
-    { name: `${task}:delegate`, when: forTask(task, 0), reply: { ...delegateReply(args), ...usage } },
-    { name: `${task}:join`, when: afterTools(task), reply: { text: `${task}: joined`, ...usage } },
-    {
-      name: `${task}:child`,
-      when: (r) => !forTask(task)(r) && userSays(`${task} child`)(r),
-      times: 8,
-      delayMs: options.childDelayMs ?? 0,
-      reply: options.child ?? { text: `${task} child done` },
-    },
-  );
-  const id = h.id('gate');
-  await h.deputy.startRun(
-    {
-      task,
-      scopes: PARENT_SCOPES,
-      tenant: options.tenant ?? TENANT,
-      ...(options.limits && { limits: options.limits }),
-    },
-    { workflowId: id },
-  );
-  const result = await h.deputy.result(id);
-  return { id, result, final: await state(id), join: h.model.requests.find((r) => r.rule === `${task}:join`) };
-}
-const brief = (task: string, name: string, extra: Record<string, unknown> = {}) => ({
-  task_name: name,
-  message: `${task} child ${name}`,
-  ...extra,
-});
+const { h, TENANT, CAPPED, state, delegating, brief } = useGates();
 
 describe('R5.5 delegate gates: what comes back from a child', () => {
   it('G13 untrusted label: a child’s output reaches the parent wrapped and labelled EXTERNAL_UNTRUSTED, unclosable', async () => {

@@ -7,11 +7,10 @@ import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
 import { z } from 'zod';
 import { builtinTools } from '../../activities/builtin-tools.js';
-import { SUMMARY_SYSTEM_PROMPT } from '../../src/rules/context.js';
 import type { HookInput } from '../../src/contract/hooks.js';
 import { forTask, type RecordedRequest } from '../../src/testing/script.js';
 import { defineTool } from '../../src/contract/tools.js';
-import type { PARENT_USAGE } from './delegation.js';
+import { isSummaryCall, type PARENT_USAGE } from './delegation.js';
 import { testConfig, useHarness } from './harness.js';
 
 export const SCOPES = ['tools.calc', 'tools.notes', 'run.delegate'];
@@ -24,12 +23,6 @@ export const calc = (a: number, b: number, id?: string) => ({
 
 export const userMessages = (r: RecordedRequest) =>
   r.body.messages.filter((m) => m.role === 'user').map((m) => m.content ?? '');
-
-export const isSummaryCall = (r: RecordedRequest) => r.body.messages[0]?.content === SUMMARY_SYSTEM_PROMPT;
-
-export function toolMessageOf(request: RecordedRequest): string {
-  return request.body.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '';
-}
 
 /** Starts the worker before the calling file's tests; what its hooks saw and the scripted parent it runs. */
 export function useContextParent() {

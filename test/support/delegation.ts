@@ -5,6 +5,9 @@ import { z } from 'zod';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import type { DeputyConfig } from '../../src/config/schema.js';
 import { defineTool, type ToolDefinition } from '../../src/contract/tools.js';
+import { expect } from 'vitest';
+import { RunState } from '../../src/contract/run.js';
+import { forTask, toolMessages, type RecordedRequest } from '../../src/testing/script.js';
 import { testConfig, type Harness } from './harness.js';
 
 /** A tool in `neverInherit` that parents may hold but children never get. */
@@ -93,3 +96,59 @@ export async function resetToBeforeSpawn(
     reason,
   });
 }
+
+/** A request that prepares a child's summary of its parent's context. */
+export const isSummaryCall = (r: RecordedRequest) =>
+  (r.body.messages[0]?.content ?? '').startsWith('You write the background');
+
+/** Polls the parent's state until it ends, checking used + reserved ≤ max at every observation. */
+export async function watchInvariant(h: Harness, workflowId: string) {
+  const done = h.deputy.result(workflowId);
+  let finished = false;
+  void done.finally(() => (finished = true));
+  const worst = { tokens: 0, costMicroUsd: 0 };
+  let observations = 0;
+  for (;;) {
+    const last = finished;
+    const state = RunState.parse(await h.deputy.getState(workflowId));
+    if (state.limits) {
+      observations += 1;
+      const tokens = state.usage.totalTokens + state.reserved.tokens;
+      const cost = state.usage.costMicroUsd + state.reserved.costMicroUsd;
+      worst.tokens = Math.max(worst.tokens, tokens);
+      worst.costMicroUsd = Math.max(worst.costMicroUsd, cost);
+      expect(tokens, `tokens used + reserved at observation ${observations}`).toBeLessThanOrEqual(
+        state.limits.maxTokens!,
+      );
+      expect(cost, `cost used + reserved at observation ${observations}`).toBeLessThanOrEqual(
+        state.limits.maxCostMicroUsd!,
+      );
+    }
+    if (last) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return { result: await done, worst, observations };
+}
+
+/**
+ * Starts a parent that delegates `args` on its first turn and answers "parent done" after the join; with `usage`, both
+ * calls report it.
+ */
+export async function delegatingParent(
+  h: Harness,
+  task: string,
+  args: unknown,
+  limits = {},
+  usage?: typeof PARENT_USAGE,
+): Promise<string> {
+  h.model.add(
+    { name: `${task}:delegate`, when: forTask(task, 0), reply: delegateReply(args, usage) },
+    { name: `${task}:join`, when: forTask(task, 1), reply: { text: 'parent done', ...(usage && { usage }) } },
+  );
+  const workflowId = h.id('parent');
+  await h.deputy.startRun({ task, scopes: PARENT_SCOPES, limits }, { workflowId });
+  return workflowId;
+}
+
+/** The last tool result a request's dialogue holds, or `''`. */
+export const lastToolMessage = (request: RecordedRequest): string => toolMessages(request).at(-1) ?? '';
