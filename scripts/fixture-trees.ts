@@ -83,7 +83,7 @@ export const TREE_SCENARIOS: Scenario[] = [
     ],
   },
   {
-    // R2.14: background children, `wait` on one, an answer while the other is live, its result between turns.
+    // Background children, `wait` on one, an answer while the other is live, its result between turns.
     name: 'background-task',
     input: { task: 'fixture: background', scopes: ['tools.calc', 'tools.notes', 'run.delegate'] },
     rules: [
@@ -114,7 +114,7 @@ export const TREE_SCENARIOS: Scenario[] = [
     ],
   },
   {
-    // R2.14 R3.7: a conversation talks while a background child with context works, interjects, hears its result.
+    // A conversation talks while a background child with context works, interjects, hears its result.
     name: 'background-chat',
     input: { task: 'fixture: background chat', mode: 'conversation', scopes: ['tools.notes', 'run.delegate'] },
     rules: [
@@ -152,7 +152,7 @@ export const TREE_SCENARIOS: Scenario[] = [
     },
   },
   {
-    // R3.9: a waited child asks (the wait ends, the model answers); another asks later and a person answers it.
+    // A waited child asks (the wait ends, the model answers); another asks later and a person answers it.
     name: 'questions',
     input: { task: 'fixture: questions', scopes: ['tools.calc', 'run.delegate'] },
     rules: [
