@@ -13,7 +13,7 @@ import type {
   ResolveRunInput,
   ResolveRunResult,
 } from '../src/contract/activities.js';
-import { resolveComposition, resolvePresetTools } from './composition.js';
+import { resolveComposition, resolvePresetTools } from '../src/config/presets.js';
 import type { ConfigStore } from '../src/config/store.js';
 import { configEntry } from '../src/config/schema.js';
 import type { Client } from '@temporalio/client';

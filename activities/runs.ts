@@ -16,7 +16,8 @@ import type {
   RunRef,
 } from '../src/contract/activities.js';
 import { Preset } from '../src/contract/preset.js';
-import { presetRevision, type ConfigStore } from '../src/config/store.js';
+import { type ConfigStore } from '../src/config/store.js';
+import { presetRevision } from '../src/config/presets.js';
 import { FAILURE } from '../src/contract/failures.js';
 import { stateQuery } from '../src/contract/messages.js';
 import { RunResult } from '../src/contract/run.js';

@@ -17,7 +17,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   G1: {
     rule: 'the master switch is ignored',
     edits: [
-      ['activities/composition.ts', 'const enabled = config.delegation.enabled && (', 'const enabled = true && ('],
+      ['src/config/presets.ts', 'const enabled = config.delegation.enabled && (', 'const enabled = true && ('],
       [
         'src/config/tenant-evidence.ts',
         'const activated = config.delegation.enabled && missing.length === 0;',

@@ -15,7 +15,7 @@ import { fetchPageTool } from '../src/testing/pages.js';
 import { resolveLimits } from '../src/rules/limits.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../src/rules/payloads.js';
 import { toolMap } from '../src/worker/factory.js';
-import { resolveComposition } from '../activities/composition.js';
+import { resolveComposition } from '../src/config/presets.js';
 
 const usage = { ...ZERO_USAGE, inputTokens: 100, outputTokens: 20, totalTokens: 120, costMicroUsd: 140, modelCalls: 1 };
 const ended = (over: Partial<RunResult>): RunResult => ({

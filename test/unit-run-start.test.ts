@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { builtinTools } from '../activities/builtin-tools.js';
-import { resolveComposition } from '../activities/composition.js';
+import { resolveComposition } from '../src/config/presets.js';
 import { benchConfig } from '../bench/script.js';
 import type { ArtifactRef } from '../src/contract/artifacts.js';
 import type { Brief } from '../src/contract/delegation.js';

@@ -3,17 +3,7 @@
  * the file, or `set` in tests) changes what "the preset registered now" means without a restart. A run keeps the
  * composition it resolved at its start.
  */
-import { createHash } from 'node:crypto';
-import type { DeputyConfig, Preset } from './schema.js';
-
-/** A preset's revision: a short content hash of its definition. */
-export function presetRevision(preset: Preset): string {
-  const canonical = JSON.stringify(preset, Object.keys(preset).sort());
-  return createHash('sha256')
-    .update(JSON.stringify([canonical, preset.skills, preset.tools]))
-    .digest('hex')
-    .slice(0, 12);
-}
+import type { DeputyConfig } from './schema.js';
 
 /** Holds the current configuration. */
 export class ConfigStore {

@@ -11,9 +11,8 @@ import proto from '@temporalio/proto';
 import OpenAI from 'openai';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { createActivities } from '../../activities/index.js';
-import { checkConfigAgainstTools } from '../../activities/composition.js';
 import type { McpOptions } from '../../activities/mcp.js';
-import { configSource } from '../config/load.js';
+import { configSource, unknownPresetTools } from '../config/load.js';
 import { type DeputyConfig } from '../config/schema.js';
 import { ConfigStore } from '../config/store.js';
 import { followMcpTools } from './mcp-tools.js';
@@ -154,7 +153,8 @@ export function deputyActivities(
   const config = store.current;
   const hookFunctions = new Map(Object.entries(options.hookFunctions ?? {}));
   const problems = [
-    ...checkConfigAgainstTools(config, tools),
+    // An MCP server's tools are offered when it answers; one that did not answer at start is reported by the worker.
+    ...unknownPresetTools(config, new Set(tools.keys())),
     ...config.hooks.flatMap((hook, i) =>
       hook.function !== undefined && !hookFunctions.has(hook.function)
         ? [`hooks.${i}.function: no hook function "${hook.function}" is registered with the worker`]

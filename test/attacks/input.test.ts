@@ -12,7 +12,7 @@ import { RunResume } from '../../src/contract/run.js';
 import { resolveLimits } from '../../src/rules/limits.js';
 import { ZERO_USAGE } from '../../src/rules/usage.js';
 import { offeredTools, toolMessages, userSays } from '../../src/testing/script.js';
-import { resolveComposition } from '../../activities/composition.js';
+import { resolveComposition } from '../../src/config/presets.js';
 import { toolMap } from '../../src/worker/factory.js';
 import { DELEGATION_TOOLS } from '../support/delegation.js';
 import { testConfig, useHarness } from '../support/harness.js';

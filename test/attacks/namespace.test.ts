@@ -10,7 +10,7 @@ import { defaultPayloadConverter, WorkflowFailedError, type Payload } from '@tem
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTools } from '../../activities/builtin-tools.js';
-import { resolveComposition } from '../../activities/composition.js';
+import { resolveComposition } from '../../src/config/presets.js';
 import { RunResume } from '../../src/contract/run.js';
 import { resolveLimits } from '../../src/rules/limits.js';
 import { ZERO_USAGE } from '../../src/rules/usage.js';

@@ -1,26 +1,34 @@
 /**
- * Resolving a run's composition from the config: preset, persona with skills, model, price, tools and scopes.
- * Pure: the caller passes the config and the worker's tools.
+ * Presets and a run's composition: a preset's revision, and what a run runs with, resolved from the config (preset,
+ * persona with skills, model, price, tools and scopes). Pure: the caller passes the config and the worker's tools.
+ * It reads the config, so it sits with it, a floor above the rules it applies.
  */
-import { CompositionError } from '../src/contract/errors.js';
-import { FAILURE } from '../src/contract/failures.js';
+import { createHash } from 'node:crypto';
+import { CompositionError } from '../contract/errors.js';
+import { FAILURE } from '../contract/failures.js';
 import type {
   ResolvePresetsInput,
   ResolvePresetsResult,
   ResolveRunInput,
   ResolveRunResult,
-} from '../src/contract/activities.js';
-import { DELEGATE_SCOPE } from '../src/contract/scopes.js';
-import { DELEGATE_TOOL, delegateAvailable, STEERING_TOOLS } from '../src/rules/children.js';
-import { type DelegationSettings } from '../src/contract/delegation.js';
-import { unknownPresetTools } from '../src/config/load.js';
-import { type DeputyConfig } from '../src/config/schema.js';
-import { presetRevision } from '../src/config/store.js';
-import { configEntry } from '../src/config/schema.js';
-import { holdsScopes, toToolSpec, type RunTool, type ToolDefinition } from '../src/contract/tools.js';
-import { priceFromUsdPerMTok } from '../src/rules/usage.js';
-import { DEFAULT_MODEL_RETRY } from '../src/rules/model-retry.js';
-import type { ModelRetry } from '../src/contract/composition.js';
+} from '../contract/activities.js';
+import type { ModelRetry } from '../contract/composition.js';
+import { type DelegationSettings } from '../contract/delegation.js';
+import { DELEGATE_SCOPE } from '../contract/scopes.js';
+import { holdsScopes, toToolSpec, type RunTool, type ToolDefinition } from '../contract/tools.js';
+import { configEntry, type DeputyConfig, type Preset } from './schema.js';
+import { DELEGATE_TOOL, delegateAvailable, STEERING_TOOLS } from '../rules/children.js';
+import { DEFAULT_MODEL_RETRY } from '../rules/model-retry.js';
+import { priceFromUsdPerMTok } from '../rules/usage.js';
+
+/** A preset's revision: a short content hash of its definition. */
+export function presetRevision(preset: Preset): string {
+  const canonical = JSON.stringify(preset, Object.keys(preset).sort());
+  return createHash('sha256')
+    .update(JSON.stringify([canonical, preset.skills, preset.tools]))
+    .digest('hex')
+    .slice(0, 12);
+}
 
 /** Resolves what a run runs with; the result is recorded in history and never changes for that run. */
 export function resolveComposition(
@@ -150,12 +158,6 @@ export function resolvePresetTools(config: DeputyConfig, input: ResolvePresetsIn
         : { id, ok: false as const, error: `unknown role "${id}"; the presets are: ${known.join(', ')}` };
     }),
   };
-}
-
-/** Problems with a config given the worker's tools: one line each. */
-export function checkConfigAgainstTools(config: DeputyConfig, tools: ReadonlyMap<string, ToolDefinition>): string[] {
-  // An MCP server's tools are offered when it answers; one that did not answer at start is reported by the worker.
-  return unknownPresetTools(config, new Set(tools.keys()));
 }
 
 /** Whether two retry policies are the same (the default one is not written into every run's history). */
