@@ -9,7 +9,13 @@ import { admissionStateQuery } from '../src/contract/messages.js';
 import { RunState } from '../src/contract/run.js';
 import { lastMessage, toolMessages, userSays } from '../src/testing/script.js';
 import { TWO_ARM } from './support/evidence.js';
-import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
+import {
+  delegateReply,
+  delegationConfig,
+  DELEGATION_TOOLS,
+  isSummaryCall,
+  PARENT_SCOPES,
+} from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
 const CAP = 2;
@@ -141,7 +147,7 @@ describe('R5.4 tenant admission', () => {
       },
       {
         name: 'late summary',
-        when: (r) => (r.body.messages[0]?.content ?? '').startsWith('You write the background'),
+        when: isSummaryCall,
         reply: { text: 'a background nobody should pay for' },
       },
       {

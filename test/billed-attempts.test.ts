@@ -15,6 +15,7 @@ import {
   delegateReply,
   delegationConfig,
   DELEGATION_TOOLS,
+  isSummaryCall,
   PARENT_SCOPES,
   PARENT_USAGE,
 } from './support/delegation.js';
@@ -24,9 +25,6 @@ const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
 
 /** About `n` words of prose. */
 const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i % 97} is here`).join(' ');
-
-const isSummaryCall = (r: RecordedRequest) =>
-  (r.body.messages[0]?.content ?? '').startsWith('You write the background');
 
 describe('R2.15 every billed attempt is debited', () => {
   it('R2.15 a stream dropped mid-answer is retried; the dropped attempt (its input and the answer that arrived) is debited with the retry', async () => {
