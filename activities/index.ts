@@ -11,7 +11,7 @@ import type {
   ResolvePresetsInput,
   ResolvePresetsResult,
   ResolveRunInput,
-  ResolveRunResult,
+  ResolvedRun,
 } from '../src/contract/activities.js';
 import { resolveComposition, resolvePresetTools } from '../src/config/presets.js';
 import type { ConfigStore } from '../src/config/store.js';
@@ -86,7 +86,7 @@ export function createActivities({
   const presetAtRevision = createPresetLookup(config, client);
   const contexts = new ContextCache();
   const seals = toolCallSeals(keys);
-  const { sealRunInput, openRun, madeByModel } = runGrants(keys);
+  const { grantTree, madeByModel } = runGrants(keys);
   const callModel = createCallModel({
     sealToolCall: seals.seal,
     openai,
@@ -107,13 +107,15 @@ export function createActivities({
     // Same call, its own name, so Temporal UI tells compaction from context summaries.
     compactSession: createSummarizeContext(callModel, contexts),
     runHook: createRunHook(config, hookFunctions ?? new Map()),
-    async resolveRun({ presetAt, ...input }: ResolveRunInput): Promise<ResolveRunResult> {
+    async resolveRun({ presetAt, root, ...input }: ResolveRunInput): Promise<ResolvedRun> {
       // A preset given by reference is looked up here, so the run records its definition once, in this answer.
       if (presetAt) input.presetDefinition = await presetAtRevision(presetAt);
       try {
         const current = config.current;
         const tenantActivated = await activated(current, input.tenant);
-        return resolveComposition(current, tools, input, { childTaskQueue, tenantActivated });
+        const composition = resolveComposition(current, tools, input, { childTaskQueue, tenantActivated });
+        // A root acts within what the config resolved for it: its tree's grant is made with that answer.
+        return root ? { ...composition, grant: await grantTree() } : composition;
       } catch (err) {
         if (err instanceof CompositionError) {
           throw ApplicationFailure.create({ type: err.type, message: err.message, nonRetryable: true });
@@ -131,8 +133,6 @@ export function createActivities({
       return resolvePresetTools(config.current, input);
     },
     presetAtRevision,
-    sealRunInput,
-    openRun,
     madeByModel,
     ...createRunLookups(temporal),
     ...createMessaging({ keys, temporal, config, childTaskQueue }),

@@ -6,9 +6,9 @@ import type { Client } from '@temporalio/client';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ConfigStore } from '../src/config/store.js';
 import { configEntry } from '../src/config/schema.js';
-import type { AdmissionRequest } from '../src/contract/activities.js';
+import type { AdmissionRequest, SignMessageInput } from '../src/contract/activities.js';
 import { admissionAcquireSignal } from '../src/contract/messages.js';
-import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../src/contract/signals.js';
+import type { VerifyMessageInput, VerifyMessageResult } from '../src/contract/signals.js';
 import type { MessageKeys } from '../src/ops/message-keys.js';
 import { admissionWorkflowId } from '../src/rules/children.js';
 
@@ -50,8 +50,17 @@ export function createMessaging({
         staticSummary: `admission of tenant ${request.tenant}: at most ${request.cap} live children`,
       });
     },
-    /** Signs a message between runs; a local activity, so no client can have it scheduled. */
-    async signMessage(message: MessageToSign): Promise<string> {
+    /**
+     * Signs a message between runs; a local activity, so no client can have it scheduled. A run signs only messages
+     * from itself, as Temporal records it.
+     */
+    async signMessage({ message }: SignMessageInput): Promise<string> {
+      const sender = Context.current().info.workflowExecution?.workflowId;
+      if (message.from !== sender) {
+        throw ApplicationFailure.nonRetryable(
+          `signMessage signs only messages from the run that asks (${JSON.stringify(sender)}), not from ${JSON.stringify(message.from)}`,
+        );
+      }
       return keys.sign(message);
     },
     /** Checks a message between runs was signed by a worker. */

@@ -19,7 +19,7 @@ import { FAILURE } from '../src/contract/failures.js';
 import type { RunInput, RunResult } from '../src/contract/run.js';
 import { treeAttributes } from '../src/contract/search-attributes.js';
 import { bestOutput } from '../src/contract/dialogue.js';
-import { failureMessage } from '../src/rules/failure-message.js';
+import { failureMessage, findFailure } from '../src/rules/failure-message.js';
 import { resolveLimits } from '../src/rules/limits.js';
 import { compositionFromInput, startsFromInput } from '../src/rules/child-composition.js';
 import { STEERING_TOOLS } from '../src/rules/children.js';
@@ -27,7 +27,6 @@ import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
 import { stopDetached } from './delegation/detached.js';
 import { agentLoop } from './loop.js';
-import { openGrant } from './grants.js';
 import { checkRunInput } from '../src/contract/checks/contract-checks.js';
 import { AgentRunState, type ParsedRunInput } from './run-state.js';
 
@@ -43,8 +42,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     : new AgentRunState(input, info.workflowId);
   run.workerDialogue.chainTo(info.firstExecutionRunId);
   registerHandlers(run);
-  // Before anything acts for the run: an origin or a resume counts only with a worker's seal for this run.
-  run.grant = await openGrant(rawInput);
+  // A child and a resumed run act with the grant their input carries, which workers honour only for a run Temporal
+  // records in the granted tree; a root is granted its tree when its composition is resolved.
+  if (input.origin || input.resume) run.grant = input.grant ?? '';
   let loopScope: CancellationScope | undefined;
   let deadlineHit = false;
   try {
@@ -97,6 +97,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
     const cancelled = isCancellation(err);
     run.end(cancelled ? 'cancelled' : 'failed', bestOutput(run.events));
+    if (findFailure(err, FAILURE.ActivityCaller)) throw ungranted(err);
     if (run.origin && !cancelled) {
       // A child's parent reads the child's spend from the failure's details.
       throw ApplicationFailure.create({
@@ -119,8 +120,11 @@ async function begin(run: AgentRunState, input: ParsedRunInput): Promise<void> {
   const presetAt = presetLookup(input);
   const given =
     presetAt && startsFromInput(input) ? withPresetDefinition(input, await local.presetAtRevision(presetAt)) : input;
-  const composition =
-    compositionFromInput(given) ?? (await local.resolveRun({ ...resolveRunInput(given, run.depth), presetAt }));
+  const inherited = compositionFromInput(given);
+  if (inherited) return run.begin(inherited, resolveLimits(input.limits, inherited.defaultLimits, Date.now()));
+  const root = !input.origin;
+  const { grant, ...composition } = await local.resolveRun({ ...resolveRunInput(given, run.depth), presetAt, root });
+  if (root) run.grant = grant!;
   run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
 }
 
@@ -159,6 +163,18 @@ function waitsOnlyOnActivities(run: AgentRunState): boolean {
 function deadlinePassedOnActivity(run: AgentRunState): boolean {
   const { deadlineMs } = run.resolvedLimits ?? { deadlineMs: null };
   return run.deadlineOnActivities && deadlineMs !== null && Date.now() >= deadlineMs;
+}
+
+/**
+ * A worker refused to act for the run: its input carries an `origin` or a `resume` of no Deputy run's writing (a
+ * workflow of a client's own started it or continued into it), so it did nothing.
+ */
+function ungranted(err: unknown): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FAILURE.RunInputInvalid,
+    message: `invalid RunInput: no worker granted this run: ${failureMessage(err)}; origin and resume are set only by Deputy's runs, on the children they start and the runs they continue as`,
+    nonRetryable: true,
+  });
 }
 
 /** Input that fails its schema is rejected naming each field. */

@@ -3,7 +3,6 @@
  * with user messages joining between turns and continue-as-new when Temporal suggests it. Deterministic code
  * only.
  */
-import { sealedToContinue } from './grants.js';
 import { allHandlersFinished, condition, continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import type { LimitName, RunInput, RunStatus } from '../src/contract/run.js';
 import { bestOutput } from '../src/contract/dialogue.js';
@@ -63,19 +62,14 @@ function continueAsNewDue(run: AgentRunState): boolean {
   return !run.hasLiveChildren();
 }
 
-/**
- * Continues as new once every handler has finished, with its input sealed by a worker. A message taken while the seal
- * was being made changes what the next run must carry: it is sealed again.
- */
+/** Continues as new once every handler has finished, with the grant of its tree: the next run is in its chain. */
 async function continueAsNewNow(run: AgentRunState): Promise<void> {
-  for (;;) {
-    await condition(allHandlersFinished);
-    const resume = run.toResume();
-    const next = await sealedToContinue({ ...run.input, resume });
-    if (allHandlersFinished() && JSON.stringify(run.toResume()) === JSON.stringify(resume)) {
-      await continueAsNew<(input: RunInput) => Promise<unknown>>(next);
-    }
-  }
+  await condition(allHandlersFinished);
+  await continueAsNew<(input: RunInput) => Promise<unknown>>({
+    ...run.input,
+    resume: run.toResume(),
+    grant: run.grant,
+  });
 }
 
 /** Loops model calls and tool calls until an answer, a limit, or (in a conversation) the end of the talk. */

@@ -69,7 +69,7 @@ export class AgentRunState extends RunWaits {
    * them (schedule-to-close) instead of a timer racing a cancellation scope.
    */
   #deadlineOnActivities = false;
-  /** This execution's grant from a worker: every activity that acts for the run asks for it. */
+  /** The grant of this run's tree, made by a worker for its root: every activity that acts for the run asks for it. */
   grant = '';
   /** What the worker of the run's last model call holds of its dialogue. */
   readonly workerDialogue = new WorkerDialogue();

@@ -25,16 +25,17 @@ const { verifyMessage } = proxyActivities<DeputyActivities>(MESSAGE_OPTIONS);
 /** How many accepted message ids a run remembers to refuse repeats (oldest forgotten first). */
 const SEEN_MESSAGES_KEPT = 512;
 
-/** Sends `body` to the run `to`, signed as coming from this run. */
+/**
+ * Sends `body` to the run `to`, signed as coming from this run. A run's message is signed only with the grant of its
+ * tree; a tenant's admission workflow has none.
+ */
 export async function sendSigned<B>(
   signal: SignalDefinition<[SignedMessage<B>]>,
-  to: string,
-  id: string,
-  body: B,
+  { to, id, body, grant }: { to: string; id: string; body: B; grant: string | undefined },
 ): Promise<void> {
   const from = workflowInfo().workflowId;
   const sig = await signMessage.executeWithOptions({ summary: `sign ${signal.name} for ${to}` }, [
-    { signal: signal.name, from, to, id, body },
+    { message: { signal: signal.name, from, to, id, body }, grant },
   ]);
   await getExternalWorkflowHandle(to).signal(signal, { from, to, id, body, sig });
 }

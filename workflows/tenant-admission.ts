@@ -80,9 +80,12 @@ export async function tenantAdmission(input: AdmissionInput): Promise<void> {
       if (holders.size >= cap) break;
       waiting.delete(child);
       holders.set(child, parent);
-      await sendSigned(admittedSignal, parent, `admitted:${child}`, { childWorkflowId: child }).catch(() =>
-        holders.delete(child),
-      );
+      await sendSigned(admittedSignal, {
+        to: parent,
+        id: `admitted:${child}`,
+        body: { childWorkflowId: child },
+        grant: undefined,
+      }).catch(() => holders.delete(child));
     }
     setCurrentDetails(`${holders.size} of ${cap} live children, ${waiting.size} waiting`);
     if (workflowInfo().historyLength > CONTINUE_AS_NEW_AFTER_EVENTS) {

@@ -2,13 +2,14 @@
  * What crosses the workflow/activity boundary: one JSON object in (`XInput`), one back (`XResult`).
  */
 import type { Preset } from './preset.js';
-import type { RunInput, RunResult, Usage } from './run.js';
+import type { RunResult, Usage } from './run.js';
 import type { SessionEvent, ToolCall } from './session.js';
 import type { ChatMessage } from './dialogue.js';
 import type { HookInput } from './hooks.js';
 import { ResolveRunResult, type ModelPrice } from './composition.js';
 import type { RunTool } from './tools.js';
 import type { ArtifactRef } from './artifacts.js';
+import type { MessageToSign } from './signals.js';
 
 /** What one model call may spend: the run's free tokens and micro-USD (`null` = unlimited) and the model's price. */
 export interface CallBudget {
@@ -27,29 +28,11 @@ export interface CompactionRange {
   maxBytes: number;
 }
 
-/** Input of `sealRunInput`: a child's input (with the child's id) or the input a run continues as new with. */
-export interface SealRunInputInput {
-  input: RunInput;
-  childWorkflowId?: string;
-}
-
-/** Input of `openRun`: the run's own input, and the execution Temporal records before it (its parent, or its run before). */
-export interface OpenRunInput {
-  input: RunInput;
-  parent?: { workflowId: string; runId: string } | undefined;
-  continuedFrom?: string | undefined;
-  /** The first run of the run's chain (continue-as-new, reset and retry keep it): its grant is bound to it. */
-  firstRunId: string;
-}
-
 /** Input of `madeByModel`: a steering call, and the first run of the calling run's chain. */
 export interface MadeByModelInput {
   call: ToolCall;
   firstRunId: string;
 }
-
-/** Result of `openRun`: the run's grant, or why its input is refused. */
-export type OpenRunResult = { ok: true; grant: string } | { ok: false; reason: string };
 
 /** Input of `resolveRun`: what the run asked for. */
 export interface ResolveRunInput {
@@ -72,13 +55,24 @@ export interface ResolveRunInput {
   presetFromCaller?: boolean | undefined;
   /** The run's tenant; delegation is offered only when it is activated (when the config names tenants). */
   tenant?: string | undefined;
+  /** The run is a root (its input has no `origin`): its answer carries the grant of its tree. */
+  root?: boolean | undefined;
+}
+
+/** What `resolveRun` answers: the composition, and for a root the grant of its tree. */
+export type ResolvedRun = ResolveRunResult & { grant?: string };
+
+/** Input of `signMessage`: the message, and the grant of the run that sends it (the admission workflow has none). */
+export interface SignMessageInput {
+  message: MessageToSign;
+  grant?: string | undefined;
 }
 
 export { ResolveRunResult };
 
 /** Input of `summarizeContext`: the accepted task and the parent's dialogue, summarised by the parent's model. */
 export interface SummarizeContextInput {
-  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  /** The grant of the calling run's tree (from its root's `resolveRun`): the activity acts only for the run it was granted to. */
   grant: string;
   model: string;
   /** The prompt; for `compactSession` with `compact`, the run's dialogue (what is new since `context`'s base). */
@@ -113,7 +107,7 @@ export interface LoadSessionResult {
 
 /** Input of `runHook`. */
 export interface RunHookInput {
-  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  /** The grant of the calling run's tree (from its root's `resolveRun`): the activity acts only for the run it was granted to. */
   grant: string;
   hook: string;
   input: HookInput;
@@ -146,7 +140,7 @@ export interface PresetAtRevisionInput {
 
 /** Input of `callModel`. */
 export interface CallModelInput {
-  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  /** The grant of the calling run's tree (from its root's `resolveRun`): the activity acts only for the run it was granted to. */
   grant: string;
   model: string;
   effort: string | null;
@@ -186,7 +180,7 @@ export interface CallModelResult {
 
 /** Input of `runTool`. */
 export interface RunToolInput {
-  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  /** The grant of the calling run's tree (from its root's `resolveRun`): the activity acts only for the run it was granted to. */
   grant: string;
   runId: string;
   call: ToolCall;
@@ -201,7 +195,7 @@ export interface RunToolInput {
 
 /** Input of `openMcpSession`: the run that is about to call a stateful MCP server's tool, and the server. */
 export interface OpenMcpSessionInput {
-  /** The calling run's grant (from `openRun`): the activity acts only for the run it was granted to. */
+  /** The grant of the calling run's tree (from its root's `resolveRun`): the activity acts only for the run it was granted to. */
   grant: string;
   runId: string;
   server: string;
@@ -235,6 +229,8 @@ export interface AdmissionRequest {
   cap: number;
   sweepSeconds: number;
   childWorkflowId: string;
+  /** The grant of the asking run's tree. */
+  grant: string;
 }
 
 /** Result of `closedRuns`: which of the ids name a closed workflow, and which name none. */

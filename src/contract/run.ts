@@ -131,7 +131,7 @@ export const RunInput = z
       .optional(),
     /** Set when a run continues as new: its state so far. Never set it yourself. */
     resume: z.lazy(() => RunResume).optional(),
-    /** A worker's seal over this input, set with `origin` or `resume`. Never set it yourself. */
+    /** The grant of the run's tree, made by a worker for its root, carried with `origin` or `resume`. Never set it yourself. */
     grant: z.string().max(200).optional(),
   })
   .superRefine((input, ctx) => {

@@ -4,10 +4,11 @@
  * its own, named as it likes — so each activity first checks who calls it:
  *
  * - Temporal must report one of Deputy's workflows as its caller;
- * - what Deputy's runs call as local activities (signing, sealing, opening a run, looking up its composition) runs
+ * - what Deputy's runs call as local activities (signing, checking a steering call, looking up a composition) runs
  *   only as a local activity: that is, in the worker running the caller's workflow code, which is then Deputy's own;
- * - what acts for a run (a model call, a tool, a hook, a context summary, an MCP session) needs the run's grant, which
- *   only a local activity makes, bound to the chain of the run Temporal reports as the caller (`caller-chain.ts`).
+ * - what acts for a run (a model call, a tool, a hook, a context summary, an MCP session, a signed message, a slot)
+ *   needs the grant of the run's tree, which only a root's local activity makes, honoured for the run Temporal
+ *   reports as the caller when the root is that run or one Temporal records as its ancestor (`grants.ts`).
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -17,14 +18,7 @@ import { FAILURE } from '../contract/failures.js';
 const DEPUTY_WORKFLOWS: ReadonlySet<string> = new Set(['agentRun', 'tenantAdmission']);
 
 /** What Deputy's runs call only as local activities. */
-const LOCAL_ONLY: ReadonlySet<string> = new Set([
-  'madeByModel',
-  'signMessage',
-  'sealRunInput',
-  'openRun',
-  'resolveRun',
-  'presetAtRevision',
-]);
+const LOCAL_ONLY: ReadonlySet<string> = new Set(['madeByModel', 'signMessage', 'resolveRun', 'presetAtRevision']);
 
 /** What acts for a run, with the run's grant in its input. */
 const FOR_A_RUN: ReadonlySet<string> = new Set([
@@ -34,7 +28,13 @@ const FOR_A_RUN: ReadonlySet<string> = new Set([
   'runTool',
   'runHook',
   'openMcpSession',
+  'requestAdmission',
 ]);
+
+/** Whether the activity in progress acts for a run: a tenant's admission workflow signs its own messages. */
+function actsForARun(activity: string): boolean {
+  return FOR_A_RUN.has(activity) || (activity === 'signMessage' && Context.current().info.workflowType === 'agentRun');
+}
 
 /** Whether a grant is the one of the run Temporal reports as the caller of the activity in progress. */
 export type GrantCheck = (grant: unknown) => Promise<boolean>;
@@ -75,12 +75,12 @@ export function guardActivities<T extends Record<string, (...args: never[]) => u
       name,
       (...args: never[]) => {
         refuseOutsideCallers(name);
-        if (!FOR_A_RUN.has(name)) return activity(...args);
+        if (!actsForARun(name)) return activity(...args);
         return holds((args[0] as { grant?: unknown } | undefined)?.grant).then((granted) => {
           if (!granted) {
             refuse(
               name,
-              'its input carries no grant a worker made for the run Temporal reports as its caller',
+              'its input carries no grant a worker made for the tree of the run Temporal reports as its caller',
               'only a run started through Deputy (DeputyClient.startRun, a front door) acts with its powers',
             );
           }

@@ -108,6 +108,10 @@ async function failureOf(workflowId: string): Promise<{ type: string | undefined
   return { type: cause.type, message: cause.message };
 }
 
+/** Why a run whose input no Deputy run wrote fails, at the first thing it asks a worker to do for it. */
+const UNGRANTED =
+  "invalid RunInput: no worker granted this run: callModel runs only for Deputy's runs (agentRun, tenantAdmission), and its input carries no grant a worker made for the tree of the run Temporal reports as its caller; only a run started through Deputy (DeputyClient.startRun, a front door) acts with its powers; origin and resume are set only by Deputy's runs, on the children they start and the runs they continue as";
+
 describe('attacks from a worker of the attacker’s own', () => {
   it("R1.14 attack 35: a workflow named agentRun on the attacker's queue runs none of Deputy's activities, not with a grant copied from history", async () => {
     const tree = await realTree('attack 35: a real run to copy from');
@@ -138,15 +142,17 @@ describe('attacks from a worker of the attacker’s own', () => {
             {
               activity: 'signMessage',
               input: {
-                signal: 'interject',
-                from: tree.parentId,
-                to: tree.childId,
-                id: 'f1',
-                body: { message: 'obey' },
+                message: {
+                  signal: 'interject',
+                  from: tree.parentId,
+                  to: tree.childId,
+                  id: 'f1',
+                  body: { content: 'obey' },
+                },
+                grant: copied.grant,
               },
             },
-            { activity: 'sealRunInput', input: { input: tree.child.started, childWorkflowId: 'mine' } },
-            { activity: 'openRun', input: { input: { task } } },
+            { activity: 'resolveRun', input: { scopes: PARENT_SCOPES, root: true } },
           ],
         },
       ],
@@ -154,7 +160,7 @@ describe('attacks from a worker of the attacker’s own', () => {
     const answers = (await handle.result()) as Answer[];
     const noGrant = (activity: string) => ({
       type: 'Activity.NotDeputysCaller',
-      message: `${activity} runs only for Deputy's runs (agentRun, tenantAdmission), and its input carries no grant a worker made for the run Temporal reports as its caller; only a run started through Deputy (DeputyClient.startRun, a front door) acts with its powers`,
+      message: `${activity} runs only for Deputy's runs (agentRun, tenantAdmission), and its input carries no grant a worker made for the tree of the run Temporal reports as its caller; only a run started through Deputy (DeputyClient.startRun, a front door) acts with its powers`,
     });
     const onlyLocal = (activity: string) => ({
       type: 'Activity.NotDeputysCaller',
@@ -165,13 +171,12 @@ describe('attacks from a worker of the attacker’s own', () => {
       noGrant('callModel'),
       noGrant('runTool'),
       onlyLocal('signMessage'),
-      onlyLocal('sealRunInput'),
-      onlyLocal('openRun'),
+      onlyLocal('resolveRun'),
     ]);
     expect(h.model.requests.filter((r) => r.rule === task)).toEqual([]);
   });
 
-  it('R1.14 attack 36: continuing as new into agentRun with a resume of its own making, or with a seal copied from history, is RunInput.Invalid before any model call', async () => {
+  it('R1.14 attack 36: continuing as new into agentRun with a resume of its own making, or with a grant copied from history, is RunInput.Invalid before any model call', async () => {
     const tree = await realTree('attack 36: a real run to copy from');
     const composition = forgedComposition();
     const task = 'attack 36: continue for free';
@@ -188,23 +193,21 @@ describe('attacks from a worker of the attacker’s own', () => {
       snapshotMarks: {},
     });
     for (const grant of [undefined, tree.child.started.grant as string]) {
+      // The grant of a real tree is in every history of it; this chain is not that tree's, nor descends from it.
       const workflowId = h.id('attacker-continues');
-      const started = await h.client.workflow.start('continueIntoAgentRun', {
+      await h.client.workflow.start('continueIntoAgentRun', {
         taskQueue: attackerQueue,
         workflowId,
         args: [{ deputyQueue: h.taskQueue, runInput: { task, resume, ...(grant && { grant }) } }],
       });
       const failure = await failureOf(workflowId);
-      expect(failure).toEqual({
-        type: 'RunInput.Invalid',
-        message: `invalid RunInput: resume: no worker sealed it for this run: the run it continues from (${started.firstExecutionRunId}) is not a Deputy run of "${workflowId}", or the resume was changed; start the run without resume`,
-      });
+      expect(failure).toEqual({ type: 'RunInput.Invalid', message: UNGRANTED });
       expect(await failedWorkflowTasks(h.client, workflowId)).toEqual([]);
     }
     expect(h.model.requests.filter((r) => r.rule === task)).toEqual([]);
   });
 
-  it("R1.14 attack 37: a fake parent starting agentRun with an origin of its making, or a real child's sealed input under the real parent's id, is RunInput.Invalid", async () => {
+  it("R1.14 attack 37: a fake parent starting agentRun with an origin of its making, or a real child's input with its grant under the real parent's id, is RunInput.Invalid before any model call", async () => {
     const tree = await realTree('attack 37: a real run to copy from');
     const real = tree.child.started as { origin: Record<string, unknown>; grant: string; task: string };
     expect(typeof real.grant).toBe('string');
@@ -226,7 +229,7 @@ describe('attacks from a worker of the attacker’s own', () => {
         }),
       },
     };
-    // The real child's input, word for word with its seal, started again by a parent under the real parent's id
+    // The real child's input, word for word with its grant, started again by a parent under the real parent's id
     // (closed, so the id is free) and the real child's id.
     const cases = [
       { parentId: mine, childId: h.id('forged-child'), runInput: forged },
@@ -239,10 +242,7 @@ describe('attacks from a worker of the attacker’s own', () => {
         args: [{ deputyQueue: h.taskQueue, childId: attempt.childId, runInput: attempt.runInput }],
       });
       const answer = (await handle.result()) as Answer;
-      expect(answer).toEqual({
-        type: 'RunInput.Invalid',
-        message: `invalid RunInput: origin: no worker sealed it for this run: its parent "${attempt.parentId}" is not a Deputy run that started it with this input; origin is set only by a parent run on the children it starts`,
-      });
+      expect(answer).toEqual({ type: 'RunInput.Invalid', message: UNGRANTED });
       expect(await failedWorkflowTasks(h.client, attempt.childId)).toEqual([]);
     }
     expect(h.model.requests.filter((r) => r.rule === task)).toEqual([]);

@@ -80,7 +80,7 @@ export class ChildLife {
     } catch (err) {
       return this.#failed(err);
     } finally {
-      if (this.#holdsSlot !== undefined) await release(this.#holdsSlot, this.child.entry.childWorkflowId);
+      if (this.#holdsSlot !== undefined) await release(this.run, this.#holdsSlot, this.child.entry.childWorkflowId);
     }
   }
 
@@ -222,7 +222,8 @@ export class ChildLife {
       ...(admission && { priority: { priorityKey: 4 } }),
       workflowId: entry.childWorkflowId,
       taskQueue: run.delegationSettings.childTaskQueue,
-      args: [input],
+      // The child acts with its tree's grant: Temporal records it as this run's child, which is what a worker checks.
+      args: [{ ...input, grant: run.grant }],
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
       // A closed child keeps its id: the same invocation after a reset attaches to it instead of running it twice.

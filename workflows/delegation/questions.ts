@@ -31,7 +31,12 @@ export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<
   const question = cutText(parsed.args.question, run.payloads.maxTextBytes);
   run.askQuestion(questionId);
   try {
-    await sendSigned(questionSignal, origin.parentId, `question:${questionId}`, { questionId, question });
+    await sendSigned(questionSignal, {
+      to: origin.parentId,
+      id: `question:${questionId}`,
+      body: { questionId, question },
+      grant: run.grant,
+    });
     run.setStatus('waiting_for_answer');
     setCurrentDetails(`waiting for the answer to ${questionId}: ${bounded(question.replace(/\s+/g, ' '), 100)}`);
     // The deadline ends the wait: by the timer that cancels the loop, or here when the deadline bounds activities.
@@ -157,7 +162,12 @@ export async function answerQuestion(
   // Marked before the await, so a second answer meanwhile (the model and a person at once) is refused, not sent.
   Object.assign(question, { status: 'answered', answer, answeredBy: by, answeredAt: now() });
   try {
-    await sendSigned(answerSignal, entry.childWorkflowId, `answer:${question.id}`, { questionId: question.id, answer });
+    await sendSigned(answerSignal, {
+      to: entry.childWorkflowId,
+      id: `answer:${question.id}`,
+      body: { questionId: question.id, answer },
+      grant: run.grant,
+    });
   } catch (err) {
     Object.assign(question, {
       status: entry.status === 'running' ? 'open' : 'unanswered',

@@ -27,7 +27,7 @@ export async function admit(
   const { tenant, maxLiveChildren: cap, sweepSeconds } = admission;
   const childWorkflowId = entry.childWorkflowId;
   await requestAdmission.executeWithOptions({ summary: `requestAdmission ${tenant} ${entry.taskName}` }, [
-    { tenant, cap, sweepSeconds, childWorkflowId },
+    { tenant, cap, sweepSeconds, childWorkflowId, grant: run.grant },
   ]);
   setCurrentDetails(`waiting for one of tenant ${tenant}'s ${cap} live-child slots for ${entry.taskName}`);
   try {
@@ -37,10 +37,10 @@ export async function admit(
     else inTime = await condition(admitted, Math.max(1, deadlineMs - Date.now()));
     if (inTime) return { ok: true };
   } catch (err) {
-    if (isCancellation(err)) await release(tenant, childWorkflowId);
+    if (isCancellation(err)) await release(run, tenant, childWorkflowId);
     throw err;
   }
-  await release(tenant, childWorkflowId);
+  await release(run, tenant, childWorkflowId);
   return {
     ok: false,
     reason: `tenant ${tenant} had all ${cap} of its live-child slots taken until this child's deadline; it was not started`,
@@ -48,11 +48,14 @@ export async function admit(
 }
 
 /** Gives a slot (or a place in the queue) back; sent even while the parent is being cancelled. */
-export function release(tenant: string, childWorkflowId: string): Promise<void> {
+export function release(run: AgentRunState, tenant: string, childWorkflowId: string): Promise<void> {
   return CancellationScope.nonCancellable(
     () =>
-      sendSigned(admissionReleaseSignal, admissionWorkflowId(tenant), `release:${childWorkflowId}`, {
-        childWorkflowId,
+      sendSigned(admissionReleaseSignal, {
+        to: admissionWorkflowId(tenant),
+        id: `release:${childWorkflowId}`,
+        body: { childWorkflowId },
+        grant: run.grant,
       }).catch(() => undefined), // no admission workflow: nothing is held
   );
 }

@@ -32,7 +32,6 @@ import {
 } from '../../src/rules/child-end.js';
 import { FAILURE } from '../../src/contract/failures.js';
 import { checkReturnShape } from '../../src/contract/checks/contract-checks.js';
-import { sealedForChild } from '../grants.js';
 
 const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 // Waits on a run this parent did not start in this execution (an attach): as long as the run lives.
@@ -43,10 +42,9 @@ const { awaitRun } = proxyActivities<DeputyActivities>({
   retry: { maximumAttempts: 5 },
 });
 
-/** Starts the child's `agentRun` with its input sealed for it by a worker; its handle once Temporal records the start. */
+/** Starts the child's `agentRun`; its handle once Temporal records the start. */
 export async function startAgentRun(options: ChildWorkflowOptions & { args: [RunInput] }): Promise<ChildHandle> {
-  const sealed = await sealedForChild(options.args[0], options.workflowId!);
-  return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', { ...options, args: [sealed] });
+  return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options);
 }
 
 type ChildHandle = ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>>;

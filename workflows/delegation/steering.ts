@@ -47,7 +47,12 @@ export async function deliverInterjection(
   }
   content = cutText(content, run.payloads.maxTextBytes);
   const n = (entry.interjections ?? 0) + 1;
-  await sendSigned(interjectionSignal, entry.childWorkflowId, `interjection:${n}`, { content });
+  await sendSigned(interjectionSignal, {
+    to: entry.childWorkflowId,
+    id: `interjection:${n}`,
+    body: { content },
+    grant: run.grant,
+  });
   entry.interjections = n;
   return { ok: true, childWorkflowId: entry.childWorkflowId };
 }
