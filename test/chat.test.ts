@@ -101,7 +101,7 @@ describe('R2.14 R3.7 R3.9 the terminal chat', () => {
         to: `${workflowId}/research-1`,
         id: 'answer:q1.1',
         body: { questionId: 'q1.1', answer: 'Standard shipping.' },
-        sig: expect.stringMatching(/^k1\.[A-Za-z0-9_-]{43}$/) as unknown,
+        sig: expect.stringMatching(/^k1\.[A-Za-z0-9_-]{22}$/) as unknown,
       });
       expect((signals.get('deputy.interjection')?.body as { content: string } | undefined)?.content).toMatch(
         /^## Parent Chat Context \(continued\)\n[\s\S]*## Message from your parent\nThe customer also wants the order gift-wrapped\.$/,

@@ -157,3 +157,21 @@ describe('R2.19 usage billed beside usage debited', () => {
     );
   });
 });
+
+describe('R2.12 where a run waits, from Temporal UI', () => {
+  it('R2.12 the stack trace query shows where a waiting conversation waits, each stack its innermost six frames, mapped to workflows/', async () => {
+    const task = 'stack: say hello, then wait for me';
+    h.model.add({ name: task, when: forTask(task, 0), reply: { text: 'hello' } });
+    const workflowId = h.id('stack-trace');
+    await h.deputy.startRun({ task, mode: 'conversation' }, { workflowId });
+    const handle = h.client.workflow.getHandle(workflowId);
+    await expect.poll(async () => (await h.deputy.getState(workflowId)).status).toBe('waiting_for_user');
+    const stacks = (await handle.query<string>('__stack_trace')).split('\n\n').filter((stack) => stack.trim() !== '');
+    expect(stacks.length).toBeGreaterThan(0);
+    for (const stack of stacks) {
+      expect(stack.split('\n').filter((line) => line.trim().startsWith('at ')).length).toBeLessThanOrEqual(6);
+    }
+    expect(stacks.join('\n')).toMatch(/workflows\/(loop|agent-run|run-waits)\.ts:\d+/);
+    await handle.terminate('the stack was read');
+  });
+});

@@ -94,12 +94,20 @@ export class MessageKeys {
   }
 }
 
+/**
+ * HMAC-SHA-256 truncated to its first 128 bits (as RFC 4868 does): a forger's odds stay at one in 2^128, and every
+ * grant and seal a run records in its history is 21 characters shorter.
+ */
 function mac(key: Buffer, { signal, from, to, id, body }: MessageToSign): string {
   const digest = createHash('sha256').update(canonicalJson(body)).digest('base64url');
   return createHmac('sha256', key)
     .update(JSON.stringify([signal, from, to, id, digest]))
-    .digest('base64url');
+    .digest()
+    .subarray(0, MAC_BYTES)
+    .toString('base64url');
 }
+
+const MAC_BYTES = 16;
 
 function readKeyFile(path: string, source: string): string {
   try {

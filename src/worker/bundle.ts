@@ -8,12 +8,17 @@ import type { DeputyTracing } from '../ops/tracing.js';
  * Path of the workflows' entry module, for bundling: the TypeScript source when Deputy runs from its repository, the
  * compiled JavaScript when it runs from `dist/` (an installed package).
  */
-export const WORKFLOWS_PATH = [
-  new URL('../../workflows/index.ts', import.meta.url),
-  new URL('../../workflows/index.js', import.meta.url),
-]
-  .map((url) => fileURLToPath(url))
-  .find((path) => existsSync(path))!;
+export const WORKFLOWS_PATH = workflowsModule('index');
+
+/** A module of `workflows/`: its TypeScript source in the repository, its compiled JavaScript in `dist/`. */
+function workflowsModule(name: string): string {
+  return [
+    new URL(`../../workflows/${name}.ts`, import.meta.url),
+    new URL(`../../workflows/${name}.js`, import.meta.url),
+  ]
+    .map((url) => fileURLToPath(url))
+    .find((path) => existsSync(path))!;
+}
 
 /**
  * Every workflow in a worker shares one evaluation of the workflows' modules (Temporal's workflow API, the contract,
@@ -22,7 +27,7 @@ export const WORKFLOWS_PATH = [
  * The worker freezes the objects it shares, and a test refuses module-level variables and collections in workflow
  * code, so no module can carry one run's values into another.
  */
-export const SHARED_MODULES = [WORKFLOWS_PATH];
+export const SHARED_MODULES = [workflowsModule('stack-depth'), WORKFLOWS_PATH];
 
 const noop = () => undefined;
 /** The bundler reports every module at info level; keep only its warnings and errors. */

@@ -2,10 +2,10 @@
  * Builds Deputy workers. Kept apart from the `npm run worker` entry point so tests, the demo and users' own
  * services create workers the same way.
  */
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
-import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { Worker, type NativeConnection, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import { bundleDeputyWorkflows } from './bundle.js';
 import proto from '@temporalio/proto';
 import OpenAI from 'openai';
@@ -226,16 +226,18 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     (await bundleDeputyWorkflows({ tracing, stackTraceSources: options.workerOptions?.showStackTraceSources }));
   const queues = childTaskQueue === options.taskQueue ? [options.taskQueue] : [options.taskQueue, childTaskQueue];
   const namespace = options.namespace ?? 'default';
-  // Every worker names its message key in its identity, and refuses to poll beside workers that sign with another:
-  // a message one signs, the other would drop.
+  // Every worker names its message key in its build id, and refuses to poll beside workers that sign with another:
+  // a message one signs, the other would drop, and a grant one makes, the other refuses.
   const { fingerprint } = messageKeys;
-  const identity = options.workerOptions?.identity ?? `${process.pid}@${hostname()} ${KEY_MARK}${fingerprint}`;
   try {
     for (const taskQueue of queues) await checkKeyRing(options.connection, namespace, taskQueue, fingerprint);
   } catch (err) {
     await release();
     throw err;
   }
+  const buildId = options.workerOptions?.workerDeploymentOptions
+    ? undefined
+    : deputyBuildId(workflowBundle, fingerprint);
   // The session queue takes activities only: no workflow is ever started there.
   const poll = (taskQueue: string, runsWorkflows: boolean) =>
     Worker.create({
@@ -244,7 +246,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
       taskQueue,
       activities,
       workflowBundle,
-      identity,
+      ...(buildId && { buildId }),
       // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
       maxHeartbeatThrottleInterval: '500 milliseconds',
       ...options.workerOptions,
@@ -258,7 +260,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
       connection: options.connection,
       namespace,
       taskQueue: door.taskQueue,
-      identity,
+      ...(buildId && { buildId }),
       nexusServices: [frontDoorHandler({ tenant: door.tenant, taskQueue: options.taskQueue, config: store })],
     }),
   );
@@ -270,12 +272,23 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
   return new DeputyWorker(workers, release);
 }
 
-/** What precedes a worker's key fingerprint in its identity. */
-const KEY_MARK = 'deputy-key:';
+/**
+ * The name of what a worker runs, which Temporal records in every task event of a run's history and reports for each
+ * poller of a queue: Deputy, a digest of its workflow bundle, and its message key's fingerprint (never the key).
+ * Workers that sign with different keys cannot serve each other's runs, so they are different builds. The SDK's own
+ * default names the SDK and the bundle's whole SHA-256: 105 characters, about 0.5 KiB of every turn's history.
+ */
+function deputyBuildId(bundle: WorkflowBundleOption, fingerprint: string): string {
+  const code = 'code' in bundle ? bundle.code : readFileSync(bundle.codePath, 'utf8');
+  return `deputy+${createHash('sha256').update(code).digest('hex').slice(0, 12)}+${KEY_MARK}${fingerprint}`;
+}
+
+/** What precedes a worker's key fingerprint in its build id. */
+const KEY_MARK = 'key:';
 
 /**
  * Refuses (a `ConfigError` saying what to do) when a worker polling `taskQueue` in the last minutes, as Temporal
- * reports its pollers, names another message key than `fingerprint`.
+ * reports its pollers, names another message key than `fingerprint` in its build id.
  */
 export async function checkKeyRing(
   connection: NativeConnection,
@@ -294,8 +307,9 @@ export async function checkKeyRing(
       taskQueueType,
     });
     for (const poller of pollers ?? []) {
-      const at = poller.identity?.indexOf(KEY_MARK) ?? -1;
-      const theirs = at < 0 ? undefined : poller.identity!.slice(at + KEY_MARK.length).split(/\s/)[0];
+      const buildId = poller.workerVersionCapabilities?.buildId ?? '';
+      const at = buildId.indexOf(KEY_MARK);
+      const theirs = at < 0 ? undefined : buildId.slice(at + KEY_MARK.length);
       if (theirs && theirs !== fingerprint) others.add(theirs);
     }
   }
