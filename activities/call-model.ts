@@ -1,7 +1,6 @@
 import type OpenAI from 'openai';
 import { FAILURE } from '../src/contract/failures.js';
 import type {
-  CallContext,
   CallModelInput,
   CallModelResult,
   SummarizeContextInput,
@@ -21,7 +20,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { RunTool, ToolSpec } from '../src/contract/tools.js';
 import type { ChatMessage } from '../src/contract/dialogue.js';
 import type { ToolCall } from '../src/contract/session.js';
-import { activityInfo, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
+import { knownCallerChain } from './caller-chain.js';
 import type { ContextCache } from './context-cache.js';
 import { compactionPromptFromMessages, messagesAfterCompaction } from '../src/rules/compaction.js';
 
@@ -51,10 +51,13 @@ export interface CallModelDeps {
   sealToolCall?: (call: ToolCall) => string | undefined;
 }
 
-/** Where a run's dialogue is kept: its workflow id as Temporal records it, and its chain of segments. */
-function contextKey(context: CallContext): string | undefined {
-  const execution = activityInfo().workflowExecution;
-  return execution && `${execution.workflowId}/${context.chain ?? execution.runId}`;
+/**
+ * Where a run's dialogue is kept: its chain as Temporal records it (read before the call, when its grant was checked),
+ * so a run that continued as new goes on from the dialogue of its previous segment.
+ */
+function contextKey(): string | undefined {
+  const chain = knownCallerChain();
+  return chain && `${chain.workflowId}/${chain.firstRunId}`;
 }
 
 /** The whole dialogue of a call that sent only what is new since the run's last call. */
@@ -64,7 +67,7 @@ function assemble(
 ): ChatMessage[] {
   const { context } = input;
   if (!context) return input.messages;
-  const run = contextKey(context);
+  const run = contextKey();
   let messages = input.messages;
   if (context.baseSeq !== undefined && context.base !== undefined) {
     const base = run === undefined ? undefined : contexts?.get(run, context.baseSeq, context.base);
@@ -301,7 +304,7 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
       );
     }
     const summary = reply.content.trim();
-    const run = input.context && contextKey(input.context);
+    const run = input.context && contextKey();
     if (dialogue && input.compact && input.context && run !== undefined) {
       const after = messagesAfterCompaction(dialogue, input.compact, summary);
       contexts?.set(run, input.context.seq, after, after);

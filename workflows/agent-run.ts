@@ -40,7 +40,6 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const run = input.resume
     ? AgentRunState.fromResume(input, info.workflowId, input.resume)
     : new AgentRunState(input, info.workflowId);
-  run.workerDialogue.chainTo(info.firstExecutionRunId);
   registerHandlers(run);
   // A child and a resumed run act with the grant their input carries, which workers honour only for a run Temporal
   // records in the granted tree; a root is granted its tree when its composition is resolved.

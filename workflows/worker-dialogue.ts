@@ -6,10 +6,9 @@ import type { ChatMessage } from '../src/contract/dialogue.js';
 import { startsWith } from '../src/contract/dialogue.js';
 import type { RunResume } from '../src/contract/run.js';
 
-/** The reference a call carries: its number, the run's chain, and (when reusable) what the worker already holds. */
+/** The reference a call carries: its number, and (when reusable) what the worker already holds. */
 export interface SentContext {
   seq: number;
-  chain: string | undefined;
   baseSeq?: number;
   base?: number;
 }
@@ -19,23 +18,14 @@ export class WorkerDialogue {
   #seq = 0;
   /** The messages of the last call that succeeded. */
   #last: { seq: number; messages: ChatMessage[] } | undefined;
-  /** The run's first execution: its segments share the dialogue a worker holds. */
-  #chain: string | undefined;
-
-  /** Keys the dialogue by the run's first execution, so the segments of a run that continues as new share it. */
-  chainTo(firstExecutionRunId: string): void {
-    this.#chain = firstExecutionRunId;
-  }
-
   /** The next call's messages, as what is new since the last call unless `whole` (or nothing before is reusable). */
   next(messages: ChatMessage[], whole: boolean): { messages: ChatMessage[]; context: SentContext } {
     const seq = ++this.#seq;
     const last = this.#last;
-    const chain = this.#chain;
     const reusable = !whole && last !== undefined && startsWith(messages, last.messages);
-    if (!reusable || last.messages.length === 0) return { messages, context: { seq, chain } };
+    if (!reusable || last.messages.length === 0) return { messages, context: { seq } };
     const base = last.messages.length;
-    return { messages: messages.slice(base), context: { seq, chain, baseSeq: last.seq, base } };
+    return { messages: messages.slice(base), context: { seq, baseSeq: last.seq, base } };
   }
 
   /** Call `seq` succeeded: its worker holds `messages` now. */

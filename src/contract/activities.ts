@@ -160,8 +160,6 @@ export interface CallModelInput {
 /** Where a model call's messages start from. */
 export interface CallContext {
   seq: number;
-  /** The run's first execution: a run that continued as new goes on from the dialogue of its previous segment. */
-  chain?: string;
   baseSeq?: number;
   base?: number;
 }
