@@ -38,6 +38,12 @@ describe('R1.7 the workflow bundle', () => {
     expect(mapped.reduce((a, b) => a + b, 0) / mapped.length).toBeLessThan(1.5);
   });
 
+  it("R1.7 carries the generated JSON Schemas without the whitespace the compiler prints, and Deputy's code as it is", () => {
+    const code = readFileSync(inject('workflowBundlePath'), 'utf8');
+    expect(code).toMatch(/const RUN_INPUT_SCHEMA=\{type:"object",properties:\{task:\{type:"string"/);
+    expect(code).toMatch(/\n {4}const run = input\.resume \? /);
+  });
+
   it('R1.7 carries the sources for a worker that answers stack trace queries with them', () => {
     const hook = (stackTraceSources: boolean) => leanBundle(stackTraceSources)({ module: { rules: [] } }).devtool;
     expect(hook(false)).toBe('inline-nosources-cheap-module-source-map');
