@@ -33,6 +33,7 @@ import { MessageKeys } from '../src/ops/message-keys.js';
 import { ArtifactStore } from '../src/ops/artifacts.js';
 import { toolCallSeals } from './tool-call-seal.js';
 import { runGrants } from './grants.js';
+import { createApprovalActivities } from './approvals.js';
 
 /** Dependencies of every activity. */
 export interface ActivityDeps {
@@ -98,7 +99,7 @@ export function createActivities({
   return {
     callModel,
     runTool: createRunTool(tools, {
-      maxTextBytes: () => config.current.payloads.maxTextBytes,
+      ...readsOfConfig(config),
       ...(payloadStore && { wholeMaxBytes: STORE_MAX_TEXT_BYTES }),
       madeByModel: seals.verify,
       artifacts: { store: artifactStore ?? ArtifactStore.fromEnv(), keys },
@@ -134,9 +135,15 @@ export function createActivities({
     },
     presetAtRevision,
     madeByModel,
+    ...createApprovalActivities(config, (call) => seals.verify(call)),
     ...createRunLookups(temporal),
     ...createMessaging({ keys, temporal, config, childTaskQueue }),
   };
+}
+
+/** What a tool call reads of the config as it is at each call: its payload budget, its approvals. */
+function readsOfConfig(config: ActivityDeps['config']) {
+  return { maxTextBytes: () => config.current.payloads.maxTextBytes, approvals: () => config.current.approvals };
 }
 
 /** The model call's settings, read from the config as it is at each call (a reload changes them). */

@@ -162,6 +162,8 @@ class McpSource {
       retry: this.server.retry,
       source: this.revision,
       scopes: this.server.scopes,
+      ...(tool.annotations?.destructiveHint === true &&
+        tool.annotations.readOnlyHint !== true && { destructive: true }),
       execute: (args, context) => this.call(tool.name, args as Record<string, unknown>, context),
     };
   }

@@ -18,6 +18,10 @@ import type { ArtifactAccess, ArtifactRef } from '../src/contract/artifacts.js';
 import { holdsScopes, pinnedToolKey, type ToolDefinition } from '../src/contract/tools.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
 import { recordToolCall, toolCallSpan } from './telemetry.js';
+import type { ApprovalsConfig } from '../src/contract/approvals.js';
+import { resolvePolicy, whyApproval } from '../src/rules/approvals.js';
+import { approvalDigest } from '../src/ops/approval-proof.js';
+import { checkProof } from './approvals.js';
 
 /** Longest tool result the model is shown; the rest is cut with a note. */
 const MAX_TOOL_RESULT_CHARS = 20_000;
@@ -34,6 +38,8 @@ export interface RunToolOptions {
   wholeMaxBytes?: number;
   /** Whether a call carries its run's proof that the model made it; without one, nothing runs. */
   madeByModel?: (call: RunToolInput['call']) => boolean;
+  /** The config's approvals now: a call it asks approval of runs only with a decision for exactly its arguments. */
+  approvals?: () => ApprovalsConfig | undefined;
   /** Where tools save the run's artifacts, and the keys that seal them; without it, a tool's `save` is refused. */
   artifacts?: { store: ArtifactStore; keys: MessageKeys };
 }
@@ -48,6 +54,7 @@ export function createRunTool(
     maxTextBytes = () => DEFAULT_PAYLOAD_LIMITS.maxTextBytes,
     wholeMaxBytes,
     madeByModel,
+    approvals = () => undefined,
     artifacts,
   }: RunToolOptions = {},
 ) {
@@ -79,6 +86,8 @@ export function createRunTool(
         `not run: this call of "${call.name}" carries no proof that a model made it in this run (an answer completed by hand is not the model's)`,
       );
     }
+    const unapproved = approvalProblem(input, tool, approvals());
+    if (unapproved) return toolError(unapproved);
     const parsed = parseArguments(call, tool);
     if (!parsed.ok) return toolError(parsed.error);
     let value: unknown;
@@ -117,6 +126,35 @@ export function createRunTool(
     };
     return { access: { readable, save: refused, read: refused }, saved: [] };
   }
+}
+
+/**
+ * Why the call may not run as far as approvals go, or `undefined`: a decision it carries must be for exactly these
+ * arguments (and, with approvers configured, proven by one of them); a call the config asks approval of runs only
+ * with one. The run checked all of this before; the worker checks again, from its own config.
+ */
+function approvalProblem(
+  input: RunToolInput,
+  tool: ToolDefinition,
+  config: ApprovalsConfig | undefined,
+): string | undefined {
+  const { call, approval } = input;
+  if (approval) {
+    const digest = approvalDigest(call);
+    if (approval.digest !== digest) {
+      return `not run: the arguments of this call of "${call.name}" are not those approved in request ${approval.requestId}`;
+    }
+    const runId = activityInfo().workflowExecution?.workflowId ?? input.runId;
+    const proof = checkProof(config?.approvers, runId, { ...approval, decision: 'approve' });
+    if (!proof.ok) return `not run: the approval of request ${approval.requestId} does not check out: ${proof.reason}`;
+    return undefined;
+  }
+  const why = whyApproval(
+    resolvePolicy(config, {}, [{ name: tool.name, destructive: tool.destructive === true }]),
+    call.name,
+    call.arguments,
+  );
+  return why && `not run: ${why}, and this call carries no decision; it runs only once approved`;
 }
 
 /** A call's arguments as its tool's parameters read them, or what the model is told about them. */

@@ -12,12 +12,14 @@ import { format, resolveConfig } from 'prettier';
 import { z } from 'zod';
 import { EndConversationInput, RunInput, RunResult, SendMessageInput } from '../src/contract/run.js';
 import { STEERING_TOOL_REGISTRY } from '../src/contract/delegation.js';
+import { DecideApprovalInput } from '../src/contract/approvals.js';
 import {
   SignedAdmissionAcquire,
   SignedAdmissionRelease,
   SignedAdmitted,
   SignedAnswer,
   SignedInterjection,
+  SignedApprovals,
   SignedQuestion,
 } from '../src/contract/signals.js';
 
@@ -34,6 +36,8 @@ export const SCHEMAS = {
   SIGNED_ADMISSION_ACQUIRE: [SignedAdmissionAcquire, 'Payload of the `deputy.admission.acquire` signal.'],
   SIGNED_ADMISSION_RELEASE: [SignedAdmissionRelease, 'Payload of the `deputy.admission.release` signal.'],
   SIGNED_ADMITTED: [SignedAdmitted, 'Payload of the `deputy.admitted` signal.'],
+  DECIDE_APPROVAL_INPUT: [DecideApprovalInput, 'Payload of the `decideApproval` update.'],
+  SIGNED_APPROVALS: [SignedApprovals, 'Payload of the `deputy.approvals` signal.'],
 } as const;
 
 /** JSON Schema keywords of zod checks that can carry words of their own. */

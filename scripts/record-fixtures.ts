@@ -23,15 +23,23 @@ import { ScriptedModelServer } from '../src/testing/scripted-model.js';
 import { createDeputyWorker } from '../src/worker/factory.js';
 import { RUN_SCENARIOS, type Scenario } from './fixture-runs.js';
 import { TREE_SCENARIOS } from './fixture-trees.js';
+import { APPROVAL_SCENARIOS } from './fixture-approvals.js';
 
-const SCENARIOS: Scenario[] = [...RUN_SCENARIOS, ...TREE_SCENARIOS];
+const SCENARIOS: Scenario[] = [...RUN_SCENARIOS, ...TREE_SCENARIOS, ...APPROVAL_SCENARIOS];
 
 /** The config every fixture is recorded with. */
 function fixtureConfig() {
   return parseConfig({
     model: 'test-model',
     prices: { 'test-model': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 } },
-    delegation: { enabled: true, activation: 'unconditional' },
+    // Two levels, so a grandchild's approval request climbs to the root.
+    delegation: { enabled: true, activation: 'unconditional', maxDepth: 2 },
+    // Only the approvals scenario searches the ledger.
+    approvals: {
+      tools: {
+        search_notes: { when: { type: 'object', properties: { query: { const: 'the ledger' } }, required: ['query'] } },
+      },
+    },
     // What the scenarios ask for: a caller's scopes only narrow what the config grants.
     grantableScopes: ['tools.calc', 'tools.notes', 'run.delegate', 'artifacts.read', 'artifacts.write'],
     presets: [
@@ -97,8 +105,11 @@ async function main(): Promise<void> {
         await deputy.startRun(scenario.input, { workflowId });
         await scenario.drive?.(deputy, workflowId, model);
         const result = await deputy.result(workflowId);
-        const children = (await deputy.getState(workflowId)).delegations.map((d) => d.childWorkflowId);
-        for (const id of [workflowId, ...children]) {
+        const tree = [workflowId];
+        for (let i = 0; i < tree.length; i += 1) {
+          tree.push(...(await deputy.getState(tree[i]!)).delegations.map((d) => d.childWorkflowId));
+        }
+        for (const id of tree) {
           const history = exportHistory(server.address, id);
           const name = id.replace(/\//g, '__'); // the replay test maps __ back to /
           writeFileSync(join(out, `${name}.json`), history.text);

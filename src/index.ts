@@ -20,7 +20,17 @@ export { SESSION_VERSION } from './contract/dialogue.js';
 export { SessionExport, SESSION_FORMAT } from './contract/session-export.js';
 export { Preset } from './contract/preset.js';
 export { Brief, DelegateArgs, InterjectArgs } from './contract/delegation.js';
-export { stateQuery, sendMessageUpdate, endConversationUpdate, interjectUpdate } from './contract/messages.js';
+export {
+  stateQuery,
+  sendMessageUpdate,
+  endConversationUpdate,
+  interjectUpdate,
+  approvalsQuery,
+  decideApprovalUpdate,
+} from './contract/messages.js';
+export { ApprovalRequest, DecideApprovalInput, type DecideApprovalResult } from './contract/approvals.js';
+export { approvalDigest, approvalProof } from './ops/approval-proof.js';
+export type { DecideOptions } from './client/approvals.js';
 export { DeputyClient, type DeputyClientOptions, type StartRunOptions } from './client/client.js';
 export type { OpenQuestion, SessionInfo } from './client/listings.js';
 export { DEPUTY_SEARCH_ATTRIBUTES } from './contract/search-attributes.js';

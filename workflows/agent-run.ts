@@ -15,6 +15,8 @@ import {
 import type { DeputyActivities } from '../activities/index.js';
 import type { PresetAtRevisionInput } from '../src/contract/activities.js';
 import type { Preset } from '../src/contract/preset.js';
+import type { ResolveRunResult } from '../src/contract/composition.js';
+import { mergePolicies } from '../src/rules/approvals.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { RunInput, RunResult } from '../src/contract/run.js';
 import { treeAttributes } from '../src/contract/search-attributes.js';
@@ -25,6 +27,7 @@ import { compositionFromInput, startsFromInput } from '../src/rules/child-compos
 import { STEERING_TOOLS } from '../src/rules/children.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';
 import { registerHandlers } from './handlers.js';
+import { registerApprovalHandlers } from './approvals.js';
 import { stopDetached } from './delegation/detached.js';
 import { agentLoop } from './loop.js';
 import { checkRunInput } from '../src/contract/checks/contract-checks.js';
@@ -41,6 +44,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     ? AgentRunState.fromResume(input, info.workflowId, input.resume)
     : new AgentRunState(input, info.workflowId);
   registerHandlers(run);
+  registerApprovalHandlers(run);
   // A child and a resumed run act with the grant their input carries, which workers honour only for a run Temporal
   // records in the granted tree; a root is granted its tree when its composition is resolved.
   if (input.origin || input.resume) run.grant = input.grant ?? '';
@@ -120,11 +124,25 @@ async function begin(run: AgentRunState, input: ParsedRunInput): Promise<void> {
   const given =
     presetAt && startsFromInput(input) ? withPresetDefinition(input, await local.presetAtRevision(presetAt)) : input;
   const inherited = compositionFromInput(given);
-  if (inherited) return run.begin(inherited, resolveLimits(input.limits, inherited.defaultLimits, Date.now()));
+  if (inherited) {
+    return run.begin(
+      withParentApprovals(inherited, input),
+      resolveLimits(input.limits, inherited.defaultLimits, Date.now()),
+    );
+  }
   const root = !input.origin;
   const { grant, ...composition } = await local.resolveRun({ ...resolveRunInput(given, run.depth), presetAt, root });
   if (root) run.grant = grant!;
-  run.begin(composition, resolveLimits(input.limits, composition.defaultLimits, Date.now()));
+  run.begin(
+    withParentApprovals(composition, input),
+    resolveLimits(input.limits, composition.defaultLimits, Date.now()),
+  );
+}
+
+/** A child's composition needs every approval its parent's does, whatever its preset asked for. */
+function withParentApprovals(composition: ResolveRunResult, input: ParsedRunInput): ResolveRunResult {
+  const approvals = mergePolicies(composition.approvals, input.origin?.approvals);
+  return approvals ? { ...composition, approvals } : composition;
 }
 
 /**

@@ -36,6 +36,13 @@ function drainInbox(run: AgentRunState): void {
       if (run.costMoved()) run.showCost();
       continue;
     }
+    if ('approval' in item) {
+      const { taskName, childWorkflowId, requestId } = item.approval;
+      // News of a request decided before the model could read it is no news.
+      if (!run.approvals.isOpenBelow(item.approval.run, requestId)) continue;
+      run.append({ type: 'subagent/approval', at: now(), taskName, childWorkflowId, requestId, content: item.content });
+      continue;
+    }
     if ('question' in item) {
       const { taskName, childWorkflowId, questionId, answered } = item.question;
       const common = { at: now(), taskName, childWorkflowId, questionId };

@@ -59,7 +59,14 @@ export function countModelCall(run: MeteredRun, spend: Spend) {
 
 /** Why a `delegate` call spawned nothing. */
 export type RefusalReason =
-  'invalid_arguments' | 'unknown_preset' | 'caps' | 'plan' | 'max_children' | 'budget' | 'start_failed';
+  | 'invalid_arguments'
+  | 'unknown_preset'
+  | 'caps'
+  | 'plan'
+  | 'not_approved'
+  | 'max_children'
+  | 'budget'
+  | 'start_failed';
 
 /** A `delegate` call (or one of its briefs) refused. */
 export function countRefusal(run: MeteredRun, reason: RefusalReason, briefs = 1): void {
@@ -109,4 +116,12 @@ export function countRunEnded(run: MeteredRun, status: string, limit: string | u
 export function countSignalDropped(signal: string, reason: string): void {
   if (replaying()) return;
   counter('deputy_signals_dropped', '1', 'Signals dropped unread, by signal and reason').add(1, { signal, reason });
+}
+
+/** An approval request closed: by its decision (`approve`, `deny`, `expired`, `cancelled`), and how long it waited. */
+export function countApproval(run: MeteredRun, decision: string, waitedMs: number): void {
+  if (replaying()) return;
+  const tags = { ...runTags(run), decision };
+  counter('deputy_approvals_total', '1', 'Approval requests closed, by decision').add(1, tags);
+  counter('deputy_approval_wait_ms', 'ms', 'Time approval requests waited for their decision').add(waitedMs, tags);
 }

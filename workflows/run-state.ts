@@ -26,6 +26,7 @@ import { microToUsd } from '../src/rules/usage.js';
 import { countRunEnded } from './metrics.js';
 import { WorkerDialogue } from './worker-dialogue.js';
 import { RunWaits } from './run-waits.js';
+import { ApprovalBook } from './approval-book.js';
 
 export type { ParsedRunInput };
 import type { DetachedChild, InboxItem } from './run-waits.js';
@@ -73,6 +74,8 @@ export class AgentRunState extends RunWaits {
   grant = '';
   /** What the worker of the run's last model call holds of its dialogue. */
   readonly workerDialogue = new WorkerDialogue();
+  /** Its calls' approval requests, and the open ones its children report of their subtrees. */
+  readonly approvals = new ApprovalBook();
 
   constructor(
     readonly input: ParsedRunInput,
@@ -191,6 +194,7 @@ export class AgentRunState extends RunWaits {
       ...resume.inbox.map((item): InboxItem => {
         if (item.subagent) return { from: item.from, content: item.content, subagent: item.subagent };
         if (item.question) return { from: item.from, content: item.content, question: item.question };
+        if (item.approval) return { from: item.from, content: item.content, approval: item.approval };
         return item.interjection
           ? { from: item.from, content: item.content, interjection: true }
           : { from: 'user', content: item.content };
@@ -285,10 +289,11 @@ export class AgentRunState extends RunWaits {
   #waitingCalls = 0;
 
   /**
-   * The live status from what the run waits on now, never from the tool that just finished: its own question to its
-   * parent, a child a tool call of this turn waits for, else running.
+   * The live status from what the run waits on now, never from the tool that just finished: a decision on one of its
+   * calls, its own question to its parent, a child a tool call of this turn waits for, else running.
    */
-  liveStatus(): 'waiting_for_answer' | 'waiting_for_children' | 'running' {
+  liveStatus(): 'waiting_for_approval' | 'waiting_for_answer' | 'waiting_for_children' | 'running' {
+    if (this.approvals.waiting()) return 'waiting_for_approval';
     if (this.asksParent()) return 'waiting_for_answer';
     if (this.#waitingCalls > 0 || this.hasLiveWaitedChildren()) return 'waiting_for_children';
     return 'running';

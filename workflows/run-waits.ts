@@ -17,6 +17,12 @@ export type InboxItem =
       content: string;
       /** A child's question, or (`answered`) news that a person answered one directly. */
       question: { taskName: string; childWorkflowId: string; questionId: string; answered?: boolean };
+    }
+  | {
+      from: string;
+      content: string;
+      /** A request for approval somewhere below the run: news, never something the model decides. */
+      approval: { taskName: string; childWorkflowId: string; requestId: string; run: string };
     };
 
 /** A child dispatched with `wait: false`, as its parent follows it. */

@@ -23,6 +23,8 @@ import { runWait } from './delegation/detached.js';
 import { runAnswerChild, runAskParent } from './delegation/questions.js';
 import { sessionLost, sessionOptions } from './mcp-sessions.js';
 import { now, type AgentRunState } from './run-state.js';
+import { awaitApproval, type Gate } from './approvals.js';
+import { whyApproval } from '../src/rules/approvals.js';
 
 const { runTool } = proxyActivities<DeputyActivities>(TOOL_CALL_OPTIONS);
 const { madeByModel } = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
@@ -75,6 +77,11 @@ function sealedOnly(handler: Handler): Handler {
       { call, firstRunId: firstExecutionRunId },
     ]);
     if (checked) {
+      // A steering tool the config names waits for its decision like any other (a delegation's cost is checked
+      // where it is planned).
+      const why = whyApproval(run.composition.approvals, call.name, call.arguments);
+      const gate = why === undefined ? undefined : await awaitApproval(run, call, why);
+      if (gate && !gate.ok) return gate.result;
       return handler(call, run);
     }
     return {
@@ -116,14 +123,28 @@ function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: strin
   };
   return settled(
     async () => {
+      const gate = await approvalFor(run, call, allowedTools);
+      if (gate && !gate.ok) return gate.result;
       const pinned = server === undefined ? {} : await sessionOptions(run, server);
-      return runTool.executeWithOptions({ ...options, ...pinned }, [input]);
+      return runTool.executeWithOptions({ ...options, ...pinned }, [
+        { ...input, ...(gate && { approval: gate.approval }) },
+      ]);
     },
     (err) => {
       const lost = server === undefined ? undefined : sessionLost(run, server, err);
       return { content: `tool "${call.name}" failed: ${lost ?? rootMessage(err)}`, isError: true };
     },
   );
+}
+
+/**
+ * A call the run's approvals name waits for its decision before it runs (one the run was not offered is refused by
+ * `runTool` without asking anybody).
+ */
+async function approvalFor(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<Gate | undefined> {
+  if (!allowedTools.includes(call.name)) return undefined;
+  const why = whyApproval(run.composition.approvals, call.name, call.arguments);
+  return why === undefined ? undefined : awaitApproval(run, call, why);
 }
 
 /** `start()`'s result, or `failed(err)` for what it threw; a cancellation goes through. */

@@ -25,6 +25,7 @@ import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { COMMANDS, help, parse, usageLine, type Parsed } from './usage.js';
 import { labelledUsage } from '../rules/usage.js';
 import { recordedState, unanswered, withinSeconds } from './recorded.js';
+import { approvalsCommand } from './approvals.js';
 
 async function main(argv: string[]): Promise<number> {
   const parsed = parse(argv);
@@ -122,6 +123,11 @@ async function main(argv: string[]): Promise<number> {
         break;
       case 'followup':
         started(await deputy.followup(first, second));
+        break;
+      case 'approvals':
+      case 'approve':
+      case 'deny':
+        print(await approvalsCommand(deputy, command, args, parsed));
         break;
     }
     return 0;

@@ -73,6 +73,34 @@ export const COMMANDS: Record<string, { args: string; does: string; min: number;
     min: 2,
     max: 2,
   },
+  approvals: {
+    args: '<workflowId>',
+    does: 'the approval requests open in the tree: run, request id, tool, arguments, deadline, path',
+    min: 1,
+    max: 1,
+  },
+  approve: {
+    args: '<workflowId> <requestId>',
+    does: 'approves a request: the call runs once, with the arguments it was asked with (the run or its root)',
+    min: 2,
+    max: 2,
+    options: [
+      '--reason <text>      why: the model reads it (with a denial)',
+      "--approver <id>      who decides: one of the config's approvals.approvers",
+      "--key-env <NAME>     the approver's key, read from this environment variable: the proof is made here, the key never sent",
+    ],
+  },
+  deny: {
+    args: '<workflowId> <requestId>',
+    does: 'denies a request: the model reads who denied it and why',
+    min: 2,
+    max: 2,
+    options: [
+      '--reason <text>      why: the model reads it (with a denial)',
+      "--approver <id>      who decides: one of the config's approvals.approvers",
+      "--key-env <NAME>     the approver's key, read from this environment variable: the proof is made here, the key never sent",
+    ],
+  },
   tenants: { args: '', does: 'each configured tenant: activated or not, and why (its evidence)', min: 0, max: 0 },
   eval: {
     args: 'admit <exported.json>',
@@ -140,6 +168,9 @@ const OPTIONS = {
   'max-turns': { type: 'string' },
   'max-cost': { type: 'string' },
   detach: { type: 'boolean' },
+  reason: { type: 'string' },
+  approver: { type: 'string' },
+  'key-env': { type: 'string' },
 } as const;
 
 export interface Parsed {
@@ -154,6 +185,10 @@ export interface Parsed {
   maxTurns: number | undefined;
   maxCostUsd: number | undefined;
   detach: boolean;
+  reason: string | undefined;
+  approver: string | undefined;
+  /** The environment variable that holds the approver's key. */
+  keyEnv: string | undefined;
 }
 
 export function parse(argv: string[]): Parsed | 'help' {
@@ -182,7 +217,10 @@ export function parse(argv: string[]): Parsed | 'help' {
     if (!spec.options?.some((o) => o.startsWith(`--${name} `) || o === `--${name}`))
       throw new UsageError(`${command} takes no --${name}; deputy ${command} --help lists what it takes`);
   }
-  const { http, out, preset, model, detach, redact } = parsed.values;
+  const { http, out, preset, model, detach, redact, reason, approver } = parsed.values;
+  const keyEnv = parsed.values['key-env'];
+  if (keyEnv !== undefined && !approver)
+    throw new UsageError('--key-env makes a proof for an approver: give --approver too');
   if (http !== undefined && !/^\d{1,5}$/.test(http)) throw new UsageError(`--http takes a port number, not "${http}"`);
   if (out !== undefined && out.trim() === '') throw new UsageError('--out takes a file name');
   const maxTurns = parsed.values['max-turns'];
@@ -202,5 +240,8 @@ export function parse(argv: string[]): Parsed | 'help' {
     maxTurns: maxTurns === undefined ? undefined : Number(maxTurns),
     maxCostUsd: maxCost === undefined ? undefined : Number(maxCost),
     detach: detach ?? false,
+    reason,
+    approver,
+    keyEnv,
   };
 }

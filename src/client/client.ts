@@ -35,6 +35,8 @@ import { startRefused } from './start-refused.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { tracingWanted } from '../ops/wanted.js';
 import { describeIssues } from '../rules/zod-issues.js';
+import { decideApproval, openApprovals, type DecideOptions } from './approvals.js';
+import type { ApprovalRequest, DecideApprovalResult } from '../contract/approvals.js';
 
 /** Options of `DeputyClient`. */
 export interface DeputyClientOptions {
@@ -198,6 +200,24 @@ export class DeputyClient {
   /** The questions children of the tree `rootId` heads asked and nobody has answered yet, oldest first. */
   async openQuestions(rootId: string): Promise<OpenQuestion[]> {
     return openQuestionsOf(this.temporal, rootId, (id) => this.getState(id));
+  }
+
+  /** The approval requests open in the tree `rootId` heads, each with the run that waits and its path. */
+  async approvals(rootId: string): Promise<ApprovalRequest[]> {
+    return openApprovals(this.temporal, rootId);
+  }
+
+  /**
+   * Approves or denies an open request, given the run that waits or its root (the request is found below it). With
+   * `approvals.approvers` configured, pass `approver` and `proof` (or `key`, to make the proof here).
+   */
+  async decideApproval(
+    runId: string,
+    requestId: string,
+    decision: 'approve' | 'deny',
+    options: DecideOptions = {},
+  ): Promise<DecideApprovalResult> {
+    return decideApproval(this.temporal, runId, requestId, decision, options);
   }
 
   /** Ends a conversation-mode run once its current turn is done. */

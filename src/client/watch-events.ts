@@ -96,6 +96,10 @@ export type WatchEvent = EventBase &
     | { type: 'question/asked'; child: string; questionId: string; question: string }
     | { type: 'question/answered'; questionId: string; from: string }
     | { type: 'interjection'; from: string; to: string | null }
+    /** A call of this run waits for a decision (`decideApproval` on this run, by `requestId`). */
+    | { type: 'approval/requested'; requestId: string; tool: string; why: string; preview: string; deadline: string }
+    /** A decision closed one of this run's requests: by a decider (`by`), or by its deadline (`expired`). */
+    | { type: 'approval/decided'; requestId: string; decision: 'approve' | 'deny' | 'expired'; by: string }
     | { type: 'message/received' }
   );
 
@@ -184,3 +188,6 @@ export function refusalsIn(input: CallModelInput | undefined): string[] {
     .filter((m) => m.role === 'tool' && typeof m.content === 'string' && m.content.includes('nothing was spawned'))
     .map((m) => String(m.content).slice(0, 500));
 }
+
+/** How a reader says an event (behind the cursor, it says nothing). */
+export type Say = (body: WatchBody) => Promise<void>;

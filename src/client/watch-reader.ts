@@ -6,6 +6,8 @@
  */
 import type { CallModelInput, CallModelResult, RunToolInput, RunToolResult } from '../contract/activities.js';
 import type { ModelPrice } from '../contract/composition.js';
+import type { RequestApprovalInput } from '../contract/approvals.js';
+import { ApprovalsReading, sayMessage } from './watch-messages.js';
 import type { RunInput, RunResult } from '../contract/run.js';
 import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../contract/signals.js';
 import { billedTokens, callCostMicroUsd, microToUsd, type CallTokens } from '../rules/usage.js';
@@ -18,6 +20,7 @@ import {
   usageOf,
   type HistoryEvent,
   type Payloads,
+  type Say,
   type WatchBody,
 } from './watch-events.js';
 
@@ -28,6 +31,8 @@ export interface ActivityInfo {
   tool?: string;
   /** A message from another run being checked (`verifyMessage`). */
   message?: MessageToSign;
+  /** An approval request being recorded (`requestApproval`). */
+  approval?: RequestApprovalInput;
   /** Its end is in history: live output stops. */
   ended?: boolean;
 }
@@ -51,8 +56,6 @@ export interface ReaderHooks {
   modelScheduled(event: HistoryEvent, activityId: string, info: ActivityInfo): void;
 }
 
-type Say = (body: WatchBody) => Promise<void>;
-
 /** Reads one run's events in history order; `read` answers what each says. */
 export class RunReader {
   price: ModelPrice | undefined;
@@ -60,8 +63,11 @@ export class RunReader {
   readonly #children = new Map<number, string>();
   /** What each child's start reserved (its token and cost caps), to tell an overrun at its join. */
   readonly #reservations = new Map<string, { maxTokens: number | null; maxCostUsd: number | null }>();
+  readonly #approvals: ApprovalsReading;
 
-  constructor(private readonly hooks: ReaderHooks) {}
+  constructor(private readonly hooks: ReaderHooks) {
+    this.#approvals = new ApprovalsReading((payloads) => this.decode(payloads));
+  }
 
   /** What `event` says (nothing, one event, or several); behind the cursor (`replaying`) it only teaches. */
   async read(event: HistoryEvent, replaying: boolean): Promise<WatchBody[]> {
@@ -105,6 +111,12 @@ export class RunReader {
         return this.#childEnded(event, replaying, say);
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
         return this.#updateAccepted(event, replaying, say);
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
+        return this.#approvals.updateCompleted(event, say);
+      case EventType.EVENT_TYPE_TIMER_STARTED:
+        return this.#approvals.timerStarted(event);
+      case EventType.EVENT_TYPE_TIMER_FIRED:
+        return this.#approvals.timerFired(event, say);
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
         return this.#runCompleted(event, replaying, say);
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
@@ -148,6 +160,8 @@ export class RunReader {
       await say({ type: 'tool/called', name: info.tool });
     } else if (type === 'verifyMessage') {
       info.message = (await this.decode<VerifyMessageInput>(attributes.input))?.message;
+    } else if (type === 'requestApproval') {
+      info.approval = await this.decode<RequestApprovalInput>(attributes.input);
     }
     this.#activities.set(Number(event.eventId), info);
     return;
@@ -180,6 +194,8 @@ export class RunReader {
       // have sent is not.
       const verdict = await this.decode<VerifyMessageResult>(attributes.result);
       if (verdict?.ok) await sayMessage(info.message, say);
+    } else if (info.approval !== undefined && !replaying) {
+      await this.#approvals.requested(info.approval, attributes.result, say);
     } else if (info.tool !== undefined && !replaying) {
       const result = await this.decode<RunToolResult>(attributes.result);
       await say({
@@ -284,6 +300,8 @@ export class RunReader {
       await say({ type: 'interjection', from: 'client', to: arg?.taskName ?? null });
     else if (request?.name === 'answerChild') {
       await say({ type: 'question/answered', questionId: arg?.questionId ?? '', from: 'client' });
+    } else if (request?.name === 'decideApproval') {
+      this.#approvals.decisionAccepted(event);
     }
     return;
   }
@@ -321,21 +339,5 @@ export class RunReader {
       event.childWorkflowExecutionTerminatedEventAttributes?.initiatedEventId ??
       event.childWorkflowExecutionTimedOutEventAttributes?.initiatedEventId;
     return this.#children.get(Number(initiated));
-  }
-}
-
-async function sayMessage(message: MessageToSign, say: Say) {
-  const body = (message.body ?? {}) as Record<string, string | undefined>;
-  if (message.signal === 'deputy.question') {
-    await say({
-      type: 'question/asked',
-      child: message.from,
-      questionId: body.questionId ?? '',
-      question: body.question ?? '',
-    });
-  } else if (message.signal === 'deputy.answer') {
-    await say({ type: 'question/answered', questionId: body.questionId ?? '', from: message.from });
-  } else if (message.signal === 'deputy.interjection') {
-    await say({ type: 'interjection', from: message.from, to: null });
   }
 }

@@ -77,6 +77,12 @@ export function describeWatchEvent(event: WatchEvent): string {
       return `interjection from ${event.from}`;
     case 'message/received':
       return 'message received';
+    case 'approval/requested':
+      return `approval ${event.requestId} requested: ${event.tool} ${clip(event.preview)} (until ${event.deadline})`;
+    case 'approval/decided':
+      return event.decision === 'expired'
+        ? `approval ${event.requestId} expired (no decision by its deadline)`
+        : `approval ${event.requestId} ${event.decision === 'approve' ? 'approved' : 'denied'} by ${event.by}`;
   }
 }
 

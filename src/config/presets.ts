@@ -20,6 +20,7 @@ import { configEntry, type DeputyConfig, type Preset } from './schema.js';
 import { DELEGATE_TOOL, delegateAvailable, STEERING_TOOLS } from '../rules/children.js';
 import { DEFAULT_MODEL_RETRY } from '../rules/model-retry.js';
 import { priceFromUsdPerMTok } from '../rules/usage.js';
+import { resolvePolicy } from '../rules/approvals.js';
 
 /** A preset's revision: a short content hash of its definition. */
 export function presetRevision(preset: Preset): string {
@@ -71,6 +72,11 @@ export function resolveComposition(
   if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) {
     runTools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
   }
+  const approvals = resolvePolicy(
+    config.approvals,
+    preset,
+    runTools.map(({ name }) => ({ name, destructive: tools.get(name)?.destructive === true })),
+  );
   return {
     preset: preset.id,
     presetRevision: presetRevision(preset),
@@ -87,6 +93,7 @@ export function resolveComposition(
     ...(!sameRetry(config.modelRetry, DEFAULT_MODEL_RETRY) && { modelRetry: config.modelRetry }),
     hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
     ...(input.tenant !== undefined && { tenantLabel: tenant ? input.tenant : 'other' }),
+    ...(approvals && { approvals }),
   };
 }
 

@@ -15,6 +15,7 @@ import { DEFAULT_MODEL_RETRY } from '../rules/model-retry.js';
 import { MAX_DEPTH_CEILING } from '../rules/children.js';
 import { describeIssues } from '../rules/zod-issues.js';
 import { McpServers } from './mcp.js';
+import { ApprovalsConfig } from '../contract/approvals.js';
 
 /** A model's price in USD per million tokens. */
 export const Price = z.strictObject({
@@ -193,6 +194,11 @@ export const DeputyConfig = z
      * --target-task-queue`). Read when the worker starts.
      */
     frontDoors: z.array(z.strictObject({ tenant: z.string().min(1), taskQueue: z.string().min(1) })).default([]),
+    /**
+     * Calls that wait for a decision from outside the models before they run: per tool, on delegations above a
+     * cost, with a deadline and what an expired request gets; `approvers` makes every decision carry proof.
+     */
+    approvals: ApprovalsConfig.optional(),
   })
   .superRefine((config, ctx) => {
     const ids = new Set<string>();

@@ -10,6 +10,7 @@ import { ResolveRunResult, type ModelPrice } from './composition.js';
 import type { RunTool } from './tools.js';
 import type { ArtifactRef } from './artifacts.js';
 import type { MessageToSign } from './signals.js';
+import type { ApprovedCall } from './approvals.js';
 
 /** What one model call may spend: the run's free tokens and micro-USD (`null` = unlimited) and the model's price. */
 export interface CallBudget {
@@ -189,6 +190,8 @@ export interface RunToolInput {
   source?: string;
   /** The artifacts the run may read (its own, its children's, its brief's), when it has any. */
   artifacts?: ArtifactRef[];
+  /** The decision that let a call run which waited for approval: the worker checks it against the call. */
+  approval?: ApprovedCall;
 }
 
 /** Input of `openMcpSession`: the run that is about to call a stateful MCP server's tool, and the server. */

@@ -7,6 +7,7 @@ import { DelegationSettings } from './delegation.js';
 import { HookSpec } from './hooks.js';
 import { Preset } from './preset.js';
 import { RunTool } from './tools.js';
+import { ApprovalPolicy } from './approvals.js';
 
 /** Budget held back so the run can still write its final answer; `false` turns synthesis off. */
 export const SynthesisReserve = z.union([
@@ -97,6 +98,8 @@ export const ResolveRunResult = z.object({
    * sent (a label's values stay as few as the config's tenants); absent for a run without a tenant.
    */
   tenantLabel: z.string().optional(),
+  /** Which of its calls wait for approval; absent: none. */
+  approvals: ApprovalPolicy.optional(),
 });
 export type ResolveRunResult = z.infer<typeof ResolveRunResult>;
 

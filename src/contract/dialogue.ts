@@ -38,6 +38,12 @@ export function toChatMessages(events: readonly SessionEvent[], persona: string)
       case 'subagent/question':
         messages.push({ role: 'user', content: `[question from child ${event.taskName}]\n${event.content}` });
         break;
+      case 'subagent/approval':
+        messages.push({
+          role: 'user',
+          content: `[approval requested below child ${event.taskName}]\n${event.content}`,
+        });
+        break;
       case 'subagent/answered':
         messages.push({
           role: 'user',

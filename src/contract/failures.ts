@@ -15,6 +15,8 @@ export const FAILURE = {
   InterjectNotDelivered: 'Interject.NotDelivered',
   /** An answer could not be delivered to the child that asked. */
   AnswerNotDelivered: 'Answer.NotDelivered',
+  /** A decision on an approval request was refused: its proof did not check out. Non-retryable. */
+  ApprovalRefused: 'Approval.Refused',
   /** A model call was not made: its worst case does not fit the run's budget. Non-retryable. */
   BudgetExceeded: 'ModelCall.BudgetExceeded',
   ModelTimeout: 'ModelCall.Timeout',

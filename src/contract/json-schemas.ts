@@ -95,6 +95,23 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
                   ],
                 },
+                approvals: {
+                  type: 'object',
+                  propertyNames: { type: 'string' },
+                  additionalProperties: {
+                    anyOf: [
+                      { type: 'string', const: 'always' },
+                      {
+                        type: 'object',
+                        properties: {
+                          when: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
+                        },
+                        required: ['when'],
+                        additionalProperties: false,
+                      },
+                    ],
+                  },
+                },
               },
               required: ['id'],
               additionalProperties: false,
@@ -317,6 +334,31 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
             required: ['id', 'name', 'mediaType', 'size', 'digest', 'key', 'savedBy', 'seal'],
             additionalProperties: false,
           },
+        },
+        approvals: {
+          type: 'object',
+          properties: {
+            tools: {
+              type: 'object',
+              propertyNames: { type: 'string' },
+              additionalProperties: {
+                minItems: 1,
+                type: 'array',
+                items: {
+                  anyOf: [
+                    { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
+                    { type: 'boolean' },
+                  ],
+                },
+              },
+            },
+            delegationAboveUsd: { type: 'number', minimum: 0 },
+            timeoutSeconds: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+            onTimeout: { type: 'string', enum: ['deny', 'approve'] },
+            approvers: { type: 'array', items: { type: 'string' } },
+          },
+          required: ['tools', 'timeoutSeconds', 'onTimeout'],
+          additionalProperties: false,
         },
       },
       required: ['parentId', 'rootId', 'depth', 'taskName', 'invocation', 'allowedTools', 'contextMode'],
@@ -544,6 +586,24 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               {
                 type: 'object',
                 properties: {
+                  type: { type: 'string', const: 'subagent/approval' },
+                  at: {
+                    type: 'string',
+                    format: 'date-time',
+                    pattern:
+                      '^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z))$',
+                  },
+                  inherited: { type: 'boolean' },
+                  taskName: { type: 'string' },
+                  childWorkflowId: { type: 'string' },
+                  requestId: { type: 'string' },
+                  content: { type: 'string' },
+                },
+                required: ['type', 'at', 'taskName', 'childWorkflowId', 'requestId', 'content'],
+              },
+              {
+                type: 'object',
+                properties: {
                   type: { type: 'string', const: 'subagent/answered' },
                   at: {
                     type: 'string',
@@ -604,6 +664,23 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                 { type: 'string', enum: ['none', 'all', 'summary'] },
                 { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
               ],
+            },
+            approvals: {
+              type: 'object',
+              propertyNames: { type: 'string' },
+              additionalProperties: {
+                anyOf: [
+                  { type: 'string', const: 'always' },
+                  {
+                    type: 'object',
+                    properties: {
+                      when: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
+                    },
+                    required: ['when'],
+                    additionalProperties: false,
+                  },
+                ],
+              },
             },
           },
           required: ['id'],
@@ -836,6 +913,24 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               {
                 type: 'object',
                 properties: {
+                  type: { type: 'string', const: 'subagent/approval' },
+                  at: {
+                    type: 'string',
+                    format: 'date-time',
+                    pattern:
+                      '^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z))$',
+                  },
+                  inherited: { type: 'boolean' },
+                  taskName: { type: 'string' },
+                  childWorkflowId: { type: 'string' },
+                  requestId: { type: 'string' },
+                  content: { type: 'string' },
+                },
+                required: ['type', 'at', 'taskName', 'childWorkflowId', 'requestId', 'content'],
+              },
+              {
+                type: 'object',
+                properties: {
                   type: { type: 'string', const: 'subagent/answered' },
                   at: {
                     type: 'string',
@@ -949,6 +1044,23 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     { type: 'string', enum: ['none', 'all', 'summary'] },
                     { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
                   ],
+                },
+                approvals: {
+                  type: 'object',
+                  propertyNames: { type: 'string' },
+                  additionalProperties: {
+                    anyOf: [
+                      { type: 'string', const: 'always' },
+                      {
+                        type: 'object',
+                        properties: {
+                          when: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
+                        },
+                        required: ['when'],
+                        additionalProperties: false,
+                      },
+                    ],
+                  },
                 },
               },
               required: ['id'],
@@ -1121,6 +1233,31 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               additionalProperties: false,
             },
             tenantLabel: { type: 'string' },
+            approvals: {
+              type: 'object',
+              properties: {
+                tools: {
+                  type: 'object',
+                  propertyNames: { type: 'string' },
+                  additionalProperties: {
+                    minItems: 1,
+                    type: 'array',
+                    items: {
+                      anyOf: [
+                        { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {} },
+                        { type: 'boolean' },
+                      ],
+                    },
+                  },
+                },
+                delegationAboveUsd: { type: 'number', minimum: 0 },
+                timeoutSeconds: { type: 'integer', exclusiveMinimum: 0, maximum: 9007199254740991 },
+                onTimeout: { type: 'string', enum: ['deny', 'approve'] },
+                approvers: { type: 'array', items: { type: 'string' } },
+              },
+              required: ['tools', 'timeoutSeconds', 'onTimeout'],
+              additionalProperties: false,
+            },
           },
           required: [
             'preset',
@@ -1283,6 +1420,16 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                   answered: { type: 'boolean' },
                 },
                 required: ['taskName', 'childWorkflowId', 'questionId'],
+              },
+              approval: {
+                type: 'object',
+                properties: {
+                  taskName: { type: 'string' },
+                  childWorkflowId: { type: 'string' },
+                  requestId: { type: 'string' },
+                  run: { type: 'string' },
+                },
+                required: ['taskName', 'childWorkflowId', 'requestId', 'run'],
               },
             },
             required: ['from', 'content'],
@@ -1584,6 +1731,69 @@ export const SIGNED_ADMITTED_SCHEMA: JsonSchema = {
 
 /** The contract's own words for the checks of SIGNED_ADMITTED_SCHEMA, by keyword location. */
 export const SIGNED_ADMITTED_MESSAGES: SchemaMessages = {};
+
+/** Payload of the `decideApproval` update. */
+export const DECIDE_APPROVAL_INPUT_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    requestId: { type: 'string', minLength: 1, maxLength: 100 },
+    decision: { type: 'string', enum: ['approve', 'deny'] },
+    reason: { type: 'string', maxLength: 2000 },
+    approver: { type: 'string', minLength: 1, maxLength: 100 },
+    proof: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+  },
+  required: ['requestId', 'decision'],
+  additionalProperties: false,
+};
+
+/** The contract's own words for the checks of DECIDE_APPROVAL_INPUT_SCHEMA, by keyword location. */
+export const DECIDE_APPROVAL_INPUT_MESSAGES: SchemaMessages = {
+  '#/properties/proof/pattern': '64 lowercase hex digits',
+};
+
+/** Payload of the `deputy.approvals` signal. */
+export const SIGNED_APPROVALS_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    from: { type: 'string', minLength: 1, maxLength: 1000 },
+    to: { type: 'string', minLength: 1, maxLength: 1000 },
+    id: { type: 'string', minLength: 1, maxLength: 1000 },
+    body: {
+      type: 'object',
+      properties: {
+        version: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+        requests: {
+          maxItems: 100,
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: {
+              requestId: { type: 'string', minLength: 1, maxLength: 100 },
+              run: { type: 'string', minLength: 1, maxLength: 1000 },
+              path: { type: 'string', maxLength: 2000 },
+              tool: { type: 'string', maxLength: 200 },
+              digest: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              preview: { type: 'string', maxLength: 1000 },
+              why: { type: 'string', maxLength: 1000 },
+              requestedAt: { type: 'string', maxLength: 40 },
+              deadline: { type: 'string', maxLength: 40 },
+            },
+            required: ['requestId', 'run', 'path', 'tool', 'digest', 'preview', 'why', 'requestedAt', 'deadline'],
+            additionalProperties: false,
+          },
+        },
+      },
+      required: ['version', 'requests'],
+      additionalProperties: false,
+    },
+    sig: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  required: ['from', 'to', 'id', 'body', 'sig'],
+  additionalProperties: false,
+};
+
+/** The contract's own words for the checks of SIGNED_APPROVALS_SCHEMA, by keyword location. */
+export const SIGNED_APPROVALS_MESSAGES: SchemaMessages = {};
 
 /** Steering tools offered with the delegation scope, below max depth. */
 export const PARENT_STEERING_TOOLS: readonly SteeringToolName[] = [

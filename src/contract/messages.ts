@@ -2,6 +2,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AnswerChildArgs, InterjectArgs } from './delegation.js';
 import type { EndConversationInput, RunState, SendMessageInput } from './run.js';
+import type { ApprovalRequest, ApprovalsBody, DecideApprovalInput, DecideApprovalResult } from './approvals.js';
 import type {
   AdmissionAcquireBody,
   AdmissionReleaseBody,
@@ -38,6 +39,15 @@ export const answerChildUpdate = defineUpdate<
   { delivered: true; childWorkflowId: string; questionId: string },
   [AnswerChildArgs]
 >('answerChild');
+
+/** The open approval requests of the run and (on a root, on any parent) of every run below it. */
+export const approvalsQuery = defineQuery<ApprovalRequest[]>('approvals');
+
+/** Decides one of the run's own open approval requests: `{ requestId, decision, reason?, approver?, proof? }`. */
+export const decideApprovalUpdate = defineUpdate<DecideApprovalResult, [DecideApprovalInput]>('decideApproval');
+
+/** A child tells its parent the open approval requests of its subtree (workflow to workflow). */
+export const approvalsSignal = defineSignal<[SignedMessage<ApprovalsBody>]>('deputy.approvals');
 
 /** A parent asks its tenant's admission workflow for a live-child slot for `childWorkflowId`. */
 export const admissionAcquireSignal = defineSignal<[SignedMessage<AdmissionAcquireBody>]>('deputy.admission.acquire');

@@ -3,6 +3,7 @@
  * validate preset definitions that arrive in a run's input.
  */
 import { z } from 'zod';
+import { PresetApprovalRule } from './approvals.js';
 
 /** Reasoning effort passed to models that take it. */
 export const Effort = z.enum(['minimal', 'low', 'medium', 'high']);
@@ -31,5 +32,10 @@ export const Preset = z.strictObject({
    * `delegation.defaultContext`. A conversation layer may fork its dialogue by default, an inner layer stays isolated.
    */
   defaultContext: ContextMode.optional(),
+  /**
+   * Calls of a run with this preset that wait for approval, besides those the config names: per tool, `always` or
+   * `{ when: <JSON Schema on its arguments> }`. A preset adds approvals, never removes one.
+   */
+  approvals: z.record(z.string(), PresetApprovalRule).optional(),
 });
 export type Preset = z.infer<typeof Preset>;

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { BriefLimits, ContextMode } from './delegation.js';
 import { Effort, Preset } from './preset.js';
 import { InheritedComposition, ResolveRunResult, SynthesisReserve } from './composition.js';
+import { ApprovalPolicy } from './approvals.js';
 import { forkProblems } from './fork.js';
 import { LimitName, SessionEvent } from './session.js';
 
@@ -87,6 +88,8 @@ export const ChildOrigin = z.strictObject({
     .optional(),
   /** The artifacts its brief gave it to read, from those its parent could read. */
   artifacts: z.array(ArtifactRef).optional(),
+  /** What its parent's calls wait for approval on: the child needs at least as much. */
+  approvals: ApprovalPolicy.optional(),
 });
 export type ChildOrigin = z.infer<typeof ChildOrigin>;
 
@@ -153,6 +156,8 @@ export const LiveStatus = z.enum([
   'waiting_for_children',
   /** A child waiting for the answer to its `ask_parent` question. */
   'waiting_for_answer',
+  /** A call of the run waits for a decision from outside the models. */
+  'waiting_for_approval',
   ...RunStatus.options,
 ]);
 export type LiveStatus = z.infer<typeof LiveStatus>;
@@ -287,6 +292,10 @@ export const RunResume = z.object({
           answered: z.boolean().optional(),
         })
         .optional(),
+      /** A request for approval below the run. */
+      approval: z
+        .object({ taskName: z.string(), childWorkflowId: z.string(), requestId: z.string(), run: z.string() })
+        .optional(),
     }),
   ),
   appended: z.number().int().nonnegative(),
@@ -336,12 +345,4 @@ export const RunState = z.object({
 });
 export type RunState = z.infer<typeof RunState>;
 
-/** Payload of the `sendMessage` update. */
-export const SendMessageInput = z.strictObject({
-  message: z.string().min(1, 'message must not be empty'),
-});
-export type SendMessageInput = z.infer<typeof SendMessageInput>;
-
-/** Payload of the `endConversation` update. */
-export const EndConversationInput = z.strictObject({ reason: z.string().optional() });
-export type EndConversationInput = z.infer<typeof EndConversationInput>;
+export { EndConversationInput, SendMessageInput } from './updates.js';

@@ -83,6 +83,15 @@ export const SessionEvent = z.discriminatedUnion('type', [
     questionId: z.string(),
     content: z.string(),
   }),
+  /** A request for approval somewhere below this run, between turns; `content` is an untrusted notice. */
+  z.object({
+    type: z.literal('subagent/approval'),
+    ...common,
+    taskName: z.string(),
+    childWorkflowId: z.string(),
+    requestId: z.string(),
+    content: z.string(),
+  }),
   /** A child's question answered by someone else than this run's model (a person, through `answerChild`). */
   z.object({
     type: z.literal('subagent/answered'),

@@ -5,6 +5,7 @@
  * does not parse, is not addressed to it, or is not signed. Must stay importable from workflow code.
  */
 import { z } from 'zod';
+import { ApprovalsBody } from './approvals.js';
 
 /** Longest id (workflow id, message id) an envelope may carry; Temporal's own workflow ids are far shorter. */
 const ID = z.string().min(1).max(1000);
@@ -68,6 +69,8 @@ export const SignedAnswer = signedMessage(AnswerBody);
 export const SignedAdmissionAcquire = signedMessage(AdmissionAcquireBody);
 export const SignedAdmissionRelease = signedMessage(AdmissionReleaseBody);
 export const SignedAdmitted = signedMessage(AdmittedBody);
+/** A child's report of the open approval requests of its subtree. */
+export const SignedApprovals = signedMessage(ApprovalsBody);
 
 /** Input of the `verifyMessage` local activity. */
 export interface VerifyMessageInput {

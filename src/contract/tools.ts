@@ -49,6 +49,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * composition of each run offered it: the run keeps calling that source after a reload changes or removes it.
    */
   source?: string;
+  /**
+   * Its source marks it as changing the world (an MCP tool annotated `destructiveHint` and not `readOnlyHint`): its
+   * calls wait for approval unless the config's `approvals.tools` says `never` for it.
+   */
+  destructive?: boolean;
   /** Runs the tool; a string is returned as is, anything else as JSON. */
   execute(args: z.infer<S>, context: ToolContext): Promise<unknown>;
 }

@@ -27,6 +27,7 @@ const NOTICE_TYPES: ReadonlySet<SessionEvent['type']> = new Set<SessionEvent['ty
   'subagent/result',
   'subagent/question',
   'subagent/answered',
+  'subagent/approval',
 ]);
 
 /** Steering calls whose results report what children did (their results, an answer delivered). */
@@ -142,6 +143,7 @@ export function renderParentContext(events: readonly SessionEvent[], continued =
         break;
       case 'subagent/result':
       case 'subagent/question':
+      case 'subagent/approval':
         lines.push(`what its child ${event.taskName} reported: ${toolOutput(event.content)}`);
         break;
       case 'subagent/answered':
@@ -194,7 +196,11 @@ export function renderParentDialogue(
       push('assistant', `(what my children reported: ${toolOutput(event.content)})`);
     } else if (event.type === 'tool/result' && !STEERING_TOOLS.includes(event.name)) {
       push('assistant', `(${event.name} ${event.isError ? 'failed' : 'returned'}: ${toolOutput(event.content)})`);
-    } else if (event.type === 'subagent/result' || event.type === 'subagent/question') {
+    } else if (
+      event.type === 'subagent/result' ||
+      event.type === 'subagent/question' ||
+      event.type === 'subagent/approval'
+    ) {
       push('user', `(what my child ${event.taskName} reported: ${toolOutput(event.content)})`);
     } else if (event.type === 'subagent/answered') {
       push(

@@ -112,6 +112,8 @@ export function childInput(
       ...(composition && { composition }),
       ...(parentContext && { parentContext }),
       ...(plan.artifacts && plan.artifacts.length > 0 && { artifacts: plan.artifacts }),
+      // The child's calls wait for approval wherever its parent's would: whatever its preset, it needs no fewer.
+      ...(parent.composition.approvals && { approvals: parent.composition.approvals }),
     },
     ...(plan.restore && { restore: { kind: 'followup' as const, events: plan.restore.events } }),
   };

@@ -29,6 +29,8 @@ const FOR_A_RUN: ReadonlySet<string> = new Set([
   'runHook',
   'openMcpSession',
   'requestAdmission',
+  'requestApproval',
+  'checkApproval',
 ]);
 
 /** Whether the activity in progress acts for a run: a tenant's admission workflow signs its own messages. */

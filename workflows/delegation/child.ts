@@ -19,6 +19,7 @@ import type { AgentRunState } from '../run-state.js';
 import type { DelegateCall, DelegatedChild } from './plan.js';
 import { copyParentContext, generateParentContext, type ParentContext } from './parent-context.js';
 import { closeQuestions } from './questions.js';
+import { forgetChildApprovals } from '../approvals.js';
 import { admit, release } from './slot.js';
 import { endOfFailure, explainStartFailure, joinAttached, readResult, startAgentRun } from './spawn.js';
 import { childInput } from '../../src/rules/run-start.js';
@@ -280,6 +281,7 @@ export class ChildLife {
     if (overrun) entry.overrun = overrun;
     entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
     closeQuestions(entry);
+    void forgetChildApprovals(run, entry.childWorkflowId);
   }
 
   /** The child's outcome as its parent's model reads it; the child is settled first. */

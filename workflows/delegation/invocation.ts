@@ -20,6 +20,9 @@ import { ChildLife } from './child.js';
 import { detach, renderDetached } from './detached.js';
 import { questionWaiting } from './questions.js';
 import { countDelegationsStarted, countRefusal, type RefusalReason } from '../metrics.js';
+import { awaitApproval } from '../approvals.js';
+import { whyDelegationApproval } from '../../src/rules/approvals.js';
+import { microToUsd } from '../../src/rules/usage.js';
 
 const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
@@ -44,6 +47,8 @@ export class Delegation implements DelegateCall {
   returnShape: Record<string, unknown> | undefined;
   readonly snapshot: Snapshot;
   readonly children: DelegatedChild[] = [];
+  /** A decision let this call go past the approval threshold. */
+  #approved = false;
 
   constructor(
     readonly run: AgentRunState,
@@ -80,6 +85,16 @@ export class Delegation implements DelegateCall {
       const plan = planChild(brief, this.#compositionOf(brief, presets), this.run, Date.now());
       if (!plan.ok) return this.#refused('plan', `${plan.error}; nothing was spawned`);
       plans.push(plan.plan);
+    }
+    // Past the threshold nothing is reserved before a decision; once approved, the call is checked and planned again
+    // (its caps and budget may have moved while it waited).
+    const reservedUsd = microToUsd(plans.reduce((sum, plan) => sum + plan.reservation.costMicroUsd, 0));
+    const why = this.#approved ? undefined : whyDelegationApproval(this.run.composition.approvals, reservedUsd);
+    if (why) {
+      const gate = await awaitApproval(this.run, this.call, why);
+      if (!gate.ok) return this.#refused('not_approved', `${gate.result.content}; nothing was spawned`);
+      this.#approved = true;
+      return this.delegate();
     }
     return this.launch(plans, check.args.return_shape);
   }

@@ -23,7 +23,9 @@ type SchemaName =
   | 'SIGNED_ANSWER'
   | 'SIGNED_ADMISSION_ACQUIRE'
   | 'SIGNED_ADMISSION_RELEASE'
-  | 'SIGNED_ADMITTED';
+  | 'SIGNED_ADMITTED'
+  | 'DECIDE_APPROVAL_INPUT'
+  | 'SIGNED_APPROVALS';
 
 const checker = (name: SchemaName) =>
   new SchemaChecker(GENERATED[`${name}_SCHEMA`], { messages: GENERATED[`${name}_MESSAGES`] });
@@ -40,6 +42,8 @@ export const CONTRACT = {
   signedAdmissionAcquire: checker('SIGNED_ADMISSION_ACQUIRE'),
   signedAdmissionRelease: checker('SIGNED_ADMISSION_RELEASE'),
   signedAdmitted: checker('SIGNED_ADMITTED'),
+  decideApproval: checker('DECIDE_APPROVAL_INPUT'),
+  signedApprovals: checker('SIGNED_APPROVALS'),
 } as const;
 
 /** The checks compiled ahead of time, for what is checked at every start and every delegation. */

@@ -1,0 +1,61 @@
+/**
+ * The worker's side of approvals: a request records a digest of exactly the call a model made in this run, and a
+ * decision's proof is checked with the approvers' keys, which only workers hold.
+ */
+import { activityInfo } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type {
+  CheckApprovalInput,
+  CheckApprovalResult,
+  RequestApprovalInput,
+  RequestApprovalResult,
+} from '../src/contract/approvals.js';
+import type { ToolCall } from '../src/contract/session.js';
+import type { ConfigStore } from '../src/config/store.js';
+import { FAILURE } from '../src/contract/failures.js';
+import { approvalDigest, proofMatches } from '../src/ops/approval-proof.js';
+import { previewOf } from '../src/rules/approvals.js';
+
+export function createApprovalActivities(config: ConfigStore, madeByModel: (call: ToolCall) => boolean) {
+  return {
+    /** Records what a request is for: refused for a call no model made in this run (an answer completed by hand). */
+    async requestApproval({ call }: RequestApprovalInput): Promise<RequestApprovalResult> {
+      if (!madeByModel(call)) {
+        throw ApplicationFailure.create({
+          type: FAILURE.ToolUnknown,
+          message: `no approval asked: this call of "${call.name}" carries no proof that a model made it in this run`,
+          nonRetryable: true,
+        });
+      }
+      return { digest: approvalDigest(call), preview: previewOf(call.arguments) };
+    },
+    /** Whether a decision carries a proof by the key of the approver it names, over this run, request and call. */
+    async checkApproval(input: CheckApprovalInput): Promise<CheckApprovalResult> {
+      return checkProof(
+        config.current.approvals?.approvers,
+        activityInfo().workflowExecution?.workflowId ?? input.runId,
+        input,
+      );
+    },
+  };
+}
+
+/** A decision's proof checked against the configured approvers' keys, bound to the run that waits. */
+export function checkProof(
+  approvers: readonly { id: string; key: string }[] | undefined,
+  runId: string,
+  { requestId, decision, digest, approver, proof }: Omit<CheckApprovalInput, 'grant' | 'runId'>,
+): CheckApprovalResult {
+  if (!approvers) return { ok: true };
+  if (approver === undefined || proof === undefined)
+    return { ok: false, reason: 'a decision needs approver and proof' };
+  const found = approvers.find((a) => a.id === approver);
+  if (!found) return { ok: false, reason: `approver "${approver}" is not configured on this worker` };
+  if (!proofMatches(found.key, { runId, requestId, decision, digest }, proof)) {
+    return {
+      ok: false,
+      reason: `the proof is not ${approver}'s for ${decision} of request ${requestId} of run ${runId} with these arguments`,
+    };
+  }
+  return { ok: true };
+}

@@ -1,0 +1,144 @@
+/**
+ * A run's book of approvals: the requests its own calls made and how each was decided, and the open requests its
+ * children last reported of their subtrees. Deterministic code only.
+ */
+import type { ApprovalRequest, ApprovalsBody, DecideApprovalInput } from '../src/contract/approvals.js';
+
+/** Where one of the run's own requests stands. */
+export type RequestStatus = 'open' | 'deciding' | 'approved' | 'denied' | 'expired' | 'cancelled';
+
+/** One of the run's own requests. */
+export interface OwnRequest {
+  request: ApprovalRequest;
+  status: RequestStatus;
+  /** Who decided (an approver's id, `client`, or `timeout`), and why. */
+  decidedBy?: string;
+  reason?: string;
+  /** The approver and proof of an approval, which the tool's worker checks again. */
+  proof?: { approver: string; proof: string };
+}
+
+/** Requests listed per run: past this, the oldest of a subtree are left out of a report. */
+const MAX_REPORTED = 100;
+
+export class ApprovalBook {
+  readonly #own = new Map<string, OwnRequest>();
+  /** Per child (workflow id): the version and open requests of its last report, paths relative to this run. */
+  readonly #below = new Map<string, { version: number; requests: ApprovalRequest[] }>();
+  /** Requests below this run its model has been told of (`<run> <requestId>`). */
+  readonly #noticed = new Set<string>();
+  #requested = 0;
+  #reported = 0;
+  #lastReport = '[]';
+
+  /** The id of the run's next request: unique over the run's life (`a<segment>.<n>`). */
+  nextId(segment: number): string {
+    return `a${segment}.${(this.#requested += 1)}`;
+  }
+
+  open(request: ApprovalRequest): OwnRequest {
+    const own: OwnRequest = { request, status: 'open' };
+    this.#own.set(request.requestId, own);
+    return own;
+  }
+
+  own(requestId: string): OwnRequest | undefined {
+    return this.#own.get(requestId);
+  }
+
+  /** True while a call of this run waits for its decision. */
+  waiting(): boolean {
+    for (const own of this.#own.values()) if (own.status === 'open' || own.status === 'deciding') return true;
+    return false;
+  }
+
+  /** Why `decision` cannot be taken now, or `undefined`. */
+  refusal(decision: DecideApprovalInput, nowMs: number, approvers: readonly string[] | undefined): string | undefined {
+    const own = this.#own.get(decision.requestId);
+    if (!own) {
+      const below = this.below().find((r) => r.requestId === decision.requestId);
+      if (below)
+        return `request ${decision.requestId} waits in run ${below.run}, not this one: send the decision there`;
+      const open = this.openRequests().map((r) => r.requestId);
+      return `no request ${decision.requestId} in this run (open here: ${open.join(', ') || 'none'})`;
+    }
+    if (own.status === 'deciding') return `request ${decision.requestId} is being decided already`;
+    if (own.status !== 'open') return `request ${decision.requestId} is closed: ${closedWords(own)}`;
+    if (nowMs >= Date.parse(own.request.deadline)) {
+      return `request ${decision.requestId} expired at ${own.request.deadline}`;
+    }
+    if (approvers) {
+      if (decision.approver === undefined || decision.proof === undefined) {
+        return 'this run takes decisions only with approver and proof (approvals.approvers is configured)';
+      }
+      if (!approvers.includes(decision.approver)) return `approver "${decision.approver}" is not configured`;
+    }
+    return undefined;
+  }
+
+  /** The run's own open requests, paths relative to it. */
+  openRequests(): ApprovalRequest[] {
+    return [...this.#own.values()]
+      .filter((own) => own.status === 'open' || own.status === 'deciding')
+      .map((own) => own.request);
+  }
+
+  /** The open requests children reported of their subtrees, paths relative to this run. */
+  below(): ApprovalRequest[] {
+    return [...this.#below.values()].flatMap((report) => report.requests);
+  }
+
+  /** Every open request of this run's subtree, with paths from `prefix` (the run's own place). */
+  listed(prefix: string): ApprovalRequest[] {
+    return [...this.openRequests(), ...this.below()].map((r) => ({
+      ...r,
+      path: r.path ? `${prefix}/${r.path}` : prefix,
+    }));
+  }
+
+  /**
+   * A child's report of its subtree: kept when newer than the last, with paths put under the child's task name. The
+   * requests its model has not heard of yet are returned.
+   */
+  receive(childWorkflowId: string, taskName: string, { version, requests }: ApprovalsBody): ApprovalRequest[] {
+    const last = this.#below.get(childWorkflowId);
+    if (last && last.version >= version) return [];
+    const placed = requests.map((r) => ({ ...r, path: r.path ? `${taskName}/${r.path}` : taskName }));
+    this.#below.set(childWorkflowId, { version, requests: placed });
+    const fresh = placed.filter((r) => !this.#noticed.has(`${r.run} ${r.requestId}`));
+    for (const r of fresh) this.#noticed.add(`${r.run} ${r.requestId}`);
+    return fresh;
+  }
+
+  /** Whether a child still reports `requestId` of run `runId` open. */
+  isOpenBelow(runId: string, requestId: string): boolean {
+    return this.below().some((r) => r.run === runId && r.requestId === requestId);
+  }
+
+  /** A child ended: nothing of its subtree waits any more. */
+  childEnded(childWorkflowId: string): boolean {
+    return this.#below.delete(childWorkflowId);
+  }
+
+  /** The report for this run's parent when its open requests changed since the last one, else `undefined`. */
+  report(): ApprovalsBody | undefined {
+    const requests = [...this.openRequests(), ...this.below()].slice(-MAX_REPORTED);
+    const text = JSON.stringify(requests);
+    if (text === this.#lastReport) return undefined;
+    this.#lastReport = text;
+    return { version: (this.#reported += 1), requests };
+  }
+}
+
+function closedWords(own: OwnRequest): string {
+  switch (own.status) {
+    case 'approved':
+      return `approved by ${own.decidedBy}`;
+    case 'denied':
+      return `denied by ${own.decidedBy}`;
+    case 'expired':
+      return `expired with no decision (${own.decidedBy === 'timeout' ? 'taken as approvals.onTimeout' : 'closed'})`;
+    default:
+      return 'its run stopped waiting (cancelled)';
+  }
+}

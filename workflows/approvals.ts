@@ -1,0 +1,232 @@
+/**
+ * Approvals in a run: a call that needs a decision from outside the models is recorded as a request, not run; the
+ * run waits for `decideApproval` (or the request's deadline) on a timer that costs nothing while it waits; its
+ * requests and those below it climb to the root, and its parent's model hears of them as untrusted news.
+ * Deterministic code only: keys and digests stay in activities.
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+} from '@temporalio/workflow';
+import type { DeputyActivities } from '../activities/index.js';
+import type { ApprovedCall, DecideApprovalInput, DecideApprovalResult } from '../src/contract/approvals.js';
+import type { RunToolResult } from '../src/contract/activities.js';
+import type { ToolCall } from '../src/contract/session.js';
+import { FAILURE } from '../src/contract/failures.js';
+import { approvalsQuery, approvalsSignal, decideApprovalUpdate } from '../src/contract/messages.js';
+import { CONTRACT } from '../src/contract/checks/contract-checks.js';
+import { previewOf, renderApprovalNotice, waitWords } from '../src/rules/approvals.js';
+import { bounded } from '../src/rules/children.js';
+import { countApproval } from './metrics.js';
+import { onSigned, sendSigned } from './signed-messages.js';
+import type { OwnRequest } from './approval-book.js';
+import type { AgentRunState } from './run-state.js';
+import { assertFits } from './validation.js';
+
+const { requestApproval, checkApproval } = proxyActivities<DeputyActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 5 },
+});
+
+/** A call that may run (with what its worker checks of the approval), or the tool error the model reads instead. */
+export type Gate = { ok: true; approval: ApprovedCall } | { ok: false; result: RunToolResult };
+
+/**
+ * Asks for a decision on `call` and waits for it: approve lets the call run once, with exactly these arguments; deny,
+ * or no decision by the deadline (with `approvals.onTimeout: deny`), is a tool error naming who and why.
+ */
+export async function awaitApproval(run: AgentRunState, call: ToolCall, why: string): Promise<Gate> {
+  const policy = run.composition.approvals!;
+  const requestId = run.approvals.nextId(run.segment);
+  const { deadlineMs } = run.limits;
+  const requestedAt = Date.now();
+  const waitMs = Math.max(1, Math.min(policy.timeoutSeconds * 1000, (deadlineMs ?? Infinity) - requestedAt));
+  const deadline = new Date(requestedAt + waitMs).toISOString();
+  const recorded = await requestApproval.executeWithOptions({ summary: `request approval of ${call.name}` }, [
+    { grant: run.grant, runId: run.sessionId, requestId, call, why, deadline },
+  ]);
+  const own = run.approvals.open({
+    requestId,
+    run: run.sessionId,
+    path: '',
+    tool: call.name,
+    digest: recorded.digest,
+    preview: previewOf(recorded.preview),
+    why,
+    requestedAt: new Date(requestedAt).toISOString(),
+    deadline,
+  });
+  run.setStatus('waiting_for_approval');
+  setCurrentDetails(
+    `waiting for approval of ${call.name} (${requestId}) until ${own.request.deadline}: ${bounded(why, 120)}`,
+  );
+  await reportApprovals(run);
+  try {
+    await waitForDecision(own, requestId, call.name, Math.max(1, Date.parse(deadline) - Date.now()), policy.onTimeout);
+  } finally {
+    if (own.status === 'open' || own.status === 'deciding') own.status = 'cancelled';
+    countApproval(run, decisionLabel(own), Date.now() - Date.parse(own.request.requestedAt));
+    await reportApprovals(run);
+    run.setStatus(run.liveStatus());
+  }
+  if (own.status === 'approved') {
+    return {
+      ok: true,
+      approval: {
+        requestId,
+        digest: own.request.digest,
+        ...(own.proof && { approver: own.proof.approver, proof: own.proof.proof }),
+      },
+    };
+  }
+  return { ok: false, result: { content: deniedWords(own, call.name), isError: true } };
+}
+
+/**
+ * Waits until a decision closes the request, or its deadline passes with none: then the request takes
+ * `onTimeout`. A decision being checked when the deadline passes is waited for; if it fails its check, the deadline
+ * decides.
+ */
+async function waitForDecision(
+  own: OwnRequest,
+  requestId: string,
+  tool: string,
+  waitMs: number,
+  onTimeout: 'approve' | 'deny',
+): Promise<void> {
+  let timedOut = false;
+  const timer = new CancellationScope();
+  const ticking = timer.run(async () => {
+    try {
+      await sleep(waitMs, { summary: `approval ${requestId} of ${tool}, ${waitWords(waitMs)}` });
+      timedOut = true;
+    } catch (err) {
+      if (!isCancellation(err)) throw err;
+    }
+  });
+  try {
+    await condition(() => closed(own) || (timedOut && own.status === 'open'));
+  } finally {
+    timer.cancel();
+    await ticking;
+  }
+  if (closed(own)) return;
+  own.decidedBy = 'timeout';
+  own.status = onTimeout === 'approve' ? 'approved' : 'expired';
+}
+
+/** How a closed request is counted. */
+function decisionLabel(own: OwnRequest): string {
+  if (own.status === 'approved') return 'approve';
+  if (own.status === 'denied') return 'deny';
+  return own.status;
+}
+
+const closed = (own: OwnRequest) => own.status !== 'open' && own.status !== 'deciding';
+
+function deniedWords(own: OwnRequest, tool: string): string {
+  const { requestId, deadline } = own.request;
+  if (own.status === 'expired') {
+    return `not run: no decision on approval request ${requestId} for ${tool} arrived by ${deadline}; it expired and was denied (approvals.onTimeout)`;
+  }
+  const reason = own.reason ? `: ${own.reason}` : ' (no reason given)';
+  return `not run: ${own.decidedBy} denied approval request ${requestId} for ${tool}${reason}. Do not try the same call again unless asked to.`;
+}
+
+/**
+ * Tells the run's parent the open requests of its subtree when they changed. Best effort, and never cancelled: a
+ * parent that has ended drops the subtree itself (its own parent forgets it when it settles the child).
+ */
+export async function reportApprovals(run: AgentRunState): Promise<void> {
+  const { origin } = run;
+  if (!origin) return;
+  const body = run.approvals.report();
+  if (!body) return;
+  try {
+    await CancellationScope.nonCancellable(() =>
+      sendSigned(approvalsSignal, { to: origin.parentId, id: `approvals:${body.version}`, body, grant: run.grant }),
+    );
+  } catch {
+    // The parent has ended (or cannot be signalled): nothing to tell.
+  }
+}
+
+/** A child ended: its subtree's requests leave this run's book, and its parent hears of it. */
+export async function forgetChildApprovals(run: AgentRunState, childWorkflowId: string): Promise<void> {
+  if (run.approvals.childEnded(childWorkflowId)) await reportApprovals(run);
+}
+
+/** Registers the `approvals` query, the `decideApproval` update and children's reports of their requests. */
+export function registerApprovalHandlers(run: AgentRunState): void {
+  setHandler(approvalsQuery, () => run.approvals.listed(run.sessionId));
+  setHandler(decideApprovalUpdate, (decision) => decide(run, decision), {
+    validator: (decision: DecideApprovalInput) => {
+      if (run.isEnded()) throw new Error('decideApproval: the run has ended');
+      assertFits(CONTRACT.decideApproval, decision, 'decideApproval payload');
+      const refused = run.approvals.refusal(decision, Date.now(), run.composition.approvals?.approvers);
+      if (refused) throw new Error(`decideApproval: ${refused}`);
+    },
+  });
+  onSigned(approvalsSignal, CONTRACT.signedApprovals, run.seenMessages, (from, body) => {
+    const entry = run.ledger.findLast((e) => e.childWorkflowId === from);
+    if (entry?.status !== 'running') return 'not from a running child of this run';
+    for (const request of run.approvals.receive(from, entry.taskName, body)) {
+      run.receive({
+        from,
+        content: renderApprovalNotice(request),
+        approval: { taskName: entry.taskName, childWorkflowId: from, requestId: request.requestId, run: request.run },
+      });
+    }
+    void reportApprovals(run);
+  });
+}
+
+/**
+ * Takes a decision: marked at once, so a second one meanwhile is refused; with approvers configured, its proof is
+ * checked by a worker first (keys never enter workflow code), and a proof that fails leaves the request open.
+ */
+async function decide(run: AgentRunState, decision: DecideApprovalInput): Promise<DecideApprovalResult> {
+  const own = run.approvals.own(decision.requestId)!;
+  own.status = 'deciding';
+  const approvers = run.composition.approvals?.approvers;
+  if (approvers) {
+    let checked;
+    try {
+      checked = await checkApproval.executeWithOptions({ summary: `check approval ${decision.requestId}` }, [
+        {
+          grant: run.grant,
+          runId: run.sessionId,
+          requestId: decision.requestId,
+          decision: decision.decision,
+          digest: own.request.digest,
+          approver: decision.approver,
+          proof: decision.proof,
+        },
+      ]);
+    } catch (err) {
+      own.status = 'open';
+      throw err;
+    }
+    if (!checked.ok) {
+      own.status = 'open';
+      throw ApplicationFailure.create({
+        type: FAILURE.ApprovalRefused,
+        message: `decideApproval: ${checked.reason}; the request stays open`,
+        nonRetryable: true,
+      });
+    }
+    own.proof = { approver: decision.approver!, proof: decision.proof! };
+  }
+  // Without approvers configured a name is whatever the caller wrote: recorded, never taken as checked.
+  const by = approvers ? decision.approver! : decision.approver ? `${decision.approver} (unverified)` : 'client';
+  own.decidedBy = by;
+  if (decision.reason !== undefined) own.reason = bounded(decision.reason, 2000);
+  own.status = decision.decision === 'approve' ? 'approved' : 'denied';
+  return { requestId: decision.requestId, decision: decision.decision, by };
+}
