@@ -22,10 +22,11 @@ const SIGNALS = [
   'deputy.admitted',
   'deputy.admission.acquire',
   'deputy.admission.release',
+  'deputy.approvals',
   'not.a.deputy.signal',
 ];
 // endConversation is left out: `{}` is a valid payload for it, and ending the run is what it is for.
-const UPDATES = ['sendMessage', 'interject', 'answerChild'];
+const UPDATES = ['sendMessage', 'interject', 'answerChild', 'decideApproval'];
 
 /** Payloads of every shape a client can send. */
 const payload = (runId: string) =>
@@ -48,6 +49,7 @@ const payload = (runId: string) =>
           fc.record({ content: fc.oneof(fc.string(), fc.integer()) }),
           fc.record({ questionId: fc.string(), question: fc.string(), answer: fc.string() }),
           fc.record({ childWorkflowId: fc.string() }),
+          fc.record({ version: fc.integer(), requests: fc.array(fc.anything(), { maxLength: 3 }) }),
         ),
         sig: fc.oneof(fc.string(), fc.constant('k1.AAAA')),
       },
@@ -55,6 +57,10 @@ const payload = (runId: string) =>
     ),
     fc.record({ message: fc.oneof(fc.string({ maxLength: 50 }), fc.integer(), fc.constant(null)) }),
     fc.record({ task_name: fc.string(), message: fc.anything(), answer: fc.anything() }, { requiredKeys: [] }),
+    fc.record(
+      { requestId: fc.string(), decision: fc.constantFrom('approve', 'deny', 'maybe'), proof: fc.string() },
+      { requiredKeys: [] },
+    ),
   );
 
 const sending = (runId: string) =>
