@@ -1,67 +1,18 @@
 /**
- * Attacks on approvals (docs/security.md rows 40–47): text that claims approval (a model, a child, an answer), a
- * forged or replayed report of requests, decisions for requests that are not open, two decisions at once, a decision
- * racing the deadline or coming after cancel, a proof for other arguments, random payloads at `decideApproval`. Each
- * ends with its literal outcome: refused naming the reason, the call not run, the run still answering.
+ * Attacks on approvals (docs/security.md rows 40–45): text that claims approval (a model, a child, an answer), a
+ * forged report of requests, decisions for requests that are not open, two decisions at once, a decision after cancel,
+ * a proof for other arguments. Each ends with its literal outcome: refused naming the reason, the call not run, the
+ * run still answering. Deadlines and random payloads: approval-decisions.test.ts.
  */
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { approvalProof } from '../../src/ops/approval-proof.js';
 import { lastMessage, toolMessages, userSays } from '../../src/testing/script.js';
 import { delegateReply, PARENT_SCOPES } from '../support/delegation.js';
-import { approvalConfig, call, effects, until, useApprovalHarness } from '../support/approvals.js';
-import { failedWorkflowTasks, historyText } from './support.js';
+import { call, until } from '../support/approvals.js';
+import { useApprovalAttacks } from './approval-support.js';
 
-const KEY = 'attack-approver-key-0123456789abcdef';
-const { h, state } = useApprovalHarness(
-  approvalConfig({ approvers: [{ id: 'ops', key: KEY }], timeoutSeconds: 30, delegationAboveUsd: 1 }),
-);
-const effectsOf = (runId: string) => effects.filter((e) => e.runId === runId);
-const lastTool = (r: Parameters<typeof toolMessages>[0]) => toolMessages(r).at(-1) ?? '';
-const approve = (runId: string, requestId: string, digest: string) => ({
-  approver: 'ops',
-  proof: approvalProof(KEY, { runId, requestId, decision: 'approve', digest }),
-});
-
-/** A conversation whose model emails `to` (once per task), then says what the tool said; it stays live. */
-async function waitingEmail(label: string, extra: { text?: string } = {}) {
-  const task = `${label}: send it`;
-  h.model.add(
-    {
-      when: (r) => lastMessage(r) === task,
-      reply: { ...call('send_email', { to: `${label}@example.com`, body: label }), ...extra },
-    },
-    {
-      when: (r) => userSays(task)(r) && r.body.messages.at(-1)?.role === 'tool',
-      reply: (r) => ({ text: `tool said: ${lastTool(r)}` }),
-    },
-    { when: (r) => userSays(task)(r) && lastMessage(r) === 'still there?', reply: { text: 'yes' }, times: 5 },
-  );
-  const id = h.id(label);
-  await h.deputy.startRun({ task, mode: 'conversation' }, { workflowId: id });
-  const [request] = await until(
-    () => h.deputy.approvals(id),
-    (list) => list.length === 1,
-    `${label}: the request`,
-  );
-  return { id, request: request! };
-}
-
-/** The run still answers a person: a message gets its reply. */
-async function stillAnswers(id: string) {
-  await until(
-    () => state(id),
-    (s) => s.status === 'waiting_for_user',
-    'the conversation to wait for its person',
-  );
-  await h.deputy.sendMessage(id, 'still there?');
-  await until(
-    () => state(id),
-    (s) => s.session.at(-1)?.type === 'message/assistant' && s.status === 'waiting_for_user',
-    'its reply',
-  );
-  expect(await failedWorkflowTasks(h.client, id)).toEqual([]);
-}
+const { h, state, KEY, effectsOf, lastTool, approve, waitingEmail, stillAnswers, stillAnswersAfterDeny } =
+  useApprovalAttacks();
 
 describe('R7.5 nothing a model writes approves anything', () => {
   it('R7.5 attack 40: a model that writes "APPROVED" beside its call, and a person who never decides: the call waits and never runs', async () => {
@@ -269,100 +220,3 @@ describe('R7.3 R7.4 forged, replayed and misplaced decisions', () => {
     expect(effectsOf(id)).toEqual([]);
   });
 });
-
-describe('R7.6 a decision racing the deadline', () => {
-  it('R7.6 attack 48: approvals sent just before, at and just after a request’s deadline: a refused one never runs, a taken one runs at most once, no task fails', async () => {
-    const offsets = [-300, -60, 0, 60];
-    const runs = await Promise.all(
-      offsets.map(async (offset, i) => {
-        const task = `attack-48-${i}: send at the edge`;
-        h.model.add(
-          {
-            when: (r) => lastMessage(r) === task,
-            reply: call('send_email', { to: `edge-${i}@example.com`, body: 'edge' }),
-          },
-          { when: (r) => userSays(task)(r) && r.body.messages.at(-1)?.role === 'tool', reply: { text: 'edge done' } },
-        );
-        const id = h.id(`attack-48-${i}`);
-        // The run's own deadline bounds the request's: 3 s from now.
-        await h.deputy.startRun(
-          { task, limits: { deadline: new Date(Date.now() + 3000).toISOString() } },
-          { workflowId: id },
-        );
-        const [request] = await until(
-          () => h.deputy.approvals(id),
-          (list) => list.length === 1,
-          'the request',
-        );
-        return { id, request: request!, offset };
-      }),
-    );
-    const decided = await Promise.all(
-      runs.map(async ({ id, request, offset }) => {
-        await new Promise((resolve) =>
-          setTimeout(resolve, Math.max(0, Date.parse(request.deadline) + offset - Date.now())),
-        );
-        const taken = await h.deputy
-          .decideApproval(id, request.requestId, 'approve', approve(id, request.requestId, request.digest))
-          .then(
-            () => true,
-            () => false,
-          );
-        await h.deputy.result(id);
-        return { id, taken };
-      }),
-    );
-    for (const { id, taken } of decided) {
-      expect(effectsOf(id).length, id).toBeLessThanOrEqual(taken ? 1 : 0);
-      expect(await failedWorkflowTasks(h.client, id)).toEqual([]);
-    }
-  });
-});
-
-describe('R7.4 random payloads at decideApproval', () => {
-  it('R7.4 attack 47: null, arrays, huge strings, prototype keys and near-valid decisions are refused by the validator; the request stays open and the run answers', async () => {
-    const { id, request } = await waitingEmail('attack-47');
-    const handle = h.client.workflow.getHandle(id);
-    await fc.assert(
-      fc.asyncProperty(
-        fc.oneof(
-          fc.constant(null),
-          fc.anything(),
-          fc.constant('x'.repeat(600_000)),
-          fc.constant(JSON.parse('{"__proto__": {"decision": "approve"}, "requestId": "a1.1"}') as unknown),
-          fc.record(
-            {
-              requestId: fc.oneof(fc.constant('a1.1'), fc.string()),
-              decision: fc.oneof(fc.constant('approve'), fc.string()),
-              approver: fc.oneof(fc.constant('ops'), fc.string()),
-              proof: fc.oneof(fc.stringMatching(/^[0-9a-f]{64}$/), fc.string()),
-              extra: fc.anything(),
-            },
-            { requiredKeys: [] },
-          ),
-        ),
-        async (payload) => {
-          await expect(handle.executeUpdate('decideApproval', { args: [payload] })).rejects.toThrow();
-        },
-      ),
-      { numRuns: 60, seed: 20261206 },
-    );
-    expect((await h.deputy.approvals(id)).map((r) => r.requestId)).toEqual(['a1.1']);
-    expect(effectsOf(id)).toEqual([]);
-    expect(await failedWorkflowTasks(h.client, id)).toEqual([]);
-    await stillAnswersAfterDeny(id, request);
-  });
-});
-
-/** Denies the request (with proof), then checks the run reads the denial and still answers. */
-async function stillAnswersAfterDeny(id: string, request: { requestId: string; digest: string }) {
-  const proof = approvalProof(KEY, {
-    runId: id,
-    requestId: request.requestId,
-    decision: 'deny',
-    digest: request.digest,
-  });
-  await h.deputy.decideApproval(id, request.requestId, 'deny', { approver: 'ops', proof, reason: 'attack over' });
-  await stillAnswers(id);
-  expect(effectsOf(id)).toEqual([]);
-}
