@@ -17,11 +17,21 @@ import { narrowLimits } from '../src/cli/mcp-server.js';
 import { freePort } from '../src/testing/ports.js';
 import { delegateReply, DELEGATION_TOOLS, delegationConfig } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
+import { parseConfig } from '../src/config/schema.js';
 
 const config = delegationConfig({
   childDefaults: { maxTurns: 6, maxTokens: 40_000, maxCostUsd: 0.05, maxToolCalls: 5 },
 });
-const withDelegation = { ...config, defaultScopes: ['tools.calc', 'tools.notes', 'run.delegate'] };
+const withDelegation = parseConfig({
+  ...config,
+  defaultScopes: ['tools.calc', 'tools.notes', 'run.delegate'],
+  // One search waits for approval: the one the approvals test makes.
+  approvals: {
+    tools: {
+      search_notes: { when: { type: 'object', properties: { query: { const: 'mcp approval' } }, required: ['query'] } },
+    },
+  },
+});
 const h = useHarness({ config: withDelegation, tools: DELEGATION_TOOLS });
 
 const dir = mkdtempSync(join(tmpdir(), 'deputy-mcp-server-'));
@@ -61,9 +71,17 @@ const endsWith = (task: string, prefix: string) => (r: RecordedRequest) =>
   userSays(task)(r) && lastMessage(r).startsWith(prefix);
 
 describe('R6.8 Deputy as an MCP server', () => {
-  it('R6.8 lists run, status, result, answer and cancel, and the tree as a resource template', async () => {
+  it('R6.8 lists run, status, result, answer, approvals, decide and cancel, and the tree as a resource template', async () => {
     const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['answer', 'cancel', 'result', 'run', 'status']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'answer',
+      'approvals',
+      'cancel',
+      'decide',
+      'result',
+      'run',
+      'status',
+    ]);
     const run = tools.find((t) => t.name === 'run')!;
     // The caller chooses a preset the config defines, and limits; it cannot name scopes or tools.
     expect(Object.keys(run.inputSchema.properties ?? {}).sort()).toEqual(['limits', 'preset', 'task', 'wait_seconds']);
@@ -131,6 +149,43 @@ describe('R6.8 Deputy as an MCP server', () => {
     expect((tree.contents[0] as { text: string }).text).toContain('conv');
   });
 
+  it('R6.8 R7.3 R7.4 a call waiting for approval shows in status and approvals; decide approves it and the run finishes; a decision for no request is refused', async () => {
+    const task = 'r7 mcp: look it up';
+    h.model.add(
+      {
+        name: 'mcp search',
+        when: (r) => lastMessage(r) === task,
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'mcp approval' } }] },
+      },
+      {
+        name: 'mcp searched',
+        when: (r) => userSays(task)(r) && r.body.messages.at(-1)?.role === 'tool',
+        reply: { text: 'looked it up' },
+      },
+    );
+    const runId = (await call('run', { task, wait_seconds: 0 })).structuredContent!.runId as string;
+    let status: Answer = {};
+    for (let i = 0; i < 150 && status.structuredContent?.status !== 'waiting_for_approval'; i++) {
+      status = await call('status', { run_id: runId });
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    expect(status.structuredContent).toMatchObject({
+      runId,
+      status: 'waiting_for_approval',
+      openApprovals: [{ requestId: 'a1.1', run: runId, tool: 'search_notes', preview: '{"query":"mcp approval"}' }],
+    });
+    const listed = await call('approvals', { run_id: runId });
+    expect(listed.structuredContent).toMatchObject({ runId, approvals: [{ requestId: 'a1.1', path: runId }] });
+    const none = await call('decide', { run_id: runId, request_id: 'a4.4', decision: 'approve' });
+    expect(none.isError).toBe(true);
+    expect(none.structuredContent).toEqual({ error: 'decideApproval: no request a4.4 in this run (open here: a1.1)' });
+    const decided = await call('decide', { run_id: runId, request_id: 'a1.1', decision: 'approve', reason: 'fine' });
+    expect(decided.structuredContent).toEqual({ runId, requestId: 'a1.1', decision: 'approve', by: 'client' });
+    const result = await call('result', { run_id: runId, wait_seconds: 30 });
+    expect(result.structuredContent).toMatchObject({ runId, status: 'completed', output: 'looked it up' });
+    expect((await call('approvals', { run_id: 'run-someone-else' })).isError).toBe(true);
+  });
+
   it('R6.8 another run cancelled through the server ends cancelled', async () => {
     const task = 'r6.8 mcp: hang';
     h.model.add({ name: 'mcp hang', when: (r) => lastMessage(r) === task, reply: { hang: true } });
@@ -183,7 +238,7 @@ describe('R6.8 Deputy as an MCP server', () => {
       await caller.connect(
         new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }),
       );
-      expect((await caller.listTools()).tools).toHaveLength(5);
+      expect((await caller.listTools()).tools).toHaveLength(7);
       await caller.close();
     } finally {
       server.kill('SIGTERM');
