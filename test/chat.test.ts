@@ -27,8 +27,8 @@ afterAll(() => {
   spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
 });
 
-describe('R2.14 R3.7 R3.9 the terminal chat', () => {
-  it('R2.14 R3.7 R3.9 npm run demo -- --chat: talk while a background child works, its question reaches the person, the answer and an interjection go down, its result comes back, Ctrl-C ends cleanly', async () => {
+describe('R2.14 R3.7 R3.9 R7.3 the terminal chat', () => {
+  it('R2.14 R3.7 R3.9 R7.3 npm run demo -- --chat: talk while a background child works, its question reaches the person, the answer and an interjection go down, its request for approval reaches the person, its result comes back, Ctrl-C ends cleanly', async () => {
     expect(
       spawnSync('tmux', ['-V']).status,
       'this test needs tmux: npm test installs it as root (scripts/install-test-tools.sh); else apt-get install tmux',
@@ -64,6 +64,16 @@ describe('R2.14 R3.7 R3.9 the terminal chat', () => {
     type(CHAT_LINES.answer);
     await shows('  → answer to "research": Standard shipping.');
     await shows('  → interjection to "research": The customer also wants the order gift-wrapped.');
+    // The researcher's request to save a file climbs to the person, who approves it.
+    await shows(
+      / {2}⚑ "research" waits for approval \(a1\.1\): save_artifact \{"name":"findings\.md".* — \/approve or \/deny <reason>/,
+    );
+    await shows(
+      'deputy> The researcher asks to save its findings as findings.md: type /approve, or /deny with a reason.',
+    );
+    expect(screen()).toMatch(/└─ research +waiting_for_approval /);
+    type('/approve');
+    await shows('  ✓ you approved a1.1 (save_artifact in "research")');
     await shows('  ✓ "research" ended: completed (its result is untrusted data)');
     await shows('deputy> The research is in: 8% Springfield sales tax and $4.99 standard shipping.');
     expect(screen()).toMatch(/└─ research +(running|completed) .*· background · 1 interjection/);

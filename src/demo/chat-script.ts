@@ -1,7 +1,7 @@
 /**
  * The offline chat's scripted model: a conversation layer (`concierge`) that dispatches a researcher in the
  * background, keeps talking, relays the researcher's question to the person, answers it and interjects a change,
- * and reports the result when it arrives. Anything off the script gets a short note on what the script knows.
+ * and, once the person approves the researcher's request to save its findings, reports the result when it arrives. Anything off the script gets a short note on what the script knows.
  */
 import { lastMessage, toolMessages, type RecordedRequest, type ScriptRule } from '../testing/script.js';
 
@@ -11,6 +11,9 @@ export const CHAT_LINES = {
   meanwhile: 'How is it going?',
   answer: 'Standard, and gift-wrap it please.',
 } as const;
+
+const FINDINGS =
+  '# Findings\n\n- Springfield sales tax: 8%\n- Standard shipping: $4.99 per order\n- Gift wrap: requested';
 
 const RESEARCH =
   'Find the sales tax rate in Springfield and the cost of the shipping the customer wants, in the notes.';
@@ -73,6 +76,10 @@ export const CHAT_SCRIPT: ScriptRule[] = [
     reply: { text: 'Passed on: standard shipping, gift-wrapped.' },
   },
   {
+    when: (r) => isConcierge(r) && lastMessage(r).startsWith('[approval requested below child research]'),
+    reply: { text: 'The researcher asks to save its findings as findings.md: type /approve, or /deny with a reason.' },
+  },
+  {
     when: (r) => isConcierge(r) && lastMessage(r).startsWith('[background child research ended]'),
     reply: {
       text: 'The research is in: 8% Springfield sales tax and $4.99 standard shipping. Your order: $39.90 + 8% tax = $43.09, plus $4.99 shipping = $48.08, gift-wrapped.',
@@ -102,9 +109,21 @@ export const CHAT_SCRIPT: ScriptRule[] = [
     reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'shipping' } }] },
   },
   {
+    // Saving a file needs the person's approval (the chat's config): the request climbs to the conversation.
     when: researcherAt(3),
     reply: {
-      text: 'Springfield sales tax is 8% (note "Sales tax"); standard shipping is $4.99 per order (note "Shipping"); gift wrapping noted.',
+      toolCalls: [
+        {
+          name: 'save_artifact',
+          arguments: { name: 'findings.md', media_type: 'text/markdown', content: FINDINGS },
+        },
+      ],
+    },
+  },
+  {
+    when: researcherAt(4),
+    reply: {
+      text: 'Springfield sales tax is 8% (note "Sales tax"); standard shipping is $4.99 per order (note "Shipping"); gift wrapping noted; findings saved.',
     },
   },
 ];

@@ -2,7 +2,8 @@
  * `npm run demo -- --chat`: a conversation with a run in the terminal. The person types; the run (preset
  * `concierge`, delegation on) answers while its background children work; what happens in the tree shows up as it
  * happens: children dispatched, their questions, the answers and interjections sent to them, their results, and the
- * live tree. `/answer <text>` answers the oldest open question directly (the client update); Ctrl-C (or Ctrl-D) ends
+ * live tree. `/answer <text>` answers the oldest open question directly (the client update); `/approve` and `/deny
+ * <reason>` decide the oldest call waiting for approval in the tree (`decideApproval`); Ctrl-C (or Ctrl-D) ends
  * the conversation cleanly and prints its usage and tree.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,6 +17,7 @@ import { failureMessage } from '../rules/failure-message.js';
 import { labelledUsage } from '../rules/usage.js';
 import { CHAT_SCRIPT } from './chat-script.js';
 import { runUrl, settledTree, withDemoEnvironment, type DemoEnvironment } from './environment.js';
+import type { DeputyConfig } from '../config/schema.js';
 
 const POLL_MS = 250;
 
@@ -60,6 +62,10 @@ function describeEvent(event: SessionEvent, state: RunState): string[] {
     }
     case 'subagent/answered':
       return [`  → "${event.taskName}" was answered directly: ${event.answer}`];
+    case 'subagent/approval': {
+      const asked = noticeOf(event.content);
+      return [`  ⚑ "${event.taskName}" waits for approval (${event.requestId}): ${asked} — /approve or /deny <reason>`];
+    }
     case 'subagent/result':
       return [
         `  ✓ "${event.taskName}" ended: ${entry(event.taskName)?.status ?? 'ended'} (its result is untrusted data)`,
@@ -69,9 +75,50 @@ function describeEvent(event: SessionEvent, state: RunState): string[] {
   }
 }
 
+/** What an approval notice says was asked (its untrusted JSON line): the tool and its arguments. */
+function noticeOf(content: string): string {
+  try {
+    const { tool, arguments: args } = JSON.parse(content.split('\n')[2] ?? '') as { tool?: string; arguments?: string };
+    return `${tool ?? '?'} ${args ?? ''}`;
+  } catch {
+    return '(see the session)';
+  }
+}
+
+/** `/approve [reason]` or `/deny [reason]`: decides the oldest request open in the tree, as the person. */
+async function decideOldest(deputy: DemoEnvironment['deputy'], workflowId: string, line: string): Promise<string> {
+  const decision = line.startsWith('/approve') ? 'approve' : 'deny';
+  const reason = line.replace(/^\/(approve|deny)\s*/, '');
+  const [open] = await deputy.approvals(workflowId);
+  if (!open) return '  (no call is waiting for approval)';
+  await deputy.decideApproval(workflowId, open.requestId, decision, reason ? { reason } : {});
+  const where = open.run === workflowId ? '' : ` in "${open.path.split('/').at(-1)}"`;
+  return `  ✓ you ${decision === 'approve' ? 'approved' : 'denied'} ${open.requestId} (${open.tool}${where})`;
+}
+
 /** Runs the terminal chat. */
 export function runChat(): Promise<void> {
-  return withDemoEnvironment(CHAT_SCRIPT, chat);
+  return withDemoEnvironment(CHAT_SCRIPT, chat, console.log, withChatApprovals);
+}
+
+/**
+ * The chat's researcher may save its findings as a file, which waits for the person's approval: the request climbs
+ * from the child to the conversation, and the person decides it.
+ */
+function withChatApprovals(config: DeputyConfig): DeputyConfig {
+  const presets = config.presets.map((p) =>
+    // A child gets only tools its parent holds: the concierge holds the tool it passes on.
+    ['researcher', 'concierge'].includes(p.id) && !p.tools.includes('save_artifact')
+      ? { ...p, tools: [...p.tools, 'save_artifact'] }
+      : p,
+  );
+  const tools = { ...config.approvals?.tools, save_artifact: 'always' as const };
+  return {
+    ...config,
+    presets,
+    grantableScopes: [...new Set([...(config.grantableScopes ?? config.defaultScopes), 'artifacts.write'])],
+    approvals: { timeoutSeconds: 3600, onTimeout: 'deny', ...config.approvals, tools },
+  };
 }
 
 async function chat(demo: DemoEnvironment): Promise<void> {
@@ -87,6 +134,7 @@ async function chat(demo: DemoEnvironment): Promise<void> {
   console.log(
     `\nchat ${workflowId}: type a message and press Enter; "/answer <text>" answers a child's open question yourself;`,
   );
+  console.log('"/approve" or "/deny <reason>" decides the oldest call waiting for approval;');
   console.log('Ctrl-C ends the conversation.\n');
   rl.prompt();
 
@@ -142,6 +190,7 @@ async function chat(demo: DemoEnvironment): Promise<void> {
     if (!line || ending) return rl.prompt();
     void (async () => {
       try {
+        if (/^\/(approve|deny)\b/.test(line)) return print(await decideOldest(deputy, workflowId, line));
         if (line.startsWith('/answer ')) {
           const [open] = await deputy.openQuestions(workflowId);
           if (!open) return print('  (no question is waiting for an answer)');
@@ -155,7 +204,7 @@ async function chat(demo: DemoEnvironment): Promise<void> {
               task: line,
               mode: 'conversation',
               preset: 'concierge',
-              scopes: ['tools.calc', 'tools.notes', 'run.delegate'],
+              scopes: ['tools.calc', 'tools.notes', 'run.delegate', 'artifacts.write'],
               limits: { maxTurns: 30, maxCostUsd: 0.5 },
             },
             { workflowId },

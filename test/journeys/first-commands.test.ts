@@ -39,6 +39,11 @@ describe('49 the first commands work as the README and the demo say', () => {
     const runId = /^run (demo-\S+)$/m.exec(demo.output())?.[1];
     expect(runId, demo.output()).toBeDefined();
     expect(demo.output()).toContain('`npm run ui` serves these runs again');
+    // R7.2 R7.4 The demo's delegation waits for approval, and the demo approves it, saying so.
+    expect(demo.output()).toContain(
+      '  approval a1.1 asked: delegate: this delegation would reserve $0.1500 for its children, above approvals.delegationAboveUsd ($0.1)',
+    );
+    expect(demo.output()).toContain(`npm run deputy -- approve ${runId} a1.1)\n  approval a1.1: approved by client`);
 
     const ui = track(npmRun('ui', [], env));
     await untilPrinted(ui, /^look at a run from another terminal: .*npm run deputy -- tree <workflowId>$/m, 60_000);
