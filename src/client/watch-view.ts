@@ -97,10 +97,22 @@ export interface WaitingQuestion {
 /** A run in tree order: its depth and its subtree's roll-up (debited tokens and cost, billed cost). */
 export type TreeRow = RunView & { depth: number; treeTokens: number; treeCostUsd: number; treeBilledCostUsd: number };
 
+/** A call waiting for approval: where (the run and its name), what, and until when. */
+export interface WaitingApproval {
+  run: string;
+  taskName: string;
+  requestId: string;
+  tool: string;
+  preview: string;
+  deadline: string;
+}
+
 /** The tree so far. */
 export class TreeView {
   readonly runs = new Map<string, RunView>();
   readonly questions = new Map<string, WaitingQuestion>();
+  /** Calls waiting for approval, by `<run> <requestId>`. */
+  readonly approvals = new Map<string, WaitingApproval>();
   root: string | undefined;
 
   apply(event: WatchEvent): void {
@@ -122,6 +134,25 @@ export class TreeView {
         this.questions.delete(event.questionId);
         break;
       }
+      case 'approval/requested': {
+        const { requestId, tool, preview, deadline } = event;
+        this.approvals.set(`${event.run} ${requestId}`, {
+          run: event.run,
+          taskName: run.name,
+          requestId,
+          tool,
+          preview,
+          deadline,
+        });
+        run.status = 'waiting_for_approval';
+        break;
+      }
+      case 'approval/decided':
+        this.approvals.delete(`${event.run} ${event.requestId}`);
+        if (run.status === 'waiting_for_approval' && ![...this.approvals.values()].some((a) => a.run === event.run)) {
+          run.status = 'running';
+        }
+        break;
       case 'run/started':
         if (event.taskName) run.name = event.taskName;
         run.status = 'running';
@@ -143,6 +174,8 @@ export class TreeView {
         break;
       case 'run/ended':
         run.status = event.status;
+        // A run that ended has nothing waiting any more (a cancelled request leaves no decision behind).
+        for (const [key, waiting] of this.approvals) if (waiting.run === event.run) this.approvals.delete(key);
         // The run's own count is the last word (a call refused by maxToolCalls was asked for, never run).
         if (event.usage) {
           run.modelCalls = event.usage.modelCalls;

@@ -1,6 +1,7 @@
 /**
  * The web view's one page: a run's tree with cost roll-ups, live over Server-Sent Events; a run's
- * transcript with untrusted envelopes shown as such; questions waiting for an answer; links into Temporal UI. Plain
+ * transcript with untrusted envelopes shown as such; questions waiting for an answer; calls waiting for approval, with
+ * approve and deny buttons; links into Temporal UI. Plain
  * DOM code, no framework: the server folds the events, the page only draws what it is sent.
  */
 /** The page's look. */
@@ -26,6 +27,9 @@ const STYLE = `  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color:
   .untrusted { background: #fff8c5; border: 1px dashed #bf8700; border-left: 3px solid #bf8700; }
   .untrusted-label { font-weight: 700; color: #7d4e00; font-size: 11px; }
   .question { background: #fbefff; border-left: 3px solid #8250df; padding: 6px 8px; margin: 6px 0; }
+  .approval { background: #fff1e5; border-left: 3px solid #bc4c00; padding: 6px 8px; margin: 6px 0; }
+  .approval input { width: 60%; } .approval .outcome { color: #57606a; font-size: 12px; margin-left: 6px; }
+  .status-waiting_for_approval { color: #bc4c00; }
   a { color: #0969da; }
   #connection { font-size: 12px; }
 `;
@@ -72,6 +76,32 @@ function drawQuestions(questions) {
     el('strong', {}, q.taskName + ' asks (' + q.questionId + '): '), q.question)));
 }
 
+// Each request keeps its node (and the reason being typed) while it stays open; a decided one goes.
+function drawApprovals(approvals) {
+  const box = $('approvals');
+  if (!approvals.length) return box.replaceChildren(el('em', {}, 'none'));
+  const kept = new Map([...box.querySelectorAll('.approval')].map((node) => [node.dataset.key, node]));
+  box.replaceChildren(...approvals.map((a) => kept.get(a.run + ' ' + a.requestId) || approvalNode(a)));
+}
+
+function approvalNode(a) {
+  const reason = el('input', { placeholder: 'reason (the model reads it)', 'aria-label': 'reason for ' + a.requestId });
+  const outcome = el('span', { class: 'outcome' });
+  const send = async (decision) => {
+    const response = await fetch('/api/runs/' + encodeURIComponent(ROOT) + '/approvals', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ run: a.run, requestId: a.requestId, decision, ...(reason.value ? { reason: reason.value } : {}) }),
+    });
+    const body = await response.json();
+    outcome.textContent = response.ok ? (body.decision === 'approve' ? 'approved' : 'denied') + ' by ' + body.by : body.error;
+  };
+  const button = (label, decision) => { const b = el('button', { type: 'button' }, label); b.addEventListener('click', () => send(decision)); return b; };
+  return el('div', { class: 'approval', 'data-request': a.requestId, 'data-key': a.run + ' ' + a.requestId },
+    el('strong', {}, a.taskName + ' asks (' + a.requestId + '): '), a.tool + ' ' + a.preview, el('br'),
+    el('span', { class: 'latest' }, 'until ' + a.deadline), el('br'),
+    reason, ' ', button('Approve', 'approve'), ' ', button('Deny', 'deny'), outcome);
+}
+
 const UNTRUSTED = /<EXTERNAL_UNTRUSTED>[\\s\\S]*?<\\/EXTERNAL_UNTRUSTED>/;
 function eventNode(event) {
   const kinds = { 'message/user': 'user', 'message/assistant': 'assistant', 'tool/result': 'tool' };
@@ -103,6 +133,7 @@ source.addEventListener('update', (message) => {
   $('summary').textContent = update.summary;
   drawTree();
   drawQuestions(update.questions);
+  drawApprovals(update.approvals);
   if (update.event.run === selected) { clearTimeout(transcriptTimer); transcriptTimer = setTimeout(loadTranscript, 150); }
 });
 source.addEventListener('end', () => { $('connection').textContent = 'tree ended'; source.close(); });
@@ -138,6 +169,10 @@ ${STYLE}</style>
     <section style="margin-top:16px">
       <h2>Questions waiting for an answer</h2>
       <div id="questions"><em>none</em></div>
+    </section>
+    <section style="margin-top:16px">
+      <h2>Calls waiting for approval</h2>
+      <div id="approvals"><em>none</em></div>
     </section>
   </div>
   <section>

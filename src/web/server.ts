@@ -1,7 +1,7 @@
 /**
  * `npm run web`: a small web view of delegation trees. `/runs/<id>` shows a run's live tree with cost
  * roll-ups, each run's transcript (its session, untrusted envelopes shown as such), questions waiting for an answer,
- * and links into Temporal UI. Live updates are Server-Sent Events fed by `DeputyClient.watch`, so a page costs the
+ * calls waiting for approval (approve or deny them, with a reason), and links into Temporal UI. Live updates are Server-Sent Events fed by `DeputyClient.watch`, so a page costs the
  * workers nothing while it follows; a transcript is the run's `state` query, read when a person opens it.
  *
  * Every request needs the access token (`DEPUTY_WEB_TOKEN`; one is generated and printed when unset): once as
@@ -16,6 +16,8 @@ import { DeputyClient } from '../client/client.js';
 import { ConfigError } from '../contract/errors.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
 import { page, escapeHtml } from './page.js';
+import { z } from 'zod';
+import { describeIssues } from '../rules/zod-issues.js';
 
 export interface WebOptions {
   deputy: DeputyClient;
@@ -79,6 +81,9 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
 
   async function route(url: URL, req: IncomingMessage, res: ServerResponse, headers: Record<string, string>) {
     const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+    if (req.method === 'POST' && parts[0] === 'api' && parts[1] === 'runs' && parts[3] === 'approvals') {
+      return decide(options.deputy, parts[2]!, req, res, headers);
+    }
     if (req.method !== 'GET') return void res.writeHead(405, headers).end();
     if (parts.length === 0) {
       res.writeHead(200, { ...headers, 'content-type': 'text/html; charset=utf-8' });
@@ -143,6 +148,7 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
           runs: view.rows(),
           summary: view.summary(),
           questions: [...view.questions.values()],
+          approvals: [...view.approvals.values()],
         };
         res.write(`event: update\ndata: ${JSON.stringify(update)}\n\n`);
       }
@@ -158,6 +164,54 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
 
   await new Promise<void>((resolve) => server.listen(options.port ?? 8787, options.host ?? '127.0.0.1', resolve));
   return server;
+}
+
+/**
+ * A decision from the page: JSON only (a form of another site cannot send it, and the cookie is SameSite=Strict),
+ * for a request open in the tree the page shows; the run's validator has the last word.
+ */
+async function decide(
+  deputy: DeputyClient,
+  rootId: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  headers: Record<string, string>,
+) {
+  const answer = (status: number, body: Record<string, unknown>) =>
+    void res.writeHead(status, { ...headers, 'content-type': 'application/json' }).end(JSON.stringify(body));
+  if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) {
+    return answer(415, { error: 'send the decision as application/json' });
+  }
+  const parsed = WebDecision.safeParse(await readJson(req).catch(() => undefined));
+  if (!parsed.success) return answer(400, { error: `invalid decision: ${describeIssues(parsed.error).join('; ')}` });
+  const { run, requestId, decision, reason } = parsed.data;
+  const open = await deputy.approvals(rootId);
+  if (!open.some((r) => r.run === run && r.requestId === requestId)) {
+    return answer(409, { error: `no request ${requestId} of ${run} is open in the tree of ${rootId}` });
+  }
+  try {
+    return answer(200, { ...(await deputy.decideApproval(run, requestId, decision, reason ? { reason } : {})) });
+  } catch (err) {
+    return answer(409, { error: (err as Error).message });
+  }
+}
+
+/** What the page sends to decide a request. */
+const WebDecision = z.strictObject({
+  run: z.string().min(1).max(1000),
+  requestId: z.string().min(1).max(100),
+  decision: z.enum(['approve', 'deny']),
+  reason: z.string().max(2000).optional(),
+});
+
+/** A request's JSON body, at most 16 KiB. */
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  let text = '';
+  for await (const chunk of req) {
+    text += String(chunk);
+    if (text.length > 16_384) throw new Error('body too large');
+  }
+  return JSON.parse(text);
 }
 
 async function main(): Promise<void> {
