@@ -15,26 +15,30 @@ import type { ConfigStore } from '../src/config/store.js';
 import { FAILURE } from '../src/contract/failures.js';
 import { approvalDigest, proofMatches } from '../src/ops/approval-proof.js';
 import { previewOf } from '../src/rules/approvals.js';
+import { approvalCheckSpan, approvalRequestSpan } from './telemetry.js';
 
 export function createApprovalActivities(config: ConfigStore, madeByModel: (call: ToolCall) => boolean) {
+  /** What a request records of a call a model made in this run: its digest and preview. */
+  const recordRequest = (call: RequestApprovalInput['call']): RequestApprovalResult => {
+    if (!madeByModel(call)) {
+      throw ApplicationFailure.create({
+        type: FAILURE.ToolUnknown,
+        message: `no approval asked: this call of "${call.name}" carries no proof that a model made it in this run`,
+        nonRetryable: true,
+      });
+    }
+    return { digest: approvalDigest(call), preview: previewOf(call.arguments) };
+  };
   return {
     /** Records what a request is for: refused for a call no model made in this run (an answer completed by hand). */
-    async requestApproval({ call }: RequestApprovalInput): Promise<RequestApprovalResult> {
-      if (!madeByModel(call)) {
-        throw ApplicationFailure.create({
-          type: FAILURE.ToolUnknown,
-          message: `no approval asked: this call of "${call.name}" carries no proof that a model made it in this run`,
-          nonRetryable: true,
-        });
-      }
-      return { digest: approvalDigest(call), preview: previewOf(call.arguments) };
+    async requestApproval({ call, requestId }: RequestApprovalInput): Promise<RequestApprovalResult> {
+      return approvalRequestSpan(call.name, requestId, async () => recordRequest(call));
     },
     /** Whether a decision carries a proof by the key of the approver it names, over this run, request and call. */
     async checkApproval(input: CheckApprovalInput): Promise<CheckApprovalResult> {
-      return checkProof(
-        config.current.approvals?.approvers,
-        activityInfo().workflowExecution?.workflowId ?? input.runId,
-        input,
+      const runId = activityInfo().workflowExecution?.workflowId ?? input.runId;
+      return approvalCheckSpan(input.requestId, input.decision, async () =>
+        checkProof(config.current.approvals?.approvers, runId, input),
       );
     },
   };

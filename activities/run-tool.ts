@@ -60,6 +60,7 @@ export function createRunTool(
 ) {
   return async function runTool(input: RunToolInput): Promise<RunToolResult> {
     return toolCallSpan(input.call.name, async (span) => {
+      if (input.approval) span.setAttribute('deputy.approval.request_id', input.approval.requestId);
       const result = await run(input);
       recordToolCall(span, { ok: !result.isError, bytes: utf8Bytes(result.content), content: result.content });
       return result;

@@ -87,3 +87,31 @@ export function recordToolCall(span: Span, outcome: { ok: boolean; bytes: number
   if (outcome.content !== undefined && captureContent())
     span.setAttribute('gen_ai.tool.result', captured(outcome.content));
 }
+
+/** A `request_approval {tool}` span (internal kind): a call recorded as waiting for a decision. */
+export function approvalRequestSpan<T>(tool: string, requestId: string, work: (span: Span) => Promise<T>): Promise<T> {
+  return inSpan(
+    `request_approval ${tool}`,
+    SpanKind.INTERNAL,
+    { 'gen_ai.tool.name': tool, 'deputy.approval.request_id': requestId },
+    work,
+  );
+}
+
+/** A `check_approval` span: a decision's proof checked, with its outcome (never the proof or a key). */
+export function approvalCheckSpan<T extends { ok: boolean }>(
+  requestId: string,
+  decision: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  return inSpan(
+    'check_approval',
+    SpanKind.INTERNAL,
+    { 'deputy.approval.request_id': requestId, 'deputy.approval.decision': decision },
+    async (span) => {
+      const checked = await work();
+      span.setAttribute('deputy.approval.proof', checked.ok ? 'valid' : 'refused');
+      return checked;
+    },
+  );
+}

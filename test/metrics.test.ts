@@ -28,7 +28,10 @@ beforeAll(async () => {
   support = await import('./support/delegation.js');
   const { delegationConfig, DELEGATION_TOOLS } = support;
   h = await createHarness();
-  await h.startWorker({ config: delegationConfig(), tools: DELEGATION_TOOLS });
+  // Searches for "needs approval" wait for a decision: the approvals test's.
+  const approvals = { tools: { search_notes: { when: { properties: { query: { const: 'needs approval' } } } } } };
+  const { parseConfig } = await import('../src/config/schema.js');
+  await h.startWorker({ config: parseConfig({ ...delegationConfig(), approvals }), tools: DELEGATION_TOOLS });
   return () => h.close();
 });
 
@@ -159,5 +162,35 @@ describe('R6.2 Deputy metrics', () => {
     expect((await h.deputy.result(quiet)).status).toBe('completed');
     expect(await metric(name, input, 0)).toBe(before.input + 1);
     expect(await metric(name, output, 0)).toBe(before.output + 1);
+  });
+
+  it('R7.4 R7.6 approval requests closed are counted by decision, with the time they waited', async () => {
+    const counted = (decision: string, atLeast: number) =>
+      metric('deputy_approvals_total', [`decision="${decision}"`], atLeast);
+    const before = { approve: await counted('approve', 0), deny: await counted('deny', 0) };
+    const waitedBefore = await metric('deputy_approval_wait_ms_total', [], 0);
+    for (const decision of ['approve', 'deny'] as const) {
+      const task = `metrics: search what ${decision}s`;
+      h.model.add(
+        {
+          when: forTask(task, 0),
+          reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'needs approval' } }] },
+        },
+        { when: forTask(task, 1), reply: { text: 'searched' } },
+      );
+      const id = h.id(`approval-${decision}`);
+      await h.deputy.startRun({ task }, { workflowId: id });
+      for (let i = 0; i < 100 && (await h.deputy.approvals(id)).length === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200)); // a wait to count
+      await h.deputy.decideApproval(id, 'a1.1', decision);
+      expect((await h.deputy.result(id)).status).toBe('completed');
+    }
+    expect(await counted('approve', before.approve + 1)).toBe(before.approve + 1);
+    expect(await counted('deny', before.deny + 1)).toBe(before.deny + 1);
+    expect(await metric('deputy_approval_wait_ms_total', [], waitedBefore + 400)).toBeGreaterThanOrEqual(
+      waitedBefore + 400,
+    );
   });
 });

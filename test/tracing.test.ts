@@ -13,6 +13,8 @@ import { forTask, userSays } from '../src/testing/script.js';
 import { bundleDeputyWorkflows } from '../src/worker/bundle.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { createHarness, type Harness } from './support/harness.js';
+import { parseConfig } from '../src/config/schema.js';
+import { lastMessage } from '../src/testing/script.js';
 
 const exporter = new InMemorySpanExporter();
 let tracing: DeputyTracing;
@@ -24,7 +26,9 @@ beforeAll(async () => {
   tracing = deputyTracing({ spanProcessor: new SimpleSpanProcessor(exporter), serviceName: 'deputy-test' })!;
   h = await createHarness();
   const { code } = await bundleDeputyWorkflows({ tracing });
-  await h.startWorker({ config: delegationConfig(), tools: DELEGATION_TOOLS, workflowBundle: { code } });
+  // One search of the notes waits for approval: the approval test's.
+  const config = parseConfig({ ...delegationConfig(), approvals: { tools: { search_notes: 'always' } } });
+  await h.startWorker({ config, tools: DELEGATION_TOOLS, workflowBundle: { code } });
   connection = await Connection.connect({ address: inject('temporalAddress') });
   // The starting service's client: the trace begins at its start call.
   deputy = new DeputyClient(new Client({ connection, plugins: [tracing.plugin] }), { taskQueue: h.taskQueue });
@@ -110,6 +114,36 @@ describe('R6.1 tracing', () => {
 
     // Nothing of the dialogue: neither the task, the briefs nor any answer.
     for (const span of spans) expect(everyText(span)).not.toContain(secret);
+  });
+
+  it('R7.2 R7.4 a call that waited for approval: its request is a span under its activity, and its tool span names the request', async () => {
+    const task = 'traced approval';
+    h.model.add(
+      {
+        when: (r) => lastMessage(r) === task,
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'tax' } }] },
+      },
+      { when: (r) => userSays(task)(r) && r.body.messages.at(-1)?.role === 'tool', reply: { text: 'found it' } },
+    );
+    const id = h.id('traced-approval');
+    exporter.reset();
+    await deputy.startRun({ task }, { workflowId: id });
+    for (let i = 0; i < 100 && (await deputy.approvals(id)).length === 0; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    await deputy.decideApproval(id, 'a1.1', 'approve');
+    expect((await deputy.result(id)).output).toBe('found it');
+    await tracing.provider.forceFlush();
+    const spans = exporter.getFinishedSpans();
+    const request = spans.find((s) => s.name === 'request_approval search_notes');
+    expect(request?.attributes).toMatchObject({
+      'gen_ai.tool.name': 'search_notes',
+      'deputy.approval.request_id': 'a1.1',
+    });
+    expect(spans.find((s) => s.spanContext().spanId === request!.parentSpanId)?.name).toBe(
+      'RunActivity:requestApproval',
+    );
+    const tool = spans.find((s) => s.name === 'execute_tool search_notes');
+    expect(tool?.attributes).toMatchObject({ 'deputy.approval.request_id': 'a1.1', 'deputy.tool.outcome': 'ok' });
   });
 
   it('an operator who opts in sees the prompt text on model call spans', async () => {

@@ -122,6 +122,6 @@ export function countSignalDropped(signal: string, reason: string): void {
 export function countApproval(run: MeteredRun, decision: string, waitedMs: number): void {
   if (replaying()) return;
   const tags = { ...runTags(run), decision };
-  counter('deputy_approvals_total', '1', 'Approval requests closed, by decision').add(1, tags);
+  counter('deputy_approvals', '1', 'Approval requests closed, by decision').add(1, tags);
   counter('deputy_approval_wait_ms', 'ms', 'Time approval requests waited for their decision').add(waitedMs, tags);
 }
