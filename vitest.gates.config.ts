@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-/** `npm run gates`: the delegate gate area (R5.5), G1–G21 against a real dev server; scripts/gates.ts prints the table. */
+/** `npm run gates`: the delegate gate area (R5.5), G1–G24 against a real dev server; scripts/gates.ts prints the table. */
 export default defineConfig({
   test: {
     include: ['test/gates/**/*.test.ts'],

@@ -210,6 +210,33 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
     rule: "the tenant's cap is not enforced",
     edits: [['workflows/tenant-admission.ts', '      if (holders.size >= cap) break;\n', '\n']],
   },
+  G22: {
+    rule: "a child's request is placed as its parent's own",
+    edits: [
+      ['workflows/approval-book.ts', 'path: r.path ? `${taskName}/${r.path}` : taskName', 'path: r.path'],
+      ['workflows/approval-book.ts', '      if (below)\n', '      if (below && !below)\n'],
+    ],
+  },
+  G23: {
+    rule: "a parent takes up its child's request as a request of its own",
+    edits: [
+      [
+        'workflows/approvals.ts',
+        '    for (const request of run.approvals.receive(from, entry.taskName, body)) {\n',
+        "    for (const request of run.approvals.receive(from, entry.taskName, body)) {\n      run.approvals.open({ ...request, run: run.sessionId, path: '' });\n",
+      ],
+    ],
+  },
+  G24: {
+    rule: 'the approval threshold of a delegation is not applied',
+    edits: [
+      [
+        'src/rules/approvals.ts',
+        'if (above === undefined || reservedUsd <= above) return undefined;',
+        'return undefined;',
+      ],
+    ],
+  },
 };
 
 /** A copy of the project's tracked files (its dependencies linked), where the mutations are made. */
@@ -248,7 +275,7 @@ try {
           '--config',
           'vitest.gates.config.ts',
           '-t',
-          `^R5.5 delegate gates ${gate} `,
+          `^R5.5 delegate gates.* ${gate} `,
           '--testTimeout',
           '25000',
           '--reporter',
@@ -260,6 +287,8 @@ try {
       const failed = run.status !== 0 && /\d+ failed/.test(run.stdout + run.stderr);
       if (!failed) survived += 1;
       console.log(`${gate.padEnd(4)} ${failed ? 'fails when broken' : 'SURVIVED'}: ${rule}`);
+      // What the gate's run said, so a survivor (or a run that never got to its gate) can be read.
+      if (!failed) console.log((run.stdout + run.stderr).trim().split('\n').slice(-8).join('\n'));
     } finally {
       for (const [path, text] of originals) writeFileSync(path, text);
     }

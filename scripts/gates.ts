@@ -1,15 +1,15 @@
 /**
- * `npm run gates`: runs the delegate gate area (R5.5, test/gates/) against a real dev server, prints the table G1–G21
+ * `npm run gates`: runs the delegate gate area (R5.5, test/gates/) against a real dev server, prints the table G1–G24
  * with pass or fail, and writes it to .deputy/gates.json; `npm run gates -- --evidence` writes it to
  * evidence/gates.json, the second evaluation artifact, instead (CI runs the gates without touching committed files).
- * Exits non-zero unless all 21 gates pass.
+ * Exits non-zero unless all 24 gates pass.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
-const GATES = 21;
+const GATES = 24;
 const run = spawnSync(
   process.execPath,
   ['node_modules/vitest/vitest.mjs', 'run', '--config', 'vitest.gates.config.ts'],
