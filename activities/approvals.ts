@@ -4,7 +4,10 @@
  */
 import { activityInfo } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type {
+  ApproverKey,
   CheckApprovalInput,
   CheckApprovalResult,
   RequestApprovalInput,
@@ -46,7 +49,7 @@ export function createApprovalActivities(config: ConfigStore, madeByModel: (call
 
 /** A decision's proof checked against the configured approvers' keys, bound to the run that waits. */
 export function checkProof(
-  approvers: readonly { id: string; key: string }[] | undefined,
+  approvers: readonly { id: string; key: ApproverKey }[] | undefined,
   runId: string,
   { requestId, decision, digest, approver, proof }: Omit<CheckApprovalInput, 'grant' | 'runId'>,
 ): CheckApprovalResult {
@@ -55,11 +58,44 @@ export function checkProof(
     return { ok: false, reason: 'a decision needs approver and proof' };
   const found = approvers.find((a) => a.id === approver);
   if (!found) return { ok: false, reason: `approver "${approver}" is not configured on this worker` };
-  if (!proofMatches(found.key, { runId, requestId, decision, digest }, proof)) {
+  const key = keyOf(found);
+  if (!key.ok) return key;
+  if (!proofMatches(key.key, { runId, requestId, decision, digest }, proof)) {
     return {
       ok: false,
       reason: `the proof is not ${approver}'s for ${decision} of request ${requestId} of run ${runId} with these arguments`,
     };
   }
   return { ok: true };
+}
+
+/** The approver's key as the worker reads it now, or why it cannot (never the key itself). */
+function keyOf({
+  id,
+  key,
+}: {
+  id: string;
+  key: ApproverKey;
+}): { ok: true; key: string } | { ok: false; reason: string } {
+  let value: string | undefined;
+  let where = 'the config';
+  if (typeof key === 'string') value = key;
+  else if ('env' in key) {
+    where = key.env;
+    value = process.env[key.env];
+  } else {
+    where = key.file;
+    try {
+      value = readFileSync(resolve(key.file), 'utf8').trim();
+    } catch {
+      value = undefined;
+    }
+  }
+  if (value === undefined || value.length < 32) {
+    return {
+      ok: false,
+      reason: `approver "${id}"'s key (${where}) is missing or shorter than 32 characters on this worker; the operator must set it`,
+    };
+  }
+  return { ok: true, key: value };
 }

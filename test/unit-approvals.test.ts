@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRunTool } from '../activities/run-tool.js';
+import { checkProof } from '../activities/approvals.js';
 import { ApprovalsConfig } from '../src/contract/approvals.js';
 import { defineTool } from '../src/contract/tools.js';
 import { approvalDigest, approvalProof } from '../src/ops/approval-proof.js';
@@ -135,5 +136,27 @@ describe('R7.4 R7.5 the worker checks a decision again when the call runs', () =
     }
     // (the approver's own proof runs it: test/approvals-authority.test.ts, on a real worker)
     expect(ran).toEqual([]);
+  });
+});
+
+describe('R7.5 an approver key read from the worker’s environment', () => {
+  it('R7.5 a key in { env } checks a proof while it is set; unset or short, the decision is refused naming where the key should be, never the key', () => {
+    const approvers = [{ id: 'ops', key: { env: 'DEPUTY_TEST_OPS_KEY' } }];
+    const key = 'env-approver-key-0123456789abcdef0123';
+    const decision = { requestId: 'a1.1', decision: 'approve' as const, digest: 'd'.repeat(64), approver: 'ops' };
+    const proof = approvalProof(key, { runId: 'run-1', ...decision });
+    delete process.env.DEPUTY_TEST_OPS_KEY;
+    expect(checkProof(approvers, 'run-1', { ...decision, proof })).toEqual({
+      ok: false,
+      reason:
+        'approver "ops"\'s key (DEPUTY_TEST_OPS_KEY) is missing or shorter than 32 characters on this worker; the operator must set it',
+    });
+    process.env.DEPUTY_TEST_OPS_KEY = key;
+    try {
+      expect(checkProof(approvers, 'run-1', { ...decision, proof })).toEqual({ ok: true });
+      expect(checkProof(approvers, 'run-2', { ...decision, proof }).ok).toBe(false);
+    } finally {
+      delete process.env.DEPUTY_TEST_OPS_KEY;
+    }
   });
 });

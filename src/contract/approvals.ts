@@ -25,11 +25,22 @@ export type ApprovalRule = z.infer<typeof ApprovalRule>;
 /** What a preset adds: a preset may ask for more approvals, never for fewer. */
 export const PresetApprovalRule = z.union([z.literal('always'), z.strictObject({ when: ArgumentsSchema })]);
 
-/** An approver whose decisions carry proof: its id, and the key its proofs are made with (kept by the workers). */
+/**
+ * An approver's key: written in the config (at least 32 characters), or read by the worker when it checks a proof
+ * from its environment (`{ env: NAME }`) or a file (`{ file: path }`, from the worker's working directory). Keys stay
+ * on the workers: never in a run's input, its history or a log.
+ */
+export const ApproverKey = z.union([
+  z.string().min(32, 'at least 32 characters'),
+  z.strictObject({ env: z.string().min(1) }),
+  z.strictObject({ file: z.string().min(1) }),
+]);
+export type ApproverKey = z.infer<typeof ApproverKey>;
+
+/** An approver whose decisions carry proof: its id, and the key its proofs are made with. */
 const Approver = z.strictObject({
   id: z.string().regex(/^[A-Za-z0-9._@-]{1,100}$/, 'letters, digits and . _ @ - only, at most 100'),
-  /** At least 32 characters; best read from the environment (`${NAME}` in the config file). */
-  key: z.string().min(32, 'at least 32 characters'),
+  key: ApproverKey,
 });
 
 /** The config's `approvals`. */
