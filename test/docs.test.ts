@@ -30,7 +30,9 @@ describe('R5.5 the docs name tests that exist', () => {
   it("R5.5 each of the design's gates is mapped to Deputy gates and test titles that exist", () => {
     const rows = tableAfter("**The design's gate numbers.**");
     expect(rows.map(([gate]) => gate)).toEqual(['4', '12']);
-    const gates = read('test/gates/delegate-gates.test.ts') + read('test/gates/delegate-gates-outcomes.test.ts');
+    const gates = ['delegate-gates', 'delegate-gates-outcomes', 'delegate-gates-approvals']
+      .map((file) => read(`test/gates/${file}.test.ts`))
+      .join('\n');
     for (const [gate, , testedBy] of rows) {
       const named = [...testedBy!.matchAll(/\bG(\d+)\b/g)].map((m) => m[1]!);
       expect(named.length, `design gate ${gate} names a Deputy gate`).toBeGreaterThan(0);
@@ -47,7 +49,7 @@ describe('R5.5 the docs name tests that exist', () => {
   });
 });
 
-/** The design's rules, R1.1 … R6.8. */
+/** The design's rules, R1.1 … R7.6 (the fleet's, R8, are not built yet: the file states them when they are). */
 const RULES = [
   ...Array.from({ length: 15 }, (_, i) => `R1.${i + 1}`),
   ...Array.from({ length: 19 }, (_, i) => `R2.${i + 1}`),
@@ -55,6 +57,7 @@ const RULES = [
   ...Array.from({ length: 6 }, (_, i) => `R4.${i + 1}`),
   ...Array.from({ length: 5 }, (_, i) => `R5.${i + 1}`),
   ...Array.from({ length: 9 }, (_, i) => `R6.${i + 1}`),
+  ...Array.from({ length: 6 }, (_, i) => `R7.${i + 1}`),
 ];
 /** Rules not built yet, which no test can name (none now: every rule of the design is built). */
 const NOT_BUILT: string[] = [];

@@ -37,7 +37,7 @@ async function childWaiting(label: string) {
 }
 
 describe('R5.5 delegate gates', () => {
-  it("G22 a child's request is the child's at its parent: listed with the child's run and path, and a decision sent to the parent is refused naming the child", async () => {
+  it('G22 a child’s request is the child’s at its parent: listed with the child’s run and path, and a decision sent to the parent is refused naming the child', async () => {
     const { root, child, request } = await childWaiting('g22');
     expect(request).toMatchObject({ run: child, path: `${root}/mailer`, tool: 'send_email' });
     // Sent to the parent's own run, the decision is refused, naming where the request waits.
