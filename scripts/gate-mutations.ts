@@ -20,8 +20,8 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
       ['src/config/presets.ts', 'const enabled = config.delegation.enabled && (', 'const enabled = true && ('],
       [
         'src/config/tenant-evidence.ts',
-        'const activated = config.delegation.enabled && missing.length === 0;',
-        'const activated = missing.length === 0;',
+        'const activated = config.delegation.enabled && (unconditional || missing.length === 0);',
+        'const activated = unconditional || missing.length === 0;',
       ],
     ],
   },
@@ -38,8 +38,12 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   G3: {
     rule: 'a child at max depth may delegate',
     edits: [
-      ['src/rules/child-run.ts', 'childDepth < delegation.maxDepth &&', 'true &&'],
-      ['src/rules/children.ts', 'input.childDepth < input.settings.maxDepth && !input', 'true && !input'],
+      ['src/rules/child-composition.ts', 'childDepth < depthLimit(delegation) &&', 'true &&'],
+      [
+        'src/rules/children.ts',
+        'input.childDepth < depthLimit(input.settings) && !neverInherited',
+        'true && !neverInherited',
+      ],
     ],
   },
   G4: {
@@ -61,11 +65,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
         'if (childrenSoFar + args.briefs.length > settings.maxChildrenPerRun) {',
         'if (false) {',
       ],
-      [
-        'workflows/delegation/invocation.ts',
-        'if (run.ledger.length + plans.length > run.delegationSettings.maxChildrenPerRun) {',
-        'if (false) {',
-      ],
+      ['workflows/delegation/invocation.ts', 'if (run.ledger.length + plans.length > max) {', 'if (false) {'],
     ],
   },
   G6: {
@@ -124,7 +124,13 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   },
   G12: {
     rule: 'neverInherit is ignored',
-    edits: [['src/rules/children.ts', '!input.settings.neverInherit.includes(tool.name) &&', 'true &&']],
+    edits: [
+      [
+        'src/rules/children.ts',
+        'return NEVER_INHERITED.includes(tool) || settings.neverInherit.includes(tool);',
+        'return false;',
+      ],
+    ],
   },
   G13: {
     rule: 'child output is not escaped inside the untrusted wrapper',
@@ -150,7 +156,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
     edits: [
       [
         'workflows/delegation/spawn.ts',
-        'return failedEnd(cause.message, reportedUsage(cause.details?.[0]));',
+        'return { ...failedEnd(cause.message, reportedUsage(details)), ...reportedArtifacts(details) };',
         'throw err;',
       ],
       [
@@ -179,9 +185,9 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
     rule: 'a limit_reached child is never joined',
     edits: [
       [
-        'workflows/delegation/spawn.ts',
-        '(ended) => readResult(ended, returnShape),',
-        "(ended) => (ended.status === 'limit_reached' ? new Promise<ChildEnd>(() => undefined) : readResult(ended, returnShape)),",
+        'workflows/delegation/child.ts',
+        '    return this.#ended(readResult(result, returnShape));',
+        "    if (result.status === 'limit_reached') await new Promise<never>(() => undefined);\n    return this.#ended(readResult(result, returnShape));",
       ],
     ],
   },
@@ -202,8 +208,11 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   G20: {
     rule: 'a child is not listed under its parent',
     edits: [
-      ['workflows/delegation/child.ts', '        { key: DEPUTY_PARENT_ID, value: run.sessionId },\n', '\n'],
-      ['workflows/agent-run.ts', '          { key: SA.DEPUTY_PARENT_ID, value: run.origin.parentId },\n', '\n'],
+      [
+        'src/contract/search-attributes.ts',
+        '...(child ? [{ key: DEPUTY_PARENT_ID, value: child.parentId }] : []),',
+        '...(child ? [] : []),',
+      ],
     ],
   },
   G21: {
