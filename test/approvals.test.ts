@@ -49,6 +49,10 @@ describe('R7.2 R7.4 a call that needs approval waits, then runs once when approv
     expect(await listedStatus(id)).toBe('waiting_for_approval');
     expect((await state(id)).details).toContain('waiting for approval of send_email (a1.1)');
     expect(effectsOf(id)).toEqual([]);
+    // Waiting spends nothing: no model call, no tool call, the usage as it was.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect((await state(id)).usage).toEqual(waiting.usage);
+    expect(h.model.requests.filter((r) => userSays(task)(r)).length).toBe(1);
 
     const decided = await h.deputy.decideApproval(id, 'a1.1', 'approve', { reason: 'fine' });
     expect(decided).toEqual({ requestId: 'a1.1', decision: 'approve', by: 'client' });

@@ -253,3 +253,57 @@ describe('49.8 the watch counts as a run counts itself', () => {
     expect([run.modelCalls, run.toolCalls]).toEqual([1, 1]);
   });
 });
+
+describe('R7.3 approvals in the watched tree', () => {
+  it('R7.3 a request is listed and its run shown waiting_for_approval until its decision; deputy watch says each in a line', () => {
+    const view = new TreeView();
+    const root = 'a';
+    const child = 'a/mailer-1';
+    const requested = ev(child, root, {
+      type: 'approval/requested',
+      requestId: 'a1.1',
+      tool: 'send_email',
+      why: 'the config asks approval of every call of send_email',
+      preview: '{"to":"board@example.com"}',
+      deadline: '2026-12-02T00:00:00.000Z',
+    });
+    for (const event of [
+      ev(root, null, { type: 'run/started', taskName: null, depth: 0, task: 'mail' }),
+      ev(root, null, {
+        type: 'delegation/started',
+        child,
+        taskName: 'mailer',
+        reserved: { maxTokens: null, maxCostUsd: null },
+      }),
+      ev(child, root, { type: 'run/started', taskName: 'mailer', depth: 1, task: 'send' }),
+      requested,
+    ])
+      view.apply(event);
+    expect([...view.approvals.values()]).toEqual([
+      {
+        run: child,
+        taskName: 'mailer',
+        requestId: 'a1.1',
+        tool: 'send_email',
+        preview: '{"to":"board@example.com"}',
+        deadline: '2026-12-02T00:00:00.000Z',
+      },
+    ]);
+    expect(view.runs.get(child)?.status).toBe('waiting_for_approval');
+    expect(describeWatchEvent(requested)).toBe(
+      'approval a1.1 requested: send_email {"to":"board@example.com"} (until 2026-12-02T00:00:00.000Z)',
+    );
+    const decided = ev(child, root, { type: 'approval/decided', requestId: 'a1.1', decision: 'deny', by: 'ops' });
+    view.apply(decided);
+    expect(view.approvals.size).toBe(0);
+    expect(view.runs.get(child)?.status).toBe('running');
+    expect(describeWatchEvent(decided)).toBe('approval a1.1 denied by ops');
+    const expired = ev(child, root, {
+      type: 'approval/decided',
+      requestId: 'a1.2',
+      decision: 'expired',
+      by: 'timeout',
+    });
+    expect(describeWatchEvent(expired)).toBe('approval a1.2 expired (no decision by its deadline)');
+  });
+});

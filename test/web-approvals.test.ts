@@ -4,31 +4,17 @@
  * the run goes on with exactly that. A decision reaches the run only with the token, as JSON, for a request of the
  * tree the page shows.
  */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { lastMessage, toolMessages, userSays } from '../src/testing/script.js';
-import { startWebServer } from '../src/web/server.js';
-import { launchChromium, SCREENSHOTS } from './support/browser.js';
+import { SCREENSHOTS } from './support/browser.js';
+import { useWebView } from './support/web.js';
 import { delegateReply, PARENT_SCOPES } from './support/delegation.js';
 import { effects, until, useApprovalHarness } from './support/approvals.js';
 
 const { h } = useApprovalHarness();
 const TOKEN = 'web-approvals-token-7d2e';
-let server: Server;
-let base: string;
-let browser: Browser;
-beforeAll(async () => {
-  server = await startWebServer({ deputy: h.deputy, token: TOKEN, uiBase: 'http://localhost:8233', port: 0 });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  server?.close();
-});
+const view = useWebView(h, TOKEN);
 
 describe('R7.3 R7.4 approvals in the web view', () => {
   it('R7.3 R7.4 the page lists a child’s waiting calls; Deny with a reason and Approve decide them; the run goes on with exactly that', async () => {
@@ -64,8 +50,8 @@ describe('R7.3 R7.4 approvals in the web view', () => {
     const friend = open.find((r) => r.preview.includes('friend'))!;
     const everyone = open.find((r) => r.preview.includes('everyone'))!;
 
-    const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
-    await page.goto(`${base}/runs/${encodeURIComponent(id)}?token=${TOKEN}`);
+    const page = await view.browser.newPage({ viewport: { width: 1500, height: 900 } });
+    await page.goto(`${view.base}/runs/${encodeURIComponent(id)}?token=${TOKEN}`);
     const item = (requestId: string) => page.locator(`#approvals .approval[data-request="${requestId}"]`);
     await item(everyone.requestId).waitFor({ timeout: 30_000 });
     expect(await item(everyone.requestId).textContent()).toContain(
@@ -95,12 +81,12 @@ describe('R7.3 R7.4 approvals in the web view', () => {
 
   it('R7.4 a decision needs the token, JSON, a well-formed body and a request open in the tree the page shows', async () => {
     const post = (body: unknown, headers: Record<string, string> = {}) =>
-      fetch(`${base}/api/runs/nobody/approvals`, {
+      fetch(`${view.base}/api/runs/nobody/approvals`, {
         method: 'POST',
         headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
       });
-    const unauthorised = await fetch(`${base}/api/runs/nobody/approvals`, { method: 'POST', body: '{}' });
+    const unauthorised = await fetch(`${view.base}/api/runs/nobody/approvals`, { method: 'POST', body: '{}' });
     expect(unauthorised.status).toBe(401);
     const form = await post('run=x&requestId=a1.1&decision=approve', {
       'content-type': 'application/x-www-form-urlencoded',
@@ -122,7 +108,7 @@ describe('R7.3 R7.4 approvals in the web view', () => {
       'the request',
     );
     // The request is open, but not in the tree this page shows.
-    const elsewhere = await fetch(`${base}/api/runs/${encodeURIComponent(h.id('other-root'))}/approvals`, {
+    const elsewhere = await fetch(`${view.base}/api/runs/${encodeURIComponent(h.id('other-root'))}/approvals`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ run: id, requestId: 'a1.1', decision: 'approve' }),

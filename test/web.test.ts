@@ -3,31 +3,17 @@
  * without a reload, the parent's transcript shows the children's results as an untrusted envelope, links lead into
  * Temporal UI; without the token nothing is served. The screenshots of docs/watching.md (docs/images/web-*.png) are this test's (`npm run screenshots`).
  */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { forTask, userSays } from '../src/testing/script.js';
-import { startWebServer } from '../src/web/server.js';
-import { launchChromium, SCREENSHOTS } from './support/browser.js';
+import { SCREENSHOTS } from './support/browser.js';
+import { useWebView } from './support/web.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
 const TOKEN = 'web-test-token-3f1c';
-let server: Server;
-let base: string;
-let browser: Browser;
-beforeAll(async () => {
-  server = await startWebServer({ deputy: h.deputy, token: TOKEN, uiBase: 'http://localhost:8233', port: 0 });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  server?.close();
-});
+const view = useWebView(h, TOKEN);
 
 describe('R6.5 the web view', () => {
   it('shows the live tree, a child status changing without a reload, the untrusted envelope in a transcript', async () => {
@@ -61,8 +47,8 @@ describe('R6.5 the web view', () => {
     const id = h.id('web');
     await h.deputy.startRun({ task, scopes: PARENT_SCOPES }, { workflowId: id });
 
-    const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
-    await page.goto(`${base}/runs/${encodeURIComponent(id)}?token=${TOKEN}`);
+    const page = await view.browser.newPage({ viewport: { width: 1500, height: 900 } });
+    await page.goto(`${view.base}/runs/${encodeURIComponent(id)}?token=${TOKEN}`);
     await page.evaluate(() => ((globalThis as unknown as { loadedOnce: boolean }).loadedOnce = true));
     const row = (name: string) => page.locator(`tr.run[data-run="${name === id ? id : `${id}/${name}-1`}"]`);
     // The tree appears, the subtotal child running (its model held).
@@ -113,14 +99,14 @@ describe('R6.5 the web view', () => {
 
   it('serves nothing without the access token; the token once in the URL becomes a cookie', async () => {
     for (const path of ['/', '/runs/x', '/api/runs/x/events', '/api/runs/x/transcript']) {
-      expect((await fetch(`${base}${path}`)).status, path).toBe(401);
-      expect((await fetch(`${base}${path}?token=wrong`)).status, path).toBe(401);
+      expect((await fetch(`${view.base}${path}`)).status, path).toBe(401);
+      expect((await fetch(`${view.base}${path}?token=wrong`)).status, path).toBe(401);
     }
-    const first = await fetch(`${base}/?token=${TOKEN}`);
+    const first = await fetch(`${view.base}/?token=${TOKEN}`);
     expect(first.status).toBe(200);
     const cookie = first.headers.get('set-cookie')!;
     expect(cookie).toMatch(/^deputy_web=web-test-token-3f1c; HttpOnly; SameSite=Strict; Path=\//);
-    expect((await fetch(`${base}/`, { headers: { cookie: cookie.split(';')[0]! } })).status).toBe(200);
-    expect((await fetch(`${base}/`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    expect((await fetch(`${view.base}/`, { headers: { cookie: cookie.split(';')[0]! } })).status).toBe(200);
+    expect((await fetch(`${view.base}/`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
   });
 });

@@ -51,6 +51,14 @@ export async function awaitApproval(run: AgentRunState, call: ToolCall, why: str
   const recorded = await requestApproval.executeWithOptions({ summary: `request approval of ${call.name}` }, [
     { grant: run.grant, runId: run.sessionId, requestId, call, why, deadline },
   ]);
+  // An activity's answer is checked like any outside text: a request carries a digest, or none is recorded.
+  if (!/^[0-9a-f]{64}$/.test(recorded.digest)) {
+    throw ApplicationFailure.create({
+      type: FAILURE.ApprovalRefused,
+      message: `requestApproval answered no digest for ${call.name}; nothing was asked and the call did not run`,
+      nonRetryable: true,
+    });
+  }
   const own = run.approvals.open({
     requestId,
     run: run.sessionId,
@@ -128,6 +136,9 @@ function decisionLabel(own: OwnRequest): string {
   return own.status;
 }
 
+/** A request's status as it is now (another handler may have moved it while this one awaited). */
+const statusOf = (own: OwnRequest): OwnRequest['status'] => own.status;
+
 const closed = (own: OwnRequest) => own.status !== 'open' && own.status !== 'deciding';
 
 function deniedWords(own: OwnRequest, tool: string): string {
@@ -169,7 +180,7 @@ export function registerApprovalHandlers(run: AgentRunState): void {
     validator: (decision: DecideApprovalInput) => {
       if (run.isEnded()) throw new Error('decideApproval: the run has ended');
       assertFits(CONTRACT.decideApproval, decision, 'decideApproval payload');
-      const refused = run.approvals.refusal(decision, Date.now(), run.composition.approvals?.approvers);
+      const refused = run.approvals.refusal(decision, Date.now(), run.resolvedComposition?.approvals?.approvers);
       if (refused) throw new Error(`decideApproval: ${refused}`);
     },
   });
@@ -218,6 +229,15 @@ async function decide(run: AgentRunState, decision: DecideApprovalInput): Promis
       throw ApplicationFailure.create({
         type: FAILURE.ApprovalRefused,
         message: `decideApproval: ${checked.reason}; the request stays open`,
+        nonRetryable: true,
+      });
+    }
+    // The run stopped waiting while the proof was checked (cancelled, or the deadline decided): nothing to take.
+    const now = statusOf(own);
+    if (now !== 'deciding') {
+      throw ApplicationFailure.create({
+        type: FAILURE.ApprovalRefused,
+        message: `decideApproval: request ${decision.requestId} closed while its proof was checked: ${now}`,
         nonRetryable: true,
       });
     }

@@ -5,6 +5,13 @@
 import { UsageError } from '../contract/errors.js';
 import { parseArgs } from 'node:util';
 
+/** What `approve` and `deny` take. */
+const DECISION_OPTIONS = [
+  '--reason <text>      why: the model reads it (with a denial)',
+  "--approver <id>      who decides: one of the config's approvals.approvers",
+  "--key-env <NAME>     the approver's key, read from this environment variable: the proof is made here, the key never sent",
+];
+
 /** Each command: its arguments, what it does, and the options it takes. */
 export const COMMANDS: Record<string, { args: string; does: string; min: number; max: number; options?: string[] }> = {
   run: {
@@ -84,22 +91,14 @@ export const COMMANDS: Record<string, { args: string; does: string; min: number;
     does: 'approves a request: the call runs once, with the arguments it was asked with (the run or its root)',
     min: 2,
     max: 2,
-    options: [
-      '--reason <text>      why: the model reads it (with a denial)',
-      "--approver <id>      who decides: one of the config's approvals.approvers",
-      "--key-env <NAME>     the approver's key, read from this environment variable: the proof is made here, the key never sent",
-    ],
+    options: DECISION_OPTIONS,
   },
   deny: {
     args: '<workflowId> <requestId>',
     does: 'denies a request: the model reads who denied it and why',
     min: 2,
     max: 2,
-    options: [
-      '--reason <text>      why: the model reads it (with a denial)',
-      "--approver <id>      who decides: one of the config's approvals.approvers",
-      "--key-env <NAME>     the approver's key, read from this environment variable: the proof is made here, the key never sent",
-    ],
+    options: DECISION_OPTIONS,
   },
   tenants: { args: '', does: 'each configured tenant: activated or not, and why (its evidence)', min: 0, max: 0 },
   eval: {

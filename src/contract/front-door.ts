@@ -2,7 +2,7 @@
  * Deputy's front door for callers outside its namespace: a Nexus service other teams' workflows call through an
  * endpoint (`createNexusServiceClient({ service: deputyService, endpoint })`). Its tenant is bound to the endpoint
  * (the task queue the endpoint targets), never to what a caller sends; a caller names its own key for each run, and
- * reaches only the runs started through the same door.
+ * reaches only the runs started through the same door, and decides only the approvals of their trees.
  */
 import * as nexus from 'nexus-rpc';
 import type { RunResult } from './run.js';
@@ -22,11 +22,23 @@ export interface FrontDoorRun {
   };
 }
 
-/** A run's status and the questions its children wait on. */
+/** A run's status, the questions its children wait on, and the calls of its tree waiting for approval. */
 export interface FrontDoorState {
   runId: string;
   status: string;
   openQuestions: { questionId: string; child: string; question: string }[];
+  openApprovals: { requestId: string; path: string; tool: string; preview: string; deadline: string }[];
+}
+
+/** A decision on a call of the run's tree that waits for approval (docs/approvals.md). */
+export interface FrontDoorDecision {
+  key: string;
+  requestId: string;
+  decision: 'approve' | 'deny';
+  reason?: string;
+  /** With approvers configured: who decides, and the proof its key made. */
+  approver?: string;
+  proof?: string;
 }
 
 /** An answer to the oldest open question of the run (or the one `questionId` names). */
@@ -43,4 +55,6 @@ export const deputyService = nexus.service('deputy', {
   state: nexus.operation<{ key: string }, FrontDoorState>(),
   /** Answers a question a child of the run waits on. */
   answer: nexus.operation<FrontDoorAnswer, { questionId: string; child: string }>(),
+  /** Approves or denies a call of the run's tree that waits for approval. */
+  decide: nexus.operation<FrontDoorDecision, { requestId: string; decision: 'approve' | 'deny'; by: string }>(),
 });

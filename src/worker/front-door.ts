@@ -12,6 +12,7 @@ import { CallerLimits, narrowLimits } from '../config/caller-limits.js';
 import type { ConfigStore } from '../config/store.js';
 import { deputyService } from '../contract/front-door.js';
 import type { RunResult } from '../contract/run.js';
+import { DeputyError } from '../contract/errors.js';
 
 /** The memo field a run started through the front door records its tenant in. */
 const FRONT_DOOR_MEMO = 'deputyFrontDoor';
@@ -24,6 +25,14 @@ const RunRequest = z.strictObject({
   limits: CallerLimits.optional(),
 });
 const StateRequest = z.strictObject({ key: Key });
+const DecideRequest = z.strictObject({
+  key: Key,
+  requestId: z.string().min(1).max(100),
+  decision: z.enum(['approve', 'deny']),
+  reason: z.string().max(2000).optional(),
+  approver: z.string().min(1).max(100).optional(),
+  proof: z.string().max(200).optional(),
+});
 const AnswerRequest = z.strictObject({
   key: Key,
   answer: z.string().min(1).max(100_000),
@@ -85,11 +94,22 @@ export function frontDoorHandler(options: { tenant: string; taskQueue: string; c
     state: async (_ctx, input) => {
       const id = await own(parsed(StateRequest, input).key);
       const client = deputy();
-      const [state, questions] = await Promise.all([client.getState(id), client.openQuestions(id)]);
+      const [state, questions, approvals] = await Promise.all([
+        client.getState(id),
+        client.openQuestions(id),
+        client.approvals(id),
+      ]);
       return {
         runId: id,
         status: state.status,
         openQuestions: questions.map((q) => ({ questionId: q.questionId, child: q.taskName, question: q.question })),
+        openApprovals: approvals.map(({ requestId, path, tool, preview, deadline }) => ({
+          requestId,
+          path,
+          tool,
+          preview,
+          deadline,
+        })),
       };
     },
     answer: async (_ctx, input) => {
@@ -102,6 +122,16 @@ export function frontDoorHandler(options: { tenant: string; taskQueue: string; c
       if (!question) throw new nexus.HandlerError('NOT_FOUND', `no open question in run "${request.key}"`);
       const questionId = await client.answer(question.childWorkflowId, request.answer, question.questionId);
       return { questionId, child: question.taskName };
+    },
+    decide: async (_ctx, input) => {
+      const { key, requestId, decision, ...options } = parsed(DecideRequest, input);
+      const id = await own(key);
+      try {
+        return await deputy().decideApproval(id, requestId, decision, options);
+      } catch (err) {
+        if (err instanceof DeputyError) throw new nexus.HandlerError('BAD_REQUEST', err.message);
+        throw err;
+      }
     },
   });
 }

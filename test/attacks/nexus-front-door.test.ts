@@ -14,7 +14,12 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lastMessage, userSays, type RecordedRequest } from '../../src/testing/script.js';
 import { PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
-import type { askDeputyRaw, askDeputyThenCancel, readDeputyState } from '../support/nexus-caller-workflows.js';
+import type {
+  approveThroughDeputy,
+  askDeputyRaw,
+  askDeputyThenCancel,
+  readDeputyState,
+} from '../support/nexus-caller-workflows.js';
 import { delegateReply } from '../support/delegation.js';
 import { testConfig, useHarness } from '../support/harness.js';
 import { temporalCli } from './support.js';
@@ -48,6 +53,14 @@ const config = testConfig({
     { tenant: 'alice', taskQueue: DOORS.alice },
     { tenant: 'bob', taskQueue: DOORS.bob },
   ],
+  // One search waits for approval: the one the decide test makes.
+  approvals: {
+    tools: {
+      search_notes: {
+        when: { type: 'object', properties: { query: { const: 'nexus approval' } }, required: ['query'] },
+      },
+    },
+  },
 });
 const h = useHarness({ config });
 
@@ -146,6 +159,32 @@ describe('R6.9 the Nexus front door', () => {
     expect((await h.client.workflow.getHandle(runId).describe()).status.name).toBe('CANCELLED');
     expect((await h.client.workflow.getHandle(`${runId}/conv-1`).describe()).status.name).toBe('CANCELLED');
     expect(await startInput(runId)).toMatchObject({ tenant: 'alice' });
+  });
+
+  it('R6.9 R7.3 R7.4 a workflow in another namespace sees a call waiting for approval in state, approves it with decide, and a second decision is refused', async () => {
+    const task = 'r6.9 nexus: look it up once approved';
+    h.model.add(
+      {
+        when: (r) => lastMessage(r) === task,
+        reply: { toolCalls: [{ name: 'search_notes', arguments: { query: 'nexus approval' } }] },
+      },
+      {
+        when: (r) => userSays(task)(r) && r.body.messages.at(-1)?.role === 'tool',
+        reply: { text: 'looked up through the door' },
+      },
+    );
+    const key = `approve-${suffix}`;
+    const report = await callers.workflow.execute<typeof approveThroughDeputy>('approveThroughDeputy', {
+      taskQueue: callerQueue,
+      workflowId: `caller-${key}`,
+      args: [{ endpoint: ENDPOINTS.alice, key, task }],
+    });
+    expect(report.approvals).toMatchObject([
+      { requestId: 'a1.1', path: `nexus-alice-${key}`, tool: 'search_notes', preview: '{"query":"nexus approval"}' },
+    ]);
+    expect(report.decided).toBe('approve by client');
+    expect(report.again).toMatch(/^refused: .*decideApproval: /);
+    expect(report.ended).toBe('completed: looked up through the door');
   });
 
   it('R6.9 R1.14 attack 33: a caller cannot name scopes or a tenant, raise a limit, or read another tenant’s run', async () => {

@@ -70,3 +70,51 @@ export async function readDeputyState(input: { endpoint: string; key: string }):
     return `refused: ${(err as Error).message}${cause ? ` (${cause.message})` : ''}`;
   }
 }
+
+/** What a caller saw deciding an approval through the front door. */
+export interface DecisionReport {
+  approvals: FrontDoorState['openApprovals'];
+  decided: string;
+  again: string;
+  ended: string;
+}
+
+/**
+ * Starts a run through `endpoint`, waits until a call of its tree waits for approval, approves it, tries to decide it
+ * a second time, and reports how the run ended.
+ */
+export async function approveThroughDeputy(input: {
+  endpoint: string;
+  key: string;
+  task: string;
+}): Promise<DecisionReport> {
+  const deputy = createNexusServiceClient({ service: deputyService, endpoint: input.endpoint });
+  const handle = await deputy.startOperation(
+    'run',
+    { key: input.key, task: input.task },
+    { scheduleToCloseTimeout: '10 minutes' },
+  );
+  let state: FrontDoorState | undefined;
+  for (let i = 0; i < 300 && !state?.openApprovals.length; i += 1) {
+    if (i > 0) await sleep(200);
+    state = await deputy.executeOperation('state', { key: input.key }, { scheduleToCloseTimeout: '1 minute' });
+  }
+  const requestId = state?.openApprovals[0]?.requestId ?? 'none';
+  const decide = async () => {
+    try {
+      const decided = await deputy.executeOperation(
+        'decide',
+        { key: input.key, requestId, decision: 'approve', reason: 'through the front door' },
+        { scheduleToCloseTimeout: '1 minute' },
+      );
+      return `${decided.decision} by ${decided.by}`;
+    } catch (err) {
+      const cause = (err as Error).cause as Error | undefined;
+      return `refused: ${cause?.message ?? (err as Error).message}`;
+    }
+  };
+  const decided = await decide();
+  const again = await decide();
+  const result = await handle.result();
+  return { approvals: state?.openApprovals ?? [], decided, again, ended: `${result.status}: ${result.output}` };
+}
