@@ -23,6 +23,11 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
         'const activated = config.delegation.enabled && (unconditional || missing.length === 0);',
         'const activated = unconditional || missing.length === 0;',
       ],
+      [
+        'src/config/tenant-evidence.ts',
+        "if (config.delegation.activation === 'unconditional') return config.delegation.enabled;",
+        "if (config.delegation.activation === 'unconditional') return true;",
+      ],
     ],
   },
   G2: {
@@ -55,6 +60,13 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
         ".max(30, 'at most 3 briefs per invocation')",
       ],
       ['src/rules/children.ts', 'if (args.briefs.length > settings.maxBriefsPerInvocation) {', 'if (false) {'],
+      // The same cap, as the workflow checks it: the JSON Schema generated from the contract, and its compiled check.
+      [
+        'src/contract/json-schemas.ts',
+        '        minItems: 1,\n        maxItems: 3,\n',
+        '        minItems: 1,\n        maxItems: 30,\n',
+      ],
+      ['src/contract/compiled-checks.js', 'data0.length > 3)', 'data0.length > 30)'],
     ],
   },
   G5: {

@@ -2,7 +2,7 @@
  * Approvals from outside: the open requests of a tree, read from its root, and a decision sent to the run that waits
  * (found from the root's listing, which the runs below it report up).
  */
-import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { DecideApprovalInput, type ApprovalRequest, type DecideApprovalResult } from '../contract/approvals.js';
 import { approvalsQuery, decideApprovalUpdate } from '../contract/messages.js';
 import { InputError, UpdateRejectedError } from '../contract/errors.js';
@@ -61,7 +61,8 @@ export async function decideApproval(
     if (err instanceof WorkflowUpdateFailedError) {
       throw new UpdateRejectedError(failureMessage(err.cause ?? err), { cause: err });
     }
-    if (err instanceof Error && /already completed|not found/i.test(err.message)) {
+    // A closed run refuses updates as not found (with no message), or as completed.
+    if (err instanceof WorkflowNotFoundError || (err instanceof Error && /already completed/i.test(err.message))) {
       throw new UpdateRejectedError(
         `decideApproval: run ${target} has ended or does not exist; nothing there waits for a decision`,
         { cause: err },

@@ -5,7 +5,7 @@
 import type { ApprovalPolicy, ApprovalRequest, ApprovalsConfig } from '../contract/approvals.js';
 import type { Preset } from '../contract/preset.js';
 import { SchemaChecker, type JsonSchema } from '../contract/checks/json-schema.js';
-import { bounded, DELEGATE_TOOL, UNTRUSTED_LABEL } from './children.js';
+import { bounded, UNTRUSTED_LABEL } from './children.js';
 
 /** Characters of a call's arguments a request shows. */
 export const PREVIEW_CHARS = 300;
@@ -105,12 +105,6 @@ export function whyDelegationApproval(policy: ApprovalPolicy | undefined, reserv
   const above = policy?.delegationAboveUsd;
   if (above === undefined || reservedUsd <= above) return undefined;
   return `this delegation would reserve $${reservedUsd.toFixed(4)} for its children, above approvals.delegationAboveUsd ($${above})`;
-}
-
-/** Whether the tool is under any rule of the policy (its calls are checked; the `delegate` tool by its threshold). */
-export function governs(policy: ApprovalPolicy | undefined, name: string): boolean {
-  if (!policy) return false;
-  return Object.hasOwn(policy.tools, name) || (name === DELEGATE_TOOL && policy.delegationAboveUsd !== undefined);
 }
 
 /** A call's arguments as a request shows them: one line, cut. */
