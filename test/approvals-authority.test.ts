@@ -121,6 +121,25 @@ describe('R7.6 a request expires at its deadline', () => {
     ]);
   });
 
+  it('R7.6 a call approved late runs only within what is left of the run’s deadline, not what was left when it asked', async () => {
+    const task = 'authority-7: send slowly';
+    h.model.add({ when: (r) => lastMessage(r) === task, reply: call('slow_send', { to: 'late@example.com' }) });
+    const id = h.id('authority-7');
+    const deadline = Date.now() + 3500;
+    await h.deputy.startRun({ task, limits: { deadline: new Date(deadline).toISOString() } }, { workflowId: id });
+    const [request] = await until(
+      () => h.deputy.approvals(id),
+      (list) => list.length === 1,
+      'the request',
+    );
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - 2000 - Date.now())));
+    await h.deputy.decideApproval(id, request!.requestId, 'approve', { approver: 'alice', key: ALICE_KEY });
+    // The tool needs 4 s and 2 s are left: the call ends at the deadline, and so does the run.
+    expect(await h.deputy.result(id)).toMatchObject({ status: 'limit_reached', limit: 'deadline' });
+    const closed = (await h.client.workflow.getHandle(id).describe()).closeTime!.getTime();
+    expect(closed).toBeLessThan(deadline + 700);
+  });
+
   it('R7.6 cancelling the run cancels its request: nothing runs and nothing stays listed', async () => {
     const { id } = await emailRun('authority-4');
     await h.deputy.cancel(id);

@@ -110,7 +110,6 @@ function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: strin
   };
   const options = {
     summary: `runTool ${call.name}`,
-    ...run.untilDeadline(),
     // A source's own policy: a server that fails every call is a tool error within seconds, not minutes.
     ...(tool?.retry && {
       retry: {
@@ -126,7 +125,8 @@ function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: strin
       const gate = await approvalFor(run, call, allowedTools);
       if (gate && !gate.ok) return gate.result;
       const pinned = server === undefined ? {} : await sessionOptions(run, server);
-      return runTool.executeWithOptions({ ...options, ...pinned }, [
+      // The deadline is read once the call may run: a wait for its approval has used some of what was left.
+      return runTool.executeWithOptions({ ...options, ...run.untilDeadline(), ...pinned }, [
         { ...input, ...(gate && { approval: gate.approval }) },
       ]);
     },

@@ -35,14 +35,27 @@ export const payInvoice = defineTool({
   },
 });
 
-export const APPROVAL_TOOLS: ToolDefinition[] = [...builtinTools(), sendEmail, payInvoice];
+/** A send that takes 4 s (cut short when its activity is): what a call approved close to the deadline does. */
+export const slowSend = defineTool({
+  name: 'slow_send',
+  description: 'Sends slowly.',
+  parameters: z.object({ to: z.string() }),
+  scopes: ['tools.calc'],
+  async execute(args, { runId, signal }) {
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    if (!signal.aborted) effects.push({ tool: 'slow_send', args, runId });
+    return `sent slowly to ${args.to}`;
+  },
+});
+
+export const APPROVAL_TOOLS: ToolDefinition[] = [...builtinTools(), sendEmail, payInvoice, slowSend];
 
 /** Approval of every email, of payments above 100, of delegations reserving more than $0.02. */
 export function approvalConfig(approvals: Record<string, unknown> = {}): DeputyConfig {
   return testConfig({
     grantableScopes: PARENT_SCOPES,
     presets: [
-      { id: 'assistant', persona: 'You act.', tools: ['calculate', 'send_email', 'pay_invoice'] },
+      { id: 'assistant', persona: 'You act.', tools: ['calculate', 'send_email', 'pay_invoice', 'slow_send'] },
       { id: 'mailer', persona: 'You write mail.', tools: ['send_email'] },
     ],
     delegation: {
@@ -54,6 +67,7 @@ export function approvalConfig(approvals: Record<string, unknown> = {}): DeputyC
     approvals: {
       tools: {
         send_email: 'always',
+        slow_send: 'always',
         pay_invoice: {
           when: { type: 'object', properties: { amount: { exclusiveMinimum: 100 } }, required: ['amount'] },
         },

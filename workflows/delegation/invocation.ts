@@ -92,7 +92,8 @@ export class Delegation implements DelegateCall {
     const why = this.#approved ? undefined : whyDelegationApproval(this.run.composition.approvals, reservedUsd);
     if (why) {
       const gate = await awaitApproval(this.run, this.call, why);
-      if (!gate.ok) return this.#refused('not_approved', `${gate.result.content}; nothing was spawned`);
+      if (!gate.ok)
+        return this.#refused('not_approved', `${gate.result.content.replace(/\.$/, '')}; nothing was spawned`);
       this.#approved = true;
       return this.delegate();
     }
