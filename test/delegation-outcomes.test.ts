@@ -9,7 +9,9 @@ import {
   listChildren,
   PARENT_USAGE,
   delegatingParent,
+  delegateReply,
   lastToolMessage,
+  PARENT_SCOPES,
 } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
 
@@ -291,5 +293,42 @@ describe('R2.11 R2.12 ledger and inspection', () => {
     expect(
       Object.keys(upserts[0]!.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!).sort(),
     ).toEqual(['DeputyCostUsd', 'DeputyStatus']);
+  });
+
+  it('R2.12 a root started by the client is listed from its start call; waiting on its children shows in its current details and state, and its end is its one upsert', async () => {
+    const task = 'r2.12 root listed from its start';
+    const slow = { released: () => {} };
+    const held = new Promise<void>((resolve) => (slow.released = resolve));
+    h.model.add(
+      { when: forTask(task, 0), reply: delegateReply({ briefs: [{ task_name: 'held', message: 'held root child' }] }) },
+      { name: 'held child', when: userSays('held root child'), reply: async () => (await held, { text: 'held done' }) },
+      { when: forTask(task, 1), reply: { text: 'root done' } },
+    );
+    const workflowId = h.id('listed-root');
+    await h.deputy.startRun({ task, scopes: PARENT_SCOPES, preset: 'assistant' }, { workflowId });
+    const handle = h.client.workflow.getHandle(workflowId);
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'held child'));
+    expect((await handle.describe()).searchAttributes).toMatchObject({
+      DeputyRootId: [workflowId],
+      DeputyDepth: [0],
+      DeputyPreset: ['assistant'],
+      DeputyStatus: ['running'],
+    });
+    expect((await h.deputy.getState(workflowId)).status).toBe('waiting_for_children');
+    const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails).toBe(`waiting for ${workflowId}/held-1`);
+    slow.released();
+    const result = await h.deputy.result(workflowId);
+    expect(result.status).toBe('completed');
+    const upserts = (await handle.fetchHistory()).events!.filter(
+      (e) => e.upsertWorkflowSearchAttributesEventAttributes,
+    );
+    expect(upserts).toHaveLength(1);
+    expect(
+      Object.keys(upserts[0]!.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!).sort(),
+    ).toEqual(['DeputyCostUsd', 'DeputyStatus']);
+    const listed = (await handle.describe()).searchAttributes;
+    expect(listed.DeputyStatus).toEqual(['completed']);
+    expect(listed.DeputyCostUsd).toEqual([result.usage.costMicroUsd / 1e6]);
   });
 });

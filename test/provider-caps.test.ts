@@ -139,10 +139,12 @@ describe('R6.6 a stream that stalls', () => {
 });
 
 describe('R6.6 live output', () => {
-  it('R6.6 a streaming call heartbeats its progress; a watcher shows the answer as it is written, before the call ends', async () => {
+  it('R6.6 a streaming call heartbeats its progress, to the server at most once in 4 s; a watcher shows the answer as it is written, before the call ends', async () => {
     const task = 'live: write slowly';
-    const text = words(60);
-    h.model.add({ name: task, when: userSays(task), reply: { text, chunkDelayMs: 60 } });
+    const text = words(100);
+    // About 10 s of streaming: the worker sends its progress when it starts and then at most every 4 seconds.
+    const chunkDelayMs = Math.round(10_000 / Math.ceil(text.length / 16));
+    h.model.add({ name: task, when: userSays(task), reply: { text, chunkDelayMs } });
     const id = h.id('live');
     const started = Date.now();
     await h.deputy.startRun({ task }, { workflowId: id });
@@ -155,13 +157,15 @@ describe('R6.6 live output', () => {
     const progress = seen.filter(
       (e): e is Extract<WatchEvent, { type: 'model/progress' }> => e.type === 'model/progress',
     );
-    expect(progress.length).toBeGreaterThan(2);
+    expect(progress.length).toBeGreaterThan(1);
+    // Each progress event is a heartbeat the server recorded: 500 ms pieces of progress would make about 20.
+    expect(progress.length).toBeLessThanOrEqual(4);
     const finished = seen.findIndex((e) => e.type === 'model/finished');
     expect(seen.indexOf(progress[0]!)).toBeLessThan(finished); // live output came before the call ended
     expect(text.startsWith(progress[0]!.partial)).toBe(true);
     expect(progress.at(-1)!.outputTokens).toBeGreaterThan(progress[0]!.outputTokens);
     expect((await h.deputy.result(id)).output).toBe(text);
-    console.log(`R6.6 time to first live token at the watcher: ${firstLiveMs} ms`);
+    console.log(`R6.6 time to first live token at the watcher: ${firstLiveMs} ms; ${progress.length} progress events`);
   });
 });
 

@@ -32,8 +32,6 @@ function drainInbox(run: AgentRunState): void {
       run.append({ type: 'subagent/result', at: now(), taskName, childWorkflowId, content: item.content });
       const child = run.detached.get(childWorkflowId);
       if (child) child.reported = true;
-      // The child's charge shows in the parent's cost once its result is in.
-      if (run.costMoved()) run.showCost();
       continue;
     }
     if ('approval' in item) {

@@ -28,9 +28,6 @@ import { now, type AgentRunState } from './run-state.js';
 export const SYNTHESIS_INSTRUCTION =
   'Your budget for this run is nearly used up. Do not call any tools. Give your final answer now, using what you already know.';
 
-/** A lean run's cost search attribute is updated every this many model turns (one event fewer a turn). */
-const COST_SHOWN_EVERY = 5;
-
 /** The most a compaction summary may write (the prompt asks for 300 words). */
 const COMPACTION_MAX_COMPLETION_TOKENS = 1024;
 
@@ -225,9 +222,5 @@ async function callTurn(
     toolCalls: reply.toolCalls,
     ...(synthesisFor && { synthesisFor }),
   });
-  // The cost is shown every COST_SHOWN_EVERY turns, after a tool turn that charged children, and at its
-  // end (the `state` query has it exact at any time); a conversation after every answer, as it then waits.
-  const shown = reply.toolCalls.length > 0 ? turn % COST_SHOWN_EVERY === 0 : run.input.mode === 'conversation';
-  if (shown) run.showCost();
   return null;
 }

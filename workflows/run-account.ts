@@ -3,7 +3,6 @@
  * children and in-flight calls. Changed only through methods that name what happened; `AgentRunState` builds on it.
  * Deterministic code only.
  */
-import { upsertSearchAttributes } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ResolveRunResult } from '../src/contract/activities.js';
 import type { DelegationSettings } from '../src/contract/delegation.js';
@@ -85,7 +84,7 @@ export class RunAccount {
     this.#ledger.push(...entries);
   }
 
-  /** The cost the search attribute shows (kept by `showCost` and `setStatusWithCost`). */
+  /** The cost `DeputyCostUsd` shows (written with a listed status change). */
   #shownCostMicroUsd = 0;
 
   get usage(): Usage {
@@ -165,7 +164,6 @@ export class RunAccount {
   /** Adds spend (a compaction, a summary, a child's charge) to the run's usage. */
   debit(spend: Spend): void {
     this.#usage = addSpend(this.usage, spend);
-    // The cost is shown once the tool turn is over (`showCost`), not after every child.
     this.absorbOverrun();
   }
 
@@ -203,15 +201,11 @@ export class RunAccount {
     if (billed) this.debit({ ...billed, costMicroUsd: callCostMicroUsd(billed, this.composition.price) });
   }
 
-  /** Shows the run's cost so far in its search attributes. */
-  showCost(): void {
-    upsertSearchAttributes([this.costAttribute()]);
+  /** The cost attribute when the cost moved since it was last shown, which it then shows. */
+  protected costShown(): SearchAttributeUpdatePair[] {
+    if (this.usage.costMicroUsd === this.#shownCostMicroUsd) return [];
     this.#shownCostMicroUsd = this.usage.costMicroUsd;
-  }
-
-  /** True when the cost moved since it was last shown. */
-  costMoved(): boolean {
-    return this.usage.costMicroUsd !== this.#shownCostMicroUsd;
+    return [this.costAttribute()];
   }
 
   protected costAttribute(): SearchAttributeUpdatePair {
@@ -257,10 +251,5 @@ export class RunAccount {
     this.#composition = composition;
     this.#limits = limits;
     this.#usage = usage;
-  }
-
-  /** The cost attribute now shows the run's cost. */
-  protected markCostShown(): void {
-    this.#shownCostMicroUsd = this.#usage.costMicroUsd;
   }
 }

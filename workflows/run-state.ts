@@ -5,7 +5,6 @@
  */
 import { RunArtifacts } from './artifacts.js';
 import { upsertMemo, upsertSearchAttributes, setCurrentDetails } from '@temporalio/workflow';
-import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ResolveRunResult } from '../src/contract/activities.js';
 import type {
   ChildOrigin,
@@ -17,7 +16,7 @@ import type {
   RunResume,
   RunStatus,
 } from '../src/contract/run.js';
-import { DEPUTY_STATUS } from '../src/contract/search-attributes.js';
+import { DEPUTY_STATUS, listedStatus } from '../src/contract/search-attributes.js';
 import { toChatMessages } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
 import { overLimits } from '../src/rules/budget.js';
@@ -259,16 +258,20 @@ export class AgentRunState extends RunWaits {
     return (this.#appendedAt.get(event) ?? 0) > mark;
   }
 
-  setStatus(next: LiveStatus, extra: SearchAttributeUpdatePair[] = []): void {
+  /**
+   * The live status is the `state` query's and the current details', which cost the server no write. Visibility is
+   * written only where a listing needs it: when the run starts or stops waiting on someone outside it (a person lists
+   * those), with the cost when it moved: one upsert each. The end is written by `end`.
+   */
+  setStatus(next: LiveStatus): void {
+    const shown = listedStatus(this.#status);
     this.#status = next;
-    upsertSearchAttributes([{ key: DEPUTY_STATUS, value: next }, ...extra]);
-  }
-
-  /** A status change carries the cost when that moved since it was last shown (one upsert, not two). */
-  setStatusWithCost(next: LiveStatus): void {
-    const moved = this.costMoved();
-    this.setStatus(next, moved ? [this.costAttribute()] : []);
-    if (moved) this.markCostShown();
+    if (listedStatus(next) !== shown) {
+      upsertSearchAttributes([{ key: DEPUTY_STATUS, value: listedStatus(next) }, ...this.costShown()]);
+    }
+    if (next !== 'waiting_for_children') return;
+    const waited = this.ledger.filter((entry) => isLive(entry) && !entry.background);
+    if (waited.length > 0) setCurrentDetails(`waiting for ${waited.map((entry) => entry.childWorkflowId).join(', ')}`);
   }
 
   isEnded(): boolean {
@@ -329,7 +332,8 @@ export class AgentRunState extends RunWaits {
    */
   end(final: RunStatus, output: string | null): void {
     this.append({ type: 'run/ended', at: now(), status: final, output });
-    this.setStatus(final, [this.costAttribute()]);
+    this.#status = final;
+    upsertSearchAttributes([{ key: DEPUTY_STATUS, value: final }, this.costAttribute()]);
     if (final === 'failed' || final === 'cancelled') upsertMemo({ deputyUsage: this.usage });
     // Spend past the limits (an endpoint billed past the cap) is shown, never hidden: readable without a worker.
     const overrun = this.resolvedLimits && overLimits(this.usage, this.resolvedLimits);

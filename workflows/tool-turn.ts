@@ -164,22 +164,18 @@ async function settled(
 export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
   setCurrentDetails(`turn ${run.usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
   const allowedTools = run.composition.tools.map((tool) => tool.name);
-  const costBefore = run.usage.costMicroUsd;
   const runOne = async (call: ToolCall) => {
     const { content, isError, artifacts } = await executeTool(run, call, allowedTools);
     run.artifacts.saved(artifacts);
     run.append({ type: 'tool/result', at: now(), toolCallId: call.id, name: call.name, content, isError });
   };
   await joinAll(calls.map(runOne));
-  toolsDone(run, calls, refused, costBefore);
+  toolsDone(run, calls, refused);
 }
 
-/** The turn's tools ended: they are counted, the cost they moved is shown, and the refused calls are answered. */
-function toolsDone(run: AgentRunState, calls: ToolCall[], refused: ToolCall[], costBefore: number): void {
+/** The turn's tools ended: they are counted, and the refused calls are answered. */
+function toolsDone(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): void {
   run.recordToolCalls(calls.length);
-  // Children and summaries charged during the turn: the cost is shown once for all of them, unless the status
-  // change at the delegation's end already showed it.
-  if (run.usage.costMicroUsd !== costBefore && run.costMoved()) run.showCost();
   for (const call of refused) {
     run.append({
       type: 'tool/result',

@@ -155,8 +155,10 @@ export class CallerRuns {
   /** Status and the tree's open questions of a run that may still be going. */
   async describe(runId: string) {
     const described = await this.client.workflow.getHandle(runId).describe();
-    const status = (described.searchAttributes.DeputyStatus?.[0] as string | undefined) ?? 'starting';
     const running = described.status.name === 'RUNNING';
+    // A live run's status is its worker's (the `state` query); visibility shows only the waits a listing needs.
+    const live = running ? await this.deputy.getState(runId).catch(() => null) : null;
+    const status = live?.status ?? (described.searchAttributes.DeputyStatus?.[0] as string | undefined) ?? 'starting';
     const questions = running ? await this.deputy.openQuestions(runId) : [];
     const approvals = running ? await this.deputy.approvals(runId) : [];
     return {

@@ -37,6 +37,7 @@ import { tracingWanted } from '../ops/wanted.js';
 import { describeIssues } from '../rules/zod-issues.js';
 import { decideApproval, openApprovals, type DecideOptions } from './approvals.js';
 import type { ApprovalRequest, DecideApprovalResult } from '../contract/approvals.js';
+import { rootStartAttributes } from '../contract/search-attributes.js';
 
 /** Options of `DeputyClient`. */
 export interface DeputyClientOptions {
@@ -120,11 +121,14 @@ export class DeputyClient {
         ),
       );
     }
+    const workflowId = options.workflowId ?? `run-${randomUUID()}`;
     try {
       return await this.temporal.workflow.start('agentRun', {
         taskQueue: this.taskQueue,
-        workflowId: options.workflowId ?? `run-${randomUUID()}`,
+        workflowId,
         args: [valid],
+        // Set in the start call, these cost the run no upsert of its own.
+        typedSearchAttributes: rootStartAttributes(workflowId, valid.restore ? { tenant: valid.tenant } : valid),
         staticSummary: options.summary ?? `agentRun: ${valid.task.replace(/\s+/g, ' ').slice(0, 80)}`,
         ...(options.memo && { memo: options.memo }),
       });

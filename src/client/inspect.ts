@@ -7,6 +7,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { stateQuery } from '../contract/messages.js';
 import { AmountSchema, RunResult, Usage, type RunState } from '../contract/run.js';
 import { overLimits } from '../rules/budget.js';
+import { microToUsd } from '../rules/usage.js';
 import {
   DEPUTY_CONTEXT_MODE,
   DEPUTY_COST_USD,
@@ -53,13 +54,14 @@ async function toNode(
     workflowId: info.workflowId,
     parentId: attrs.get(DEPUTY_PARENT_ID) ?? null,
     taskName: attrs.get(DEPUTY_TASK_NAME) ?? null,
+    // A live run's status and cost come from its worker (visibility is written only where a listing needs it).
     status: running
-      ? (attrs.get(DEPUTY_STATUS) ?? 'running')
+      ? (state?.status ?? attrs.get(DEPUTY_STATUS) ?? 'running')
       : (attrs.get(DEPUTY_STATUS) ?? info.status.name.toLowerCase()),
     preset: attrs.get(DEPUTY_PRESET) ?? null,
     contextMode: attrs.get(DEPUTY_PARENT_ID) ? (attrs.get(DEPUTY_CONTEXT_MODE) ?? null) : null,
     usage: running ? (state?.usage ?? null) : memoUsage.success ? memoUsage.data : (ended?.usage ?? null),
-    costUsd: attrs.get(DEPUTY_COST_USD) ?? null,
+    costUsd: state ? microToUsd(state.usage.costMicroUsd) : (attrs.get(DEPUTY_COST_USD) ?? null),
   };
   // What the run saved itself (its result lists its children's too).
   const saved = ended?.artifacts?.filter((ref) => ref.savedBy === info.workflowId).length;

@@ -1,5 +1,6 @@
 /** Search attributes every run carries, so a person can find and follow runs in Temporal UI. */
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import type { LiveStatus } from './run.js';
 
 export const DEPUTY_ROOT_ID = defineSearchAttributeKey('DeputyRootId', SearchAttributeType.KEYWORD);
 export const DEPUTY_PARENT_ID = defineSearchAttributeKey('DeputyParentId', SearchAttributeType.KEYWORD);
@@ -40,6 +41,19 @@ export function treeAttributes(place: TreePlace): SearchAttributePair[] {
   ];
 }
 
+/**
+ * What a starter of a root run knows of its place: the run's own id as its root, depth 0, status running, and the
+ * tenant and preset its input names. The run writes only what differs (a preset its config resolved otherwise).
+ */
+export function rootStartAttributes(
+  workflowId: string,
+  input: { tenant?: string; preset?: string },
+): SearchAttributePair[] {
+  return treeAttributes({ rootId: workflowId, depth: 0, tenant: input.tenant, preset: input.preset ?? '' }).filter(
+    ({ key, value }) => key !== DEPUTY_PRESET || value !== '',
+  );
+}
+
 /** The visibility query of every run of the tree `rootId` heads. */
 export function treeQuery(rootId: string): string {
   return `DeputyRootId = '${rootId.replace(/'/g, "\\'")}'`;
@@ -64,3 +78,11 @@ export const CLI_TYPE_NAMES: Record<string, string> = {
   INT: 'Int',
   DOUBLE: 'Double',
 };
+
+/**
+ * What `DeputyStatus` shows for a live status: a wait on someone outside the run (its person, its parent's answer, an
+ * approver) as itself, the end as itself, anything else the run does as `running`.
+ */
+export function listedStatus(status: LiveStatus): LiveStatus {
+  return status === 'starting' || status === 'waiting_for_children' ? 'running' : status;
+}

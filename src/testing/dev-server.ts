@@ -18,6 +18,8 @@ export interface DevServerOptions {
   codecEndpoint?: string;
   /** The server's own log level. @default 'warn' */
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** Serve the server's Prometheus metrics (its `action` counter among them) on this port. */
+  metricsPort?: number;
 }
 
 /** A running dev server: its environment (client, connections) and where to look at it. */
@@ -41,6 +43,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
         '--dynamic-config-value',
         'frontend.enableUpdateWorkflowExecution=true',
         ...(options.codecEndpoint ? ['--ui-codec-endpoint', options.codecEndpoint] : []),
+        ...(options.metricsPort ? ['--metrics-port', String(options.metricsPort)] : []),
       ],
     },
   });

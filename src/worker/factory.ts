@@ -29,6 +29,7 @@ import type { ToolDefinition } from '../contract/tools.js';
 import { TOOL_NAME } from '../contract/tools.js';
 import { deputyTracing, type DeputyTracing } from '../ops/tracing.js';
 import { MessageKeys } from '../ops/message-keys.js';
+import { HEARTBEAT_THROTTLE } from './heartbeats.js';
 
 /** Options of `createDeputyWorker`. */
 export interface DeputyWorkerOptions {
@@ -247,8 +248,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
       activities,
       workflowBundle,
       ...(buildId && { buildId }),
-      // Cancellation reaches an activity only through a heartbeat's reply: keep that delay short.
-      maxHeartbeatThrottleInterval: '500 milliseconds',
+      maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
       ...options.workerOptions,
       ...(tracing && { plugins: [...(options.workerOptions?.plugins ?? []), tracing.plugin] }),
       ...(!runsWorkflows && { maxConcurrentWorkflowTaskPolls: 1, maxCachedWorkflows: 0 }),

@@ -7,6 +7,7 @@ import type { WorkerOptions } from '@temporalio/worker';
 import { deputyActivities, type DeputyActivityOptions } from './factory.js';
 import { SHARED_MODULES, WORKFLOWS_PATH } from './bundle.js';
 import { sharedQueueWarning } from './start-checks.js';
+import { HEARTBEAT_THROTTLE } from './heartbeats.js';
 
 /** Options of `deputyPlugin`: what Deputy's activities need. */
 export type DeputyPluginOptions = DeputyActivityOptions;
@@ -40,7 +41,7 @@ export class DeputyPlugin extends SimplePlugin {
           preloadModules: [...(configured.bundlerOptions?.preloadModules ?? []), ...SHARED_MODULES],
         },
       }),
-      ...(options.maxHeartbeatThrottleInterval === undefined && { maxHeartbeatThrottleInterval: '500 milliseconds' }),
+      ...(options.maxHeartbeatThrottleInterval === undefined && { maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE }),
     };
   }
 }

@@ -62,7 +62,7 @@ describe('R5.5 delegate gates', () => {
     const listed = await h.deputy.approvals(root);
     expect(listed.map((r) => r.run)).toEqual([child]);
     expect((await state(root)).status).toBe('waiting_for_children');
-    expect(await listedStatus(root)).toBe('waiting_for_children');
+    expect(await listedStatus(root)).toBe('running');
     expect(await listedStatus(child)).toBe('waiting_for_approval');
     await h.deputy.decideApproval(root, request.requestId, 'deny', { reason: 'g23 says no' });
     await h.deputy.result(root);

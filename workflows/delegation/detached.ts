@@ -74,7 +74,7 @@ export async function awaitDetached(run: AgentRunState): Promise<void> {
   run.setStatus('waiting_for_children');
   setCurrentDetails('waiting for background children before ending');
   await condition(() => run.inbox.length > 0 || !run.hasLiveDetached());
-  run.setStatusWithCost(run.liveStatus());
+  run.setStatus(run.liveStatus());
 }
 
 /** The `wait` tool: joins background children (all live ones, or those named) within a timeout. */
@@ -106,6 +106,7 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
   }
   if (chosen.some((c) => c.outcome === undefined)) {
     run.setStatus('waiting_for_children');
+    setCurrentDetails(`waiting for ${chosen.map((c) => c.entry.childWorkflowId).join(', ')} (wait, ${timeout} s)`);
     // A question from one of them ends the wait too, so the model can answer it.
     const ids = chosen.map((c) => c.entry.childWorkflowId);
     run.beginWait();
@@ -117,7 +118,7 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
     } finally {
       run.endWait();
     }
-    run.setStatusWithCost(run.liveStatus());
+    run.setStatus(run.liveStatus());
   }
   // A child cancelled meanwhile is already `reported`: only real outcomes are left. One already reported now was taken
   // by another `wait` call of this turn (nothing joins the dialogue during a turn).

@@ -158,7 +158,7 @@ export class Delegation implements DelegateCall {
       return this.#answer(waited, outcomes, dispatched);
     } finally {
       // Another invocation of the same turn may still have live children (detached ones do not hold the parent).
-      run.setStatusWithCost(run.liveStatus());
+      run.setStatus(run.liveStatus());
     }
   }
 
