@@ -1,9 +1,14 @@
 /**
- * The peer rows of `npm run bench`: what a team would pick instead of Deputy, the OpenAI Agents SDK on Temporal
- * (`temporalio.openai_agents`, the integration Temporal ships), driven by the same scripted model over HTTP
- * (`bench/peer/peer.py`, in the virtualenv `scripts/install-peer.sh` makes under `.deputy/`). The same long run (a
- * 2 KB tool result a turn) and the same parent + 3 children task (the peer's agents-as-tools, inside one workflow).
- * Without the virtualenv the rows are left out, said in one line.
+ * The peer rows of `npm run bench`: what a team would pick instead of Deputy, each driven by the same scripted model
+ * over HTTP, the same long run (a 2 KB tool result a turn) and the same parent + 3 children task (subagents as tools,
+ * inside one workflow):
+ *
+ * - Python: the OpenAI Agents SDK on Temporal (`temporalio.openai_agents`, the integration Temporal ships),
+ *   `bench/peer/peer.py`, in the virtualenv `scripts/install-peer.sh` makes under `.deputy/`;
+ * - TypeScript: Temporal's AI SDK plugin (`@temporalio/ai-sdk` with the AI SDK it names), `bench/ts-peer/peer.mjs`,
+ *   with the packages `scripts/install-ts-peer.sh` installs under `bench/ts-peer/`.
+ *
+ * A peer that is not installed is left out, said in one line.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,31 +18,79 @@ import type { Client } from '@temporalio/client';
 import { forTask, userSays, type ScriptRule } from '../src/testing/script.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import type { ScenarioResult } from './report.js';
+import { actionsOf } from './actions.js';
 
 const exec = promisify(execFile);
 export const PEER_PYTHON = join(PROJECT_ROOT, '.deputy', 'peer-venv', 'bin', 'python');
-const PEER_SCRIPT = join(PROJECT_ROOT, 'bench', 'peer', 'peer.py');
-const TREE_TASK = 'peer tree: split the work';
-const longTask = (turns: number) => `peer long run of ${turns} turns`;
+const TS_PEER = join(PROJECT_ROOT, 'bench', 'ts-peer');
 
-/** What the peer's agents are told: the same turns Deputy's bench runs are told. */
+/** One peer: how to run it, and what its rows are called. */
+interface Peer {
+  /** What its tasks start with: each peer has tasks of its own (a script rule answers once). */
+  prefix: string;
+  /** Prefix of its rows' ids. */
+  id: string;
+  label: string;
+  command: string;
+  script: string;
+  installed: () => boolean;
+  install: string;
+  drivenBy: string;
+}
+
+const PEERS: Peer[] = [
+  {
+    prefix: 'peer',
+    id: 'peer',
+    label: 'OpenAI Agents SDK on Temporal',
+    command: PEER_PYTHON,
+    script: join(PROJECT_ROOT, 'bench', 'peer', 'peer.py'),
+    installed: () => existsSync(PEER_PYTHON),
+    install: 'scripts/install-peer.sh',
+    drivenBy:
+      'bench/peer/peer.py: Runner.run in a workflow, OpenAIAgentsPlugin, Chat Completions at the scripted model',
+  },
+  {
+    prefix: 'ts peer',
+    id: 'ts-peer',
+    label: 'AI SDK plugin on Temporal, TypeScript',
+    command: process.execPath,
+    script: join(TS_PEER, 'peer.mjs'),
+    installed: () => existsSync(join(TS_PEER, 'node_modules', '@temporalio', 'ai-sdk', 'package.json')),
+    install: 'scripts/install-ts-peer.sh',
+    drivenBy:
+      'bench/ts-peer/peer.mjs: generateText in a workflow, AiSdkPlugin, @ai-sdk/openai-compatible (Chat Completions) at the scripted model',
+  },
+];
+
+/** The page tool's activity, as each peer names it. */
+const PAGE_ACTIVITIES = ['fetch_page', 'fetchPage'];
+
+const treeTask = (peer: Peer) => `${peer.prefix} tree: split the work`;
+const longTask = (peer: Peer, turns: number) => `${peer.prefix} long run of ${turns} turns`;
+
+/** What the peers' agents are told: the same turns Deputy's bench runs are told. */
 export function peerRules(turnsList: readonly number[]): ScriptRule[] {
+  return PEERS.flatMap((peer) => rulesOf(peer, turnsList));
+}
+
+function rulesOf(peer: Peer, turnsList: readonly number[]): ScriptRule[] {
   const page = (k: number) => ({ toolCalls: [{ name: 'fetch_page', arguments: { page: k } }] });
   const long = turnsList.flatMap((turns) => [
-    ...Array.from({ length: turns }, (_, k) => ({ when: forTask(longTask(turns), k), reply: page(k) })),
-    { when: forTask(longTask(turns), turns), reply: { text: `read ${turns} pages` } },
+    ...Array.from({ length: turns }, (_, k) => ({ when: forTask(longTask(peer, turns), k), reply: page(k) })),
+    { when: forTask(longTask(peer, turns), turns), reply: { text: `read ${turns} pages` } },
   ]);
-  const part = (n: number) => `part ${n} of the work`;
+  const part = (n: number) => `${peer.prefix}: part ${n} of the work`;
   const tree = [
     {
-      when: forTask(TREE_TASK, 0),
+      when: forTask(treeTask(peer), 0),
       reply: { toolCalls: [1, 2, 3].map((n) => ({ name: `part_${n}`, arguments: { input: part(n) } })) },
     },
     ...[1, 2, 3].flatMap((n) => [
       { when: userSays(part(n), 0), reply: page(n) },
       { when: userSays(part(n), 1), reply: { text: `part ${n} done` } },
     ]),
-    { when: forTask(TREE_TASK, 3), reply: { text: 'all parts done' } },
+    { when: forTask(treeTask(peer), 3), reply: { text: 'all parts done' } },
   ];
   return [...long, ...tree];
 }
@@ -54,27 +107,37 @@ interface PeerRun {
   ended?: string;
   /** Tool calls it made (short of the turns asked when it did not complete). */
   toolCalls: number;
+  /** Billable actions its history records (`bench/actions.ts`). */
+  actions: number;
 }
 
-/** One peer run in a Python process of its own; its history's size as the server reports it. */
-async function runPeer(client: Client, address: string, modelUrl: string, args: string[]): Promise<PeerRun> {
-  const workflowId = `peer-${args[1]}-${args[1] === 'long' ? `${args[3]}-` : ''}${Date.now()}`;
+/** One peer run in a process of its own; its history's size as the server reports it. */
+async function runPeer(
+  peer: Peer,
+  client: Client,
+  address: string,
+  modelUrl: string,
+  args: string[],
+): Promise<PeerRun> {
+  const workflowId = `${peer.id}-${args[1]}-${args[1] === 'long' ? `${args[3]}-` : ''}${Date.now()}`;
   const base = ['--address', address, '--base-url', modelUrl, '--id', workflowId, ...args];
   let reported: Partial<PeerRun> = {};
   let ended: string | undefined;
   try {
-    const { stdout } = await exec(PEER_PYTHON, [PEER_SCRIPT, ...base], { maxBuffer: 2 ** 26, timeout: 900_000 });
+    const { stdout } = await exec(peer.command, [peer.script, ...base], { maxBuffer: 2 ** 26, timeout: 900_000 });
     reported = JSON.parse(stdout.trim().split('\n').at(-1)!) as Partial<PeerRun>;
     ended = reported.ended;
   } catch (err) {
-    ended = `the peer failed: ${(err as Error).message.split('\n')[0]}`;
+    // Its own last words say why (the command line alone does not).
+    const said = (err as { stderr?: string }).stderr?.trim().split('\n').at(-1);
+    ended = `the peer failed: ${said || (err as Error).message.split('\n')[0]}`;
   }
   const handle = client.workflow.getHandle(workflowId);
   const described = await handle.describe();
   if (described.status.name !== 'COMPLETED') ended ??= described.status.name;
   const history = await handle.fetchHistory();
-  const toolCalls = (history.events ?? []).filter(
-    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'fetch_page',
+  const toolCalls = (history.events ?? []).filter((e) =>
+    PAGE_ACTIVITIES.includes(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''),
   ).length;
   return {
     workflowId,
@@ -85,6 +148,7 @@ async function runPeer(client: Client, address: string, modelUrl: string, args: 
     events: described.historyLength,
     bytes: described.historySize ?? NaN,
     toolCalls,
+    actions: actionsOf([history]).total,
     ...(ended !== undefined && {
       ended: `${described.status.name.toLowerCase()} after ${toolCalls} tool calls (${ended})`,
     }),
@@ -93,11 +157,12 @@ async function runPeer(client: Client, address: string, modelUrl: string, args: 
 
 /** Deputy's figures the peer rows set beside the peer's: the tree's and the long runs' bytes per turn. */
 export interface DeputySide {
-  tree: { bytes: number; events: number; medianMs: number };
+  tree: { bytes: number; events: number; medianMs: number; actions: number };
   bytesPerTurn: Record<number, number>;
+  actionsPerTurn: Record<number, number>;
 }
 
-/** The peer rows: the tree side by side, and bytes per turn as the run grows (Deputy ≤ 0.1× the peer's). */
+/** The peer rows, each peer's: the tree side by side, bytes and actions per turn as the run grows. */
 export async function benchPeer(
   client: Client,
   address: string,
@@ -105,46 +170,73 @@ export async function benchPeer(
   turnsList: readonly number[],
   deputy: DeputySide,
 ): Promise<ScenarioResult[]> {
-  if (!existsSync(PEER_PYTHON)) {
-    console.log('bench: peer rows left out: run scripts/install-peer.sh to install the OpenAI Agents SDK on Temporal');
-    return [];
+  const rows: ScenarioResult[] = [];
+  for (const peer of PEERS) {
+    if (!peer.installed()) {
+      console.log(`bench: ${peer.label} rows left out: run ${peer.install} to install it`);
+      continue;
+    }
+    rows.push(...(await peerRows(peer, client, address, modelUrl, turnsList, deputy)));
   }
-  const tree = await runPeer(client, address, modelUrl, ['--mode', 'tree', '--task', TREE_TASK]);
-  console.log(`bench: peer tree ${tree.bytes} bytes, ${tree.events} events, ${tree.wallMs} ms`);
-  const long: Record<number, PeerRun & { bytesPerTurn: number }> = {};
+  return rows;
+}
+
+async function peerRows(
+  peer: Peer,
+  client: Client,
+  address: string,
+  modelUrl: string,
+  turnsList: readonly number[],
+  deputy: DeputySide,
+): Promise<ScenarioResult[]> {
+  const tree = await runPeer(peer, client, address, modelUrl, ['--mode', 'tree', '--task', treeTask(peer)]);
+  console.log(
+    `bench: ${peer.id} tree ${tree.bytes} bytes, ${tree.events} events, ${tree.wallMs} ms${tree.ended ? `, ${tree.ended}` : ''}`,
+  );
+  const long: Record<number, PeerRun & { bytesPerTurn: number; actionsPerTurn: number }> = {};
   for (const turns of turnsList) {
-    const run = await runPeer(client, address, modelUrl, [
+    const run = await runPeer(peer, client, address, modelUrl, [
       '--mode',
       'long',
       '--turns',
       `${turns}`,
       '--task',
-      longTask(turns),
+      longTask(peer, turns),
     ]);
     // A run the server ended early is measured by the turns it made.
-    long[turns] = { ...run, bytesPerTurn: Math.round(run.bytes / Math.max(1, Math.min(turns, run.toolCalls))) };
+    const done = Math.max(1, Math.min(turns, run.toolCalls));
+    long[turns] = {
+      ...run,
+      bytesPerTurn: Math.round(run.bytes / done),
+      actionsPerTurn: Math.round((run.actions / done) * 100) / 100,
+    };
     console.log(
-      `bench: peer long ${turns} turns: ${run.bytes} bytes, ${long[turns].bytesPerTurn} bytes/turn${run.ended ? `, ${run.ended}` : ''}`,
+      `bench: ${peer.id} long ${turns} turns: ${run.bytes} bytes, ${long[turns].bytesPerTurn} bytes/turn${run.ended ? `, ${run.ended}` : ''}`,
     );
   }
-  return [peerTreeResult(tree, deputy), peerGrowthResult(long, deputy, turnsList)];
+  return [
+    peerTreeResult(peer, tree, deputy),
+    peerGrowthResult(peer, long, deputy, turnsList),
+    peerActionsResult(peer, long, deputy, turnsList),
+  ];
 }
 
-function peerTreeResult(tree: PeerRun, deputy: DeputySide): ScenarioResult {
+function peerTreeResult(peer: Peer, tree: PeerRun, deputy: DeputySide): ScenarioResult {
   return {
-    id: 'peer-tree',
-    title: 'Peer (OpenAI Agents SDK on Temporal): parent + 3 children, one tool call each',
+    id: `${peer.id}-tree`,
+    title: `Peer (${peer.label}): parent + 3 children, one tool call each`,
     runs: 1,
     deputy: { ...deputy.tree },
     baseline: {
       bytes: tree.bytes,
       events: tree.events,
       medianMs: tree.wallMs,
+      actions: tree.actions,
       peakRssBytes: tree.peakRssBytes,
       replayMs: tree.replayMs,
       versions: tree.versions ?? {},
-      drivenBy:
-        'bench/peer/peer.py: Runner.run in a workflow, OpenAIAgentsPlugin, Chat Completions at the scripted model',
+      ...(tree.ended && { ended: tree.ended }),
+      drivenBy: peer.drivenBy,
     },
     ratio: Math.round((deputy.tree.bytes / tree.bytes) * 100) / 100,
     target: null,
@@ -152,21 +244,46 @@ function peerTreeResult(tree: PeerRun, deputy: DeputySide): ScenarioResult {
   };
 }
 
+/** The turn that the peer rows compare at: 200 when the bench ran it. */
+const comparedAt = (turnsList: readonly number[]) => (turnsList.includes(200) ? 200 : turnsList.at(-1)!);
+
 function peerGrowthResult(
+  peer: Peer,
   long: Record<number, PeerRun & { bytesPerTurn: number }>,
   deputy: DeputySide,
   turnsList: readonly number[],
 ): ScenarioResult {
-  const at = turnsList.includes(200) ? 200 : turnsList.at(-1)!;
+  const at = comparedAt(turnsList);
   const ratio = (deputy.bytesPerTurn[at] ?? NaN) / long[at]!.bytesPerTurn;
   return {
-    id: 'peer-growth',
-    title: `Peer: history bytes per turn as a run grows (2 KB tool result a turn), ratio at ${at} turns`,
+    id: `${peer.id}-growth`,
+    title: `Peer (${peer.label}): history bytes per turn as a run grows (2 KB tool result a turn), ratio at ${at} turns`,
     runs: 1,
     deputy: { bytesPerTurn: deputy.bytesPerTurn },
     baseline: { long },
     ratio: Math.round(ratio * 1000) / 1000,
     target: { ratioAtMost: 0.1 },
     met: ratio <= 0.1,
+  };
+}
+
+/** Billable actions a turn of the long run, Deputy's (compaction on) against the peer's: at most the peer's. */
+function peerActionsResult(
+  peer: Peer,
+  long: Record<number, PeerRun & { actionsPerTurn: number }>,
+  deputy: DeputySide,
+  turnsList: readonly number[],
+): ScenarioResult {
+  const at = comparedAt(turnsList);
+  const ratio = (deputy.actionsPerTurn[at] ?? NaN) / long[at]!.actionsPerTurn;
+  return {
+    id: `${peer.id}-actions`,
+    title: `Peer (${peer.label}): billable actions a turn (from the histories), ${at} turns`,
+    runs: 1,
+    deputy: { actionsPerTurn: deputy.actionsPerTurn[at] ?? NaN },
+    baseline: { actionsPerTurn: long[at]!.actionsPerTurn, actions: long[at]!.actions },
+    ratio: Math.round(ratio * 100) / 100,
+    target: { ratioAtMost: 1 },
+    met: ratio <= 1,
   };
 }

@@ -15,19 +15,24 @@ import { findTemporalCli, PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { renderTable, type ScenarioResult } from './report.js';
 
 import { benchReplay } from './replay.js';
-import { benchOverhead, benchWatch, benchWide } from './scenarios.js';
+import { benchActions, benchOverhead, benchWatch, benchWide } from './scenarios.js';
 import { type Bench, GROWTH_TURNS, ONLY, QUICK, openBench, round, wanted } from './setup.js';
 import { benchGrowth, benchThroughput } from './throughput.js';
+import { benchClusterThroughput } from './cluster.js';
 
 async function peerRows(bench: Bench, results: ScenarioResult[]): Promise<ScenarioResult[]> {
   const of = (id: string) => results.find((r) => r.id === id)?.deputy;
   const tree = of('tree-history') as { bytes: number; events: number } | undefined;
   const wall = of('delegation-overhead') as { medianMs: number } | undefined;
-  const growth = of('history-growth')?.compactionOn as Record<number, { bytesPerTurn: number }> | undefined;
-  const bytesPerTurn = Object.fromEntries(Object.entries(growth ?? {}).map(([t, f]) => [Number(t), f.bytesPerTurn]));
+  const growth = of('history-growth')?.compactionOn as
+    Record<number, { bytesPerTurn: number; actionsPerTurn: number }> | undefined;
+  const perTurn = (figure: 'bytesPerTurn' | 'actionsPerTurn') =>
+    Object.fromEntries(Object.entries(growth ?? {}).map(([t, f]) => [Number(t), f[figure]]));
+  const actions = (of('tree-actions') as { actions?: number } | undefined)?.actions ?? NaN;
   return benchPeer(bench.client, bench.server.address, bench.model.url, GROWTH_TURNS, {
-    tree: { bytes: tree?.bytes ?? NaN, events: tree?.events ?? NaN, medianMs: wall?.medianMs ?? NaN },
-    bytesPerTurn,
+    tree: { bytes: tree?.bytes ?? NaN, events: tree?.events ?? NaN, medianMs: wall?.medianMs ?? NaN, actions },
+    bytesPerTurn: perTurn('bytesPerTurn'),
+    actionsPerTurn: perTurn('actionsPerTurn'),
   });
 }
 
@@ -40,7 +45,9 @@ async function main(): Promise<void> {
     if (wanted('overhead') || wanted('replay')) results.push(...(await benchOverhead(bench)));
     if (wanted('wide')) results.push(...(await benchWide(bench)));
     if (wanted('watch')) results.push(...(await benchWatch(bench)));
+    if (wanted('actions')) results.push(...(await benchActions(bench)));
     if (wanted('throughput')) results.push(...(await benchThroughput(bench)));
+    if (wanted('cluster')) results.push(...(await benchClusterThroughput(bench)));
     // History growth: N turns of a 2 KB page, compaction on and off.
     if (wanted('growth') || wanted('replay')) results.push(...(await benchGrowth(bench)));
     if (wanted('replay')) results.push(...(await benchReplay(bench)));

@@ -3,9 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client } from '@temporalio/client';
 import { type DeputyClient } from '../src/client/client.js';
 import { compressedBytes } from './compressed.js';
-import { TREE_BRIEFS, WIDE_ROUNDS, WIDE_WIDTH } from './script.js';
+import { STREAMED_CALL_SECONDS, TREE_BRIEFS, WIDE_ROUNDS, WIDE_WIDTH } from './script.js';
+import { actionsOf } from './actions.js';
 import { type ScenarioResult } from './report.js';
-import { median } from './trees.js';
+import { median, treeHistories } from './trees.js';
 import { type Bench, OVERHEAD_RUNS, TARGETS, WATCH_RUNS, WIDE_RUNS, log, round } from './setup.js';
 
 /** 1. Delegation overhead: one parent, three children of one model call each, a final call. */
@@ -207,4 +208,55 @@ export async function benchWatch({
     }
   }
   return watchResults(wall, cpu, delays, watchedEvents);
+}
+
+/**
+ * Billable actions: one delegating tree a side, counted by the server (heartbeats included) and from the histories,
+ * and the heartbeats the server records for one model call that streams for STREAMED_CALL_SECONDS.
+ */
+export async function benchActions(bench: Bench): Promise<ScenarioResult[]> {
+  const { client, suffix, runDeputy, runBaseline, actions } = bench;
+  log('billable actions: one tree a side, one long streamed call');
+  const fromHistories = async (root: string) =>
+    actionsOf((await treeHistories(client, root)).map(({ history }) => history));
+  const deputyRoot = `bench-actions-tree-${suffix}`;
+  const deputy = await actions.during(() => runDeputy('tree-run actions', deputyRoot, 'tree done'));
+  const baselineRoot = `base-actions-tree-${suffix}`;
+  const baseline = await actions.during(() => runBaseline('baselineTree', [baselineRoot, TREE_BRIEFS], baselineRoot));
+  const [deputyRecorded, baselineRecorded] = await Promise.all([
+    fromHistories(deputyRoot),
+    fromHistories(baselineRoot),
+  ]);
+  const treeRatio = deputy.actions.total / baseline.actions.total;
+  const streamedId = `bench-streamed-${suffix}`;
+  const streamed = await actions.during(() => runDeputy('streamed-call', streamedId));
+  log(
+    `  tree actions by type: ${JSON.stringify(deputy.actions.byKind)} against ${JSON.stringify(baseline.actions.byKind)}`,
+  );
+  log(`  recorded: ${JSON.stringify(deputyRecorded.byKind)} against ${JSON.stringify(baselineRecorded.byKind)}`);
+  log(
+    `  tree: ${deputy.actions.total} against ${baseline.actions.total} actions; a ${STREAMED_CALL_SECONDS} s streamed call: ${streamed.heartbeats} heartbeats`,
+  );
+  return [
+    {
+      id: 'tree-actions',
+      title: 'Same tree: billable actions (the server’s `action` counter; from the histories in brackets)',
+      runs: 1,
+      deputy: { actions: deputy.actions.total, recorded: deputyRecorded.total, byType: deputy.actions.byKind },
+      baseline: { actions: baseline.actions.total, recorded: baselineRecorded.total, byType: baseline.actions.byKind },
+      ratio: round(treeRatio),
+      target: { ratioAtMost: TARGETS.treeActions },
+      met: treeRatio <= TARGETS.treeActions,
+    },
+    {
+      id: 'streamed-call',
+      title: `One model call streaming for ${STREAMED_CALL_SECONDS} s: heartbeats the server records`,
+      runs: 1,
+      deputy: { heartbeats: streamed.heartbeats, actions: streamed.actions.total, byType: streamed.actions.byKind },
+      baseline: null,
+      ratio: streamed.heartbeats,
+      target: { atMost: TARGETS.streamedCallHeartbeats },
+      met: streamed.heartbeats <= TARGETS.streamedCallHeartbeats,
+    },
+  ];
 }

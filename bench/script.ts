@@ -8,6 +8,11 @@ export const TREE_BRIEFS = ['leaf: part 1', 'leaf: part 2', 'leaf: part 3'];
 const isCompaction = (request: RecordedRequest) => request.body.messages[0]?.content === COMPACTION_SYSTEM_PROMPT;
 
 /** The wide tree: this many invocations of `delegate`, three briefs each. */
+/** The streamed call of the heartbeat scenario: its length, and how often a piece of its answer arrives. */
+export const STREAMED_CALL_SECONDS = 30;
+export const STREAM_PIECE_MS = 250;
+/** 16 characters a piece (the scripted model's), one piece every STREAM_PIECE_MS for STREAMED_CALL_SECONDS. */
+const STREAMED_TEXT = 'word by word... '.repeat((STREAMED_CALL_SECONDS * 1000) / STREAM_PIECE_MS);
 export const WIDE_ROUNDS = 8;
 export const WIDE_WIDTH = 3;
 
@@ -44,6 +49,13 @@ export function benchRules(): ScriptRule[] {
       }),
     },
     { name: 'leaf', when: userSays('leaf:'), times: Infinity, reply: { text: 'leaf done' } },
+    {
+      // One answer streamed over STREAMED_CALL_SECONDS, a piece every STREAM_PIECE_MS.
+      name: 'streamed',
+      when: userSays('streamed-call'),
+      times: Infinity,
+      reply: { text: STREAMED_TEXT, chunkDelayMs: STREAM_PIECE_MS },
+    },
     {
       name: 'tree',
       when: userSays('tree-run'),

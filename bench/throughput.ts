@@ -3,6 +3,7 @@ import { benchConfig, growthScript, TREE_BRIEFS } from './script.js';
 import { type ScenarioResult } from './report.js';
 import { cpuMs, devServerPid } from './server-cpu.js';
 import { median } from './trees.js';
+import { actionsOf } from './actions.js';
 import {
   type Bench,
   type BenchWorker,
@@ -25,67 +26,56 @@ export interface Round {
   workerCpuMs: number;
 }
 
-/** One round of the throughput scenario on one side: its rate, its worker's peak RSS, the CPU it cost. */
+/** One round of the throughput scenario on one side: its rate, its workers' peak RSS, the CPU it cost. */
 export async function throughputRound(
-  worker: BenchWorker,
+  workers: BenchWorker[],
   serverPid: number | undefined,
   runs: () => Promise<unknown>[],
 ) {
-  worker.send({ type: 'reset-peak' });
-  const [server0, worker0] = [cpuMs(serverPid), await worker.cpuMicros()];
+  for (const worker of workers) worker.send({ type: 'reset-peak' });
+  const cpu = async () => (await Promise.all(workers.map((w) => w.cpuMicros()))).reduce((a, b) => a + b, 0);
+  const [server0, worker0] = [cpuMs(serverPid), await cpu()];
   const t0 = performance.now();
   await Promise.all(runs());
   const ms = performance.now() - t0;
   const measured: Round = {
     rate: (THROUGHPUT_RUNS * 60_000) / ms,
-    rss: await worker.peakRss(),
+    rss: Math.max(...(await Promise.all(workers.map((w) => w.peakRss())))),
     serverCpuMs: cpuMs(serverPid) - server0,
-    workerCpuMs: ((await worker.cpuMicros()) - worker0) / 1000,
+    workerCpuMs: ((await cpu()) - worker0) / 1000,
   };
   return measured;
 }
 
-/** A ratio row of the throughput scenario: Deputy's median against the baseline's. */
-export function throughputResult(
-  id: string,
-  title: string,
-  deputy: Record<string, number>,
-  baseline: Record<string, number>,
-  ratio: number,
-  target: ScenarioResult['target'],
-  met: boolean,
-): ScenarioResult {
-  return { id, title, runs: THROUGHPUT_ROUNDS, deputy, baseline, ratio: round(ratio), target, met };
+/** Where a throughput scenario runs: each side's workers and runners, the server's process when it is local. */
+export interface ThroughputSetting {
+  label: string;
+  suffix: string;
+  serverPid: number | undefined;
+  deputyWorkers: BenchWorker[];
+  baselineWorkers: BenchWorker[];
+  runDeputy: Bench['runDeputy'];
+  runBaseline: Bench['runBaseline'];
 }
 
 /**
- * 2. Throughput: 40 concurrent roots delegating two children each; runs a minute and worker peak RSS. A warm-up round
- * per side, then paired rounds, the side going first alternating; the figure is the median of the rounds' ratios, so a
- * slow moment of the machine weighs on one pair, not on one side. Before the long runs of history growth, which leave
- * the Deputy worker's heap large, so both workers start this scenario in the same state.
+ * A warm-up round per side, then paired rounds, the side going first alternating; the figure is the median of the
+ * rounds' ratios, so a slow moment of the machine weighs on one pair, not on one side.
  */
-export async function benchThroughput({
-  server,
-  deputyWorker,
-  baselineWorker,
-  suffix,
-  runDeputy,
-  runBaseline,
-}: Bench): Promise<ScenarioResult[]> {
-  log(`throughput: ${THROUGHPUT_RUNS} concurrent runs, a warm-up and ${THROUGHPUT_ROUNDS} paired rounds`);
-  const serverPid = devServerPid(server.address);
+export async function throughputRounds(setting: ThroughputSetting): Promise<{ deputy: Round[]; baseline: Round[] }> {
+  const { label, suffix, serverPid, runDeputy, runBaseline } = setting;
   const each = (run: (i: number) => Promise<unknown>) => () =>
     Array.from({ length: THROUGHPUT_RUNS }, (_, i) => run(i));
   const side = {
     deputy: (r: string) =>
       throughputRound(
-        deputyWorker,
+        setting.deputyWorkers,
         serverPid,
         each((i) => runDeputy(`tp-run ${r}-${i}`, `bench-tp-${r}-${i}-${suffix}`)),
       ),
     baseline: (r: string) =>
       throughputRound(
-        baselineWorker,
+        setting.baselineWorkers,
         serverPid,
         each((i) =>
           runBaseline(
@@ -104,16 +94,54 @@ export async function benchThroughput({
     for (const name of order) rounds[name].push(await side[name](String(r)));
     const [deputy, baseline] = [rounds.deputy.at(-1)!, rounds.baseline.at(-1)!];
     log(
-      `  round ${r + 1} (${order[0]} first): deputy ${round(deputy.rate, 0)}/min, baseline ${round(baseline.rate, 0)}/min, ${round(deputy.rate / baseline.rate)}; ` +
+      `  ${label} round ${r + 1} (${order[0]} first): deputy ${round(deputy.rate, 0)}/min, baseline ${round(baseline.rate, 0)}/min, ${round(deputy.rate / baseline.rate)}; ` +
         `server CPU a run ${round(deputy.serverCpuMs / THROUGHPUT_RUNS)} vs ${round(baseline.serverCpuMs / THROUGHPUT_RUNS)} ms, ` +
         `worker ${round(deputy.workerCpuMs / THROUGHPUT_RUNS)} vs ${round(baseline.workerCpuMs / THROUGHPUT_RUNS)} ms`,
     );
   }
+  return rounds;
+}
+
+/** A ratio row of the throughput scenario: Deputy's median against the baseline's. */
+export function throughputResult(
+  id: string,
+  title: string,
+  deputy: Record<string, number>,
+  baseline: Record<string, number>,
+  ratio: number,
+  target: ScenarioResult['target'],
+  met: boolean,
+): ScenarioResult {
+  return { id, title, runs: THROUGHPUT_ROUNDS, deputy, baseline, ratio: round(ratio), target, met };
+}
+
+/**
+ * 2. Throughput: 40 concurrent roots delegating two children each, on the dev server; runs a minute and worker peak
+ * RSS. Before the long runs of history growth, which leave the Deputy worker's heap large, so both workers start this
+ * scenario in the same state.
+ */
+export async function benchThroughput(bench: Bench): Promise<ScenarioResult[]> {
+  log(`throughput: ${THROUGHPUT_RUNS} concurrent runs, a warm-up and ${THROUGHPUT_ROUNDS} paired rounds`);
+  const rounds = await throughputRounds({
+    label: 'dev server',
+    suffix: bench.suffix,
+    serverPid: devServerPid(bench.server.address),
+    deputyWorkers: [bench.deputyWorker],
+    baselineWorkers: [bench.baselineWorker],
+    runDeputy: bench.runDeputy,
+    runBaseline: bench.runBaseline,
+  });
   return throughputRows(rounds);
 }
 
 /** The throughput scenario's rows: the median of the rounds' ratios (with their spread), the CPU a run, peak RSS. */
-export function throughputRows(rounds: { deputy: Round[]; baseline: Round[] }): ScenarioResult[] {
+export function throughputRows(
+  rounds: { deputy: Round[]; baseline: Round[] },
+  where: { id: string; title: string } = {
+    id: 'throughput',
+    title: `Throughput: ${THROUGHPUT_RUNS} concurrent roots, 2 children each`,
+  },
+): ScenarioResult[] {
   const ratios = rounds.deputy.map((deputy, r) => deputy.rate / rounds.baseline[r]!.rate);
   const ratio = median(ratios);
   const of = (side: Round[], key: keyof Round) => median(side.map((r) => r[key]));
@@ -128,8 +156,8 @@ export function throughputRows(rounds: { deputy: Round[]; baseline: Round[] }): 
   });
   return [
     throughputResult(
-      'throughput',
-      `Throughput: ${THROUGHPUT_RUNS} concurrent roots, 2 children each`,
+      where.id,
+      where.title,
       {
         runsPerMinute: round(of(rounds.deputy, 'rate'), 1),
         ratioMin: round(Math.min(...ratios)),
@@ -155,6 +183,7 @@ export function throughputRows(rounds: { deputy: Round[]; baseline: Round[] }): 
 
 /** 3. History growth: N turns of a 2 KB page, compaction on and off; its long runs are the replay scenario's. */
 export async function benchGrowth({
+  client,
   deputyWorker,
   suffix,
   runDeputy,
@@ -164,7 +193,7 @@ export async function benchGrowth({
   const out: ScenarioResult[] = [];
   const figures: Record<
     string,
-    Record<number, { bytes: number; events: number; segments: number; bytesPerTurn: number }>
+    Record<number, { bytes: number; events: number; segments: number; bytesPerTurn: number; actionsPerTurn: number }>
   > = { on: {}, off: {} };
   for (const turns of GROWTH_TURNS) {
     for (const compaction of ['on', 'off'] as const) {
@@ -174,12 +203,17 @@ export async function benchGrowth({
       const t0 = performance.now();
       const firstRunId = await runDeputy(`growth-run ${compaction} ${turns}`, workflowId, `read ${turns} pages`);
       const size = await segmentsSize(workflowId, firstRunId);
+      const histories = await Promise.all(
+        size.runIds.map((runId) => client.workflow.getHandle(workflowId, runId).fetchHistory()),
+      );
       figures[compaction]![turns] = {
         bytes: size.bytes,
         events: size.events,
         segments: size.workflows,
         bytesPerTurn: Math.round(size.bytes / turns),
+        actionsPerTurn: round(actionsOf(histories).total / turns),
       };
+      log(`  actions: ${JSON.stringify(actionsOf(histories).byKind)}`);
       growthIds[`${compaction}-${turns}`] = { workflowId, firstRunId };
       log(
         `history growth: ${turns} turns, compaction ${compaction}: ${size.bytes} bytes in ${size.workflows} segment(s), ${Math.round(size.bytes / turns)} bytes/turn (${Math.round(performance.now() - t0)} ms)`,
