@@ -118,7 +118,8 @@ describe('R2.13 R6.6 a real OpenAI-compatible server', () => {
       .toBe('CANCELLED');
     const ms = Date.now() - cancelledAt;
     console.log(`real model: run cancelled ${ms} ms after the cancel request (its HTTP stream aborted first)`);
-    expect(ms).toBeLessThan(1000);
+    // The cancel reaches the call in the reply to its next heartbeat, and the worker sends those at most every 4 s.
+    expect(ms).toBeLessThan(4000 + 2000);
   }, 300_000);
 
   it('R1.7 a conversation answers each message; a run offered tools gets the real model’s tool calls as tool calls or tool errors, and ends', async () => {
