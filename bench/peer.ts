@@ -176,18 +176,23 @@ export async function benchPeer(
       console.log(`bench: ${peer.label} rows left out: run ${peer.install} to install it`);
       continue;
     }
-    rows.push(...(await peerRows(peer, client, address, modelUrl, turnsList, deputy)));
+    rows.push(...(await peerRows(peer, { client, address, modelUrl, turnsList, deputy })));
   }
   return rows;
 }
 
+/** What every peer is run against: the server, the scripted model, the turn counts and Deputy's side. */
+interface PeerBench {
+  client: Client;
+  address: string;
+  modelUrl: string;
+  turnsList: readonly number[];
+  deputy: DeputySide;
+}
+
 async function peerRows(
   peer: Peer,
-  client: Client,
-  address: string,
-  modelUrl: string,
-  turnsList: readonly number[],
-  deputy: DeputySide,
+  { client, address, modelUrl, turnsList, deputy }: PeerBench,
 ): Promise<ScenarioResult[]> {
   const tree = await runPeer(peer, client, address, modelUrl, ['--mode', 'tree', '--task', treeTask(peer)]);
   console.log(
@@ -216,8 +221,8 @@ async function peerRows(
   }
   return [
     peerTreeResult(peer, tree, deputy),
-    peerGrowthResult(peer, long, deputy, turnsList),
-    peerActionsResult(peer, long, deputy, turnsList),
+    peerPerTurnResult('growth', peer, long, deputy, turnsList),
+    peerPerTurnResult('actions', peer, long, deputy, turnsList),
   ];
 }
 
@@ -247,43 +252,64 @@ function peerTreeResult(peer: Peer, tree: PeerRun, deputy: DeputySide): Scenario
 /** The turn that the peer rows compare at: 200 when the bench ran it. */
 const comparedAt = (turnsList: readonly number[]) => (turnsList.includes(200) ? 200 : turnsList.at(-1)!);
 
-function peerGrowthResult(
+/** The per-turn rows: history bytes a turn (at most 0.1× the peer's) and billable actions a turn (at most the peer's). */
+const PER_TURN = {
+  growth: {
+    figure: 'bytesPerTurn',
+    title: (label: string, at: number) =>
+      `Peer (${label}): history bytes per turn as a run grows (2 KB tool result a turn), ratio at ${at} turns`,
+    atMost: 0.1,
+    digits: 3,
+  },
+  actions: {
+    figure: 'actionsPerTurn',
+    title: (label: string, at: number) => `Peer (${label}): billable actions a turn (from the histories), ${at} turns`,
+    atMost: 1,
+    digits: 2,
+  },
+} as const;
+
+function peerPerTurnResult(
+  row: keyof typeof PER_TURN,
   peer: Peer,
-  long: Record<number, PeerRun & { bytesPerTurn: number }>,
+  long: Record<number, PeerRun & { bytesPerTurn: number; actionsPerTurn: number }>,
   deputy: DeputySide,
   turnsList: readonly number[],
 ): ScenarioResult {
+  const { figure, title, atMost, digits } = PER_TURN[row];
   const at = comparedAt(turnsList);
-  const ratio = (deputy.bytesPerTurn[at] ?? NaN) / long[at]!.bytesPerTurn;
-  return {
-    id: `${peer.id}-growth`,
-    title: `Peer (${peer.label}): history bytes per turn as a run grows (2 KB tool result a turn), ratio at ${at} turns`,
-    runs: 1,
-    deputy: { bytesPerTurn: deputy.bytesPerTurn },
-    baseline: { long },
-    ratio: Math.round(ratio * 1000) / 1000,
-    target: { ratioAtMost: 0.1 },
-    met: ratio <= 0.1,
-  };
+  const ours = deputy[figure][at] ?? NaN;
+  return ratioRow({
+    id: `${peer.id}-${row}`,
+    title: title(peer.label, at),
+    // The growth row keeps every turn count of both sides; the actions row the compared turn's.
+    deputy: row === 'growth' ? { bytesPerTurn: deputy.bytesPerTurn } : { actionsPerTurn: ours },
+    baseline: row === 'growth' ? { long } : { actionsPerTurn: long[at]!.actionsPerTurn, actions: long[at]!.actions },
+    ratio: ours / long[at]![figure],
+    atMost,
+    digits,
+  });
 }
 
-/** Billable actions a turn of the long run, Deputy's (compaction on) against the peer's: at most the peer's. */
-function peerActionsResult(
-  peer: Peer,
-  long: Record<number, PeerRun & { actionsPerTurn: number }>,
-  deputy: DeputySide,
-  turnsList: readonly number[],
-): ScenarioResult {
-  const at = comparedAt(turnsList);
-  const ratio = (deputy.actionsPerTurn[at] ?? NaN) / long[at]!.actionsPerTurn;
+/** A row of one run a side with a target ratio, the ratio rounded to `digits`. */
+function ratioRow(row: {
+  id: string;
+  title: string;
+  deputy: ScenarioResult['deputy'];
+  baseline: ScenarioResult['baseline'];
+  ratio: number;
+  atMost: number;
+  digits: number;
+}): ScenarioResult {
+  const scale = 10 ** row.digits;
   return {
-    id: `${peer.id}-actions`,
-    title: `Peer (${peer.label}): billable actions a turn (from the histories), ${at} turns`,
+    id: row.id,
+    title: row.title,
     runs: 1,
-    deputy: { actionsPerTurn: deputy.actionsPerTurn[at] ?? NaN },
-    baseline: { actionsPerTurn: long[at]!.actionsPerTurn, actions: long[at]!.actions },
-    ratio: Math.round(ratio * 100) / 100,
-    target: { ratioAtMost: 1 },
-    met: ratio <= 1,
+    deputy: row.deputy,
+    baseline: row.baseline,
+    ratio: Math.round(row.ratio * scale) / scale,
+    target: { ratioAtMost: row.atMost },
+    met: row.ratio <= row.atMost,
   };
 }

@@ -105,10 +105,10 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
       : toolError('there are no background children to wait for (dispatch some with delegate and wait: false)');
   }
   if (chosen.some((c) => c.outcome === undefined)) {
-    run.setStatus('waiting_for_children');
-    setCurrentDetails(`waiting for ${chosen.map((c) => c.entry.childWorkflowId).join(', ')} (wait, ${timeout} s)`);
-    // A question from one of them ends the wait too, so the model can answer it.
     const ids = chosen.map((c) => c.entry.childWorkflowId);
+    run.setStatus('waiting_for_children');
+    setCurrentDetails(`waiting for ${ids.join(', ')} (wait, ${timeout} s)`);
+    // A question from one of them ends the wait too, so the model can answer it.
     run.beginWait();
     try {
       await condition(
