@@ -162,6 +162,9 @@ export interface DeputySide {
   actionsPerTurn: Record<number, number>;
 }
 
+/** The peer's long runs by turn count, with their history bytes and billable actions a turn. */
+type LongRuns = Record<number, PeerRun & { bytesPerTurn: number; actionsPerTurn: number }>;
+
 /** The peer rows, each peer's: the tree side by side, bytes and actions per turn as the run grows. */
 export async function benchPeer(
   client: Client,
@@ -198,7 +201,7 @@ async function peerRows(
   console.log(
     `bench: ${peer.id} tree ${tree.bytes} bytes, ${tree.events} events, ${tree.wallMs} ms${tree.ended ? `, ${tree.ended}` : ''}`,
   );
-  const long: Record<number, PeerRun & { bytesPerTurn: number; actionsPerTurn: number }> = {};
+  const long: LongRuns = {};
   for (const turns of turnsList) {
     const run = await runPeer(peer, client, address, modelUrl, [
       '--mode',
@@ -260,56 +263,43 @@ const PER_TURN = {
       `Peer (${label}): history bytes per turn as a run grows (2 KB tool result a turn), ratio at ${at} turns`,
     atMost: 0.1,
     digits: 3,
+    // Every turn count of both sides.
+    shown: (deputy: DeputySide, long: LongRuns) => ({
+      deputy: { bytesPerTurn: deputy.bytesPerTurn },
+      baseline: { long },
+    }),
   },
   actions: {
     figure: 'actionsPerTurn',
     title: (label: string, at: number) => `Peer (${label}): billable actions a turn (from the histories), ${at} turns`,
     atMost: 1,
     digits: 2,
+    // The compared turn's.
+    shown: (deputy: DeputySide, long: LongRuns, at: number) => ({
+      deputy: { actionsPerTurn: deputy.actionsPerTurn[at] ?? NaN },
+      baseline: { actionsPerTurn: long[at]!.actionsPerTurn, actions: long[at]!.actions },
+    }),
   },
 } as const;
 
 function peerPerTurnResult(
   row: keyof typeof PER_TURN,
   peer: Peer,
-  long: Record<number, PeerRun & { bytesPerTurn: number; actionsPerTurn: number }>,
+  long: LongRuns,
   deputy: DeputySide,
   turnsList: readonly number[],
 ): ScenarioResult {
-  const { figure, title, atMost, digits } = PER_TURN[row];
+  const { figure, title, atMost, digits, shown } = PER_TURN[row];
   const at = comparedAt(turnsList);
-  const ours = deputy[figure][at] ?? NaN;
-  return ratioRow({
+  const ratio = (deputy[figure][at] ?? NaN) / long[at]![figure];
+  const scale = 10 ** digits;
+  return {
     id: `${peer.id}-${row}`,
     title: title(peer.label, at),
-    // The growth row keeps every turn count of both sides; the actions row the compared turn's.
-    deputy: row === 'growth' ? { bytesPerTurn: deputy.bytesPerTurn } : { actionsPerTurn: ours },
-    baseline: row === 'growth' ? { long } : { actionsPerTurn: long[at]!.actionsPerTurn, actions: long[at]!.actions },
-    ratio: ours / long[at]![figure],
-    atMost,
-    digits,
-  });
-}
-
-/** A row of one run a side with a target ratio, the ratio rounded to `digits`. */
-function ratioRow(row: {
-  id: string;
-  title: string;
-  deputy: ScenarioResult['deputy'];
-  baseline: ScenarioResult['baseline'];
-  ratio: number;
-  atMost: number;
-  digits: number;
-}): ScenarioResult {
-  const scale = 10 ** row.digits;
-  return {
-    id: row.id,
-    title: row.title,
     runs: 1,
-    deputy: row.deputy,
-    baseline: row.baseline,
-    ratio: Math.round(row.ratio * scale) / scale,
-    target: { ratioAtMost: row.atMost },
-    met: row.ratio <= row.atMost,
+    ...shown(deputy, long, at),
+    ratio: Math.round(ratio * scale) / scale,
+    target: { ratioAtMost: atMost },
+    met: ratio <= atMost,
   };
 }

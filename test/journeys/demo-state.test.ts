@@ -3,10 +3,10 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { probe } from '../../src/client/connect.js';
 import { freePort } from '../../src/testing/ports.js';
 import { findTemporalCli } from '../../src/testing/temporal-cli.js';
 import { finished, npmRun, untilPrinted, type Command } from './support.js';
@@ -67,11 +67,10 @@ async function strayServer(database: string): Promise<number> {
   child.unref();
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-        .once('connect', () => (socket.destroy(), resolve(true)))
-        .once('error', () => resolve(false));
-    });
+    const up = await probe(`127.0.0.1:${port}`).then(
+      () => true,
+      () => false,
+    );
     if (up) return child.pid!;
     if (Date.now() > deadline) throw new Error(`a dev server on ${database} did not listen on ${port} within 30 s`);
     await new Promise((r) => setTimeout(r, 200));
