@@ -80,8 +80,8 @@ function lastSettlePoint(text: string): number {
 }
 
 /**
- * Reads `stream` to its end, or until `count` of what arrived reaches `cap` (then `stop()` aborts the request and
- * the answer ends with finish reason `length`). `onProgress` is told after each chunk that added to the answer or
+ * Reads `stream` to its end, or until `count` of what arrived passes `cap` (then the answer is cut at the cap,
+ * `stop()` aborts the request and the answer ends with finish reason `length`). `onProgress` is told after each chunk that added to the answer or
  * reported usage. A usage report past `bound` (what the call sent could have used) is impossible: kept aside in
  * `impossibleUsage`; only an answer past the cap is still debited, at the cap.
  */
@@ -117,7 +117,7 @@ class StreamReader {
   constructor(private readonly options: ReadOptions) {}
 
   async read(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>): Promise<StreamedAnswer> {
-    const { cap, stop, onProgress } = this.options;
+    const { stop, onProgress } = this.options;
     try {
       for await (const chunk of stream) {
         this.#model ??= chunk.model;
@@ -128,8 +128,10 @@ class StreamReader {
         if (choice) this.#choice(choice);
         if (this.#counted > countedBefore || this.#reported !== reportedBefore) onProgress?.(this.#progress());
         if (!choice) continue;
-        if (this.#stoppedAtCap || (cap !== null && this.#counted >= cap && this.#finishReason === null)) {
-          // The cap is Deputy's, not the server's: stop reading and drop the connection, so nothing past it is made.
+        if (this.#stoppedAtCap) {
+          // The cap is Deputy's, not the server's: once text past it arrives, stop reading and drop the connection,
+          // so nothing more is made. An answer that just reached the cap is read on: a server that keeps to the
+          // cap ends it and sends its usage report, the figure it bills.
           this.#stoppedAtCap = true;
           this.#finishReason = 'length';
           stop();

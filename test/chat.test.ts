@@ -71,7 +71,8 @@ describe('R2.14 R3.7 R3.9 R7.3 the terminal chat', () => {
     await shows(
       'deputy> The researcher asks to save its findings as findings.md: type /approve, or /deny with a reason.',
     );
-    expect(screen()).toMatch(/└─ research +waiting_for_approval /);
+    // The tree is read from the runs themselves at the chat's next look: under load, a look after the message.
+    await shows(/└─ research +waiting_for_approval /);
     type('/approve');
     await shows('  ✓ you approved a1.1 (save_artifact in "research")');
     await shows('  ✓ "research" ended: completed (its result is untrusted data)');

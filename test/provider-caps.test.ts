@@ -110,6 +110,34 @@ describe('R2.13 caps Deputy enforces itself', () => {
     const result = await h.deputy.result(id);
     expect(result.usage).toMatchObject({ inputTokens: 9000, outputTokens: 700, totalTokens: 9700 });
   });
+
+  it('R2.15 R2.13 an answer the provider ends at the cap is read to its usage report: debited what the provider billed, its own input count included', async () => {
+    const task = 'caps: a provider that keeps to the cap and counts a little more input';
+    // Ten tokens more input than Deputy counts: within the margin its reservation keeps for an unknown tokenizer.
+    h.model.behaviour = {
+      reads: 'both',
+      reportsUsage: true,
+      usage: 'fixed',
+      bill: (_request, counted) => ({ ...counted, prompt_tokens: counted.prompt_tokens + 10 }),
+    };
+    h.model.add({ name: task, when: userSays(task), reply: { text: words(5000) }, times: 3 });
+    const id = h.id('cap-report');
+    await h.deputy.startRun(
+      { task, limits: { maxTokens: 2000, maxTurns: 1, synthesisReserve: false } },
+      { workflowId: id },
+    );
+    const result = await h.deputy.result(id);
+    const requests = h.model.requests.filter((r) => r.rule === task);
+    expect(requests.length).toBeGreaterThan(0);
+    // The provider stopped each answer at the cap it was sent, and billed it.
+    for (const request of requests) {
+      expect(request.billed?.completion_tokens).toBe(request.body.max_completion_tokens);
+    }
+    const sum = (key: 'prompt_tokens' | 'completion_tokens') =>
+      requests.reduce((total, request) => total + (request.billed?.[key] ?? 0), 0);
+    expect(result.usage).toMatchObject({ inputTokens: sum('prompt_tokens'), outputTokens: sum('completion_tokens') });
+    expect(result.usage.totalTokens).toBeLessThanOrEqual(2000);
+  });
 });
 
 describe('R6.6 a stream that stalls', () => {

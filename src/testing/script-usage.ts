@@ -48,3 +48,53 @@ export function countedUsage(body: ChatRequestBody, text: string, calls: string[
     completion_tokens: [text, ...calls].reduce((sum, piece) => sum + countText(piece, count), 0),
   };
 }
+
+/** A scripted tool call as the provider sends it. */
+interface SentCall {
+  id: string;
+  type: string;
+  function: { name: string; arguments: string };
+}
+
+/**
+ * The answer a provider that keeps to `cap` sends, counted with the model's tokenizer as Deputy counts it (each
+ * text whole): the text, then each call's name and arguments, cut at the last piece that fits; `capped` when
+ * anything was cut. A tool call cut short is sent as far as it fits, as OpenAI's are.
+ */
+export function capAnswer(
+  text: string | null,
+  calls: SentCall[] | undefined,
+  cap: number | null,
+  count: (text: string) => number,
+): { text: string | null; toolCalls: SentCall[] | undefined; capped: boolean } {
+  if (cap === null) return { text, toolCalls: calls, capped: false };
+  let left = cap;
+  let capped = false;
+  const fit = (piece: string): string => {
+    if (capped) return '';
+    const tokens = countText(piece, count);
+    if (tokens <= left) {
+      left -= tokens;
+      return piece;
+    }
+    capped = true;
+    let lo = 0;
+    let hi = piece.length;
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2);
+      if (countText(piece.slice(0, mid), count) <= left) lo = mid;
+      else hi = mid - 1;
+    }
+    left = 0;
+    return piece.slice(0, lo);
+  };
+  const sentText = text === null ? null : fit(text);
+  const sentCalls: SentCall[] = [];
+  for (const call of calls ?? []) {
+    if (capped) break;
+    const name = fit(call.function.name);
+    if (capped) break;
+    sentCalls.push({ ...call, function: { name, arguments: fit(call.function.arguments) } });
+  }
+  return { text: sentText, toolCalls: calls && sentCalls, capped };
+}

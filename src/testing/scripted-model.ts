@@ -5,8 +5,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadEncoding } from '../../activities/tokens.js';
-import { countedUsage, streamPieces, worstUsage } from './script-usage.js';
+import { encodingFor, loadEncoding } from '../../activities/tokens.js';
+import { capAnswer, countedUsage, streamPieces, worstUsage } from './script-usage.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   ChatRequestBody,
@@ -192,15 +192,10 @@ export class ScriptedModelServer {
       this.sendError(res, reply.status, reply.message ?? `scripted error ${reply.status}`, reply.headers);
       return;
     }
-    // A provider stops the answer at the cap it reads (approximated here by characters: 4 a token).
     const cap = this.readCap(record.body);
-    let text = 'text' in reply ? (reply.text ?? null) : null;
-    let capped = false;
-    if (text !== null && cap !== null && text.length > cap * 4) {
-      text = text.slice(0, cap * 4);
-      capped = true;
-    }
-    const toolCalls =
+    if (cap !== null) await loadEncoding(record.body.model);
+    const answer = capAnswer(
+      'text' in reply ? (reply.text ?? null) : null,
       'toolCalls' in reply
         ? reply.toolCalls.map((call, i) => ({
             id: call.id ?? `call_${record.index}_${i}`,
@@ -210,8 +205,12 @@ export class ScriptedModelServer {
               arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
             },
           }))
-        : undefined;
-    const finishReason = toolCalls ? 'tool_calls' : capped ? 'length' : 'stop';
+        : undefined,
+      cap,
+      encodingFor(record.body.model).count,
+    );
+    const { text, toolCalls, capped } = answer;
+    const finishReason = capped ? 'length' : toolCalls ? 'tool_calls' : 'stop';
     const { bill } = this.behaviour;
     const asked = bill ? 'counted' : (reply.usage ?? (this.behaviour.usage === 'counted' ? 'counted' : DEFAULT_USAGE));
     if (asked === 'worst' || asked === 'counted') await loadEncoding(record.body.model);
