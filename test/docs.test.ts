@@ -49,7 +49,7 @@ describe('R5.5 the docs name tests that exist', () => {
   });
 });
 
-/** The design's rules, R1.1 … R7.6 (the fleet's, R8, are not built yet: the file states them when they are). */
+/** The design's rules, R1.1 … R8.3. */
 const RULES = [
   ...Array.from({ length: 15 }, (_, i) => `R1.${i + 1}`),
   ...Array.from({ length: 19 }, (_, i) => `R2.${i + 1}`),
@@ -58,9 +58,10 @@ const RULES = [
   ...Array.from({ length: 5 }, (_, i) => `R5.${i + 1}`),
   ...Array.from({ length: 9 }, (_, i) => `R6.${i + 1}`),
   ...Array.from({ length: 6 }, (_, i) => `R7.${i + 1}`),
+  ...Array.from({ length: 3 }, (_, i) => `R8.${i + 1}`),
 ];
-/** Rules not built yet, which no test can name (none now: every rule of the design is built). */
-const NOT_BUILT: string[] = [];
+/** Rules not built yet, which no test can name: model fallback. */
+const NOT_BUILT: string[] = ['R8.3'];
 
 describe('R5.5 docs/promises.md states every promise with the tests that prove it', () => {
   const text = readFileSync(PROMISES_FILE, 'utf8');

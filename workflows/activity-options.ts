@@ -1,6 +1,7 @@
 /** Activity options shared by the workflow modules. Deterministic code only. */
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
 import { MODEL_CALL_RETRY } from '../src/rules/model-retry.js';
+import type { AgentRunState } from './run-state.js';
 
 const { initialIntervalMs, backoffCoefficient, maximumIntervalMs, maximumAttempts } = MODEL_CALL_RETRY;
 
@@ -50,4 +51,20 @@ export async function joinAll<T>(promises: Promise<T>[]): Promise<T[]> {
 /** An activity's summary in Temporal UI, with the attempt when it is a retry. */
 export function attempted(summary: string, attempt: number): string {
   return attempt > 1 ? `${summary} (attempt ${attempt})` : summary;
+}
+
+/**
+ * What each of a run's calls carries: its place in the queues the fleet shares, and an end at the run's deadline when
+ * the deadline bounds activities (not a timer).
+ */
+export function callOptions(run: AgentRunState): ActivityOptions {
+  const { deadlineMs } = run.limits;
+  if (!run.deadlineOnActivities || deadlineMs === null) return { priority: run.priority };
+  return { priority: run.priority, scheduleToCloseTimeout: Math.max(1, deadlineMs - Date.now()) };
+}
+
+/** What each of a run's model calls carries: what any call does, on the fleet's model queue when the config names one. */
+export function modelCallOptions(run: AgentRunState): ActivityOptions {
+  const taskQueue = run.composition.modelTaskQueue;
+  return { ...callOptions(run), ...(taskQueue && { taskQueue }) };
 }

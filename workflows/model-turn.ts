@@ -20,7 +20,7 @@ import { callSpend } from '../src/rules/usage.js';
 import { countModelCall } from './metrics.js';
 import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
-import { attempted, MODEL_CALL_OPTIONS } from './activity-options.js';
+import { attempted, MODEL_CALL_OPTIONS, modelCallOptions } from './activity-options.js';
 import { retryModelCall } from './retry-model-call.js';
 import { now, type AgentRunState } from './run-state.js';
 
@@ -120,7 +120,7 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
       run,
       messages,
       (sent, attempt) =>
-        compactSession.executeWithOptions({ summary: attempted(summary, attempt), ...run.untilDeadline() }, [
+        compactSession.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run) }, [
           {
             model,
             ...sent,
@@ -198,7 +198,7 @@ async function callTurn(
       run,
       input.messages,
       (sent, attempt) =>
-        callModel.executeWithOptions({ summary: attempted(summary, attempt), ...run.untilDeadline() }, [
+        callModel.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run) }, [
           // A retry is fitted to what is left once the attempts before it were debited.
           { ...request, ...(attempt > 1 && { budget: run.callBudget() }), ...sent },
         ]),

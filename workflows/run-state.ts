@@ -4,6 +4,7 @@
  * `fromResume`). Deterministic code only.
  */
 import { RunArtifacts } from './artifacts.js';
+import type { Priority } from '@temporalio/common';
 import { upsertMemo, upsertSearchAttributes, setCurrentDetails } from '@temporalio/workflow';
 import type { ResolveRunResult } from '../src/contract/activities.js';
 import type {
@@ -20,6 +21,7 @@ import { DEPUTY_STATUS, listedStatus } from '../src/contract/search-attributes.j
 import { toChatMessages } from '../src/contract/dialogue.js';
 import type { SessionEvent } from '../src/contract/session.js';
 import { overLimits } from '../src/rules/budget.js';
+import { runPriority } from '../src/rules/fleet.js';
 import { openingEvents } from '../src/rules/run-start.js';
 import { microToUsd } from '../src/rules/usage.js';
 import { countRunEnded } from './metrics.js';
@@ -43,6 +45,8 @@ export class AgentRunState extends RunWaits {
   readonly depth: number;
   readonly origin: ChildOrigin | undefined;
   readonly tenant: string | undefined;
+  /** Its place in the queues the fleet shares, carried by each of its calls and children's starts. */
+  readonly priority: Priority;
   #events: SessionEvent[] = [];
   readonly #inbox: InboxItem[] = [];
   /** Per child: `appended` when its context was last sent. */
@@ -85,6 +89,12 @@ export class AgentRunState extends RunWaits {
     this.rootId = input.origin?.rootId ?? sessionId;
     this.depth = input.origin?.depth ?? 0;
     this.tenant = input.tenant;
+    this.priority = runPriority({
+      mode: input.mode ?? 'task',
+      depth: this.depth,
+      tenant: this.tenant,
+      rootId: this.rootId,
+    });
     this.artifacts = new RunArtifacts(sessionId, input.origin?.artifacts, input.resume?.artifacts);
   }
 
@@ -311,13 +321,6 @@ export class AgentRunState extends RunWaits {
   hasLiveDetached(): boolean {
     for (const child of this.detached.values()) if (child.outcome === undefined) return true;
     return false;
-  }
-
-  /** Options that end an activity at the run's deadline, when the deadline bounds activities (not a timer). */
-  untilDeadline(): { scheduleToCloseTimeout?: number } {
-    const { deadlineMs } = this.limits;
-    if (!this.deadlineOnActivities || deadlineMs === null) return {};
-    return { scheduleToCloseTimeout: Math.max(1, deadlineMs - Date.now()) };
   }
 
   /** The run's result with its usage. */

@@ -16,7 +16,7 @@ import type { ToolCall } from '../src/contract/session.js';
 import type { SteeringToolName } from '../src/contract/delegation.js';
 import { CHILD_STEERING_TOOLS } from '../src/contract/json-schemas.js';
 import { failureMessage, rootMessage } from '../src/rules/failure-message.js';
-import { joinAll, LOOKUP_OPTIONS, TOOL_CALL_OPTIONS } from './activity-options.js';
+import { callOptions, joinAll, LOOKUP_OPTIONS, TOOL_CALL_OPTIONS } from './activity-options.js';
 import { runDelegation } from './delegation/invocation.js';
 import { runFollowup, runInterjection } from './delegation/steering.js';
 import { runWait } from './delegation/detached.js';
@@ -126,7 +126,7 @@ function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: strin
       if (gate && !gate.ok) return gate.result;
       const pinned = server === undefined ? {} : await sessionOptions(run, server);
       // The deadline is read once the call may run: a wait for its approval has used some of what was left.
-      return runTool.executeWithOptions({ ...options, ...run.untilDeadline(), ...pinned }, [
+      return runTool.executeWithOptions({ ...options, ...callOptions(run), ...pinned }, [
         { ...input, ...(gate && { approval: gate.approval }) },
       ]);
     },

@@ -2,6 +2,7 @@
  * A typed client for backend services: start runs, read their state, talk to them, cancel them, await results.
  * Everything it sends is validated by the same zod schemas the workflow uses.
  */
+import { runPriority } from '../rules/fleet.js';
 import { listSessions, openQuestionsOf, type OpenQuestion, type SessionInfo } from './listings.js';
 import { InputError, UpdateRejectedError } from '../contract/errors.js';
 import { randomUUID } from 'node:crypto';
@@ -129,6 +130,8 @@ export class DeputyClient {
         args: [valid],
         // Set in the start call, these cost the run no upsert of its own.
         typedSearchAttributes: rootStartAttributes(workflowId, valid.restore ? { tenant: valid.tenant } : valid),
+        // Its workflow tasks in the place its calls will take (the run sets its calls' own whatever a starter says).
+        priority: runPriority({ mode: valid.mode ?? 'task', depth: 0, tenant: valid.tenant, rootId: workflowId }),
         staticSummary: options.summary ?? `agentRun: ${valid.task.replace(/\s+/g, ' ').slice(0, 80)}`,
         ...(options.memo && { memo: options.memo }),
       });

@@ -94,6 +94,7 @@ export function resolveComposition(
     hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
     ...(input.tenant !== undefined && { tenantLabel: tenant ? input.tenant : 'other' }),
     ...(approvals && { approvals }),
+    ...(config.modelCalls && { modelTaskQueue: config.modelCalls.taskQueue }),
   };
 }
 

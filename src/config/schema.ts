@@ -87,6 +87,19 @@ export const DeputyConfig = z
      */
     inputCountFactor: z.number().min(1).max(10).optional(),
     inputCountFactorByModel: z.record(z.string(), z.number().min(1).max(10)).optional(),
+    /**
+     * Model calls on a task queue of their own, which every worker of the fleet polls beside its own queues: Temporal
+     * holds the endpoint's rate for all of them at once,
+     * `requestsPerSecond` for the whole queue and `perTenantRequestsPerSecond` for each fairness key (a tenant, or a
+     * tree without one), set on the queue by each worker at its start and read back. Read at the worker's start.
+     */
+    modelCalls: z
+      .strictObject({
+        taskQueue: z.string().min(1),
+        requestsPerSecond: z.number().positive().optional(),
+        perTenantRequestsPerSecond: z.number().positive().optional(),
+      })
+      .optional(),
     /** Preset used when a run names none. */
     defaultPreset: z.string().default('assistant'),
     /** Scopes a run holds when its input names none. */

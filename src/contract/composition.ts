@@ -100,6 +100,8 @@ export const ResolveRunResult = z.object({
   tenantLabel: z.string().optional(),
   /** Which of its calls wait for approval; absent: none. */
   approvals: ApprovalPolicy.optional(),
+  /** The task queue its model calls go to, shared by the fleet's workers; absent: the run's own queue. */
+  modelTaskQueue: z.string().min(1).optional(),
 });
 export type ResolveRunResult = z.infer<typeof ResolveRunResult>;
 
@@ -117,6 +119,7 @@ export const InheritedComposition = ResolveRunResult.pick({
   payloads: true,
   modelRetry: true,
   tenantLabel: true,
+  modelTaskQueue: true,
 })
   .extend({
     /** Absent: none. */

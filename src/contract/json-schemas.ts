@@ -266,6 +266,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               additionalProperties: false,
             },
             tenantLabel: { type: 'string' },
+            modelTaskQueue: { type: 'string', minLength: 1 },
             effort: { type: 'string' },
             tools: {
               type: 'array',
@@ -1258,6 +1259,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               required: ['tools', 'timeoutSeconds', 'onTimeout'],
               additionalProperties: false,
             },
+            modelTaskQueue: { type: 'string', minLength: 1 },
           },
           required: [
             'preset',

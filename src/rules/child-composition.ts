@@ -77,6 +77,7 @@ export function inheritComposition(
     ...(customPayloads && { payloads }),
     ...(parent.modelRetry && { modelRetry: parent.modelRetry }),
     ...(parent.tenantLabel !== undefined && { tenantLabel: parent.tenantLabel }),
+    ...(parent.modelTaskQueue && { modelTaskQueue: parent.modelTaskQueue }),
   };
 }
 

@@ -42,6 +42,14 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       extraArgs: [
         '--dynamic-config-value',
         'frontend.enableUpdateWorkflowExecution=true',
+        // Tasks of one fairness key (a tenant, or a tree without one) take turns with the others' within a priority.
+        '--dynamic-config-value',
+        'matching.enableFairness=true',
+        // One partition a queue: priority and fairness order the whole queue, not each of four parts of it.
+        '--dynamic-config-value',
+        'matching.numTaskqueueReadPartitions=1',
+        '--dynamic-config-value',
+        'matching.numTaskqueueWritePartitions=1',
         ...(options.codecEndpoint ? ['--ui-codec-endpoint', options.codecEndpoint] : []),
         ...(options.metricsPort ? ['--metrics-port', String(options.metricsPort)] : []),
       ],

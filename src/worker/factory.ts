@@ -2,6 +2,7 @@
  * Builds Deputy workers. Kept apart from the `npm run worker` entry point so tests, the demo and users' own
  * services create workers the same way.
  */
+import { applyModelQueueRate } from './model-queue.js';
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
@@ -230,8 +231,13 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
   // Every worker names its message key in its build id, and refuses to poll beside workers that sign with another:
   // a message one signs, the other would drop, and a grant one makes, the other refuses.
   const { fingerprint } = messageKeys;
+  // Model calls may go to a queue the whole fleet shares, whose rate the server holds for all of its workers.
+  const { modelCalls } = store.current;
   try {
-    for (const taskQueue of queues) await checkKeyRing(options.connection, namespace, taskQueue, fingerprint);
+    for (const taskQueue of [...queues, ...(modelCalls ? [modelCalls.taskQueue] : [])]) {
+      await checkKeyRing(options.connection, namespace, taskQueue, fingerprint);
+    }
+    if (modelCalls) await applyModelQueueRate(options.connection, namespace, modelCalls);
   } catch (err) {
     await release();
     throw err;
@@ -267,6 +273,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
   const workers = await Promise.all([
     ...queues.map((taskQueue) => poll(taskQueue, true)),
     ...(sessionQueue ? [poll(sessionQueue, false)] : []),
+    ...(modelCalls ? [poll(modelCalls.taskQueue, false)] : []),
     ...doors,
   ]);
   return new DeputyWorker(workers, release);

@@ -23,6 +23,7 @@ import { forgetChildApprovals } from '../approvals.js';
 import { admit, release } from './slot.js';
 import { endOfFailure, explainStartFailure, joinAttached, readResult, startAgentRun } from './spawn.js';
 import { childInput } from '../../src/rules/run-start.js';
+import { childPriority } from '../../src/rules/fleet.js';
 import { type ChildEnd } from '../../src/rules/child-end.js';
 import { countDelegationSettled, countRefusal } from '../metrics.js';
 
@@ -217,10 +218,9 @@ export class ChildLife {
     const { run } = this;
     const { plan, entry } = this.child;
     const { brief } = plan;
-    const admission = run.delegationSettings.admission;
     return {
-      // Under a tenant cap, at a lower priority than interactive runs.
-      ...(admission && { priority: { priorityKey: 4 } }),
+      // Behind its tree's own turns, in its tree's share of the queues.
+      priority: childPriority(run.priority),
       workflowId: entry.childWorkflowId,
       taskQueue: run.delegationSettings.childTaskQueue,
       // The child acts with its tree's grant: Temporal records it as this run's child, which is what a worker checks.

@@ -2,7 +2,7 @@
  * What a child is given of its parent's context: a copy of the chosen turns, or a summary written by the parent's
  * model for the hook-accepted task (its worst case held as a reservation while it runs). Deterministic code only.
  */
-import { attempted, MODEL_CALL_OPTIONS } from '../activity-options.js';
+import { attempted, MODEL_CALL_OPTIONS, modelCallOptions } from '../activity-options.js';
 import { retryModelCall } from '../retry-model-call.js';
 import type { DeputyActivities } from '../../activities/index.js';
 import { isCancellation, proxyActivities } from '@temporalio/workflow';
@@ -94,7 +94,10 @@ export async function generateParentContext(
       run,
       (attempt) =>
         summarizeContext.executeWithOptions(
-          { summary: attempted(`summarizeContext ${composition.model} for ${taskName}`, attempt) },
+          {
+            summary: attempted(`summarizeContext ${composition.model} for ${taskName}`, attempt),
+            ...modelCallOptions(run),
+          },
           [{ model: composition.model, messages, budget, grant: run.grant }],
         ),
       {
