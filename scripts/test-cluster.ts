@@ -3,22 +3,22 @@
  * processes behind one task queue. It brings the cluster up (scripts/cluster/harness.ts), starts both workers, runs the
  * demo's delegating task and checks the tree through visibility queries on Deputy's search attributes, then the
  * fail-over: a worker SIGKILLed while a tree runs (five times, alternating which), the other finishing every run with
- * the output of an undisturbed run. Everything it started is stopped, whether it passes or fails.
+ * the output of an undisturbed run; then one tenant's burst of runs beside two small tenants' against a provider held
+ * to a few requests a second, on two fresh workers. Everything it started is stopped, whether it passes or fails.
  */
-import { randomBytes } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
-import { parse, stringify } from 'yaml';
 import { DeputyClient } from '../src/client/client.js';
 import { DEMO_SCRIPT, DEMO_TASK } from '../src/demo/script.js';
 import { startCluster, type Cluster } from './cluster/harness.js';
+import { workerStarter, writeClusterConfig } from './cluster/workers.js';
+import { burstLine, burstProblems, fleetBurst } from '../src/testing/fleet-burst.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
 import { forTask, toolResultCount, userSays } from '../src/testing/script.js';
-import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
 const FAILOVERS = 5;
 const SCOPES = ['tools.calc', 'tools.notes', 'run.delegate'];
@@ -211,62 +211,22 @@ async function checkFailover({ deputy, model, queue, workers, startWorker }: Che
   }
 }
 
-/** The message keys of the cluster's workers. */
-const CLUSTER_MESSAGE_KEYS = `k1:${randomBytes(32).toString('base64')}`;
-
-/** Starts `npm run worker` number `n` on the cluster; settles once it says its task queues. */
-function workerStarter(
-  cluster: Cluster,
-  model: ScriptedModelServer,
-  queue: string,
-  configPath: string,
-  workers: ChildProcess[],
-): (n: number) => Promise<void> {
-  const env = {
-    ...process.env,
-    TEMPORAL_ADDRESS: cluster.address,
-    DEPUTY_TASK_QUEUE: queue,
-    DEPUTY_BACKGROUND_TASK_QUEUE: `${queue}-bg`,
-    DEPUTY_CONFIG: configPath,
-    AGENT_DELEGATION_ENABLED: 'true',
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: 'cluster-test',
-    // One key ring for both workers, as a deployment gives them: `npm run worker` makes no key of its own.
-    DEPUTY_MESSAGE_KEYS: process.env.DEPUTY_MESSAGE_KEYS ?? CLUSTER_MESSAGE_KEYS,
-  };
-  return (n: number) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker/main.ts'], {
-      cwd: PROJECT_ROOT,
-      env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    workers[n] = child;
-    return new Promise<void>((resolve, reject) => {
-      const timer = setInterval(() => {
-        if (out.includes('deputy worker: task queues')) resolve(void clearInterval(timer));
-        if (child.exitCode !== null) reject(new Error(`worker ${n} exited: ${out}`));
-      }, 100);
-    });
-  };
-}
+/** The fleet's model queue's rate in the burst: what the provider may see in a second. */
+const BURST_RATE = 4;
 
 /**
- * The demo's configuration, with runs continuing as new after 150 events (so a long run here does), and room for the
- * 35 turns that run asks for (the config's limits are the most a run may ask).
+ * One tenant's burst on the cluster: the workers so far stopped, two fresh ones whose model calls share a queue held
+ * to `BURST_RATE` requests a second; tenant A's 40 runs beside B's and C's 5 each (src/testing/fleet-burst.ts).
  */
-function writeClusterConfig(dir: string): string {
-  const configPath = join(dir, 'deputy.config.yaml');
-  const config = parse(readFileSync(join(PROJECT_ROOT, 'deputy.config.yaml'), 'utf8')) as {
-    compaction: Record<string, unknown>;
-    limits: Record<string, unknown>;
-  };
-  config.compaction.continueAsNewAfterEvents = 150;
-  config.limits.maxTurns = 40;
-  writeFileSync(configPath, stringify(config));
-  return configPath;
+async function checkFairness({ client, model, queue, workers }: Checks, cluster: Cluster, configDir: string) {
+  for (const worker of workers.splice(0)) if (worker.pid) process.kill(-worker.pid, 'SIGKILL');
+  const fleetQueue = `${queue}-fleet`;
+  const modelCalls = { taskQueue: `${fleetQueue}-model`, requestsPerSecond: BURST_RATE };
+  const startWorker = workerStarter(cluster, model, fleetQueue, writeClusterConfig(configDir, modelCalls), workers);
+  await Promise.all([startWorker(0), startWorker(1)]);
+  const figures = await fleetBurst(new DeputyClient(client, { taskQueue: fleetQueue }), model, `cluster-${fleetQueue}`);
+  const problems = burstProblems(figures, BURST_RATE);
+  check(problems.length === 0, `one tenant's burst: ${burstLine(figures)}${problems.map((p) => `; ${p}`).join('')}`);
 }
 
 async function main(): Promise<number> {
@@ -319,6 +279,7 @@ async function main(): Promise<number> {
     await checkConversation(checks);
     await checkContinueAsNew(checks);
     await checkFailover(checks);
+    await checkFairness(checks, cluster, configDir);
     say(`PASSED on ${cluster.description}`);
     return 0;
   } catch (err) {

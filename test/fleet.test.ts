@@ -1,12 +1,15 @@
 /**
  * R8.1 and R8.2 on a real dev server: model calls go to a queue of their own whose rate the server holds for every
  * worker (set by the worker at its start and read back), and every call and child start carries its place: a
- * conversation's turn is served before background children's calls already waiting on that queue.
+ * conversation's turn is served before background children's calls already waiting on that queue, and the tree shows
+ * a call waiting there.
  */
 import { randomUUID } from 'node:crypto';
 import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
+import { loadTree } from '../src/client/inspect.js';
+import { renderTree } from '../src/client/tree.js';
 import { fairnessKey, runPriority } from '../src/rules/fleet.js';
 import { forTask } from '../src/testing/script.js';
 import { delegateReply, DELEGATION_TOOLS, delegationConfig, PARENT_SCOPES } from './support/delegation.js';
@@ -18,7 +21,10 @@ const MODEL_QUEUE = `fleet-model-${randomUUID()}`;
 const RATE = 1;
 const config = delegationConfig({ maxChildrenPerRun: 8 });
 const h = useHarness({
-  config: { ...config, modelCalls: { taskQueue: MODEL_QUEUE, requestsPerSecond: RATE } },
+  config: {
+    ...config,
+    modelCalls: { taskQueue: MODEL_QUEUE, requestsPerSecond: RATE, perTenantRequestsPerSecond: RATE },
+  },
   tools: DELEGATION_TOOLS,
 });
 const { TaskQueueType, TaskQueueKind } = proto.temporal.api.enums.v1;
@@ -44,7 +50,7 @@ async function modelCalls(workflowId: string): Promise<{ run: string; queued: nu
 }
 
 describe('R8.1 R8.2 the fleet shares its provider', () => {
-  it('R8.1 the worker sets the model queue’s rate on the server at its start, and the server holds it', async () => {
+  it('R8.1 the worker sets the model queue’s rates on the server at its start, the whole queue’s and each fairness key’s, and the server holds them', async () => {
     const { config: held } = await h.client.workflowService.describeTaskQueue({
       namespace: 'default',
       taskQueue: { name: MODEL_QUEUE, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
@@ -52,9 +58,10 @@ describe('R8.1 R8.2 the fleet shares its provider', () => {
       reportConfig: true,
     });
     expect(held?.queueRateLimit?.rateLimit?.requestsPerSecond).toBe(RATE);
+    expect(held?.fairnessKeysRateLimitDefault?.rateLimit?.requestsPerSecond).toBe(RATE);
   });
 
-  it('R8.2 R8.1 with the provider saturated by background children, a conversation’s turn is served before the children’s calls already waiting', async () => {
+  it('R8.2 R8.1 with the provider saturated by background children, a conversation’s turn is served before the children’s calls already waiting, and the tree shows one waiting', async () => {
     const task = 'fleet conversation: three researchers';
     const briefs = [1, 2, 3].map((n) => ({ task_name: `r${n}`, message: `fleet child ${n} work`, wait: false }));
     h.model.add(
@@ -77,6 +84,9 @@ describe('R8.1 R8.2 the fleet shares its provider', () => {
     await expect.poll(async () => (await h.deputy.getState(id)).status, { timeout: 20_000 }).toBe('waiting_for_user');
     // The children are calling the provider faster than its rate lets them: some of their calls wait.
     await new Promise((resolve) => setTimeout(resolve, 2000));
+    // The tree says so: a child's call waits for the provider's queue.
+    const tree = renderTree(await loadTree(h.client, id));
+    expect(tree).toMatch(/[├└]─ r\d .*· its model call waits in the queue \(\d+ s\)/);
     await h.deputy.sendMessage(id, 'Any news?');
     await expect
       .poll(async () => RunState.parse(await h.deputy.getState(id)).delegations.map((d) => d.status), {

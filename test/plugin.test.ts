@@ -86,4 +86,28 @@ describe('deputy/worker plugin', () => {
         "the plugin's childTaskQueue) and a worker that polls it",
     ]);
   });
+
+  it('R8.1 a Worker whose runs send their model calls to a queue it does not poll says so at start, and what to do', () => {
+    const warned: unknown[] = [];
+    const spy = vi.spyOn(console, 'warn').mockImplementation((line: unknown) => void warned.push(line));
+    const plugin = (taskQueue: string) =>
+      deputyPlugin({
+        config: { ...delegationConfig(), modelCalls: { taskQueue: 'model-calls' } },
+        model: { apiKey: TEST_API_KEY, baseURL: h.model.url },
+        client: h.client,
+        childTaskQueue: 'orders-children',
+        tools: DELEGATION_TOOLS,
+      }).configureWorker({ taskQueue });
+    try {
+      plugin('orders');
+      plugin('model-calls');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(warned).toEqual([
+      "deputy: warning: runs' model calls go to task queue model-calls (modelCalls in the config), which this Worker " +
+        'does not poll; run `npm run worker` beside it (it polls that queue and sets its rate), or a Worker on ' +
+        'model-calls with this plugin',
+    ]);
+  });
 });

@@ -224,7 +224,7 @@ async function writeServerConfig(module: string, dir: string, pgPort: number): P
   writeFileSync(join(dir, 'config', 'development.yaml'), config);
   writeFileSync(
     join(dir, 'dynamicconfig.yaml'),
-    'frontend.enableUpdateWorkflowExecution:\n  - value: true\nsystem.forceSearchAttributesCacheRefreshOnRead:\n  - value: true\n    constraints: {}\n',
+    'frontend.enableUpdateWorkflowExecution:\n  - value: true\nsystem.forceSearchAttributesCacheRefreshOnRead:\n  - value: true\n    constraints: {}\nmatching.enableFairness:\n  - value: true\n',
   );
   return ports;
 }

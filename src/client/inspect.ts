@@ -4,6 +4,7 @@
  * memo.
  */
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { stateQuery } from '../contract/messages.js';
 import { AmountSchema, RunResult, Usage, type RunState } from '../contract/run.js';
 import { overLimits } from '../rules/budget.js';
@@ -32,6 +33,38 @@ async function liveState(client: Client, workflowId: string): Promise<RunState |
   return Promise.race([query, timeout]);
 }
 
+/** Model calls, which may wait for a worker on the fleet's model queue (its rate limit, a busy fleet). */
+const MODEL_CALLS = new Set(['callModel', 'compactSession', 'summarizeContext']);
+/** A model call queued longer than this is shown waiting: a worker takes a free queue's task in milliseconds. */
+const QUEUED_SHOWN_MS = 1000;
+
+/**
+ * How long a live run's model call has waited to be taken from its queue, as Temporal reports its pending activities;
+ * `null` when none waits (or the run cannot be described).
+ */
+async function modelCallQueuedMs(client: Client, workflowId: string): Promise<number | null> {
+  const description = await client.workflow
+    .getHandle(workflowId)
+    .describe()
+    .catch(() => null);
+  for (const activity of description?.raw.pendingActivities ?? []) {
+    const scheduled = activity.scheduledTime?.seconds;
+    const waiting =
+      activity.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED;
+    if (
+      !waiting ||
+      !MODEL_CALLS.has(activity.activityType?.name ?? '') ||
+      scheduled === undefined ||
+      scheduled === null
+    ) {
+      continue;
+    }
+    const ms = Date.now() - Number(String(scheduled)) * 1000 - Math.floor((activity.scheduledTime?.nanos ?? 0) / 1e6);
+    if (ms >= QUEUED_SHOWN_MS) return ms;
+  }
+  return null;
+}
+
 /** A finished run's result (the close event), or `null` when it returned none. */
 async function endResult(client: Client, workflowId: string): Promise<RunResult | null> {
   const result: unknown = await client.workflow
@@ -48,7 +81,9 @@ async function toNode(
   const attrs = info.typedSearchAttributes;
   const memoUsage = Usage.safeParse(info.memo?.deputyUsage);
   const running = info.status.name === 'RUNNING';
-  const state = running ? await liveState(client, info.workflowId) : null;
+  const [state, queuedMs] = running
+    ? await Promise.all([liveState(client, info.workflowId), modelCallQueuedMs(client, info.workflowId)])
+    : [null, null];
   const ended = running || memoUsage.success ? null : await endResult(client, info.workflowId);
   const node: TreeNode = {
     workflowId: info.workflowId,
@@ -70,6 +105,7 @@ async function toNode(
     ? state?.limits && overLimits(state.usage, state.limits)
     : AmountSchema.safeParse(info.memo?.deputyOverrun).data;
   if (overrun) node.overrun = overrun;
+  if (queuedMs !== null) node.queuedMs = queuedMs;
   return { node, state };
 }
 

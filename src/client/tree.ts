@@ -23,6 +23,8 @@ export interface TreeNode {
   interjections?: number;
   /** How far its spend passed its reservation (a root: its limits), when an endpoint billed past the cap. */
   overrun?: { tokens: number; costMicroUsd: number };
+  /** How long its model call has waited to be taken from its queue (a provider's rate limit, a busy fleet). */
+  queuedMs?: number;
   /** Artifacts the run saved itself; known once it has ended with a result. */
   artifacts?: number;
 }
@@ -54,6 +56,7 @@ export function renderTree(nodes: readonly TreeNode[]): string {
     const notes = [
       node.background ? 'background' : '',
       node.interjections ? `${node.interjections} interjection${node.interjections === 1 ? '' : 's'}` : '',
+      node.queuedMs ? `its model call waits in the queue (${Math.round(node.queuedMs / 1000)} s)` : '',
       node.openQuestion ? `asks ${node.openQuestion}` : '',
       node.artifacts ? `saved ${node.artifacts} artifact${node.artifacts === 1 ? '' : 's'}` : '',
       node.overrun

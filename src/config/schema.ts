@@ -89,9 +89,9 @@ export const DeputyConfig = z
     inputCountFactorByModel: z.record(z.string(), z.number().min(1).max(10)).optional(),
     /**
      * Model calls on a task queue of their own, which every worker of the fleet polls beside its own queues: Temporal
-     * holds the endpoint's rate for all of them at once,
-     * `requestsPerSecond` for the whole queue and `perTenantRequestsPerSecond` for each fairness key (a tenant, or a
-     * tree without one), set on the queue by each worker at its start and read back. Read at the worker's start.
+     * holds the endpoint's rate for all of them at once, `requestsPerSecond` for the whole queue and
+     * `perTenantRequestsPerSecond` for each fairness key (a tenant, or a tree without one), set on the queue by each
+     * worker at its start and read back. Read at the worker's start.
      */
     modelCalls: z
       .strictObject({

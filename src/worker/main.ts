@@ -79,8 +79,10 @@ async function main(): Promise<void> {
       model: { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl },
       messageKeys,
     });
+    const { modelCalls } = config.current;
+    const rate = modelCalls?.requestsPerSecond === undefined ? '' : `, ${modelCalls.requestsPerSecond} requests/s`;
     console.log(
-      `deputy worker: task queues ${env.taskQueue} and ${env.childTaskQueue} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
+      `deputy worker: task queues ${env.taskQueue} and ${env.childTaskQueue}${modelCalls ? `, model calls on ${modelCalls.taskQueue}${rate}` : ''} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
     );
     const problem = await endpoint;
     if (problem) console.error(`deputy worker: warning: ${problem}`);

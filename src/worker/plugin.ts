@@ -6,7 +6,8 @@ import { SimplePlugin } from '@temporalio/plugin';
 import type { WorkerOptions } from '@temporalio/worker';
 import { deputyActivities, type DeputyActivityOptions } from './factory.js';
 import { SHARED_MODULES, WORKFLOWS_PATH } from './bundle.js';
-import { sharedQueueWarning } from './start-checks.js';
+import { modelQueueWarning, sharedQueueWarning } from './start-checks.js';
+import { ConfigStore } from '../config/store.js';
 import { HEARTBEAT_THROTTLE } from './heartbeats.js';
 
 /** Options of `deputyPlugin`: what Deputy's activities need. */
@@ -15,10 +16,13 @@ export type DeputyPluginOptions = DeputyActivityOptions;
 /** The plugin `deputyPlugin` returns. */
 export class DeputyPlugin extends SimplePlugin {
   readonly #childTaskQueue: string;
+  readonly #modelCalls: { taskQueue: string } | undefined;
 
   constructor(options: DeputyPluginOptions) {
     super({ name: 'deputy', activities: deputyActivities(options) });
     this.#childTaskQueue = options.childTaskQueue;
+    const { config } = options;
+    this.#modelCalls = (config instanceof ConfigStore ? config.current : config).modelCalls;
   }
 
   /**
@@ -31,6 +35,8 @@ export class DeputyPlugin extends SimplePlugin {
     const configured: WorkerOptions = super.configureWorker(options);
     const shared = sharedQueueWarning(options.taskQueue, this.#childTaskQueue);
     if (shared) console.warn(shared);
+    const unpolled = modelQueueWarning(options.taskQueue, this.#modelCalls);
+    if (unpolled) console.warn(unpolled);
     const ownWorkflows = options.workflowsPath !== undefined || options.workflowBundle !== undefined;
     return {
       ...configured,

@@ -45,6 +45,18 @@ export async function checkModelEndpoint(
 }
 
 /**
+ * The warning for a Worker that does not poll the fleet's model queue its runs' calls go to, or `null`: those calls
+ * wait until some worker does.
+ */
+export function modelQueueWarning(taskQueue: string, modelCalls: { taskQueue: string } | undefined): string | null {
+  return modelCalls && modelCalls.taskQueue !== taskQueue
+    ? `deputy: warning: runs' model calls go to task queue ${modelCalls.taskQueue} (modelCalls in the config), which ` +
+        `this Worker does not poll; run \`npm run worker\` beside it (it polls that queue and sets its rate), or a Worker ` +
+        `on ${modelCalls.taskQueue} with this plugin`
+    : null;
+}
+
+/**
  * The warning for children put on the queue root runs are served from, or `null`: children run at a lower priority
  * than a person's conversation, and a burst of them there takes the slots its turns wait for.
  */

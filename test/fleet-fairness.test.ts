@@ -1,0 +1,54 @@
+/**
+ * R8.1 and R8.2 under a burst, on a real dev server with two workers: the provider is limited to a few requests a
+ * second on the fleet's model queue; one tenant starts 40 runs, two others 5 each. The provider never sees more than
+ * its rate in any second, the small tenants' runs take their turns beside the burst instead of behind it, and no run
+ * spends past its limits. `npm run test:cluster` drives the same scenario on Temporal Server with PostgreSQL.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { burstLine, burstProblems, fleetBurst } from '../src/testing/fleet-burst.js';
+import { TEST_API_KEY, testConfig, useHarness } from './support/harness.js';
+import { spawnWorker, waitUntilReady } from './support/worker-process.js';
+
+/** The provider's rate, held by the server for both workers. */
+const RATE = 4;
+const CONFIG = testConfig({ modelCalls: { taskQueue: `fleet-fair-${randomUUID()}`, requestsPerSecond: RATE } });
+const h = useHarness({ config: CONFIG });
+
+/** A second worker, `npm run worker` in a process of its own, on the same queues and config. */
+async function secondWorker() {
+  const path = join(mkdtempSync(join(tmpdir(), 'deputy-fleet-')), 'config.json');
+  writeFileSync(path, JSON.stringify(CONFIG));
+  const worker = spawnWorker({
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    DEPUTY_TASK_QUEUE: h.taskQueue,
+    DEPUTY_BACKGROUND_TASK_QUEUE: `${h.taskQueue}-bg`,
+    DEPUTY_CONFIG: path,
+    OPENAI_BASE_URL: h.model.url,
+    OPENAI_API_KEY: TEST_API_KEY,
+  });
+  await waitUntilReady(worker);
+  return worker;
+}
+
+describe('R8.1 R8.2 one tenant’s burst against a rate-limited provider', () => {
+  it('R8.1 R8.2 two workers, a provider held to 4 requests/s, tenant A starts 40 runs and B and C 5 each: never more than 4 requests in a second (± 1), B and C finish within 2× their time on an idle fleet, no run past its limits', async () => {
+    const second = await secondWorker();
+    try {
+      // A worker says where its model calls go, and at what rate.
+      expect(second.output()).toMatch(
+        /^deputy worker: task queues .*, model calls on fleet-fair-\S+, 4 requests\/s on /m,
+      );
+      const figures = await fleetBurst(h.deputy, h.model, h.id('burst'));
+      console.log(`R8.2 ${burstLine(figures)}`);
+      expect(burstProblems(figures, RATE), burstLine(figures)).toEqual([]);
+      expect(figures.results).toHaveLength(60); // B and C twice, A once
+    } finally {
+      second.kill('SIGTERM');
+      await second.exited;
+    }
+  }, 240_000);
+});
