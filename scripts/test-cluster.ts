@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { DeputyClient } from '../src/client/client.js';
 import { DEMO_SCRIPT, DEMO_TASK } from '../src/demo/script.js';
-import { startCluster, type Cluster } from './cluster/harness.js';
+import { FLEET_MODEL_QUEUE, startCluster, type Cluster } from './cluster/harness.js';
 import { workerStarter, writeClusterConfig } from './cluster/workers.js';
 import { burstLine, burstProblems, fleetBurst } from '../src/testing/fleet-burst.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
@@ -221,7 +221,7 @@ const BURST_RATE = 4;
 async function checkFairness({ client, model, queue, workers }: Checks, cluster: Cluster, configDir: string) {
   for (const worker of workers.splice(0)) if (worker.pid) process.kill(-worker.pid, 'SIGKILL');
   const fleetQueue = `${queue}-fleet`;
-  const modelCalls = { taskQueue: `${fleetQueue}-model`, requestsPerSecond: BURST_RATE };
+  const modelCalls = { taskQueue: FLEET_MODEL_QUEUE, requestsPerSecond: BURST_RATE };
   const startWorker = workerStarter(cluster, model, fleetQueue, writeClusterConfig(configDir, modelCalls), workers);
   await Promise.all([startWorker(0), startWorker(1)]);
   const figures = await fleetBurst(new DeputyClient(client, { taskQueue: fleetQueue }), model, `cluster-${fleetQueue}`);

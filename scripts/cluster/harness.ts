@@ -16,6 +16,9 @@ import { freePort } from '../../src/testing/ports.js';
 import { findTemporalCli, PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 
 export const SERVER_VERSION = '1.32.0';
+
+/** The model queue of the cluster suite's fleet check, given one partition in the server's dynamic config. */
+export const FLEET_MODEL_QUEUE = 'fleet-model-calls';
 const BIN = join(PROJECT_ROOT, '.deputy', 'cluster', 'bin');
 const PG_BIN = process.env.DEPUTY_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 
@@ -224,7 +227,11 @@ async function writeServerConfig(module: string, dir: string, pgPort: number): P
   writeFileSync(join(dir, 'config', 'development.yaml'), config);
   writeFileSync(
     join(dir, 'dynamicconfig.yaml'),
-    'frontend.enableUpdateWorkflowExecution:\n  - value: true\nsystem.forceSearchAttributesCacheRefreshOnRead:\n  - value: true\n    constraints: {}\nmatching.enableFairness:\n  - value: true\n',
+    'frontend.enableUpdateWorkflowExecution:\n  - value: true\nsystem.forceSearchAttributesCacheRefreshOnRead:\n  - value: true\n    constraints: {}\nmatching.enableFairness:\n  - value: true\n' +
+      // The fleet's model queue in one partition: each of a queue's partitions dispatches at its share of the rate, and
+      // four together overshoot it within a second.
+      `matching.numTaskqueueReadPartitions:\n  - value: 1\n    constraints: { taskQueueName: ${FLEET_MODEL_QUEUE} }\n` +
+      `matching.numTaskqueueWritePartitions:\n  - value: 1\n    constraints: { taskQueueName: ${FLEET_MODEL_QUEUE} }\n`,
   );
   return ports;
 }
