@@ -5,38 +5,20 @@
  * spends past its limits. `npm run test:cluster` drives the same scenario on Temporal Server with PostgreSQL.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { burstLine, burstProblems, fleetBurst } from '../src/testing/fleet-burst.js';
-import { TEST_API_KEY, testConfig, useHarness } from './support/harness.js';
-import { spawnWorker, waitUntilReady } from './support/worker-process.js';
+import { testConfig, useHarness } from './support/harness.js';
+import { startFaultWorker, writeConfig } from './faults/support.js';
 
 /** The provider's rate, held by the server for both workers. */
 const RATE = 4;
 const CONFIG = testConfig({ modelCalls: { taskQueue: `fleet-fair-${randomUUID()}`, requestsPerSecond: RATE } });
 const h = useHarness({ config: CONFIG });
 
-/** A second worker, `npm run worker` in a process of its own, on the same queues and config. */
-async function secondWorker() {
-  const path = join(mkdtempSync(join(tmpdir(), 'deputy-fleet-')), 'config.json');
-  writeFileSync(path, JSON.stringify(CONFIG));
-  const worker = spawnWorker({
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    DEPUTY_TASK_QUEUE: h.taskQueue,
-    DEPUTY_BACKGROUND_TASK_QUEUE: `${h.taskQueue}-bg`,
-    DEPUTY_CONFIG: path,
-    OPENAI_BASE_URL: h.model.url,
-    OPENAI_API_KEY: TEST_API_KEY,
-  });
-  await waitUntilReady(worker);
-  return worker;
-}
-
 describe('R8.1 R8.2 one tenant’s burst against a rate-limited provider', () => {
   it('R8.1 R8.2 two workers, a provider held to 4 requests/s, tenant A starts 40 runs and B and C 5 each: never more than 4 requests in a second (± 1), B and C finish within 2× their time on an idle fleet, no run past its limits', async () => {
-    const second = await secondWorker();
+    // A second worker, `npm run worker` in a process of its own, on the same queues and config.
+    const second = await startFaultWorker(h, writeConfig(CONFIG));
     try {
       // A worker says where its model calls go, and at what rate.
       expect(second.output()).toMatch(
