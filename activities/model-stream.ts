@@ -81,9 +81,9 @@ function lastSettlePoint(text: string): number {
 
 /**
  * Reads `stream` to its end, or until `count` of what arrived passes `cap` (then the answer is cut at the cap,
- * `stop()` aborts the request and the answer ends with finish reason `length`). `onProgress` is told after each chunk that added to the answer or
- * reported usage. A usage report past `bound` (what the call sent could have used) is impossible: kept aside in
- * `impossibleUsage`; only an answer past the cap is still debited, at the cap.
+ * `stop()` aborts the request and the answer ends with finish reason `length`). `onProgress` is told after each
+ * chunk that added to the answer or reported usage. A usage report past `bound` (what the call sent could have used)
+ * is impossible: kept aside in `impossibleUsage`; only an answer past the cap is still debited, at the cap.
  */
 export async function readStream(
   stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>,
@@ -132,7 +132,6 @@ class StreamReader {
           // The cap is Deputy's, not the server's: once text past it arrives, stop reading and drop the connection,
           // so nothing more is made. An answer that just reached the cap is read on: a server that keeps to the
           // cap ends it and sends its usage report, the figure it bills.
-          this.#stoppedAtCap = true;
           this.#finishReason = 'length';
           stop();
           break;

@@ -4,6 +4,7 @@
  * Deterministic code only (workflows import it).
  */
 import type { Priority } from '@temporalio/common';
+import { prefixWithin, utf8Bytes } from './payloads.js';
 
 /**
  * Priority keys, lower first. A person waits on a conversation's turn; a run's own turns come next; children run in
@@ -48,21 +49,7 @@ export function childPriority(parent: Priority): Priority {
 export function fairnessKey(key: string): string {
   if (utf8Bytes(key) <= FAIRNESS_KEY_BYTES) return key;
   const hash = fnv1a64(key);
-  let prefix = '';
-  for (const char of key) {
-    if (utf8Bytes(prefix + char) > FAIRNESS_KEY_BYTES - hash.length - 1) break;
-    prefix += char;
-  }
-  return `${prefix}~${hash}`;
-}
-
-function utf8Bytes(text: string): number {
-  let bytes = 0;
-  for (const char of text) {
-    const code = char.codePointAt(0)!;
-    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
-  }
-  return bytes;
+  return `${prefixWithin(key, FAIRNESS_KEY_BYTES - hash.length - 1)}~${hash}`;
 }
 
 /** FNV-1a, 64 bits, as 16 hex digits: a short stable name for a long key (not a secret). */

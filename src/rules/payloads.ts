@@ -42,7 +42,7 @@ export function formatBytes(bytes: number): string {
 }
 
 /** The longest prefix of `text` whose UTF-8 size is at most `maxBytes`, never splitting a surrogate pair. */
-function prefixWithin(text: string, maxBytes: number): string {
+export function prefixWithin(text: string, maxBytes: number): string {
   if (maxBytes <= 0) return '';
   // Each UTF-16 code unit is at most 3 bytes: a prefix of maxBytes / 3 units always fits; grow from there.
   let lo = Math.min(text.length, Math.floor(maxBytes / 3));

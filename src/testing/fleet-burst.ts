@@ -46,8 +46,9 @@ export async function fleetBurst(
   let n = 0;
   const runs = (tenant: string, count: number) =>
     Array.from({ length: count }, async () => {
-      const workflowId = `${prefix}-${tenant}${n++}`;
-      await deputy.startRun({ task: `${TASK}${tenant} ${n}`, tenant, limits: BURST_LIMITS }, { workflowId });
+      const i = n++;
+      const workflowId = `${prefix}-${tenant}${i}`;
+      await deputy.startRun({ task: `${TASK}${tenant} ${i}`, tenant, limits: BURST_LIMITS }, { workflowId });
       return { result: await deputy.result(workflowId), endedAt: Date.now() };
     });
   const smallTenants = async () => {
