@@ -211,7 +211,7 @@ async function checkFailover({ deputy, model, queue, workers, startWorker }: Che
   }
 }
 
-/** The fleet's model queue's rate in the burst: what the provider may see in a second. */
+/** The fleet's model queue's rate in the burst, in requests a second. */
 const BURST_RATE = 4;
 
 /**
