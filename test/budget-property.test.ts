@@ -126,6 +126,41 @@ describe(`R2.15 model-based: every billed token is counted (seed ${SEED})`, () =
   }, 600_000);
 });
 
+describe(`R8.3 model-based: a fallback to a dearer model keeps every budget (seed ${SEED})`, () => {
+  afterEach(() => {
+    h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed' };
+    store.set(base);
+    billing = false;
+  });
+  it(`R8.3 R2.13 R2.15 ${RUNS} random trees whose model is left for a dearer one after a failed attempt: each run is charged exactly what it was billed, each attempt at its own model's price, and used + reserved ≤ max after every step`, async () => {
+    store.set(
+      parseConfig({
+        ...base,
+        inputCountFactor: 3,
+        prices: { ...base.prices, [DEAR]: { inputPerMTokUsd: 3, outputPerMTokUsd: 9 } },
+        fallbackModels: [DEAR],
+        modelFallback: { serverError: 1 },
+      }),
+    );
+    h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed', ...billingProvider(false) };
+    billing = true;
+    await property(RUNS, { bounded: true, billed: true }, SEED + 22);
+    expect(billedWithoutAnswer).toBeGreaterThan(0);
+    // Runs went on to the dearer model, and were charged at its price (checked per run against the provider's bills).
+    expect(h.model.requests.filter((r) => r.body.model === DEAR).length).toBeGreaterThan(0);
+  }, 600_000);
+});
+
+/** The fallback model of the R8.3 property, three times the run's own price for input and 4.5 times for answers. */
+const DEAR = 'dear-model';
+
+/** What a request cost as the provider billed it, in micro-USD, at its model's price in the config in force. */
+function billedCost(request: RecordedRequest, answerTokens: number): number {
+  const price = store.current.prices[request.body.model];
+  if (!price) throw new Error(`no price for ${request.body.model}`);
+  return Math.ceil(request.billed!.prompt_tokens * price.inputPerMTokUsd + answerTokens * price.outputPerMTokUsd);
+}
+
 /** While a billing provider runs: calls with little room are answered briefly, as a provider honouring the cap would. */
 let billing = false;
 
@@ -135,6 +170,7 @@ let billing = false;
  */
 async function checkBills(real: Real) {
   const billedTo = new Map<string, number>();
+  const costTo = new Map<string, number>();
   for (const request of h.model.requests) {
     if (!request.billed) continue;
     const actor = isSummaryCall(request)
@@ -149,14 +185,20 @@ async function checkBills(real: Real) {
       typeof cap === 'number' ? Math.min(request.billed.completion_tokens, cap) : request.billed.completion_tokens;
     const tokens = request.billed.prompt_tokens + answer;
     billedTo.set(actor, (billedTo.get(actor) ?? 0) + tokens);
+    costTo.set(actor, (costTo.get(actor) ?? 0) + billedCost(request, answer));
   }
   const parent = RunState.parse(await h.deputy.getState(real.parentId));
   const children = parent.delegations.filter((d) => d.status !== 'reserved' && d.status !== 'rejected');
   const charged = children.reduce((sum, d) => sum + (d.actual?.tokens ?? 0), 0);
   expect(parent.usage.totalTokens - charged, `${real.parentId}: its own calls`).toBe(billedTo.get('parent') ?? 0);
+  const chargedCost = children.reduce((sum, d) => sum + (d.actual?.costMicroUsd ?? 0), 0);
+  expect(parent.usage.costMicroUsd - chargedCost, `${real.parentId}: its own calls' cost`).toBe(
+    costTo.get('parent') ?? 0,
+  );
   for (const entry of children) {
     const child = RunState.parse(await h.deputy.getState(entry.childWorkflowId));
     expect(child.usage.totalTokens, entry.childWorkflowId).toBe(billedTo.get(childActor(entry)) ?? 0);
+    expect(child.usage.costMicroUsd, `${entry.childWorkflowId}: cost`).toBe(costTo.get(childActor(entry)) ?? 0);
     // Charged what it reported at its end; a child cancelled before it could report is charged its whole
     // reservation, never less than it spent.
     const actual = entry.actual?.tokens ?? 0;

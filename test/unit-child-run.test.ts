@@ -48,6 +48,8 @@ const config = parseConfig({
     'gpt-4.1-mini': { inputPerMTokUsd: 1, outputPerMTokUsd: 2 },
     other: { inputPerMTokUsd: 3, outputPerMTokUsd: 4 },
   },
+  // An implicit child goes on to the same models as its parent when its own keeps failing.
+  fallbackModels: ['other'],
   delegation: { enabled: true, activation: 'unconditional', maxDepth: 2 },
 });
 const ROOT_SCOPES = ['tools.calc', 'tools.notes', 'run.delegate'];

@@ -7,7 +7,7 @@ import {
   TimeoutFailure,
 } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { duration, modelFault, ModelRetries } from '../src/rules/model-retry.js';
+import { duration, faultKind, ModelChain, modelFault, ModelRetries } from '../src/rules/model-retry.js';
 import { lessBilled } from '../src/rules/budget.js';
 import { parseConfig } from '../src/config/schema.js';
 
@@ -210,5 +210,86 @@ describe('49.6 what a failed attempt says of itself, read defensively', () => {
     expect(mixed.next(limited, 3000)?.status).toMatch(/, 2 times in 3 s of the 300 s it is waited on, next in 2 s$/);
     expect(mixed.next(down, 5000)).not.toBeNull();
     expect(mixed.gaveUp(down, 5000)).toBe(down);
+  });
+});
+
+describe('R8.3 the models a run’s calls go to', () => {
+  const typed = (type: string, nonRetryable = false) => failed(ApplicationFailure.create({ type, nonRetryable }));
+  const OWN = { model: 'own', price: { inputMicroUsdPerMTok: 1_000_000, outputMicroUsdPerMTok: 8_000_000 } };
+  const SPARE = { model: 'spare', price: { inputMicroUsdPerMTok: 3_000_000, outputMicroUsdPerMTok: 2_000_000 } };
+  const LAST = { model: 'last', price: { inputMicroUsdPerMTok: 500_000, outputMicroUsdPerMTok: 500_000 } };
+  const AFTER = { rateLimited: 3, serverError: 2, timeout: 2, unreachable: 1 };
+  const chain = () => new ModelChain(OWN, { models: [SPARE, LAST], after: AFTER });
+
+  it('R8.3 each kind of failure is counted on its own: the call moves on once one kind reaches its count, and says why', () => {
+    const models = chain();
+    expect(models.failed(typed('ModelCall.RateLimited'))).toBeNull();
+    expect(models.failed(typed('ModelCall.ServerError'))).toBeNull();
+    expect(models.failed(typed('ModelCall.RateLimited'))).toBeNull();
+    expect(models.current.model).toBe('own');
+    expect(models.failed(typed('ModelCall.RateLimited'))).toBe('own was rate limited 3 times');
+    expect(models.current).toEqual(SPARE);
+    expect(models.reason).toBe('own was rate limited 3 times');
+    // The next model counts from nothing; an unreachable endpoint moves on after one, as the config says.
+    expect(models.failed(typed('ModelCall.ServerError'))).toBeNull();
+    expect(models.failed(typed('ModelCall.Network'))).toBe('spare was unreachable 1 time');
+    expect(models.current).toEqual(LAST);
+    // The last model has nowhere to go: its failures are the retry policy's to count.
+    for (let i = 0; i < 5; i++) expect(models.failed(typed('ModelCall.Network'))).toBeNull();
+    expect(models.current).toEqual(LAST);
+  });
+
+  it('R8.3 an answer starts the count again; a call stays on the model that answered', () => {
+    const models = chain();
+    models.failed(typed('ModelCall.ServerError'));
+    models.answered();
+    expect(models.failed(typed('ModelCall.ServerError'))).toBeNull();
+    expect(models.failed(typed('ModelCall.MalformedResponse'))).toBe('own failed on the server 2 times');
+    models.answered();
+    expect(models.current).toEqual(SPARE);
+  });
+
+  it('R8.3 what another model would not help with never moves a call: a refusal, the budget, a cancellation, a worker that died, the run’s deadline', () => {
+    const models = chain();
+    const refusals = [
+      typed('ModelCall.Unauthorized', true),
+      typed('ModelCall.BudgetExceeded', true),
+      failed(new CancelledFailure('cancelled')),
+      failed(new TimeoutFailure('no heartbeat', undefined, 'HEARTBEAT')),
+      failed(new TimeoutFailure('deadline', undefined, 'SCHEDULE_TO_CLOSE')),
+      new Error('not an activity failure'),
+    ];
+    for (const err of [...refusals, ...refusals]) {
+      expect(faultKind(err)).toBeNull();
+      expect(models.failed(err)).toBeNull();
+    }
+    expect(models.current).toEqual(OWN);
+    // An attempt that took too long is a timeout, whether the endpoint or the activity's clock said so.
+    expect(faultKind(failed(new TimeoutFailure('slow', undefined, 'START_TO_CLOSE')))).toBe('timeout');
+    expect(faultKind(typed('ModelCall.Timeout'))).toBe('timeout');
+  });
+
+  it('R8.3 R2.13 a call is fitted at the dearest price of the models it may still reach, each of input and answer', () => {
+    const models = chain();
+    expect(models.dearest).toEqual({ inputMicroUsdPerMTok: 3_000_000, outputMicroUsdPerMTok: 8_000_000 });
+    models.failed(typed('ModelCall.Network'));
+    expect(models.current).toEqual(SPARE);
+    // The run's own model is behind it now: only the spare and the last count.
+    expect(models.dearest).toEqual({ inputMicroUsdPerMTok: 3_000_000, outputMicroUsdPerMTok: 2_000_000 });
+    // A run without fallback models is fitted at its own price and never moves.
+    const alone = new ModelChain(OWN, undefined);
+    expect(alone.dearest).toEqual(OWN.price);
+    expect(alone.failed(typed('ModelCall.Network'))).toBeNull();
+    expect(alone.reason).toBeNull();
+  });
+
+  it('R8.3 a fallback model without a price is refused when the config is read, the config’s and a preset’s', () => {
+    expect(() => parseConfig({ fallbackModels: ['unpriced'] })).toThrow(
+      /fallbackModels\.0: no price for fallback model "unpriced"; add it under prices/,
+    );
+    expect(() =>
+      parseConfig({ presets: [{ id: 'assistant', model: 'gpt-4.1', fallbackModels: ['gpt-4.1-mini', 'nope'] }] }),
+    ).toThrow(/presets\.0\.fallbackModels\.1: no price for fallback model "nope"/);
+    expect(parseConfig({}).modelFallback).toEqual({ rateLimited: 3, serverError: 3, timeout: 2, unreachable: 2 });
   });
 });

@@ -21,7 +21,8 @@ import { countModelCall } from './metrics.js';
 import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
 import { attempted, MODEL_CALL_OPTIONS, modelCallOptions } from './activity-options.js';
-import { retryModelCall } from './retry-model-call.js';
+import { fellBack, retryModelCall } from './retry-model-call.js';
+import type { ChainModel } from '../src/rules/model-retry.js';
 import { now, type AgentRunState } from './run-state.js';
 
 /** Appended to a synthesis call, which offers no tools. */
@@ -61,21 +62,21 @@ function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTool
 function sendingWhatIsNew<T>(
   run: AgentRunState,
   messages: ChatMessage[],
-  call: (sent: ReturnType<AgentRunState['workerDialogue']['next']>, attempt: number) => Promise<T>,
+  call: (sent: ReturnType<AgentRunState['workerDialogue']['next']>, attempt: number, on: ChainModel) => Promise<T>,
   held: (result: T) => ChatMessage[],
 ): Promise<T> {
   // Once the worker was found not to hold the dialogue, every later attempt sends it whole.
   let whole = false;
-  return retryModelCall(run, async (attempt) => {
+  return retryModelCall(run, async (attempt, on) => {
     let sent = run.workerDialogue.next(messages, whole);
     let result: T;
     try {
-      result = await call(sent, attempt);
+      result = await call(sent, attempt, on);
     } catch (err) {
       if (whole || !findFailure(err, FAILURE.ContextUnknown)) throw err;
       whole = true;
       sent = run.workerDialogue.next(messages, whole);
-      result = await call(sent, attempt);
+      result = await call(sent, attempt, on);
     }
     run.workerDialogue.held(sent.context.seq, held(result));
     return result;
@@ -102,7 +103,6 @@ export function compactionPlan(run: AgentRunState, forced = false): CompactionPl
 
 /** Summarises what `plan` replaces; returns the limit that stopped it when it does not fit the budget, else `null`. */
 export async function compact(run: AgentRunState, plan: CompactionPlan): Promise<LimitName | null> {
-  const { model, price } = run.composition;
   setCurrentDetails(`compacting ${plan.replaced.length} events`);
   // The worker holds the dialogue; the call names the messages to compact, after the persona and before
   // the recent turns, and sends only what is new since the last call.
@@ -113,22 +113,26 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
     to: messages.length - toChatMessages(plan.recent, '').length,
     maxBytes: run.payloads.maxInputBytes,
   };
-  const summary = `compactSession ${model} (${plan.replacesTurns} turns so far)`;
   let compacted: SummarizeContextResult;
+  let answeredBy = run.models.current;
   try {
     compacted = await sendingWhatIsNew(
       run,
       messages,
-      (sent, attempt) =>
-        compactSession.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run) }, [
+      (sent, attempt, on) => {
+        answeredBy = on;
+        const summary = `compactSession ${on.model} (${plan.replacesTurns} turns so far)`;
+        return compactSession.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run) }, [
           {
-            model,
+            model: on.model,
+            ...fellBack(run),
             ...sent,
             compact: range,
             budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS),
             grant: run.grant,
           },
-        ]),
+        ]);
+      },
       // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
       (result) => messagesAfterCompaction(messages, range, result.summary),
     );
@@ -138,7 +142,7 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
     if (limit) return limit;
     throw err;
   }
-  const spend = callSpend(compacted, price);
+  const spend = callSpend(compacted, answeredBy.price);
   run.recordCompaction(spend);
   countModelCall(run, spend);
   run.compacted(applyCompaction(plan, compacted.summary, now()), plan.replaced);
@@ -187,21 +191,25 @@ async function callTurn(
   synthesisFor: LimitName | null,
   input: ReturnType<typeof turnInput>,
 ): Promise<LimitName | null> {
-  const { model, effort, price } = run.composition;
+  const { effort } = run.composition;
   const turn = run.usage.modelCalls + 1;
-  setCurrentDetails(`turn ${turn}: calling ${model}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
-  const summary = `callModel ${model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`;
-  const request = { model, effort, ...input, budget: run.callBudget(), grant: run.grant };
+  const calling = run.models.current.model;
+  setCurrentDetails(`turn ${turn}: calling ${calling}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
+  const request = { effort, ...input, budget: run.callBudget(), grant: run.grant };
   let reply: CallModelResult;
+  let answeredBy = run.models.current;
   try {
     reply = await sendingWhatIsNew(
       run,
       input.messages,
-      (sent, attempt) =>
-        callModel.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run) }, [
+      (sent, attempt, on) => {
+        answeredBy = on;
+        const summary = `callModel ${on.model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`;
+        return callModel.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run) }, [
           // A retry is fitted to what is left once the attempts before it were debited.
-          { ...request, ...(attempt > 1 && { budget: run.callBudget() }), ...sent },
-        ]),
+          { ...request, model: on.model, ...fellBack(run), ...(attempt > 1 && { budget: run.callBudget() }), ...sent },
+        ]);
+      },
       () => input.messages,
     );
   } catch (err) {
@@ -212,15 +220,18 @@ async function callTurn(
     if (synthesisFor === null && run.limits.synthesis) return modelTurn(run, limit, false);
     return limit;
   }
-  const spend = callSpend(reply, price);
+  const spend = callSpend(reply, answeredBy.price);
   run.recordModelCall(spend);
   countModelCall(run, spend);
+  const fallback = run.models.reason;
   run.append({
     type: 'message/assistant',
     at: now(),
     content: reply.content,
     toolCalls: reply.toolCalls,
     ...(synthesisFor && { synthesisFor }),
+    // An answer from another model than the run's own names it, and why the run's calls moved on to it.
+    ...(fallback !== null && { model: answeredBy.model, fallback }),
   });
   return null;
 }

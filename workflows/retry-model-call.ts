@@ -4,39 +4,65 @@
  * Deterministic code only.
  */
 import { getCurrentDetails, setCurrentDetails, sleep } from '@temporalio/workflow';
-import { DEFAULT_MODEL_RETRY, ModelRetries } from '../src/rules/model-retry.js';
+import type { ModelPrice } from '../src/contract/composition.js';
+import { DEFAULT_MODEL_RETRY, ModelRetries, type ChainModel } from '../src/rules/model-retry.js';
 import type { AgentRunState } from './run-state.js';
 
 export interface ModelCallRetry {
-  /** At most this many attempts, even when the run's policy allows more. */
+  /** At most this many attempts on each model, even when the run's policy allows more. */
   maxAttempts?: number;
-  /** A failed attempt that will be retried: what it billed is booked here (by default, debited from the run). */
-  billed?: (err: unknown) => void;
+  /**
+   * A failed attempt that will be retried, on its model or the next: what it billed, at that model's `price`, is
+   * booked here (by default, debited from the run).
+   */
+  billed?: (err: unknown, price: ModelPrice) => void;
 }
 
 /**
  * Calls `attempt` until it answers or the run's retry policy gives up, then throws the failure that says how often
- * and what to check. Between attempts the run's details say what it waits for, and why.
+ * and what to check. A model that failed as often as the run's fallback policy allows for a kind of failure is left
+ * for the next of the run's models, at once, and with attempts of its own. Between attempts the run's details say
+ * what it waits for, and why.
  */
 export async function retryModelCall<T>(
   run: AgentRunState,
-  attempt: (attemptNumber: number) => Promise<T>,
-  { maxAttempts, billed = (err) => run.debitBilled(err) }: ModelCallRetry = {},
+  attempt: (attemptNumber: number, model: ChainModel) => Promise<T>,
+  { maxAttempts, billed = (err, price) => run.debitBilled(err, price) }: ModelCallRetry = {},
 ): Promise<T> {
   const policy = run.composition.modelRetry ?? DEFAULT_MODEL_RETRY;
   const attempts = Math.min(policy.attempts, maxAttempts ?? policy.attempts);
-  const retries = new ModelRetries({ ...policy, attempts }, Date.now());
+  const retriesOnAModel = () => new ModelRetries({ ...policy, attempts }, Date.now());
+  const { models } = run;
+  let retries = retriesOnAModel();
+  let earlierAttempts = 0;
   for (;;) {
+    const model = models.current;
     try {
-      return await attempt(retries.attempts);
+      const answer = await attempt(earlierAttempts + retries.attempts, model);
+      models.answered();
+      return answer;
     } catch (err) {
+      const movedOn = models.failed(err);
+      if (movedOn !== null) {
+        billed(err, model.price);
+        earlierAttempts += retries.attempts;
+        retries = retriesOnAModel();
+        setCurrentDetails(`${getCurrentDetails() || 'calling the model'}; ${movedOn}: moving on to ${models.current.model}`);
+        continue;
+      }
       const retry = retries.next(err, Date.now());
       if (retry === null) throw retries.gaveUp(err, Date.now());
-      billed(err);
+      billed(err, model.price);
       const doing = getCurrentDetails();
       setCurrentDetails(doing ? `${doing}; ${retry.status}` : retry.status);
       await sleep(retry.delayMs);
       setCurrentDetails(doing);
     }
   }
+}
+
+/** Why a call goes to another model than the run's own, for the watch to say; nothing while on its own. */
+export function fellBack(run: AgentRunState): { fallback?: string } {
+  const { reason } = run.models;
+  return reason === null ? {} : { fallback: reason };
 }

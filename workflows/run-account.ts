@@ -5,6 +5,7 @@
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ResolveRunResult } from '../src/contract/activities.js';
+import type { ModelPrice } from '../src/contract/composition.js';
 import type { DelegationSettings } from '../src/contract/delegation.js';
 import type { LedgerEntry, ResolvedLimits, Usage } from '../src/contract/run.js';
 import { DEPUTY_COST_USD } from '../src/contract/search-attributes.js';
@@ -22,6 +23,7 @@ import {
 import { shrunkPlan, type ChildPlan } from '../src/rules/run-start.js';
 import { settleReservation } from '../src/rules/child-end.js';
 import { billedBy } from '../src/rules/failure-message.js';
+import { ModelChain } from '../src/rules/model-retry.js';
 import { DEFAULT_PAYLOAD_LIMITS, type PayloadLimits } from '../src/rules/payloads.js';
 import { renderPersona } from '../src/rules/persona.js';
 import {
@@ -44,6 +46,7 @@ export class RunAccount {
 
   /** Set once at the start (or the resume). */
   #composition: ResolveRunResult | undefined;
+  #models: ModelChain | undefined;
 
   #limits: ResolvedLimits | undefined;
 
@@ -195,10 +198,22 @@ export class RunAccount {
       : ZERO_AMOUNT;
   }
 
-  /** Debits what a model call that failed was billed for (its failed attempts, see `billedBy`), if anything. */
-  debitBilled(err: unknown): void {
+  /**
+   * Debits what a model call that failed was billed for (its failed attempts, see `billedBy`), if anything, at the
+   * price of the model it went to (by default, the one the run's calls are on).
+   */
+  debitBilled(err: unknown, price: ModelPrice = this.models.current.price): void {
     const billed = billedBy(err);
-    if (billed) this.debit({ ...billed, costMicroUsd: callCostMicroUsd(billed, this.composition.price) });
+    if (billed) this.debit({ ...billed, costMicroUsd: callCostMicroUsd(billed, price) });
+  }
+
+  /** The models the run's calls go to: its own, then its fallbacks. */
+  get models(): ModelChain {
+    this.#models ??= new ModelChain(
+      { model: this.composition.model, price: this.composition.price },
+      this.composition.fallback,
+    );
+    return this.#models;
   }
 
   /** The cost attribute when the cost moved since it was last shown, which it then shows. */
@@ -237,7 +252,7 @@ export class RunAccount {
   callBudget(maxCompletionTokens?: number): CallBudget | undefined {
     const free = available(budgetOf(this.limits, this.usage, this.reserved));
     if (free.tokens === null && free.costMicroUsd === null && maxCompletionTokens === undefined) return undefined;
-    return { ...free, price: this.composition.price, maxCompletionTokens };
+    return { ...free, price: this.models.dearest, maxCompletionTokens };
   }
 
   /** The run resolved its composition and limits at its start. */

@@ -106,6 +106,10 @@ async function toNode(
     : AmountSchema.safeParse(info.memo?.deputyOverrun).data;
   if (overrun) node.overrun = overrun;
   if (queuedMs !== null) node.queuedMs = queuedMs;
+  const fellBack = state?.session.findLast((e) => e.type === 'message/assistant' && e.fallback !== undefined);
+  if (fellBack?.type === 'message/assistant' && fellBack.model && fellBack.fallback) {
+    node.fallback = { model: fellBack.model, reason: fellBack.fallback };
+  }
   return { node, state };
 }
 

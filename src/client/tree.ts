@@ -25,6 +25,8 @@ export interface TreeNode {
   overrun?: { tokens: number; costMicroUsd: number };
   /** How long its model call has waited to be taken from its queue (a provider's rate limit, a busy fleet). */
   queuedMs?: number;
+  /** Its calls went on to another model than its own: which, and why ("gpt-4.1 was rate limited 3 times"). */
+  fallback?: { model: string; reason: string };
   /** Artifacts the run saved itself; known once it has ended with a result. */
   artifacts?: number;
 }
@@ -57,6 +59,7 @@ export function renderTree(nodes: readonly TreeNode[]): string {
       node.background ? 'background' : '',
       node.interjections ? `${node.interjections} interjection${node.interjections === 1 ? '' : 's'}` : '',
       node.queuedMs ? `its model call waits in the queue (${Math.round(node.queuedMs / 1000)} s)` : '',
+      node.fallback ? `answered by ${node.fallback.model} (${node.fallback.reason})` : '',
       node.openQuestion ? `asks ${node.openQuestion}` : '',
       node.artifacts ? `saved ${node.artifacts} artifact${node.artifacts === 1 ? '' : 's'}` : '',
       node.overrun

@@ -54,7 +54,7 @@ export type WatchEvent = EventBase &
         usage: WatchUsage | null;
         output: string | null;
       }
-    | { type: 'model/started'; model: string; activity: string }
+    | { type: 'model/started'; model: string; activity: string; fallback?: string }
     /**
      * Live output: a model call's answer as it is written, read from the pending activity's heartbeat (tokens so
      * far, the end of the text). Not resumable: its cursor is that of the event before it.

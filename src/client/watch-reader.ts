@@ -152,7 +152,8 @@ export class RunReader {
       if (type === 'callModel' && !replaying) {
         for (const refusal of refusalsIn(input)) await say({ type: 'delegation/refused', reason: refusal });
       }
-      await say({ type: 'model/started', model: info.model, activity: type });
+      const fallback = typeof input?.fallback === 'string' ? { fallback: input.fallback } : {};
+      await say({ type: 'model/started', model: info.model, activity: type, ...fallback });
       if (!replaying && attributes.activityId) this.hooks.modelScheduled(event, attributes.activityId, info);
     } else if (type === 'runTool') {
       const input = await this.decode<RunToolInput>(attributes.input);

@@ -36,7 +36,7 @@ export function describeWatchEvent(event: WatchEvent): string {
     case 'run/ended':
       return `${event.status}${event.limit ? ` (${event.limit}${event.synthesis ? ', synthesised' : ''})` : ''}`;
     case 'model/started':
-      return `${event.activity === 'callModel' ? 'calling' : event.activity} ${event.model}`;
+      return `${event.activity === 'callModel' ? 'calling' : event.activity} ${event.model}${event.fallback ? ` (fallback: ${event.fallback})` : ''}`;
     case 'model/finished': {
       const cost = event.costUsd === null ? '' : `, ${usd(event.costUsd)}`;
       const calls = event.toolCalls.length > 0 ? ` → ${event.toolCalls.join(', ')}` : '';

@@ -12,7 +12,7 @@ import type {
   ResolveRunInput,
   ResolveRunResult,
 } from '../contract/activities.js';
-import type { ModelRetry } from '../contract/composition.js';
+import type { ModelFallback, ModelRetry } from '../contract/composition.js';
 import { type DelegationSettings } from '../contract/delegation.js';
 import { DELEGATE_SCOPE } from '../contract/scopes.js';
 import { holdsScopes, toToolSpec, type RunTool, type ToolDefinition } from '../contract/tools.js';
@@ -60,6 +60,7 @@ export function resolveComposition(
       FAILURE.UnknownModelPrice,
     );
   }
+  const fallback = fallbackOf(config, preset, model, input.model);
   // What a caller names is kept only where the config grants it: the config is the ceiling, not a default to raise.
   const ceiling = config.grantableScopes ?? config.defaultScopes;
   const scopes = input.scopes?.filter((scope) => ceiling.includes(scope)) ?? config.defaultScopes;
@@ -95,7 +96,36 @@ export function resolveComposition(
     ...(input.tenant !== undefined && { tenantLabel: tenant ? input.tenant : 'other' }),
     ...(approvals && { approvals }),
     ...(config.modelCalls && { modelTaskQueue: config.modelCalls.taskQueue }),
+    ...(fallback && { fallback }),
   };
+}
+
+/**
+ * The models a run's calls move on to after `model`: its preset's, or the config's for the config's model; none when
+ * the run or its brief named a model of its own. Each is priced from the config, like the run's own.
+ */
+function fallbackOf(
+  config: DeputyConfig,
+  preset: Preset,
+  model: string,
+  named: string | undefined,
+): ModelFallback | undefined {
+  const ownChainModel = preset.model ?? config.model;
+  if (named !== undefined && named !== ownChainModel) return undefined;
+  const names = preset.fallbackModels ?? (preset.model === undefined ? config.fallbackModels : []);
+  const models = [...new Set(names)]
+    .filter((name) => name !== model)
+    .map((name) => {
+      const price = configEntry(config.prices, name);
+      if (!price) {
+        throw new CompositionError(
+          `no price for fallback model "${name}"; add it under prices in DEPUTY_CONFIG so cost limits can hold`,
+          FAILURE.UnknownModelPrice,
+        );
+      }
+      return { model: name, price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd) };
+    });
+  return models.length > 0 ? { models, after: config.modelFallback } : undefined;
 }
 
 /** What a run may delegate: the config's settings, switched on only for an activated tenant, with its admission cap. */

@@ -6,12 +6,12 @@ import { z } from 'zod';
 import { ConfigError } from '../contract/errors.js';
 import { HookConfig } from '../contract/hooks.js';
 import { Preset } from '../contract/preset.js';
-import { ModelRetry } from '../contract/composition.js';
+import { FallbackAfter, ModelRetry } from '../contract/composition.js';
 import { SynthesisReserve } from '../contract/run.js';
 import { BriefLimits, ChildSynthesisReserve, ContextMode } from '../contract/delegation.js';
 import { DEFAULT_CHILD_SYNTHESIS_RESERVE } from '../rules/budget.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../rules/payloads.js';
-import { DEFAULT_MODEL_RETRY } from '../rules/model-retry.js';
+import { DEFAULT_FALLBACK_AFTER, DEFAULT_MODEL_RETRY } from '../rules/model-retry.js';
 import { MAX_DEPTH_CEILING } from '../rules/children.js';
 import { describeIssues } from '../rules/zod-issues.js';
 import { McpServers } from './mcp.js';
@@ -49,6 +49,17 @@ export const DeputyConfig = z
   .strictObject({
     /** Model used when neither the run nor its preset names one. */
     model: z.string().min(1).default('gpt-4.1-mini'),
+    /**
+     * The models a call moves on to, in order, when `model` keeps failing (a preset with a model of its own names its
+     * own, `fallbackModels`); each needs a price. `modelFallback` says after how many failed attempts of a kind.
+     */
+    fallbackModels: z.array(z.string().min(1)).max(5).default([]),
+    modelFallback: FallbackAfter.extend({
+      rateLimited: FallbackAfter.shape.rateLimited.default(DEFAULT_FALLBACK_AFTER.rateLimited),
+      serverError: FallbackAfter.shape.serverError.default(DEFAULT_FALLBACK_AFTER.serverError),
+      timeout: FallbackAfter.shape.timeout.default(DEFAULT_FALLBACK_AFTER.timeout),
+      unreachable: FallbackAfter.shape.unreachable.default(DEFAULT_FALLBACK_AFTER.unreachable),
+    }).prefault({}),
     /** Prices per model in USD per million tokens. */
     prices: z.record(z.string(), Price).default({
       'gpt-4.1-mini': { inputPerMTokUsd: 0.4, outputPerMTokUsd: 1.6 },
@@ -224,6 +235,22 @@ export const DeputyConfig = z
           code: 'custom',
           path: ['presets', i, 'model'],
           message: `no price for model "${preset.model}"; add it under prices`,
+        });
+      preset.fallbackModels?.forEach((model, j) => {
+        if (!(model in config.prices))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['presets', i, 'fallbackModels', j],
+            message: `no price for fallback model "${model}"; add it under prices`,
+          });
+      });
+    });
+    config.fallbackModels.forEach((model, j) => {
+      if (!(model in config.prices))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['fallbackModels', j],
+          message: `no price for fallback model "${model}"; add it under prices`,
         });
     });
     const hookNames = new Set<string>();

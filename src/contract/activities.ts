@@ -76,6 +76,8 @@ export interface SummarizeContextInput {
   /** The grant of the calling run's tree (from its root's `resolveRun`): the activity acts only for the run it was granted to. */
   grant: string;
   model: string;
+  /** Set when `model` is not the run's own: why its calls moved on to it. */
+  fallback?: string;
   /** The prompt; for `compactSession` with `compact`, the run's dialogue (what is new since `context`'s base). */
   messages: ChatMessage[];
   /** `compactSession` only: where `messages` start from, as for `callModel`. */
@@ -144,6 +146,8 @@ export interface CallModelInput {
   /** The grant of the calling run's tree (from its root's `resolveRun`): the activity acts only for the run it was granted to. */
   grant: string;
   model: string;
+  /** Set when `model` is not the run's own: why its calls moved on to it ("gpt-4.1 was rate limited 3 times"). */
+  fallback?: string;
   effort: string | null;
   messages: ChatMessage[];
   /** Tools offered on this call (a name: the worker fills in the registered spec); empty for a synthesis call. */

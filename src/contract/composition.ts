@@ -58,6 +58,28 @@ export const PayloadLimits = z.object({
 export type PayloadLimits = z.infer<typeof PayloadLimits>;
 
 /**
+ * After how many failed attempts of a kind on one model a call moves on to the next of its models: rate limited (429),
+ * a server error (5xx, an unreadable answer), too slow (no answer in time), unreachable.
+ */
+export const FallbackAfter = z.strictObject({
+  rateLimited: z.number().int().min(1).max(100),
+  serverError: z.number().int().min(1).max(100),
+  timeout: z.number().int().min(1).max(100),
+  unreachable: z.number().int().min(1).max(100),
+});
+export type FallbackAfter = z.infer<typeof FallbackAfter>;
+
+/** The models a run's calls move on to, in order, when its own keeps failing; each priced at its own. */
+export const ModelFallback = z.strictObject({
+  models: z
+    .array(z.strictObject({ model: z.string().min(1), price: ModelPrice }))
+    .min(1)
+    .max(5),
+  after: FallbackAfter,
+});
+export type ModelFallback = z.infer<typeof ModelFallback>;
+
+/**
  * How a run retries a failed model call: backoff doubling from 1 s up to `maxIntervalSeconds` for `attempts` attempts
  * in all; an endpoint that limits the rate (429) is waited on as it asks, for up to `rateLimitedSeconds` in all,
  * without using up the attempts.
@@ -102,6 +124,8 @@ export const ResolveRunResult = z.object({
   approvals: ApprovalPolicy.optional(),
   /** The task queue its model calls go to, shared by the fleet's workers; absent: the run's own queue. */
   modelTaskQueue: z.string().min(1).optional(),
+  /** The models its calls move on to when `model` keeps failing; absent: none. */
+  fallback: ModelFallback.optional(),
 });
 export type ResolveRunResult = z.infer<typeof ResolveRunResult>;
 
@@ -120,6 +144,7 @@ export const InheritedComposition = ResolveRunResult.pick({
   modelRetry: true,
   tenantLabel: true,
   modelTaskQueue: true,
+  fallback: true,
 })
   .extend({
     /** Absent: none. */

@@ -87,6 +87,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                   additionalProperties: { type: 'string' },
                 },
                 model: { type: 'string', minLength: 1 },
+                fallbackModels: { maxItems: 5, type: 'array', items: { type: 'string', minLength: 1 } },
                 effort: { type: 'string', enum: ['minimal', 'low', 'medium', 'high'] },
                 contextRendering: { default: 'block', type: 'string', enum: ['block', 'dialogue'] },
                 defaultContext: {
@@ -267,6 +268,45 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
             },
             tenantLabel: { type: 'string' },
             modelTaskQueue: { type: 'string', minLength: 1 },
+            fallback: {
+              type: 'object',
+              properties: {
+                models: {
+                  minItems: 1,
+                  maxItems: 5,
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    properties: {
+                      model: { type: 'string', minLength: 1 },
+                      price: {
+                        type: 'object',
+                        properties: {
+                          inputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                          outputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                        },
+                        required: ['inputMicroUsdPerMTok', 'outputMicroUsdPerMTok'],
+                      },
+                    },
+                    required: ['model', 'price'],
+                    additionalProperties: false,
+                  },
+                },
+                after: {
+                  type: 'object',
+                  properties: {
+                    rateLimited: { type: 'integer', minimum: 1, maximum: 100 },
+                    serverError: { type: 'integer', minimum: 1, maximum: 100 },
+                    timeout: { type: 'integer', minimum: 1, maximum: 100 },
+                    unreachable: { type: 'integer', minimum: 1, maximum: 100 },
+                  },
+                  required: ['rateLimited', 'serverError', 'timeout', 'unreachable'],
+                  additionalProperties: false,
+                },
+              },
+              required: ['models', 'after'],
+              additionalProperties: false,
+            },
             effort: { type: 'string' },
             tools: {
               type: 'array',
@@ -437,6 +477,8 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     type: 'string',
                     enum: ['maxTurns', 'maxTokens', 'maxCostUsd', 'maxToolCalls', 'deadline'],
                   },
+                  model: { type: 'string' },
+                  fallback: { type: 'string' },
                 },
                 required: ['type', 'at', 'content', 'toolCalls'],
               },
@@ -658,6 +700,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               additionalProperties: { type: 'string' },
             },
             model: { type: 'string', minLength: 1 },
+            fallbackModels: { maxItems: 5, type: 'array', items: { type: 'string', minLength: 1 } },
             effort: { type: 'string', enum: ['minimal', 'low', 'medium', 'high'] },
             contextRendering: { default: 'block', type: 'string', enum: ['block', 'dialogue'] },
             defaultContext: {
@@ -764,6 +807,8 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                     type: 'string',
                     enum: ['maxTurns', 'maxTokens', 'maxCostUsd', 'maxToolCalls', 'deadline'],
                   },
+                  model: { type: 'string' },
+                  fallback: { type: 'string' },
                 },
                 required: ['type', 'at', 'content', 'toolCalls'],
               },
@@ -1038,6 +1083,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                   additionalProperties: { type: 'string' },
                 },
                 model: { type: 'string', minLength: 1 },
+                fallbackModels: { maxItems: 5, type: 'array', items: { type: 'string', minLength: 1 } },
                 effort: { type: 'string', enum: ['minimal', 'low', 'medium', 'high'] },
                 contextRendering: { default: 'block', type: 'string', enum: ['block', 'dialogue'] },
                 defaultContext: {
@@ -1260,6 +1306,45 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               additionalProperties: false,
             },
             modelTaskQueue: { type: 'string', minLength: 1 },
+            fallback: {
+              type: 'object',
+              properties: {
+                models: {
+                  minItems: 1,
+                  maxItems: 5,
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    properties: {
+                      model: { type: 'string', minLength: 1 },
+                      price: {
+                        type: 'object',
+                        properties: {
+                          inputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                          outputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                        },
+                        required: ['inputMicroUsdPerMTok', 'outputMicroUsdPerMTok'],
+                      },
+                    },
+                    required: ['model', 'price'],
+                    additionalProperties: false,
+                  },
+                },
+                after: {
+                  type: 'object',
+                  properties: {
+                    rateLimited: { type: 'integer', minimum: 1, maximum: 100 },
+                    serverError: { type: 'integer', minimum: 1, maximum: 100 },
+                    timeout: { type: 'integer', minimum: 1, maximum: 100 },
+                    unreachable: { type: 'integer', minimum: 1, maximum: 100 },
+                  },
+                  required: ['rateLimited', 'serverError', 'timeout', 'unreachable'],
+                  additionalProperties: false,
+                },
+              },
+              required: ['models', 'after'],
+              additionalProperties: false,
+            },
           },
           required: [
             'preset',

@@ -24,6 +24,11 @@ export const Preset = z.strictObject({
   tools: z.array(z.string()).default([]),
   skills: z.record(z.string(), z.string()).default({}),
   model: z.string().min(1).optional(),
+  /**
+   * The models a call moves on to, in order, when the preset's model (or, without one, the config's) keeps failing;
+   * each needs a price. A run or brief that names a model of its own has none.
+   */
+  fallbackModels: z.array(z.string().min(1)).max(5).optional(),
   effort: Effort.optional(),
   /** How a child with this preset is shown its parent's context: a text block (default) or dialogue with roles kept. */
   contextRendering: ContextRendering.default('block'),

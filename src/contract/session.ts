@@ -43,6 +43,9 @@ export const SessionEvent = z.discriminatedUnion('type', [
     toolCalls: z.array(ToolCall),
     /** Set on a synthesis call (no tools offered): the limit that forced it. */
     synthesisFor: LimitName.optional(),
+    /** Set when another model than the run's own answered: which, and why the run's calls moved on to it. */
+    model: z.string().optional(),
+    fallback: z.string().optional(),
   }),
   z.object({
     type: z.literal('tool/result'),

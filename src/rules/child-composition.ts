@@ -78,6 +78,7 @@ export function inheritComposition(
     ...(parent.modelRetry && { modelRetry: parent.modelRetry }),
     ...(parent.tenantLabel !== undefined && { tenantLabel: parent.tenantLabel }),
     ...(parent.modelTaskQueue && { modelTaskQueue: parent.modelTaskQueue }),
+    ...(parent.fallback && { fallback: parent.fallback }),
   };
 }
 

@@ -1,13 +1,21 @@
 /** How a workflow retries a model call, attempt by attempt. Shared by workflow code: no Node built-ins. */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import { FAILURE } from '../contract/failures.js';
-import type { ModelRetry } from '../contract/composition.js';
+import type { FallbackAfter, ModelFallback, ModelPrice, ModelRetry } from '../contract/composition.js';
 
 /** The retry policy of a run whose composition names none: the config's defaults. */
 export const DEFAULT_MODEL_RETRY: ModelRetry = Object.freeze({
   attempts: 10,
   maxIntervalSeconds: 60,
   rateLimitedSeconds: 300,
+});
+
+/** After how many failed attempts of a kind a call moves on to the next model, when the config says nothing. */
+export const DEFAULT_FALLBACK_AFTER: FallbackAfter = Object.freeze({
+  rateLimited: 3,
+  serverError: 3,
+  timeout: 2,
+  unreachable: 2,
 });
 
 /** Backoff of model calls; Temporal retries tool calls with the same. */
@@ -165,4 +173,98 @@ function describeUnknown(err: unknown): string {
     return 'call stopped reporting (its worker may have died)';
   if (cause instanceof TimeoutFailure) return 'call did not finish in time';
   return `call failed (${findType(err) ?? 'no reason given'})`;
+}
+
+/** The kinds of failure a fallback counts. */
+export type FaultKind = keyof FallbackAfter;
+
+/**
+ * What kind of failure an attempt's is, as a fallback counts it; `null` for one another model would not help with (a
+ * refusal for good, the budget, a cancellation, the run's deadline, a worker that died mid-call).
+ */
+export function faultKind(err: unknown): FaultKind | null {
+  if (!retryable(err)) return null;
+  const cause = (err as ActivityFailure).cause;
+  if (cause instanceof TimeoutFailure) return cause.timeoutType === TimeoutType.START_TO_CLOSE ? 'timeout' : null;
+  switch (findType(err)) {
+    case FAILURE.ModelRateLimited:
+      return 'rateLimited';
+    case FAILURE.ModelNetwork:
+      return 'unreachable';
+    case FAILURE.ModelTimeout:
+      return 'timeout';
+    default:
+      return 'serverError';
+  }
+}
+
+const FAULT_TEXT: Record<FaultKind, string> = {
+  rateLimited: 'was rate limited',
+  serverError: 'failed on the server',
+  timeout: 'did not answer in time',
+  unreachable: 'was unreachable',
+};
+
+/** A model a run's calls go to, and its price. */
+export interface ChainModel {
+  model: string;
+  price: ModelPrice;
+}
+
+/**
+ * The models a run's calls go to: its own, then its fallbacks in order. A call moves on once the model it is on has
+ * failed as often as the policy allows for a kind of failure, and the run's later calls stay on the model that
+ * answered (a model that keeps failing would cost every call its attempts again).
+ */
+export class ModelChain {
+  #step = 0;
+  #failures: Record<FaultKind, number> = { rateLimited: 0, serverError: 0, timeout: 0, unreachable: 0 };
+  #reason: string | null = null;
+
+  constructor(
+    private readonly own: ChainModel,
+    private readonly fallback: ModelFallback | undefined,
+  ) {}
+
+  /** The model the next attempt goes to. */
+  get current(): ChainModel {
+    return this.#step === 0 ? this.own : this.fallback!.models[this.#step - 1]!;
+  }
+
+  /** Why the calls are on `current` instead of the run's own model; `null` while on its own. */
+  get reason(): string | null {
+    return this.#reason;
+  }
+
+  /**
+   * The price a call is fitted at: each of input and answer at the dearest of the models it may still reach, so
+   * whichever answers, the call costs no more than what was free.
+   */
+  get dearest(): ModelPrice {
+    const reachable = [this.current, ...(this.fallback?.models.slice(this.#step) ?? [])];
+    return {
+      inputMicroUsdPerMTok: Math.max(...reachable.map((m) => m.price.inputMicroUsdPerMTok)),
+      outputMicroUsdPerMTok: Math.max(...reachable.map((m) => m.price.outputMicroUsdPerMTok)),
+    };
+  }
+
+  /** The current model answered: its count of failures starts again. */
+  answered(): void {
+    this.#failures = { rateLimited: 0, serverError: 0, timeout: 0, unreachable: 0 };
+  }
+
+  /**
+   * An attempt on `current` failed with `err`: when that was the last the policy allows of its kind and a model is
+   * left, the calls move on to it, and this says why ("gpt-4.1 was rate limited 3 times"); else `null`.
+   */
+  failed(err: unknown): string | null {
+    const kind = faultKind(err);
+    if (kind === null || !this.fallback || this.#step >= this.fallback.models.length) return null;
+    const count = ++this.#failures[kind];
+    if (count < this.fallback.after[kind]) return null;
+    this.#reason = `${this.current.model} ${FAULT_TEXT[kind]} ${count} time${count === 1 ? '' : 's'}`;
+    this.#step++;
+    this.answered();
+    return this.#reason;
+  }
 }

@@ -3,7 +3,7 @@
  * model for the hook-accepted task (its worst case held as a reservation while it runs). Deterministic code only.
  */
 import { attempted, MODEL_CALL_OPTIONS, modelCallOptions } from '../activity-options.js';
-import { retryModelCall } from '../retry-model-call.js';
+import { fellBack, retryModelCall } from '../retry-model-call.js';
 import type { DeputyActivities } from '../../activities/index.js';
 import { isCancellation, proxyActivities } from '@temporalio/workflow';
 import {
@@ -75,37 +75,41 @@ export async function generateParentContext(
   run: AgentRunState,
   snapshot: readonly SessionEvent[],
 ): Promise<{ ok: true; context: ParentContext } | { ok: false; error: string }> {
-  const { composition } = run;
   const messages = summaryPrompt(task, snapshot, run.payloads.maxInputBytes);
-  const worst = worstCase(upperBoundTokens(messages), SUMMARY_MAX_COMPLETION_TOKENS, composition.price);
+  // Held at the dearest model the summary may reach, so whichever answers it costs no more than the hold.
+  const price = run.models.dearest;
+  const worst = worstCase(upperBoundTokens(messages), SUMMARY_MAX_COMPLETION_TOKENS, price);
   const free = available(budgetOf(run.limits, run.usage, run.reserved));
   const capped = (left: number | null, need: number) => (left === null ? null : Math.min(left, need));
   let budget: CallBudget = {
     tokens: capped(free.tokens, worst.tokens),
     costMicroUsd: capped(free.costMicroUsd, worst.costMicroUsd),
-    price: composition.price,
+    price,
     maxCompletionTokens: SUMMARY_MAX_COMPLETION_TOKENS,
   };
   const held = (left: CallBudget): Amount => ({ tokens: left.tokens ?? 0, costMicroUsd: left.costMicroUsd ?? 0 });
   let hold = held(budget);
   run.hold(hold);
+  let answeredBy = run.models.current;
   try {
     const generated = await retryModelCall(
       run,
-      (attempt) =>
-        summarizeContext.executeWithOptions(
+      (attempt, on) => {
+        answeredBy = on;
+        return summarizeContext.executeWithOptions(
           {
-            summary: attempted(`summarizeContext ${composition.model} for ${taskName}`, attempt),
+            summary: attempted(`summarizeContext ${on.model} for ${taskName}`, attempt),
             ...modelCallOptions(run),
           },
-          [{ model: composition.model, messages, budget, grant: run.grant }],
-        ),
+          [{ model: on.model, ...fellBack(run), messages, budget, grant: run.grant }],
+        );
+      },
       {
         maxAttempts: SUMMARY_ATTEMPTS,
         // The hold pays for the retries: what a failed attempt was billed moves from the hold to the run's spend.
-        billed: (err) => {
+        billed: (err, attemptPrice) => {
           run.releaseHold(hold);
-          run.debitBilled(err);
+          run.debitBilled(err, attemptPrice);
           budget = lessBilled(budget, billedBy(err) ?? NO_TOKENS);
           hold = held(budget);
           run.hold(hold);
@@ -113,7 +117,7 @@ export async function generateParentContext(
       },
     );
     run.releaseHold(hold);
-    const spend = callSpend(generated, composition.price);
+    const spend = callSpend(generated, answeredBy.price);
     run.debit(spend);
     countModelCall(run, spend);
     const content = cutText(`${BACKGROUND_HEADING}\n${generated.summary}`, run.payloads.maxTextBytes);
