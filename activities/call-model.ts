@@ -28,11 +28,19 @@ import { compactionPromptFromMessages, messagesAfterCompaction } from '../src/ru
 /** Tool calls one answer may make; more would not fit in one history payload. */
 const MAX_TOOL_CALLS_PER_ANSWER = 64;
 
+/** Where a model's calls go: a client of its endpoint, and that endpoint's key (only to redact it from error text). */
+export interface Endpoint {
+  openai: OpenAI;
+  apiKey: string | undefined;
+}
+
 /** Dependencies of the `callModel` activity. */
 export interface CallModelDeps {
   openai: OpenAI;
   /** Used only to redact the key from error text; never logged. */
   apiKey: string | undefined;
+  /** The endpoint of a model another provider serves (`providers` in the config); absent: `openai`'s. */
+  endpointFor?: (model: string) => Endpoint | undefined;
   /** How long one request may take, read at each call (the config can change while the worker runs). */
   timeoutMs?: () => number;
   /** Longest answer text written to history, in UTF-8 bytes, read at each call. */
@@ -86,7 +94,7 @@ function assemble(
 
 /** Builds the `callModel` activity: one Chat Completions request with tools, heartbeating, abortable. */
 export function createCallModel(deps: CallModelDeps) {
-  const { apiKey, maxTextBytes, toolSpec, contexts, price, inputCountFactor } = deps;
+  const { maxTextBytes, toolSpec, contexts, price, inputCountFactor } = deps;
 
   return async function callModel(input: CallModelInput): Promise<CallModelResult> {
     return modelCallSpan(input.model, 'chat', (span) => call(input, span));
@@ -100,7 +108,8 @@ export function createCallModel(deps: CallModelDeps) {
     await loadEncoding(input.model);
     const { counted, estimate } = countCallTokens(input.model, messages, tools, inputCountFactor?.(input.model));
     const maxCompletionTokens = completionCap(input, estimate);
-    const streamed = await streamAnswer(deps, input, messages, tools, maxCompletionTokens, counted);
+    const endpoint = deps.endpointFor?.(input.model) ?? deps;
+    const streamed = await streamAnswer({ ...deps, ...endpoint }, input, messages, tools, maxCompletionTokens, counted);
     if (streamed.impossibleUsage) noteImpossibleUsage(input.model, streamed.impossibleUsage);
     // Both directions are debited at the larger of what the endpoint reports and what Deputy counted: an
     // endpoint that reports too little (or nothing) never spends past the budget unseen, and one whose tokenizer
@@ -114,8 +123,8 @@ export function createCallModel(deps: CallModelDeps) {
         toModelFailure(
           new Error('the answer stream ended without an answer'),
           input.model,
-          apiKey,
-          deps.openai.baseURL,
+          endpoint.apiKey,
+          endpoint.openai.baseURL,
         ),
         spent,
       );

@@ -20,7 +20,7 @@ import type { Client } from '@temporalio/client';
 import type { HookFunction } from '../src/contract/hooks.js';
 import { toToolSpec, type ToolDefinition, type ToolSpec } from '../src/contract/tools.js';
 import { STEERING_TOOL_REGISTRY, steeringToolSpec, type SteeringToolName } from '../src/contract/delegation.js';
-import { createCallModel, createSummarizeContext } from './call-model.js';
+import { createCallModel, createSummarizeContext, type Endpoint } from './call-model.js';
 import { createMessaging } from './messaging.js';
 import { createPresetLookup, createRunLookups } from './runs.js';
 import { ContextCache } from './context-cache.js';
@@ -38,6 +38,8 @@ import { createApprovalActivities } from './approvals.js';
 /** Dependencies of every activity. */
 export interface ActivityDeps {
   openai: OpenAI;
+  /** The endpoints of models other providers serve (`providers` in the config), by model; the rest go to `openai`. */
+  endpoints?: ReadonlyMap<string, Endpoint>;
   /** The worker's data converter has an external payload store: tools' whole results are kept there. */
   payloadStore?: boolean;
   /** The configuration now: read at every call, so a reload takes effect without a restart. */
@@ -59,9 +61,19 @@ export interface ActivityDeps {
   artifactStore?: ArtifactStore;
 }
 
+/** What an activity that needs a Temporal client says when the worker was given none. */
+function noClient(): never {
+  throw ApplicationFailure.create({
+    type: FAILURE.NoClient,
+    message: 'follow-ups and attaching to children need a Temporal client: pass `client` to createDeputyWorker',
+    nonRetryable: true,
+  });
+}
+
 /** Builds the activities a Deputy worker registers. */
 export function createActivities({
   openai,
+  endpoints,
   config,
   tools,
   apiKey,
@@ -76,14 +88,7 @@ export function createActivities({
   const keys = messageKeys ?? MessageKeys.fromEnv();
   // Evidence is read once per configuration (a reload reads it again); paths were made absolute by the loader.
   const activated = tenantDelegationLookup(process.cwd(), client && temporalRunRecords(client));
-  const temporal = (): Client => {
-    if (client) return client;
-    throw ApplicationFailure.create({
-      type: FAILURE.NoClient,
-      message: 'follow-ups and attaching to children need a Temporal client: pass `client` to createDeputyWorker',
-      nonRetryable: true,
-    });
-  };
+  const temporal = (): Client => client ?? noClient();
   const presetAtRevision = createPresetLookup(config, client);
   const contexts = new ContextCache();
   const seals = toolCallSeals(keys);
@@ -92,6 +97,7 @@ export function createActivities({
     sealToolCall: seals.seal,
     openai,
     apiKey,
+    ...(endpoints && { endpointFor: (model: string) => endpoints.get(model) }),
     toolSpec: toolSpecs(tools),
     contexts,
     ...modelSettings(config),

@@ -87,12 +87,13 @@ describe('deputy/worker plugin', () => {
     ]);
   });
 
-  it('R8.1 a Worker whose runs send their model calls to a queue it does not poll says so at start, and what to do', () => {
+  it('R8.1 a Worker whose runs send their model calls to a queue it does not poll says so at start, and what to do, the fleet’s queue and a provider’s', () => {
     const warned: unknown[] = [];
     const spy = vi.spyOn(console, 'warn').mockImplementation((line: unknown) => void warned.push(line));
+    const provider = { baseUrl: h.model.url, models: ['test-model'], taskQueue: 'backup-calls' };
     const plugin = (taskQueue: string) =>
       deputyPlugin({
-        config: { ...delegationConfig(), modelCalls: { taskQueue: 'model-calls' } },
+        config: { ...delegationConfig(), modelCalls: { taskQueue: 'model-calls' }, providers: { backup: provider } },
         model: { apiKey: TEST_API_KEY, baseURL: h.model.url },
         client: h.client,
         childTaskQueue: 'orders-children',
@@ -104,10 +105,14 @@ describe('deputy/worker plugin', () => {
     } finally {
       spy.mockRestore();
     }
+    const unpolled = (queue: string, field: string) =>
+      `deputy: warning: runs' model calls go to task queue ${queue} (${field} in the config), which this Worker ` +
+      'does not poll; run `npm run worker` beside it (it polls that queue and sets its rate), or a Worker on ' +
+      `${queue} with this plugin`;
     expect(warned).toEqual([
-      "deputy: warning: runs' model calls go to task queue model-calls (modelCalls in the config), which this Worker " +
-        'does not poll; run `npm run worker` beside it (it polls that queue and sets its rate), or a Worker on ' +
-        'model-calls with this plugin',
+      unpolled('model-calls', 'modelCalls'),
+      unpolled('backup-calls', 'providers.backup'),
+      unpolled('backup-calls', 'providers.backup'),
     ]);
   });
 });

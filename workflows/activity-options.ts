@@ -1,6 +1,6 @@
 /** Activity options shared by the workflow modules. Deterministic code only. */
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
-import { MODEL_CALL_RETRY } from '../src/rules/model-retry.js';
+import { MODEL_CALL_RETRY, type ChainModel } from '../src/rules/model-retry.js';
 import type { AgentRunState } from './run-state.js';
 
 const { initialIntervalMs, backoffCoefficient, maximumIntervalMs, maximumAttempts } = MODEL_CALL_RETRY;
@@ -63,8 +63,11 @@ export function callOptions(run: AgentRunState): ActivityOptions {
   return { priority: run.priority, scheduleToCloseTimeout: Math.max(1, deadlineMs - Date.now()) };
 }
 
-/** What each of a run's model calls carries: what any call does, on the fleet's model queue when the config names one. */
-export function modelCallOptions(run: AgentRunState): ActivityOptions {
-  const taskQueue = run.composition.modelTaskQueue;
+/**
+ * What each of a run's model calls carries: what any call does, on the task queue of the model it goes to (`on`): its
+ * provider's, or the fleet's, when the config names one.
+ */
+export function modelCallOptions(run: AgentRunState, on: ChainModel): ActivityOptions {
+  const { taskQueue } = on;
   return { ...callOptions(run), ...(taskQueue && { taskQueue }) };
 }

@@ -122,7 +122,7 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
       (sent, attempt, on) => {
         answeredBy = on;
         const summary = `compactSession ${on.model} (${plan.replacesTurns} turns so far)`;
-        return compactSession.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run) }, [
+        return compactSession.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run, on) }, [
           {
             model: on.model,
             ...fellBack(run),
@@ -205,7 +205,7 @@ async function callTurn(
       (sent, attempt, on) => {
         answeredBy = on;
         const summary = `callModel ${on.model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`;
-        return callModel.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run) }, [
+        return callModel.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run, on) }, [
           // A retry is fitted to what is left once the attempts before it were debited.
           { ...request, model: on.model, ...fellBack(run), ...(attempt > 1 && { budget: run.callBudget() }), ...sent },
         ]);

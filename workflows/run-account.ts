@@ -209,10 +209,8 @@ export class RunAccount {
 
   /** The models the run's calls go to: its own, then its fallbacks. */
   get models(): ModelChain {
-    this.#models ??= new ModelChain(
-      { model: this.composition.model, price: this.composition.price },
-      this.composition.fallback,
-    );
+    const { model, price, modelTaskQueue, fallback } = this.composition;
+    this.#models ??= new ModelChain({ model, price, taskQueue: modelTaskQueue }, fallback);
     return this.#models;
   }
 

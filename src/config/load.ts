@@ -20,6 +20,8 @@ export interface DeputyEnv {
   model: string | undefined;
   configPath: string | undefined;
   delegationEnabled: boolean | undefined;
+  /** `DEPUTY_WORKER_POLLS=model-calls`: the worker makes model calls only (see `DeputyWorkerOptions.modelCallsOnly`). */
+  modelCallsOnly: boolean;
 }
 
 /** Reads and checks Deputy's environment variables. */
@@ -28,6 +30,10 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): DeputyEnv {
   const flag = env.AGENT_DELEGATION_ENABLED;
   if (flag !== undefined && flag !== '' && flag !== 'true' && flag !== 'false') {
     problems.push(`AGENT_DELEGATION_ENABLED: must be "true" or "false", got "${flag}"`);
+  }
+  const polls = env.DEPUTY_WORKER_POLLS || 'all';
+  if (polls !== 'all' && polls !== 'model-calls') {
+    problems.push(`DEPUTY_WORKER_POLLS: must be "all" or "model-calls", got "${polls}"`);
   }
   const baseUrl = env.OPENAI_BASE_URL || undefined;
   if (baseUrl !== undefined && !URL.canParse(baseUrl)) {
@@ -39,6 +45,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): DeputyEnv {
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     taskQueue: env.DEPUTY_TASK_QUEUE || 'deputy',
     childTaskQueue: env.DEPUTY_BACKGROUND_TASK_QUEUE || 'deputy-background',
+    modelCallsOnly: polls === 'model-calls',
     openaiApiKey: env.OPENAI_API_KEY || undefined,
     openaiBaseUrl: baseUrl,
     model: env.DEPUTY_MODEL || undefined,

@@ -95,9 +95,19 @@ export function resolveComposition(
     hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
     ...(input.tenant !== undefined && { tenantLabel: tenant ? input.tenant : 'other' }),
     ...(approvals && { approvals }),
-    ...(config.modelCalls && { modelTaskQueue: config.modelCalls.taskQueue }),
+    ...withQueue(config, model, 'modelTaskQueue'),
     ...(fallback && { fallback }),
   };
+}
+
+/**
+ * The task queue calls to `model` go to, as `{ [key]: queue }`: its provider's when the config names one for it (none:
+ * the run's own queue), else the default endpoint's (`modelCalls`); nothing on the run's own queue.
+ */
+function withQueue<K extends string>(config: DeputyConfig, model: string, key: K): { [k in K]?: string } {
+  const provider = Object.values(config.providers).find((p) => p.models.includes(model));
+  const taskQueue = provider ? provider.taskQueue : config.modelCalls?.taskQueue;
+  return taskQueue === undefined ? {} : ({ [key]: taskQueue } as { [k in K]?: string });
 }
 
 /**
@@ -123,7 +133,11 @@ function fallbackOf(
           FAILURE.UnknownModelPrice,
         );
       }
-      return { model: name, price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd) };
+      return {
+        model: name,
+        price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd),
+        ...withQueue(config, name, 'taskQueue'),
+      };
     });
   return models.length > 0 ? { models, after: config.modelFallback } : undefined;
 }

@@ -44,6 +44,16 @@ const CHILD_DEFAULTS = { maxTurns: 10, maxTokens: 50_000, maxCostUsd: 0.25, maxT
 export const DEFAULT_PERSONA =
   'You are Deputy, a careful assistant. Use the tools you are given when they help, then answer concisely.';
 
+/**
+ * A task queue of model calls the fleet shares: Temporal holds `requestsPerSecond` for the whole queue and
+ * `perTenantRequestsPerSecond` for each fairness key (a tenant, or a tree without one), set by each worker at its start.
+ */
+const ModelQueue = z.strictObject({
+  taskQueue: z.string().min(1),
+  requestsPerSecond: z.number().positive().optional(),
+  perTenantRequestsPerSecond: z.number().positive().optional(),
+});
+
 /** The config file's schema; `{}` is a valid config. */
 export const DeputyConfig = z
   .strictObject({
@@ -105,12 +115,27 @@ export const DeputyConfig = z
      * worker at its start and read back. Read at the worker's start.
      */
     modelCalls: z
-      .strictObject({
-        taskQueue: z.string().min(1),
-        requestsPerSecond: z.number().positive().optional(),
-        perTenantRequestsPerSecond: z.number().positive().optional(),
-      })
+      .strictObject(ModelQueue.shape)
       .optional(),
+    /**
+     * Endpoints besides the default one (`OPENAI_BASE_URL`, `OPENAI_API_KEY`), by name: the calls to the models each
+     * lists go to its `baseUrl`, with the key in the worker's environment variable `apiKeyEnv` (never in the config,
+     * never in a run's history), on its own task queue and rate when it names one. Read at the worker's start.
+     */
+    providers: z
+      .record(
+        z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'use lowercase letters, digits, - and _'),
+        z.strictObject({
+          baseUrl: z.url({ protocol: /^https?$/ }),
+          apiKeyEnv: z
+            .string()
+            .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable (its value is the key)')
+            .optional(),
+          models: z.array(z.string().min(1)).min(1),
+          ...ModelQueue.partial({ taskQueue: true }).shape,
+        }),
+      )
+      .default({}),
     /** Preset used when a run names none. */
     defaultPreset: z.string().default('assistant'),
     /** Scopes a run holds when its input names none. */
@@ -245,6 +270,24 @@ export const DeputyConfig = z
           });
       });
     });
+    const servedBy = new Map<string, string>();
+    for (const [name, provider] of Object.entries(config.providers)) {
+      provider.models.forEach((model, j) => {
+        const path = ['providers', name, 'models', j];
+        if (!(model in config.prices))
+          ctx.addIssue({ code: 'custom', path, message: `no price for model "${model}"; add it under prices` });
+        const other = servedBy.get(model);
+        if (other !== undefined)
+          ctx.addIssue({ code: 'custom', path, message: `model "${model}" is served by provider "${other}" already` });
+        servedBy.set(model, name);
+      });
+      if (provider.taskQueue === undefined && (provider.requestsPerSecond ?? provider.perTenantRequestsPerSecond))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['providers', name, 'taskQueue'],
+          message: 'a rate needs a task queue of its own to hold it: name one',
+        });
+    }
     config.fallbackModels.forEach((model, j) => {
       if (!(model in config.prices))
         ctx.addIssue({

@@ -72,7 +72,14 @@ export type FallbackAfter = z.infer<typeof FallbackAfter>;
 /** The models a run's calls move on to, in order, when its own keeps failing; each priced at its own. */
 export const ModelFallback = z.strictObject({
   models: z
-    .array(z.strictObject({ model: z.string().min(1), price: ModelPrice }))
+    .array(
+      z.strictObject({
+        model: z.string().min(1),
+        price: ModelPrice,
+        /** The task queue its calls go to (its provider's); absent: the run's own. */
+        taskQueue: z.string().min(1).optional(),
+      }),
+    )
     .min(1)
     .max(5),
   after: FallbackAfter,

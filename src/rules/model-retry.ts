@@ -205,10 +205,11 @@ const FAULT_TEXT: Record<FaultKind, string> = {
   unreachable: 'was unreachable',
 };
 
-/** A model a run's calls go to, and its price. */
+/** A model a run's calls go to, its price, and the task queue its calls go to (absent: the run's own). */
 export interface ChainModel {
   model: string;
   price: ModelPrice;
+  taskQueue?: string | undefined;
 }
 
 /**

@@ -2,14 +2,14 @@
  * Builds Deputy workers. Kept apart from the `npm run worker` entry point so tests, the demo and users' own
  * services create workers the same way.
  */
-import { applyModelQueueRate } from './model-queue.js';
+import { applyModelQueueRate, modelQueues } from './model-queue.js';
+import { createOpenAIClient, providerEndpoints } from './endpoints.js';
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import { Worker, type NativeConnection, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import { bundleDeputyWorkflows } from './bundle.js';
 import proto from '@temporalio/proto';
-import OpenAI from 'openai';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { createActivities } from '../../activities/index.js';
 import type { McpOptions } from '../../activities/mcp.js';
@@ -21,7 +21,6 @@ import { sharedQueueWarning } from './start-checks.js';
 import { guardActivities } from './activity-guard.js';
 import { runGrants } from '../../activities/grants.js';
 import { frontDoorHandler } from './front-door.js';
-import { boundedFetch } from '../../activities/bounded-fetch.js';
 import { cachedTenantDelegation, describeTenantDelegation, temporalRunRecords } from '../config/tenant-evidence.js';
 import { ConfigError } from '../contract/errors.js';
 import { CLI_TYPE_NAMES, DEPUTY_SEARCH_ATTRIBUTES } from '../contract/search-attributes.js';
@@ -31,6 +30,9 @@ import { TOOL_NAME } from '../contract/tools.js';
 import { deputyTracing, type DeputyTracing } from '../ops/tracing.js';
 import { MessageKeys } from '../ops/message-keys.js';
 import { HEARTBEAT_THROTTLE } from './heartbeats.js';
+
+/** Kept here, where services building workers already import it from. */
+export { createOpenAIClient } from './endpoints.js';
 
 /** Options of `createDeputyWorker`. */
 export interface DeputyWorkerOptions {
@@ -60,6 +62,11 @@ export interface DeputyWorkerOptions {
   workerOptions?: Partial<WorkerOptions>;
   /** Tracing: its plugin joins the workers and the workflow bundle. @default `deputyTracing()` */
   tracing?: DeputyTracing | undefined;
+  /**
+   * Poll only the config's queues of model calls (`modelCalls`, each provider's `taskQueue`): a worker that makes a
+   * provider's calls apart from the workers running runs (`DEPUTY_WORKER_POLLS=model-calls`).
+   */
+  modelCallsOnly?: boolean;
 }
 
 /** Indexes tools by name, rejecting bad and duplicate names. */
@@ -73,27 +80,6 @@ export function toolMap(tools: readonly ToolDefinition[]): Map<string, ToolDefin
   }
   if (problems.length > 0) throw new ConfigError(problems, 'worker tools');
   return map;
-}
-
-/** The most one model response may send, in bytes (a streamed answer of the largest text a run keeps is far below). */
-const MODEL_RESPONSE_BYTES = 64 * 2 ** 20;
-
-/** The `openai` client activities use; Temporal does the retrying, so the SDK's own retries are off. */
-export function createOpenAIClient(model: DeputyWorkerOptions['model']): OpenAI {
-  if (!model.apiKey && !model.baseURL) {
-    throw new ConfigError(
-      ['OPENAI_API_KEY: not set; set it, or set OPENAI_BASE_URL for an endpoint that needs no key'],
-      'environment',
-    );
-  }
-  return new OpenAI({
-    apiKey: model.apiKey ?? 'no-key',
-    baseURL: model.baseURL,
-    maxRetries: 0,
-    timeout: 600_000,
-    // An answer's text is cut far below this; what passes it is no answer.
-    fetch: boundedFetch(MODEL_RESPONSE_BYTES, 'the model endpoint'),
-  });
 }
 
 /** Deputy's workers: one on the task queue of root runs, one on the background queue children run on. */
@@ -181,6 +167,7 @@ export function deputyActivities(
   return guardActivities(
     createActivities({
       openai: createOpenAIClient(options.model),
+      endpoints: providerEndpoints(config),
       config: store,
       tools,
       apiKey: options.model.apiKey,
@@ -231,13 +218,26 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
   // Every worker names its message key in its build id, and refuses to poll beside workers that sign with another:
   // a message one signs, the other would drop, and a grant one makes, the other refuses.
   const { fingerprint } = messageKeys;
-  // Model calls may go to a queue the whole fleet shares, whose rate the server holds for all of its workers.
-  const { modelCalls } = store.current;
+  // Model calls may go to queues the whole fleet shares (the default endpoint's, a provider's), whose rates the
+  // server holds for all of their workers.
+  const modelCallQueues = modelQueues(store.current);
+  const modelQueueNames = [...new Set(modelCallQueues.map((queue) => queue.taskQueue))];
+  if (options.modelCallsOnly && modelQueueNames.length === 0) {
+    await release();
+    throw new ConfigError(
+      [
+        'DEPUTY_WORKER_POLLS=model-calls: the config names no queue of model calls; add modelCalls, or a provider with a taskQueue',
+      ],
+      configSource(store.current),
+    );
+  }
+  // A worker of model calls only polls nothing else: runs and their own queues are other workers' work.
+  const runQueues = options.modelCallsOnly ? [] : queues;
   try {
-    for (const taskQueue of [...queues, ...(modelCalls ? [modelCalls.taskQueue] : [])]) {
+    for (const taskQueue of [...runQueues, ...modelQueueNames]) {
       await checkKeyRing(options.connection, namespace, taskQueue, fingerprint);
     }
-    if (modelCalls) await applyModelQueueRate(options.connection, namespace, modelCalls);
+    for (const queue of modelCallQueues) await applyModelQueueRate(options.connection, namespace, queue);
   } catch (err) {
     await release();
     throw err;
@@ -261,7 +261,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     });
   // Each front door serves Deputy's Nexus service for its tenant, on the queue its endpoint targets; runs it starts
   // go to Deputy's own queue.
-  const doors = store.current.frontDoors.map((door) =>
+  const doors = (options.modelCallsOnly ? [] : store.current.frontDoors).map((door) =>
     Worker.create({
       connection: options.connection,
       namespace,
@@ -271,9 +271,9 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     }),
   );
   const workers = await Promise.all([
-    ...queues.map((taskQueue) => poll(taskQueue, true)),
-    ...(sessionQueue ? [poll(sessionQueue, false)] : []),
-    ...(modelCalls ? [poll(modelCalls.taskQueue, false)] : []),
+    ...runQueues.map((taskQueue) => poll(taskQueue, true)),
+    ...(sessionQueue && !options.modelCallsOnly ? [poll(sessionQueue, false)] : []),
+    ...modelQueueNames.map((taskQueue) => poll(taskQueue, false)),
     ...doors,
   ]);
   return new DeputyWorker(workers, release);

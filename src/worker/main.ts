@@ -15,6 +15,7 @@ import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { deputyTracing } from '../ops/tracing.js';
 import { runtimeTelemetry } from '../ops/metrics.js';
 import { checkModelEndpoint } from './start-checks.js';
+import { modelQueues } from './model-queue.js';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { oneLineLogger } from './log.js';
 
@@ -78,11 +79,15 @@ async function main(): Promise<void> {
       config,
       model: { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl },
       messageKeys,
+      modelCallsOnly: env.modelCallsOnly,
     });
-    const { modelCalls } = config.current;
-    const rate = modelCalls?.requestsPerSecond === undefined ? '' : `, ${modelCalls.requestsPerSecond} requests/s`;
+    // Where model calls go besides the run's own queues: the fleet's queue, each provider's.
+    const calls = modelQueues(config.current).map(
+      ({ field, taskQueue, requestsPerSecond }) =>
+        `, ${field === 'modelCalls' ? 'model calls' : `${field.replace('providers.', 'provider ')}'s calls`} on ${taskQueue}${requestsPerSecond === undefined ? '' : `, ${requestsPerSecond} requests/s`}`,
+    );
     console.log(
-      `deputy worker: task queues ${env.taskQueue} and ${env.childTaskQueue}${modelCalls ? `, model calls on ${modelCalls.taskQueue}${rate}` : ''} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
+      `deputy worker: ${env.modelCallsOnly ? `model calls only${calls.join('')}` : `task queues ${env.taskQueue} and ${env.childTaskQueue}${calls.join('')}`} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
     );
     const problem = await endpoint;
     if (problem) console.error(`deputy worker: warning: ${problem}`);

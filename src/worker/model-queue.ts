@@ -9,6 +9,21 @@ import { ConfigError } from '../contract/errors.js';
 
 type ModelCalls = NonNullable<DeputyConfig['modelCalls']>;
 
+/** A task queue of model calls the config names, and where it names it (`modelCalls`, `providers.<name>`). */
+export interface ModelQueue extends ModelCalls {
+  field: string;
+}
+
+/** The task queues of model calls the config names: the default endpoint's, then each provider's that has one. */
+export function modelQueues(config: DeputyConfig): ModelQueue[] {
+  const queues: ModelQueue[] = config.modelCalls ? [{ ...config.modelCalls, field: 'modelCalls' }] : [];
+  for (const [name, { taskQueue, requestsPerSecond, perTenantRequestsPerSecond }] of Object.entries(config.providers)) {
+    if (taskQueue === undefined) continue;
+    queues.push({ taskQueue, requestsPerSecond, perTenantRequestsPerSecond, field: `providers.${name}` });
+  }
+  return queues;
+}
+
 const ACTIVITY_QUEUE = proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY;
 
 /**
@@ -18,13 +33,12 @@ const ACTIVITY_QUEUE = proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE
 export async function applyModelQueueRate(
   connection: NativeConnection,
   namespace: string,
-  modelCalls: ModelCalls,
+  { taskQueue, requestsPerSecond, perTenantRequestsPerSecond, field }: ModelQueue,
 ): Promise<void> {
-  const { taskQueue, requestsPerSecond, perTenantRequestsPerSecond } = modelCalls;
   if (requestsPerSecond === undefined && perTenantRequestsPerSecond === undefined) return;
   const limit = (rps: number) => ({
     rateLimit: { requestsPerSecond: rps },
-    reason: 'set by a Deputy worker at its start, from its config (modelCalls)',
+    reason: `set by a Deputy worker at its start, from its config (${field})`,
   });
   let held: proto.temporal.api.taskqueue.v1.ITaskQueueConfig | null | undefined;
   try {
@@ -47,17 +61,17 @@ export async function applyModelQueueRate(
   } catch (err) {
     throw new ConfigError(
       [
-        `modelCalls: the Temporal server did not take the rate of task queue "${taskQueue}" (${(err as Error).message}); it needs Temporal Server 1.29 or later (UpdateTaskQueueConfig): upgrade it, or remove the rates from modelCalls and set them with \`temporal task-queue config set --task-queue ${taskQueue} --task-queue-type activity --queue-rps-limit <n>\``,
+        `${field}: the Temporal server did not take the rate of task queue "${taskQueue}" (${(err as Error).message}); it needs Temporal Server 1.29 or later (UpdateTaskQueueConfig): upgrade it, or remove the rates from ${field} and set them with \`temporal task-queue config set --task-queue ${taskQueue} --task-queue-type activity --queue-rps-limit <n>\``,
       ],
       `task queue ${taskQueue}`,
     );
   }
   const problems: string[] = [];
-  const check = (field: string, asked: number | undefined, rps: number | null | undefined) => {
+  const check = (name: string, asked: number | undefined, rps: number | null | undefined) => {
     // The server keeps a 32-bit float: 0.3 reads back as 0.30000001.
     if (asked !== undefined && (rps === null || rps === undefined || Math.abs(rps - asked) > asked * 1e-6)) {
       problems.push(
-        `modelCalls.${field}: ${asked} was set on task queue "${taskQueue}" but the server holds ${rps ?? 'none'}; check the server's dynamic config (matching rate limits) and that no other fleet sets this queue`,
+        `${field}.${name}: ${asked} was set on task queue "${taskQueue}" but the server holds ${rps ?? 'none'}; check the server's dynamic config (matching rate limits) and that no other fleet sets this queue`,
       );
     }
   };

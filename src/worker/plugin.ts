@@ -6,9 +6,10 @@ import { SimplePlugin } from '@temporalio/plugin';
 import type { WorkerOptions } from '@temporalio/worker';
 import { deputyActivities, type DeputyActivityOptions } from './factory.js';
 import { SHARED_MODULES, WORKFLOWS_PATH } from './bundle.js';
-import { modelQueueWarning, sharedQueueWarning } from './start-checks.js';
+import { modelQueueWarnings, sharedQueueWarning } from './start-checks.js';
 import { ConfigStore } from '../config/store.js';
 import { HEARTBEAT_THROTTLE } from './heartbeats.js';
+import { modelQueues, type ModelQueue } from './model-queue.js';
 
 /** Options of `deputyPlugin`: what Deputy's activities need. */
 export type DeputyPluginOptions = DeputyActivityOptions;
@@ -16,13 +17,13 @@ export type DeputyPluginOptions = DeputyActivityOptions;
 /** The plugin `deputyPlugin` returns. */
 export class DeputyPlugin extends SimplePlugin {
   readonly #childTaskQueue: string;
-  readonly #modelCalls: { taskQueue: string } | undefined;
+  readonly #modelQueues: ModelQueue[];
 
   constructor(options: DeputyPluginOptions) {
     super({ name: 'deputy', activities: deputyActivities(options) });
     this.#childTaskQueue = options.childTaskQueue;
     const { config } = options;
-    this.#modelCalls = (config instanceof ConfigStore ? config.current : config).modelCalls;
+    this.#modelQueues = modelQueues(config instanceof ConfigStore ? config.current : config);
   }
 
   /**
@@ -35,8 +36,7 @@ export class DeputyPlugin extends SimplePlugin {
     const configured: WorkerOptions = super.configureWorker(options);
     const shared = sharedQueueWarning(options.taskQueue, this.#childTaskQueue);
     if (shared) console.warn(shared);
-    const unpolled = modelQueueWarning(options.taskQueue, this.#modelCalls);
-    if (unpolled) console.warn(unpolled);
+    for (const unpolled of modelQueueWarnings(options.taskQueue, this.#modelQueues)) console.warn(unpolled);
     const ownWorkflows = options.workflowsPath !== undefined || options.workflowBundle !== undefined;
     return {
       ...configured,

@@ -45,15 +45,21 @@ export async function checkModelEndpoint(
 }
 
 /**
- * The warning for a Worker that does not poll the fleet's model queue its runs' calls go to, or `null`: those calls
- * wait until some worker does.
+ * The warnings for a Worker that does not poll the queues of model calls its runs' calls go to (the fleet's, a
+ * provider's): those calls wait until some worker does.
  */
-export function modelQueueWarning(taskQueue: string, modelCalls: { taskQueue: string } | undefined): string | null {
-  return modelCalls && modelCalls.taskQueue !== taskQueue
-    ? `deputy: warning: runs' model calls go to task queue ${modelCalls.taskQueue} (modelCalls in the config), which ` +
+export function modelQueueWarnings(
+  taskQueue: string,
+  queues: readonly { taskQueue: string; field: string }[],
+): string[] {
+  return queues
+    .filter((queue) => queue.taskQueue !== taskQueue)
+    .map(
+      (queue) =>
+        `deputy: warning: runs' model calls go to task queue ${queue.taskQueue} (${queue.field} in the config), which ` +
         `this Worker does not poll; run \`npm run worker\` beside it (it polls that queue and sets its rate), or a Worker ` +
-        `on ${modelCalls.taskQueue} with this plugin`
-    : null;
+        `on ${queue.taskQueue} with this plugin`,
+    );
 }
 
 /**

@@ -47,7 +47,7 @@ export function testKeyRing(): Record<string, string> {
 /** Waits until the worker prints its ready line; fails with its output if it exits first. */
 export async function waitUntilReady(worker: WorkerProcess, timeoutMs = 60_000): Promise<void> {
   const started = Date.now();
-  while (!worker.output().includes('deputy worker: task queues')) {
+  while (!/^deputy worker: (task queues|model calls only)/m.test(worker.output())) {
     if (worker.child.exitCode !== null) throw new Error(`worker exited early:\n${worker.output()}`);
     if (Date.now() - started > timeoutMs)
       throw new Error(`worker not ready after ${timeoutMs} ms:\n${worker.output()}`);

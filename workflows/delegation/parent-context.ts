@@ -99,7 +99,7 @@ export async function generateParentContext(
         return summarizeContext.executeWithOptions(
           {
             summary: attempted(`summarizeContext ${on.model} for ${taskName}`, attempt),
-            ...modelCallOptions(run),
+            ...modelCallOptions(run, on),
           },
           [{ model: on.model, ...fellBack(run), messages, budget, grant: run.grant }],
         );
