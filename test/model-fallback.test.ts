@@ -41,7 +41,8 @@ describe('R8.3 model fallback', () => {
         when: on('spare-model', task),
         times: Infinity,
         reply: async (r) => {
-          if (toolResultCount(r) === 0) return { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 1, b: 2 } }] };
+          if (toolResultCount(r) === 0)
+            return { toolCalls: [{ name: 'calculate', arguments: { operation: 'add', a: 1, b: 2 } }] };
           await released; // the run is held in its second turn while the tree is looked at
           return { text: 'three, from the spare' };
         },

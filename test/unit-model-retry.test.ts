@@ -239,6 +239,20 @@ describe('R8.3 the models a run’s calls go to', () => {
     expect(models.current).toEqual(LAST);
   });
 
+  it('R8.3 two calls at once: the one still out on a model the other moved on from follows it, and is not counted against the next', () => {
+    const models = chain();
+    const summaryOn = models.current; // a child's summary goes out on the run's own model
+    models.failed(typed('ModelCall.ServerError'));
+    expect(models.failed(typed('ModelCall.ServerError'))).toBe('own failed on the server 2 times'); // the turn moved on
+    // The summary's attempt on the old model fails too: it follows to the spare, whose count stays at nothing.
+    expect(models.failed(typed('ModelCall.ServerError'), summaryOn)).toBe('own failed on the server 2 times');
+    expect(models.current).toEqual(SPARE);
+    expect(models.failed(typed('ModelCall.ServerError'))).toBeNull();
+    expect(models.current).toEqual(SPARE);
+    // What another model would not help with is still not retried.
+    expect(models.failed(typed('ModelCall.Unauthorized', true), summaryOn)).toBeNull();
+  });
+
   it('R8.3 an answer starts the count again; a call stays on the model that answered', () => {
     const models = chain();
     models.failed(typed('ModelCall.ServerError'));

@@ -122,16 +122,19 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
       (sent, attempt, on) => {
         answeredBy = on;
         const summary = `compactSession ${on.model} (${plan.replacesTurns} turns so far)`;
-        return compactSession.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run, on) }, [
-          {
-            model: on.model,
-            ...fellBack(run),
-            ...sent,
-            compact: range,
-            budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS),
-            grant: run.grant,
-          },
-        ]);
+        return compactSession.executeWithOptions(
+          { summary: attempted(summary, attempt), ...modelCallOptions(run, on) },
+          [
+            {
+              model: on.model,
+              ...fellBack(run),
+              ...sent,
+              compact: range,
+              budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS),
+              grant: run.grant,
+            },
+          ],
+        );
       },
       // What the worker now holds: the dialogue as the session reads once the summary replaces the range.
       (result) => messagesAfterCompaction(messages, range, result.summary),

@@ -42,12 +42,14 @@ export async function retryModelCall<T>(
       models.answered();
       return answer;
     } catch (err) {
-      const movedOn = models.failed(err);
+      const movedOn = models.failed(err, model);
       if (movedOn !== null) {
         billed(err, model.price);
         earlierAttempts += retries.attempts;
         retries = retriesOnAModel();
-        setCurrentDetails(`${getCurrentDetails() || 'calling the model'}; ${movedOn}: moving on to ${models.current.model}`);
+        setCurrentDetails(
+          `${getCurrentDetails() || 'calling the model'}; ${movedOn}: moving on to ${models.current.model}`,
+        );
         continue;
       }
       const retry = retries.next(err, Date.now());

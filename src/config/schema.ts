@@ -114,9 +114,7 @@ export const DeputyConfig = z
      * `perTenantRequestsPerSecond` for each fairness key (a tenant, or a tree without one), set on the queue by each
      * worker at its start and read back. Read at the worker's start.
      */
-    modelCalls: z
-      .strictObject(ModelQueue.shape)
-      .optional(),
+    modelCalls: z.strictObject(ModelQueue.shape).optional(),
     /**
      * Endpoints besides the default one (`OPENAI_BASE_URL`, `OPENAI_API_KEY`), by name: the calls to the models each
      * lists go to its `baseUrl`, with the key in the worker's environment variable `apiKeyEnv` (never in the config,

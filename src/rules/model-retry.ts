@@ -255,12 +255,16 @@ export class ModelChain {
   }
 
   /**
-   * An attempt on `current` failed with `err`: when that was the last the policy allows of its kind and a model is
-   * left, the calls move on to it, and this says why ("gpt-4.1 was rate limited 3 times"); else `null`.
+   * An attempt on `on` failed with `err`: when that was the last the policy allows of its kind and a model is left,
+   * the calls move on to it, and this says why ("gpt-4.1 was rate limited 3 times"); else `null`. An attempt on a
+   * model another call of the run has moved on from (a child's summary beside a turn) follows it at once, its failure
+   * not counted against the model it never tried.
    */
-  failed(err: unknown): string | null {
+  failed(err: unknown, on: ChainModel = this.current): string | null {
     const kind = faultKind(err);
-    if (kind === null || !this.fallback || this.#step >= this.fallback.models.length) return null;
+    if (kind === null) return null;
+    if (on !== this.current) return this.#reason;
+    if (!this.fallback || this.#step >= this.fallback.models.length) return null;
     const count = ++this.#failures[kind];
     if (count < this.fallback.after[kind]) return null;
     this.#reason = `${this.current.model} ${FAULT_TEXT[kind]} ${count} time${count === 1 ? '' : 's'}`;
