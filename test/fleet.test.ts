@@ -124,4 +124,31 @@ describe('R8.1 R8.2 the fleet shares its provider', () => {
     expect(fairnessKey(long('a'))).not.toBe(fairnessKey(long('b')));
     expect(fairnessKey(long('a'))).toBe(fairnessKey(long('a')));
   });
+
+  it('R8.2 a starter that claims a conversation’s place, another tenant’s share and a heavy weight moves nothing: the run’s calls carry the place it gives itself', async () => {
+    const task = 'fleet: a starter lies about its place';
+    h.model.add({ name: 'liar', when: forTask(task), reply: { text: 'done, in my own place' } });
+    const workflowId = h.id('liar');
+    // A raw client of the namespace, not DeputyClient: Temporal records whatever priority it asks for.
+    await h.client.workflow.start('agentRun', {
+      taskQueue: h.taskQueue,
+      workflowId,
+      args: [{ task, tenant: 'acme' }],
+      priority: { priorityKey: 1, fairnessKey: 'someone-else', fairnessWeight: 100 },
+    });
+    expect(await h.deputy.result(workflowId)).toMatchObject({ status: 'completed', output: 'done, in my own place' });
+    const events = (await h.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    expect(events[0]!.workflowExecutionStartedEventAttributes?.priority).toMatchObject({
+      priorityKey: 1,
+      fairnessKey: 'someone-else',
+    });
+    const places = events.flatMap((e) => {
+      const scheduled = e.activityTaskScheduledEventAttributes;
+      if (scheduled?.activityType?.name !== 'callModel') return [];
+      const { priorityKey, fairnessKey: key, fairnessWeight } = scheduled.priority ?? {};
+      return [{ priorityKey, fairnessKey: key, weighted: (fairnessWeight ?? 0) > 1 }];
+    });
+    // A run of its own (not a conversation), in its tenant's share, at no weight of the starter's.
+    expect(places).toEqual([{ priorityKey: 2, fairnessKey: 'acme', weighted: false }]);
+  });
 });
