@@ -3,9 +3,10 @@
  * activity: Temporal does not retry them, so a run cancelled between attempts still knows what each one billed.
  * Deterministic code only.
  */
-import { getCurrentDetails, setCurrentDetails, sleep } from '@temporalio/workflow';
+import { ApplicationFailure, getCurrentDetails, setCurrentDetails, sleep } from '@temporalio/workflow';
 import type { ModelPrice } from '../src/contract/composition.js';
 import { DEFAULT_MODEL_RETRY, ModelRetries, type ChainModel } from '../src/rules/model-retry.js';
+import { impossibleUsage } from '../src/rules/usage.js';
 import type { AgentRunState } from './run-state.js';
 
 export interface ModelCallRetry {
@@ -37,10 +38,9 @@ export async function retryModelCall<T>(
   let earlierAttempts = 0;
   for (;;) {
     const model = models.current;
+    let answer: T;
     try {
-      const answer = await attempt(earlierAttempts + retries.attempts, model);
-      models.answered();
-      return answer;
+      answer = await attempt(earlierAttempts + retries.attempts, model);
     } catch (err) {
       const movedOn = models.failed(err, model);
       if (movedOn !== null) {
@@ -59,7 +59,17 @@ export async function retryModelCall<T>(
       setCurrentDetails(doing ? `${doing}; ${retry.status}` : retry.status);
       await sleep(retry.delayMs);
       setCurrentDetails(doing);
+      continue;
     }
+    models.answered();
+    const impossible = impossibleUsage(answer);
+    if (impossible !== null) {
+      throw ApplicationFailure.nonRetryable(
+        `the model call's result reports usage no call can have (${impossible}), so it was not written by Deputy's worker (a result completed by hand?); nothing of it was counted`,
+        'ImpossibleUsage',
+      );
+    }
+    return answer;
   }
 }
 

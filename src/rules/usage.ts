@@ -139,6 +139,20 @@ function tokenCount(value: unknown): number | null {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
 }
 
+/**
+ * Why a model call's result reports usage no call can have (a count that is negative, fractional or past a safe
+ * integer), or `null`. Such a result is refused before it reaches the ledger or a metric: no endpoint's report gets
+ * there (the activity counts what it read), so it was written by hand.
+ */
+export function impossibleUsage(result: unknown): string | null {
+  const { inputTokens, outputTokens } = (typeof result === 'object' && result !== null ? result : {}) as Record<
+    string,
+    unknown
+  >;
+  const bad = Object.entries({ inputTokens, outputTokens }).filter(([, v]) => tokenCount(v) === null);
+  return bad.length === 0 ? null : bad.map(([k, v]) => `${k} ${JSON.stringify(v) ?? 'missing'}`).join(', ');
+}
+
 /** `value` as input and output tokens, when both are counts (see `tokenCount`); anything else is `null`. */
 export function callTokensOf(value: unknown): CallTokens | null {
   if (typeof value !== 'object' || value === null) return null;

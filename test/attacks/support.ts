@@ -51,13 +51,14 @@ export function temporalCli(...args: string[]): Promise<{ status: number; output
 }
 
 /**
- * Completes the model call a run is waiting on by hand, with `toolCalls` and no usage, as `temporal activity complete`
+ * Completes the model call a run is waiting on by hand, with `toolCalls` and `usage` (none by default), as `temporal activity complete`
  * lets any client of the namespace do.
  */
 export async function completeModelCallByHand(
   client: Client,
   workflowId: string,
   toolCalls: { id: string; name: string; arguments: string; seal: string }[],
+  usage: { inputTokens: number; outputTokens: number } = { inputTokens: 0, outputTokens: 0 },
 ): Promise<void> {
   let pending: string | undefined;
   await expect
@@ -68,7 +69,7 @@ export async function completeModelCallByHand(
       return pending;
     })
     .toBeDefined();
-  const answer = { content: null, toolCalls, inputTokens: 0, outputTokens: 0, finishReason: 'tool_calls' };
+  const answer = { content: null, toolCalls, ...usage, finishReason: 'tool_calls' };
   const completed = await temporalCli(
     'activity',
     'complete',

@@ -12,3 +12,33 @@ export async function scheduledActivities(
     return scheduled ? [{ type: scheduled.activityType!.name!, taskQueue: scheduled.taskQueue!.name! }] : [];
   });
 }
+
+/**
+ * How long each workflow task of a run took on its worker, in ms, as the server recorded it (from the task's start to
+ * its completion or failure); with the failures' messages.
+ */
+export async function workflowTaskTimes(
+  client: Client,
+  workflowId: string,
+): Promise<{ slowestMs: number; failures: string[] }> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const ms = (e: (typeof history.events & object)[number]) =>
+    Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
+  let started: number | undefined;
+  let slowestMs = 0;
+  const failures: string[] = [];
+  for (const event of history.events ?? []) {
+    if (event.workflowTaskStartedEventAttributes) started = ms(event);
+    if (event.workflowTaskFailedEventAttributes) {
+      failures.push(event.workflowTaskFailedEventAttributes.failure?.message ?? 'workflow task failed');
+    }
+    if (
+      (event.workflowTaskCompletedEventAttributes || event.workflowTaskFailedEventAttributes) &&
+      started !== undefined
+    ) {
+      slowestMs = Math.max(slowestMs, ms(event) - started);
+      started = undefined;
+    }
+  }
+  return { slowestMs, failures };
+}

@@ -9,7 +9,8 @@ import { forkProblems } from '../fork.js';
 import { delegateArgs, plainRunInput } from '../compiled-checks.js';
 import * as GENERATED from '../json-schemas.js';
 import type { ParsedRunInput, RunResult } from '../run.js';
-import { checkSchema, SchemaChecker } from './json-schema.js';
+import { SchemaChecker } from './json-schema.js';
+import { checkOutsideSchema, outsideSchemaProblems } from './outside-schema.js';
 import { formatPath } from './schema-wording.js';
 
 /** The generated schemas (`RUN_INPUT` for `RUN_INPUT_SCHEMA` and its `RUN_INPUT_MESSAGES`). */
@@ -140,6 +141,13 @@ export function parseInvocation(rawArguments: string): InvocationCheck {
   }
   const args = checked.value as DelegateArgs;
   if (args.return_shape) {
+    const unbounded = outsideSchemaProblems(args.return_shape);
+    if (unbounded.length > 0) {
+      return {
+        ok: false,
+        error: `return_shape cannot be checked in bounded time: ${unbounded.join('; ')}; nothing was spawned`,
+      };
+    }
     const usable = RETURN_SHAPE_META.check(args.return_shape);
     if (!usable.ok) {
       return {
@@ -163,7 +171,10 @@ export function checkReturnShape(output: string | null, returnShape: Record<stri
   } catch {
     return { ok: false, error: 'the output is not JSON, but return_shape asks for JSON' };
   }
-  const checked = checkSchema(returnShape, value, { unknownKeys: 'keep' });
+  const unbounded = outsideSchemaProblems(returnShape);
+  if (unbounded.length > 0)
+    return { ok: false, error: `return_shape cannot be checked in bounded time: ${unbounded.join('; ')}` };
+  const checked = checkOutsideSchema(returnShape, value);
   return checked.ok
     ? { ok: true, value: checked.value }
     : { ok: false, error: `the output does not match return_shape: ${checked.issues.join('; ')}` };

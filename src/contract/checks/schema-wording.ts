@@ -4,6 +4,12 @@
 import type { OutputUnit, Schema } from '@cfworker/json-schema';
 import type { SchemaMessages } from '../tools.js';
 
+/**
+ * The keyword a check written in another form stands for (a schema from outside has its patterns answered ahead),
+ * in the words its problem is reported in.
+ */
+export const STANDS_FOR = 'x-deputy-stands-for';
+
 /** Every (sub)schema of a root by its URI, as the validator resolves `$ref`s. */
 export type Lookup = Record<string, Schema | boolean>;
 
@@ -147,6 +153,7 @@ export class Wording {
     else if (keyword === 'false' && this.namedAsUnknown(error, all)) return;
     else if (SUMMARIES.has(keyword)) return;
     else if (keyword === 'required') this.missing(error, instanceKeys, node);
+    else if (keyword === 'not' && typeof node?.[STANDS_FOR] === 'string') this.push(`${path}: ${node[STANDS_FOR]}`);
     else if (keyword === 'format' && node?.pattern !== undefined)
       return; // the pattern says it
     else if (UNIONS.has(keyword) && this.tags(error) !== undefined) this.untagged(error, instanceKeys);
