@@ -2,7 +2,6 @@
  * The worker's side of approvals: a request records a digest of exactly the call a model made in this run, and a
  * decision's proof is checked with the approvers' keys, which only workers hold.
  */
-import { activityInfo } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -19,6 +18,7 @@ import { FAILURE } from '../src/contract/failures.js';
 import { approvalDigest, proofMatches } from '../src/ops/approval-proof.js';
 import { previewOf } from '../src/rules/approvals.js';
 import { approvalCheckSpan, approvalRequestSpan } from './telemetry.js';
+import { callerChain, knownCallerChain, type Chain } from './caller-chain.js';
 
 export function createApprovalActivities(config: ConfigStore, madeByModel: (call: ToolCall) => boolean) {
   /** What a request records of a call a model made in this run: its digest and preview. */
@@ -39,9 +39,11 @@ export function createApprovalActivities(config: ConfigStore, madeByModel: (call
     },
     /** Whether a decision carries a proof by the key of the approver it names, over this run, request and call. */
     async checkApproval(input: CheckApprovalInput): Promise<CheckApprovalResult> {
-      const runId = activityInfo().workflowExecution?.workflowId ?? input.runId;
+      // The run as Temporal reports it, never as the input says: its workflow id and its chain's first run.
+      const chain = knownCallerChain() ?? (await callerChain());
+      if (!chain) return { ok: false, reason: 'checkApproval checks decisions only for a run that waits' };
       return approvalCheckSpan(input.requestId, input.decision, async () =>
-        checkProof(config.current.approvals?.approvers, runId, input),
+        checkProof(config.current.approvals?.approvers, chain, input),
       );
     },
   };
@@ -50,7 +52,7 @@ export function createApprovalActivities(config: ConfigStore, madeByModel: (call
 /** A decision's proof checked against the configured approvers' keys, bound to the run that waits. */
 export function checkProof(
   approvers: readonly { id: string; key: ApproverKey }[] | undefined,
-  runId: string,
+  { workflowId: runId, firstRunId }: Chain,
   { requestId, decision, digest, approver, proof }: Omit<CheckApprovalInput, 'grant' | 'runId'>,
 ): CheckApprovalResult {
   if (!approvers) return { ok: true };
@@ -60,10 +62,10 @@ export function checkProof(
   if (!found) return { ok: false, reason: `approver "${approver}" is not configured on this worker` };
   const key = keyOf(found);
   if (!key.ok) return key;
-  if (!proofMatches(key.key, { runId, requestId, decision, digest }, proof)) {
+  if (!proofMatches(key.key, { runId, firstRunId, requestId, decision, digest }, proof)) {
     return {
       ok: false,
-      reason: `the proof is not ${approver}'s for ${decision} of request ${requestId} of run ${runId} with these arguments`,
+      reason: `the proof is not ${approver}'s for ${decision} of request ${requestId} of run ${runId} (first run ${firstRunId}) with these arguments`,
     };
   }
   return { ok: true };

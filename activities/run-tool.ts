@@ -1,5 +1,6 @@
 import { ToolError } from '../src/contract/errors.js';
 import { activityInfo } from '@temporalio/activity';
+import { knownCallerChain, type Chain } from './caller-chain.js';
 import { withHeartbeat } from './heartbeat.js';
 import { artifactAccess, type ArtifactStore } from '../src/ops/artifacts.js';
 import type { MessageKeys } from '../src/ops/message-keys.js';
@@ -145,8 +146,9 @@ function approvalProblem(
     if (approval.digest !== digest) {
       return `not run: the arguments of this call of "${call.name}" are not those approved in request ${approval.requestId}`;
     }
-    const runId = callerWorkflowId() ?? input.runId;
-    const proof = checkProof(config?.approvers, runId, { ...approval, decision: 'approve' });
+    const chain = callerChainOf();
+    if (!chain) return `not run: the approval of request ${approval.requestId} is checked only for a run that waits`;
+    const proof = checkProof(config?.approvers, chain, { ...approval, decision: 'approve' });
     if (!proof.ok) return `not run: the approval of request ${approval.requestId} does not check out: ${proof.reason}`;
     return undefined;
   }
@@ -158,10 +160,10 @@ function approvalProblem(
   return why && `not run: ${why}, and this call carries no decision; it runs only once approved`;
 }
 
-/** The workflow id of the run Temporal reports as the caller: what a proof must be bound to. */
-function callerWorkflowId(): string | undefined {
+/** The chain of the run Temporal reports as the caller (the activity guard read it first): what a proof is bound to. */
+function callerChainOf(): Chain | undefined {
   try {
-    return activityInfo().workflowExecution?.workflowId;
+    return knownCallerChain();
   } catch {
     return undefined; // called as a plain function (a test of its own checks)
   }

@@ -52,10 +52,11 @@ describe('R7.5 with approvers configured, a decision needs its approver’s proo
         key: 'not-alices-key-0123456789abcdef00',
       }),
     ).rejects.toThrow(
-      `decideApproval: the proof is not alice's for approve of request ${request.requestId} of run ${id} with these arguments; the request stays open`,
+      `decideApproval: the proof is not alice's for approve of request ${request.requestId} of run ${id} (first run ${request.firstRunId}) with these arguments; the request stays open`,
     );
     // A proof of a denial does not approve.
     const denial = approvalProof(ALICE_KEY, {
+      firstRunId: request.firstRunId,
       runId: id,
       requestId: request.requestId,
       decision: 'deny',
@@ -83,6 +84,7 @@ describe('R7.5 with approvers configured, a decision needs its approver’s proo
     const first = await emailRun('authority-2a');
     const second = await emailRun('authority-2b');
     const proofForFirst = approvalProof(ALICE_KEY, {
+      firstRunId: first.request.firstRunId,
       runId: first.id,
       requestId: first.request.requestId,
       decision: 'approve',

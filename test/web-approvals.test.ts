@@ -54,9 +54,12 @@ describe('R7.3 R7.4 approvals in the web view', () => {
     await page.goto(`${view.base}/runs/${encodeURIComponent(id)}?token=${TOKEN}`);
     const item = (requestId: string) => page.locator(`#approvals .approval[data-request="${requestId}"]`);
     await item(everyone.requestId).waitFor({ timeout: 30_000 });
-    expect(await item(everyone.requestId).textContent()).toContain(
-      `mailer asks (${everyone.requestId}): send_email {"to":"everyone@example.com","body":"hello all"}`,
+    expect(await item(everyone.requestId).textContent()).toContain(`mailer asks (${everyone.requestId}): send_email`);
+    // The arguments whole, as the model wrote them: what would run.
+    expect(await item(everyone.requestId).locator('pre.arguments').textContent()).toBe(
+      '{"to":"everyone@example.com","body":"hello all"}',
     );
+    expect(await item(everyone.requestId).textContent()).toContain('arguments, whole (48 characters):');
     expect(await page.locator(`tr.run[data-run="${friend.run}"] td.status`).textContent()).toBe('waiting_for_approval');
     await page.screenshot({ path: join(SCREENSHOTS, 'web-approvals.png') });
 

@@ -3,6 +3,7 @@
  * children last reported of their subtrees. Deterministic code only.
  */
 import type { ApprovalRequest, ApprovalsBody, DecideApprovalInput } from '../src/contract/approvals.js';
+import { RELAYED_ARGUMENTS_CHARS } from '../src/rules/approvals.js';
 
 /** Where one of the run's own requests stands. */
 export type RequestStatus = 'open' | 'deciding' | 'approved' | 'denied' | 'expired' | 'cancelled';
@@ -122,7 +123,10 @@ export class ApprovalBook {
 
   /** The report for this run's parent when its open requests changed since the last one, else `undefined`. */
   report(): ApprovalsBody | undefined {
-    const requests = [...this.openRequests(), ...this.below()].slice(-MAX_REPORTED);
+    // Arguments travel up cut: the run that waits holds them whole, and the client reads them there.
+    const requests = [...this.openRequests(), ...this.below()]
+      .slice(-MAX_REPORTED)
+      .map((r) => ({ ...r, arguments: r.arguments.slice(0, RELAYED_ARGUMENTS_CHARS) }));
     const text = JSON.stringify(requests);
     if (text === this.#lastReport) return undefined;
     this.#lastReport = text;

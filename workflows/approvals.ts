@@ -13,6 +13,7 @@ import {
   setCurrentDetails,
   setHandler,
   sleep,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { DeputyActivities } from '../activities/index.js';
 import type { ApprovedCall, DecideApprovalInput, DecideApprovalResult } from '../src/contract/approvals.js';
@@ -62,10 +63,14 @@ export async function awaitApproval(run: AgentRunState, call: ToolCall, why: str
   const own = run.approvals.open({
     requestId,
     run: run.sessionId,
+    firstRunId: workflowInfo().firstExecutionRunId,
     path: '',
     tool: call.name,
     digest: recorded.digest,
     preview: previewOf(recorded.preview),
+    // The person decides on exactly what runs: the arguments whole, as the answer recorded them.
+    arguments: call.arguments,
+    argumentsChars: call.arguments.length,
     why,
     requestedAt: new Date(requestedAt).toISOString(),
     deadline,

@@ -79,6 +79,8 @@ export class AgentRunState extends RunWaits {
   readonly workerDialogue = new WorkerDialogue();
   /** Its calls' approval requests, and the open ones its children report of their subtrees. */
   readonly approvals = new ApprovalBook();
+  /** What the delegations of the answer being run reserved so far, in micro-USD: the threshold holds for them together. */
+  reservedInAnswer = 0;
 
   constructor(
     readonly input: ParsedRunInput,

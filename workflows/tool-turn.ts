@@ -164,6 +164,7 @@ async function settled(
 export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
   setCurrentDetails(`turn ${run.usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
   const allowedTools = run.composition.tools.map((tool) => tool.name);
+  run.reservedInAnswer = 0;
   const runOne = async (call: ToolCall) => {
     const { content, isError, artifacts } = await executeTool(run, call, allowedTools);
     run.artifacts.saved(artifacts);

@@ -6,6 +6,7 @@
 import { DeputyError, UsageError } from '../contract/errors.js';
 import type { DeputyClient } from '../client/client.js';
 import type { Parsed } from './usage.js';
+import { argumentsWords } from '../rules/approvals.js';
 
 export async function approvalsCommand(
   deputy: DeputyClient,
@@ -16,9 +17,17 @@ export async function approvalsCommand(
   if (command === 'approvals') {
     const open = await deputy.approvals(runId!);
     if (open.length === 0) return `no approval request is open under ${runId}`;
+    // A block per request, its arguments whole: the person decides on exactly what would run.
     return open
-      .map((r) => [r.run, r.requestId, r.tool, r.preview, `until ${r.deadline}`, r.path].join('\t'))
-      .join('\n');
+      .map((r) =>
+        [
+          `${r.requestId}  ${r.tool}  in ${r.run}  until ${r.deadline}`,
+          `  where: ${r.path}`,
+          `  why: ${r.why}`,
+          `  ${argumentsWords(r)}`,
+        ].join('\n'),
+      )
+      .join('\n\n');
   }
   let key: string | undefined;
   if (keyEnv !== undefined) {

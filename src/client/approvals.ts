@@ -22,9 +22,29 @@ export interface DecideOptions {
   key?: string;
 }
 
-/** The open requests of the run `rootId` and of every run below it, oldest first per run. */
+/**
+ * The open requests of the run `rootId` and of every run below it, oldest first per run, each with its arguments
+ * whole: a request a child reported up with its arguments cut is read whole from the run that waits. One that run no
+ * longer lists (decided meanwhile) is left as reported; one it cannot be asked about keeps its cut arguments, which
+ * `argumentsChars` shows.
+ */
 export async function openApprovals(temporal: Client, rootId: string): Promise<ApprovalRequest[]> {
-  return temporal.workflow.getHandle(rootId).query(approvalsQuery);
+  const listed = await temporal.workflow.getHandle(rootId).query(approvalsQuery);
+  const cutRuns = new Set(listed.filter((r) => r.arguments.length < r.argumentsChars).map((r) => r.run));
+  const whole = new Map<string, ApprovalRequest>();
+  await Promise.all(
+    [...cutRuns].map(async (run) => {
+      const own = await temporal.workflow
+        .getHandle(run)
+        .query(approvalsQuery)
+        .catch(() => []);
+      for (const r of own) if (r.run === run) whole.set(`${run} ${r.requestId} ${r.digest}`, r);
+    }),
+  );
+  return listed.map((r) => {
+    const found = whole.get(`${r.run} ${r.requestId} ${r.digest}`);
+    return found ? { ...r, arguments: found.arguments } : r;
+  });
 }
 
 /**
@@ -51,7 +71,8 @@ export async function decideApproval(
     if (!options.approver)
       throw new InputError('decideApproval', ['approver: a key makes a proof only for a named approver']);
     if (!listed[0]) throw new InputError('decideApproval', [`requestId: no open request ${requestId} under ${runId}`]);
-    proof = approvalProof(key, { runId: target, requestId, decision, digest: listed[0].digest });
+    const { firstRunId, digest } = listed[0];
+    proof = approvalProof(key, { runId: target, firstRunId, requestId, decision, digest });
   }
   const parsed = DecideApprovalInput.safeParse({ requestId, decision, ...options, ...(proof && { proof }) });
   if (!parsed.success) throw new InputError('decideApproval payload', describeIssues(parsed.error));

@@ -5,6 +5,11 @@
  */
 import { z } from 'zod';
 
+/**
+ * The longest arguments a request records: a model answer's whole text budget (a call's arguments are part of it).
+ */
+export const MAX_REQUEST_ARGUMENTS_CHARS = 256 * 1024;
+
 /** Longest request id: `a<segment>.<n>`. */
 const REQUEST_ID = z.string().min(1).max(100);
 
@@ -92,8 +97,8 @@ export const DecideApprovalInput = z.strictObject({
   /** Who decides: one of `approvals.approvers` when the config lists them. */
   approver: z.string().min(1).max(100).optional(),
   /**
-   * HMAC-SHA256, hex, by the approver's key over `deputy-approval-v1`, the run's workflow id, the request id, the
-   * decision and the arguments digest, one per line (`approvalProof` computes it).
+   * HMAC-SHA256, hex, by the approver's key over `deputy-approval-v2`, the run's workflow id, the first run id of
+   * its chain, the request id, the decision and the arguments digest, one per line (`approvalProof` computes it).
    */
   proof: z
     .string()
@@ -120,8 +125,20 @@ export const ApprovalRequest = z.strictObject({
   tool: z.string().max(200),
   /** SHA-256, hex, of the tool's name and arguments: a decision is for these arguments only. */
   digest: z.string().regex(/^[0-9a-f]{64}$/),
-  /** The arguments, cut to a few hundred characters. */
+  /**
+   * The first run of the waiting run's chain, as Temporal reports it (continue-as-new keeps it): a proof covers it,
+   * so no proof approves anything in another run of the same workflow id.
+   */
+  firstRunId: z.string().min(1).max(100),
+  /** The arguments on one line, cut to a few hundred characters: for a line in a stream, not for deciding. */
   preview: z.string().max(1000),
+  /**
+   * The arguments exactly as the model wrote them: whole in the run that waits; in a report to a parent, cut past
+   * 2,000 characters (the client reads them whole from the run that waits).
+   */
+  arguments: z.string().max(MAX_REQUEST_ARGUMENTS_CHARS),
+  /** How long the arguments are whole, in characters: more than `arguments` holds when they were cut. */
+  argumentsChars: z.number().int().nonnegative(),
   /** Why it needs approval. */
   why: z.string().max(1000),
   requestedAt: z.string().max(40),

@@ -27,7 +27,19 @@ export interface FrontDoorState {
   runId: string;
   status: string;
   openQuestions: { questionId: string; child: string; question: string }[];
-  openApprovals: { requestId: string; path: string; tool: string; preview: string; deadline: string }[];
+  openApprovals: {
+    requestId: string;
+    path: string;
+    tool: string;
+    preview: string;
+    /** The call's arguments whole; shorter than `argumentsChars` only when its run could not be asked. */
+    arguments: string;
+    argumentsChars: number;
+    /** What a proof covers besides the decision (docs/approvals.md). */
+    digest: string;
+    firstRunId: string;
+    deadline: string;
+  }[];
 }
 
 /** A decision on a call of the run's tree that waits for approval (docs/approvals.md). */

@@ -15,6 +15,7 @@ import type { RunState } from '../contract/run.js';
 import type { SessionEvent } from '../contract/session.js';
 import { failureMessage } from '../rules/failure-message.js';
 import { labelledUsage } from '../rules/usage.js';
+import { argumentsWords, previewOf } from '../rules/approvals.js';
 import { CHAT_SCRIPT } from './chat-script.js';
 import { runUrl, settledTree, withDemoEnvironment, type DemoEnvironment } from './environment.js';
 import type { DeputyConfig } from '../config/schema.js';
@@ -85,12 +86,24 @@ function noticeOf(content: string): string {
   }
 }
 
-/** `/approve [reason]` or `/deny [reason]`: decides the oldest request open in the tree, as the person. */
+/** Requests whose arguments the chat has printed whole (`<run> <requestId>`). */
+const shownWhole = new Set<string>();
+
+/**
+ * `/approve [reason]` or `/deny [reason]`: decides the oldest request open in the tree, as the person. The notice
+ * line shows a call's arguments on one line, cut; when that was not all of them, the first `/approve` or `/deny`
+ * prints them whole and the person says it again to decide on exactly those.
+ */
 async function decideOldest(deputy: DemoEnvironment['deputy'], workflowId: string, line: string): Promise<string> {
   const decision = line.startsWith('/approve') ? 'approve' : 'deny';
   const reason = line.replace(/^\/(approve|deny)\s*/, '');
   const [open] = await deputy.approvals(workflowId);
   if (!open) return '  (no call is waiting for approval)';
+  const key = `${open.run} ${open.requestId}`;
+  if (previewOf(open.arguments) !== open.arguments && !shownWhole.has(key)) {
+    shownWhole.add(key);
+    return `  ${open.requestId} (${open.tool}) ${argumentsWords(open)}\n  say /${decision} again to ${decision} exactly these`;
+  }
   await deputy.decideApproval(workflowId, open.requestId, decision, reason ? { reason } : {});
   const where = open.run === workflowId ? '' : ` in "${open.path.split('/').at(-1)}"`;
   return `  ✓ you ${decision === 'approve' ? 'approved' : 'denied'} ${open.requestId} (${open.tool}${where})`;

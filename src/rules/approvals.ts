@@ -4,7 +4,8 @@
  */
 import type { ApprovalPolicy, ApprovalRequest, ApprovalsConfig } from '../contract/approvals.js';
 import type { Preset } from '../contract/preset.js';
-import { SchemaChecker, type JsonSchema } from '../contract/checks/json-schema.js';
+import { checkSchema, type JsonSchema } from '../contract/checks/json-schema.js';
+import { answeredFor, outsideSchemaProblems } from '../contract/checks/outside-schema.js';
 import { bounded, UNTRUSTED_LABEL } from './children.js';
 
 /** Characters of a call's arguments a request shows. */
@@ -93,7 +94,13 @@ export function whyApproval(
   }
   for (const schema of schemas) {
     if (isAlways(schema)) return `the config asks approval of every call of ${name}`;
-    const checked = new SchemaChecker(schema, { unknownKeys: 'keep' }).check(args);
+    // A condition that cannot be checked in bounded time asks, rather than letting the call through unchecked.
+    const problems = outsideSchemaProblems(schema);
+    const answered = problems.length > 0 ? { problem: problems.join('; ') } : answeredFor(schema, args);
+    if ('problem' in answered) {
+      return `the config asks approval of ${name} on a condition Deputy cannot check in bounded time (${bounded(answered.problem, 200)})`;
+    }
+    const checked = checkSchema(answered.schema, args, { unknownKeys: 'keep' });
     if (checked.ok)
       return `the config asks approval of ${name} when its arguments match ${bounded(JSON.stringify(schema), 200)}`;
   }
@@ -101,11 +108,38 @@ export function whyApproval(
 }
 
 /** Why a delegation that reserves `reservedUsd` for its children needs approval, or `undefined`. */
-export function whyDelegationApproval(policy: ApprovalPolicy | undefined, reservedUsd: number): string | undefined {
+export function whyDelegationApproval(
+  policy: ApprovalPolicy | undefined,
+  reservedUsd: number,
+  /** What the other delegations of the same model answer reserved before it. */
+  earlierInAnswerUsd = 0,
+): string | undefined {
   const above = policy?.delegationAboveUsd;
-  if (above === undefined || reservedUsd <= above) return undefined;
-  return `this delegation would reserve $${reservedUsd.toFixed(4)} for its children, above approvals.delegationAboveUsd ($${above})`;
+  const together = reservedUsd + earlierInAnswerUsd;
+  if (above === undefined || together <= above) return undefined;
+  const withOthers =
+    earlierInAnswerUsd > 0 ? `, $${together.toFixed(4)} with the other delegations of the same model answer` : '';
+  return `this delegation would reserve $${reservedUsd.toFixed(4)} for its children${withOthers}, above approvals.delegationAboveUsd ($${above})`;
 }
+
+/** How much of a request's arguments a child's report to its parent carries; the run that waits holds them whole. */
+export const RELAYED_ARGUMENTS_CHARS = 2_000;
+
+/**
+ * How a view shows a request's arguments to the person who decides: whole, or plainly cut with where to read them
+ * whole. A view that shows them cut must not take a decision on them (`argumentsWhole` says which).
+ */
+export function argumentsWords(request: Pick<ApprovalRequest, 'run' | 'arguments' | 'argumentsChars'>): string {
+  if (argumentsWhole(request)) return `arguments (whole, ${request.argumentsChars} characters): ${request.arguments}`;
+  return (
+    `arguments CUT (the first ${request.arguments.length} of ${request.argumentsChars} characters; read them whole ` +
+    `with \`npm run deputy -- approvals ${request.run}\` before deciding): ${request.arguments}…`
+  );
+}
+
+/** Whether a request as listed carries its arguments whole. */
+export const argumentsWhole = (request: Pick<ApprovalRequest, 'arguments' | 'argumentsChars'>): boolean =>
+  request.arguments.length >= request.argumentsChars;
 
 /** A call's arguments as a request shows them: one line, cut. */
 export function previewOf(rawArguments: string): string {

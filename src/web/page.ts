@@ -28,7 +28,7 @@ const STYLE = `  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color:
   .untrusted-label { font-weight: 700; color: #7d4e00; font-size: 11px; }
   .question { background: #fbefff; border-left: 3px solid #8250df; padding: 6px 8px; margin: 6px 0; }
   .approval { background: #fff1e5; border-left: 3px solid #bc4c00; padding: 6px 8px; margin: 6px 0; }
-  .approval input { width: 60%; } .approval .outcome { color: #57606a; font-size: 12px; margin-left: 6px; }
+  .approval input { width: 60%; } .approval pre.arguments { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 20em; overflow: auto; margin: 4px 0; } .approval .outcome { color: #57606a; font-size: 12px; margin-left: 6px; }
   .status-waiting_for_approval { color: #bc4c00; }
   a { color: #0969da; }
   #connection { font-size: 12px; }
@@ -96,10 +96,15 @@ function approvalNode(a) {
     outcome.textContent = response.ok ? (body.decision === 'approve' ? 'approved' : 'denied') + ' by ' + body.by : body.error;
   };
   const button = (label, decision) => { const b = el('button', { type: 'button' }, label); b.addEventListener('click', () => send(decision)); return b; };
+  // Decided only on the arguments whole: a request whose arguments this page cannot show gets no buttons.
+  const whole = typeof a.arguments === 'string' && a.arguments.length >= a.argumentsChars;
+  const shown = whole
+    ? [el('div', { class: 'latest' }, 'arguments, whole (' + a.argumentsChars + ' characters):'), el('pre', { class: 'arguments' }, a.arguments)]
+    : [el('div', { class: 'latest' }, 'its arguments could not be read whole here: read them with npm run deputy -- approvals ' + a.run + ' and decide there')];
   return el('div', { class: 'approval', 'data-request': a.requestId, 'data-key': a.run + ' ' + a.requestId },
-    el('strong', {}, a.taskName + ' asks (' + a.requestId + '): '), a.tool + ' ' + a.preview, el('br'),
+    el('strong', {}, a.taskName + ' asks (' + a.requestId + '): '), a.tool, ...shown,
     el('span', { class: 'latest' }, 'until ' + a.deadline), el('br'),
-    reason, ' ', button('Approve', 'approve'), ' ', button('Deny', 'deny'), outcome);
+    ...(whole ? [reason, ' ', button('Approve', 'approve'), ' ', button('Deny', 'deny')] : []), outcome);
 }
 
 const UNTRUSTED = /<EXTERNAL_UNTRUSTED>[\\s\\S]*?<\\/EXTERNAL_UNTRUSTED>/;

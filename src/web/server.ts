@@ -13,6 +13,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { DeputyClient } from '../client/client.js';
+import type { ApprovalRequest } from '../contract/approvals.js';
 import { ConfigError } from '../contract/errors.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
 import { page, escapeHtml } from './page.js';
@@ -140,15 +141,17 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
     req.on('close', () => stop.abort());
     const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
     const view = new TreeView();
+    const waiting = new WaitingCalls(options.deputy, id);
     try {
       for await (const event of options.deputy.watch(id, { signal: stop.signal })) {
         view.apply(event);
+        if (event.type === 'approval/requested') await waiting.read();
         const update = {
           event: { ...event, text: describeWatchEvent(event) },
           runs: view.rows(),
           summary: view.summary(),
           questions: [...view.questions.values()],
-          approvals: [...view.approvals.values()],
+          approvals: waiting.shown(view),
         };
         res.write(`event: update\ndata: ${JSON.stringify(update)}\n\n`);
       }
@@ -164,6 +167,28 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
 
   await new Promise<void>((resolve) => server.listen(options.port ?? 8787, options.host ?? '127.0.0.1', resolve));
   return server;
+}
+
+/** The calls of a tree waiting for approval with their arguments whole, read when one is asked: the page decides on them. */
+class WaitingCalls {
+  #listed = new Map<string, ApprovalRequest>();
+  constructor(
+    private readonly deputy: DeputyClient,
+    private readonly rootId: string,
+  ) {}
+
+  async read(): Promise<void> {
+    const open = await this.deputy.approvals(this.rootId).catch(() => undefined);
+    if (open) this.#listed = new Map(open.map((r) => [`${r.run} ${r.requestId}`, r]));
+  }
+
+  /** What the watch says waits, each with its arguments where they were read. */
+  shown(view: TreeView) {
+    return [...view.approvals.values()].map((a) => {
+      const found = this.#listed.get(`${a.run} ${a.requestId}`);
+      return found ? { ...a, arguments: found.arguments, argumentsChars: found.argumentsChars } : a;
+    });
+  }
 }
 
 /**

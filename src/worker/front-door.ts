@@ -50,7 +50,8 @@ function parsed<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
 /** The handlers of `deputyService` for `tenant`; runs start on `taskQueue` (Deputy's own). */
 export function frontDoorHandler(options: { tenant: string; taskQueue: string; config: ConfigStore }) {
   const { tenant, taskQueue, config } = options;
-  const runId = (key: string) => `nexus-${tenant}-${key}`;
+  // The key is a slug (no ':'), so the id reads back as one tenant and one key: no two tenants' keys share an id.
+  const runId = (key: string) => `nexus:${tenant}:${key}`;
   const deputy = () => new DeputyClient(temporalNexus.getClient(), { taskQueue });
   /** The run `key` names, if it was started through this tenant's door; else as if it did not exist. */
   const own = async (key: string): Promise<string> => {
@@ -87,6 +88,8 @@ export function frontDoorHandler(options: { tenant: string; taskQueue: string; c
           },
         ],
         memo: { [FRONT_DOOR_MEMO]: tenant },
+        // A repeat of a key whose run is still going finds that run, as a retried request does.
+        workflowIdConflictPolicy: 'USE_EXISTING',
         staticSummary: `agentRun (Nexus, ${tenant}): ${request.task.replace(/\s+/g, ' ').slice(0, 60)}`,
       });
       return started as temporalNexus.WorkflowHandle<RunResult>;
@@ -103,12 +106,18 @@ export function frontDoorHandler(options: { tenant: string; taskQueue: string; c
         runId: id,
         status: state.status,
         openQuestions: questions.map((q) => ({ questionId: q.questionId, child: q.taskName, question: q.question })),
-        openApprovals: approvals.map(({ requestId, path, tool, preview, deadline }) => ({
-          requestId,
-          path,
-          tool,
-          preview,
-          deadline,
+        // Each call's arguments whole (or plainly cut: `argumentsChars` says how long they are), and what a proof
+        // covers, so a caller decides on exactly what would run.
+        openApprovals: approvals.map((r) => ({
+          requestId: r.requestId,
+          path: r.path,
+          tool: r.tool,
+          preview: r.preview,
+          arguments: r.arguments,
+          argumentsChars: r.argumentsChars,
+          digest: r.digest,
+          firstRunId: r.firstRunId,
+          deadline: r.deadline,
         })),
       };
     },

@@ -45,7 +45,7 @@ describe('R7.6 a decision racing the deadline', () => {
           setTimeout(resolve, Math.max(0, Date.parse(request.deadline) + offset - Date.now())),
         );
         const taken = await h.deputy
-          .decideApproval(id, request.requestId, 'approve', approve(id, request.requestId, request.digest))
+          .decideApproval(id, request.requestId, 'approve', approve(id, request.requestId, request))
           .then(
             () => true,
             () => false,

@@ -15,9 +15,13 @@ export function useApprovalAttacks() {
   );
   const effectsOf = (runId: string) => effects.filter((e) => e.runId === runId);
   const lastTool = (r: Parameters<typeof toolMessages>[0]) => toolMessages(r).at(-1) ?? '';
-  const approve = (runId: string, requestId: string, digest: string) => ({
+  const approve = (
+    runId: string,
+    requestId: string,
+    { digest, firstRunId }: { digest: string; firstRunId: string },
+  ) => ({
     approver: 'ops',
-    proof: approvalProof(KEY, { runId, requestId, decision: 'approve', digest }),
+    proof: approvalProof(KEY, { runId, firstRunId, requestId, decision: 'approve', digest }),
   });
 
   /** A conversation whose model emails `to` (once per task), then says what the tool said; it stays live. */
@@ -61,9 +65,10 @@ export function useApprovalAttacks() {
   }
 
   /** Denies the request (with proof), then checks the run reads the denial and still answers. */
-  async function stillAnswersAfterDeny(id: string, request: { requestId: string; digest: string }) {
+  async function stillAnswersAfterDeny(id: string, request: { requestId: string; digest: string; firstRunId: string }) {
     const proof = approvalProof(KEY, {
       runId: id,
+      firstRunId: request.firstRunId,
       requestId: request.requestId,
       decision: 'deny',
       digest: request.digest,

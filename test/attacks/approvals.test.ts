@@ -74,8 +74,9 @@ describe('R7.5 nothing a model writes approves anything', () => {
     expect(effectsOf(request!.run)).toEqual([]);
     await h.deputy.decideApproval(id, request!.requestId, 'deny', {
       reason: 'no',
-      ...approve(request!.run, request!.requestId, request!.digest),
+      ...approve(request!.run, request!.requestId, request!),
       proof: approvalProof(KEY, {
+        firstRunId: request!.firstRunId,
         runId: request!.run,
         requestId: request!.requestId,
         decision: 'deny',
@@ -114,7 +115,7 @@ describe('R7.3 R7.4 forged, replayed and misplaced decisions', () => {
       'the signature check',
     );
     expect((await h.deputy.approvals(id)).map((r) => r.requestId)).toEqual(['a1.1']);
-    await expect(h.deputy.decideApproval(id, 'a9.9', 'approve', approve(id, 'a9.9', request.digest))).rejects.toThrow(
+    await expect(h.deputy.decideApproval(id, 'a9.9', 'approve', approve(id, 'a9.9', request))).rejects.toThrow(
       'decideApproval: no request a9.9 in this run (open here: a1.1)',
     );
     await stillAnswersAfterDeny(id, request);
@@ -122,16 +123,16 @@ describe('R7.3 R7.4 forged, replayed and misplaced decisions', () => {
 
   it('R7.4 attack 43: a decision for an unknown request, for a closed one, and a second decision are refused naming why', async () => {
     const { id, request } = await waitingEmail('attack-43');
-    await expect(h.deputy.decideApproval(id, 'a7.7', 'approve', approve(id, 'a7.7', request.digest))).rejects.toThrow(
+    await expect(h.deputy.decideApproval(id, 'a7.7', 'approve', approve(id, 'a7.7', request))).rejects.toThrow(
       'decideApproval: no request a7.7 in this run (open here: a1.1)',
     );
-    await h.deputy.decideApproval(id, 'a1.1', 'approve', approve(id, 'a1.1', request.digest));
+    await h.deputy.decideApproval(id, 'a1.1', 'approve', approve(id, 'a1.1', request));
     await until(
       () => state(id),
       (s) => s.status === 'waiting_for_user',
       'the turn to end',
     );
-    const again = h.deputy.decideApproval(id, 'a1.1', 'approve', approve(id, 'a1.1', request.digest));
+    const again = h.deputy.decideApproval(id, 'a1.1', 'approve', approve(id, 'a1.1', request));
     await expect(again).rejects.toThrow('decideApproval: request a1.1 is closed: approved by ops');
     expect(effectsOf(id)).toHaveLength(1);
     await stillAnswers(id);
@@ -141,12 +142,18 @@ describe('R7.3 R7.4 forged, replayed and misplaced decisions', () => {
     const { id, request } = await waitingEmail('attack-44');
     const deny = {
       approver: 'ops',
-      proof: approvalProof(KEY, { runId: id, requestId: 'a1.1', decision: 'deny', digest: request.digest }),
+      proof: approvalProof(KEY, {
+        firstRunId: request.firstRunId,
+        runId: id,
+        requestId: 'a1.1',
+        decision: 'deny',
+        digest: request.digest,
+      }),
     };
     const handle = h.client.workflow.getHandle(id);
     const outcomes = await Promise.allSettled([
       handle.executeUpdate('decideApproval', {
-        args: [{ requestId: 'a1.1', decision: 'approve', ...approve(id, 'a1.1', request.digest) }],
+        args: [{ requestId: 'a1.1', decision: 'approve', ...approve(id, 'a1.1', request) }],
       }),
       handle.executeUpdate('decideApproval', { args: [{ requestId: 'a1.1', decision: 'deny', ...deny }] }),
     ]);
@@ -191,6 +198,7 @@ describe('R7.3 R7.4 forged, replayed and misplaced decisions', () => {
     const leak = open.find((r) => r.preview.includes('all@'))!;
     // The friend's proof, sent as the decision on the leak.
     const proofOfFriend = approvalProof(KEY, {
+      firstRunId: friend.firstRunId,
       runId: id,
       requestId: friend.requestId,
       decision: 'approve',
@@ -199,12 +207,18 @@ describe('R7.3 R7.4 forged, replayed and misplaced decisions', () => {
     await expect(
       h.deputy.decideApproval(id, leak.requestId, 'approve', { approver: 'ops', proof: proofOfFriend }),
     ).rejects.toThrow(
-      `decideApproval: the proof is not ops's for approve of request ${leak.requestId} of run ${id} with these arguments; the request stays open`,
+      `decideApproval: the proof is not ops's for approve of request ${leak.requestId} of run ${id} (first run ${leak.firstRunId}) with these arguments; the request stays open`,
     );
-    await h.deputy.decideApproval(id, friend.requestId, 'approve', approve(id, friend.requestId, friend.digest));
+    await h.deputy.decideApproval(id, friend.requestId, 'approve', approve(id, friend.requestId, friend));
     await h.deputy.decideApproval(id, leak.requestId, 'deny', {
       approver: 'ops',
-      proof: approvalProof(KEY, { runId: id, requestId: leak.requestId, decision: 'deny', digest: leak.digest }),
+      proof: approvalProof(KEY, {
+        firstRunId: leak.firstRunId,
+        runId: id,
+        requestId: leak.requestId,
+        decision: 'deny',
+        digest: leak.digest,
+      }),
     });
     await h.deputy.result(id);
     expect(effectsOf(id).map((e) => (e.args as { to: string }).to)).toEqual(['friend@example.com']);
@@ -214,7 +228,7 @@ describe('R7.3 R7.4 forged, replayed and misplaced decisions', () => {
     const { id, request } = await waitingEmail('attack-46');
     await h.deputy.cancel(id);
     expect((await h.deputy.result(id)).status).toBe('cancelled');
-    await expect(h.deputy.decideApproval(id, 'a1.1', 'approve', approve(id, 'a1.1', request.digest))).rejects.toThrow(
+    await expect(h.deputy.decideApproval(id, 'a1.1', 'approve', approve(id, 'a1.1', request))).rejects.toThrow(
       /has ended|no open request/,
     );
     expect(effectsOf(id)).toEqual([]);

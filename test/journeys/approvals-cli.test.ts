@@ -57,9 +57,13 @@ describe('R7.3 R7.4 deputy approvals, approve and deny', () => {
 
     const listed = await deputy(['approvals', id]);
     expect(listed.code, listed.out).toBe(0);
-    expect(listed.out).toMatch(
-      new RegExp(`^${id}\\ta1\\.1\\tsend_email\\t\\{"to":"audit@example.com","body":"books"\\}\\tuntil \\S+\\t${id}$`),
-    );
+    // A block per request, its arguments whole.
+    expect(listed.out.split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^a1\\.1  send_email  in ${id}  until \\S+$`)),
+      `  where: ${id}`,
+      '  why: the config asks approval of every call of send_email',
+      '  arguments (whole, 41 characters): {"to":"audit@example.com","body":"books"}',
+    ]);
 
     const unproven = await deputy(['approve', id, 'a1.1', '--approver', 'ops']);
     expect(unproven.code).toBe(1);

@@ -88,8 +88,10 @@ export class Delegation implements DelegateCall {
     }
     // Past the threshold nothing is reserved before a decision; once approved, the call is checked and planned again
     // (its caps and budget may have moved while it waited).
-    const reservedUsd = microToUsd(plans.reduce((sum, plan) => sum + plan.reservation.costMicroUsd, 0));
-    const why = this.#approved ? undefined : whyDelegationApproval(this.run.composition.approvals, reservedUsd);
+    // The threshold is on what this model answer's delegations reserve together, this one included.
+    const reserving = microToUsd(plans.reduce((sum, plan) => sum + plan.reservation.costMicroUsd, 0));
+    const earlier = microToUsd(this.run.reservedInAnswer);
+    const why = this.#approved ? undefined : whyDelegationApproval(this.run.composition.approvals, reserving, earlier);
     if (why) {
       const gate = await awaitApproval(this.run, this.call, why);
       if (!gate.ok)
@@ -126,6 +128,7 @@ export class Delegation implements DelegateCall {
     }
     const reservation = run.reserveChildren(plans.map((plan) => plan.reservation));
     if (!reservation.ok) return this.#refused('budget', `${reservation.error}; nothing was spawned`);
+    run.reservedInAnswer += plans.reduce((sum, plan) => sum + plan.reservation.costMicroUsd, 0);
     countDelegationsStarted(run, plans.length);
     this.returnShape = returnShape;
     this.number = new Set(run.ledger.map((entry) => entry.invocation)).size + 1;
