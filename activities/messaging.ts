@@ -10,7 +10,7 @@ import type { AdmissionRequest, SignMessageInput } from '../src/contract/activit
 import { admissionAcquireSignal } from '../src/contract/messages.js';
 import type { VerifyMessageInput, VerifyMessageResult } from '../src/contract/signals.js';
 import type { MessageKeys } from '../src/ops/message-keys.js';
-import { admissionWorkflowId } from '../src/rules/children.js';
+import { admissionWorkflowId, tenantOfAdmission } from '../src/rules/children.js';
 
 /** The activities of messages between runs. */
 export function createMessaging({
@@ -67,9 +67,20 @@ export function createMessaging({
     async verifyMessage({ message, sig }: VerifyMessageInput): Promise<VerifyMessageResult> {
       return keys.verify(message, sig);
     },
-    /** The tenant's live-child cap in the configuration now (an admission workflow never takes it from a message). */
-    async admissionCap({ tenant }: { tenant: string }): Promise<{ cap: number | null }> {
-      return { cap: configEntry(config.current.tenants, tenant)?.maxLiveChildren ?? null };
+    /**
+     * The live-child cap the configuration gives now to the tenant whose admission workflow asks: the tenant is the
+     * one its workflow id names, as Temporal reports the caller, whatever its input says (a client may start that
+     * workflow first, with any input). A tenant the configuration gives no cap has no slots.
+     */
+    async admissionCap(): Promise<{ tenant: string; cap: number }> {
+      const caller = Context.current().info.workflowExecution?.workflowId ?? '';
+      const tenant = tenantOfAdmission(caller);
+      if (tenant === undefined) {
+        throw ApplicationFailure.nonRetryable(
+          `admissionCap answers only a tenant's admission workflow, not ${JSON.stringify(caller)}`,
+        );
+      }
+      return { tenant, cap: configEntry(config.current.tenants, tenant)?.maxLiveChildren ?? 0 };
     },
   };
 }

@@ -33,6 +33,7 @@ const { closedRuns, admissionCap } = proxyActivities<DeputyActivities>(LOOKUP_OP
 
 /** Input of `tenantAdmission` (and what it carries across continue-as-new). */
 export interface AdmissionInput {
+  /** The tenant and cap its first asker knew: shown until a worker reads the configuration, never obeyed. */
   tenant: string;
   cap: number;
   /** How often holders and waiters are checked for runs that closed without releasing. */
@@ -48,7 +49,9 @@ const CONTINUE_AS_NEW_AFTER_EVENTS = 2000;
 
 /** The admission workflow of one tenant. */
 export async function tenantAdmission(input: AdmissionInput): Promise<void> {
-  let cap = input.cap;
+  // Until a worker has read the configuration, no slot is granted: the input's cap is whoever started it's word.
+  let cap = 0;
+  let tenant = input.tenant;
   const holders = new Map(input.holders ?? []);
   const waiting = new Map(input.waiting ?? []);
   const seen = new Set(input.seen ?? []);
@@ -66,15 +69,15 @@ export async function tenantAdmission(input: AdmissionInput): Promise<void> {
     changed = true;
   });
   setHandler(admissionStateQuery, () => ({
-    tenant: input.tenant,
+    tenant,
     cap,
     holders: [...holders.keys()],
     waiting: [...waiting.keys()],
   }));
   for (;;) {
-    // The cap is the configuration's, read by a worker before each pass: neither the start input nor a message sets
-    // it (the start input stands only for a tenant the configuration no longer names).
-    cap = (await admissionCap({ tenant: input.tenant })).cap ?? cap;
+    // The cap is the configuration's, read by a worker before each pass for the tenant this workflow's id names:
+    // neither the start input nor a message sets it.
+    ({ tenant, cap } = await admissionCap());
     // Grant in arrival order while there is room; a parent that cannot be told has closed: its slot goes back.
     for (const [child, parent] of waiting) {
       if (holders.size >= cap) break;

@@ -237,11 +237,15 @@ async function mcp(client: Client, env: DeputyEnv, port: number | undefined): Pr
   const config = loadConfig(env);
   const callers = mcpTokens(config, http);
   const maxWaits = Number(process.env.DEPUTY_MCP_MAX_WAITS ?? '64');
+  const perCaller = Number(process.env.DEPUTY_MCP_MAX_WAITS_PER_CALLER ?? String(Math.max(1, Math.ceil(maxWaits / 4))));
+  const wholeAbove0 = (name: string, value: number) =>
+    Number.isSafeInteger(value) && value > 0
+      ? []
+      : [`${name} is ${JSON.stringify(process.env[name])}; set a whole number above 0`];
   const problems = [
     ...(typeof callers === 'string' ? [callers] : []),
-    ...(Number.isSafeInteger(maxWaits) && maxWaits > 0
-      ? []
-      : [`DEPUTY_MCP_MAX_WAITS is ${JSON.stringify(process.env.DEPUTY_MCP_MAX_WAITS)}; set a whole number above 0`]),
+    ...wholeAbove0('DEPUTY_MCP_MAX_WAITS', maxWaits),
+    ...wholeAbove0('DEPUTY_MCP_MAX_WAITS_PER_CALLER', perCaller),
   ];
   if (problems.length > 0 || typeof callers === 'string') {
     for (const problem of problems) console.error(`deputy mcp: ${problem}`);
@@ -249,7 +253,7 @@ async function mcp(client: Client, env: DeputyEnv, port: number | undefined): Pr
   }
   // Loaded here: the other commands (the worker above all) do not carry the MCP SDK.
   const { callerOf, deputyMcpServer, serveMcpHttp, serveMcpStdio, Waits } = await import('./mcp-server.js');
-  const waits = new Waits(maxWaits);
+  const waits = new Waits(maxWaits, perCaller);
   const make = (caller: McpCaller) => deputyMcpServer({ client, taskQueue: env.taskQueue, config, caller, waits });
   if (!http) {
     const [only] = callers;

@@ -54,18 +54,31 @@ export function callerOf(token: string, tenant?: string): McpCaller {
 /** The memo field a run started through the server records its caller in. */
 const CALLER_MEMO = 'deputyMcpCaller';
 
-/** The waits for a run's end the server holds at once, over every caller; one more answers at once. */
+/**
+ * The waits for a run's end the server holds at once: at most `max` over every caller, and at most `perCaller` for
+ * one, so no caller can hold them all; one more answers at once.
+ */
 export class Waits {
   #open = 0;
-  constructor(readonly max: number) {}
-  /** Takes a place, or says there is none. */
-  take(): boolean {
-    if (this.#open >= this.max) return false;
+  readonly #byCaller = new Map<string, number>();
+  constructor(
+    readonly max: number,
+    readonly perCaller = Math.max(1, Math.ceil(max / 4)),
+  ) {}
+  /** Takes a place for `caller`, or says why there is none. */
+  take(caller: string): true | string {
+    const held = this.#byCaller.get(caller) ?? 0;
+    if (held >= this.perCaller) return `this caller already holds ${this.perCaller} waits, its most`;
+    if (this.#open >= this.max) return `this server already holds ${this.max} waits`;
     this.#open += 1;
+    this.#byCaller.set(caller, held + 1);
     return true;
   }
-  give(): void {
+  give(caller: string): void {
     this.#open -= 1;
+    const held = (this.#byCaller.get(caller) ?? 1) - 1;
+    if (held > 0) this.#byCaller.set(caller, held);
+    else this.#byCaller.delete(caller);
   }
 }
 
@@ -116,31 +129,38 @@ export class CallerRuns {
     if (described.type !== 'agentRun' || described.memo?.[CALLER_MEMO] !== this.caller.id) throw notYours(runId);
   }
 
-  /** The run's result once it ends within `seconds`, or its status while it is still going. */
-  async settle(runId: string, seconds: number): Promise<Record<string, unknown>> {
+  /**
+   * The run's result once it ends within `seconds`, or its status while it is still going. `gone` aborts when the
+   * caller has gone (its connection closed): the wait ends and its place is given back at once.
+   */
+  async settle(runId: string, seconds: number, gone?: AbortSignal): Promise<Record<string, unknown>> {
     const now = await this.describe(runId);
     if (now.running && seconds === 0) return { runId, status: now.status, openQuestions: now.openQuestions };
-    if (now.running && !this.waits.take()) {
+    const place = now.running ? this.waits.take(this.caller.id) : true;
+    if (place !== true) {
       return {
         runId,
         status: now.status,
         openQuestions: now.openQuestions,
         waited: false,
-        note: `this server already holds ${this.waits.max} waits; ask again with result later`,
+        note: `${place}; ask again with result later`,
       };
     }
     // An ended run's result is there already: return it whatever the wait asked.
     if (!now.running) return { runId, ...(await this.deputy.result(runId)) };
     try {
-      return await this.read(runId, seconds);
+      return await this.read(runId, seconds, gone);
     } finally {
-      this.waits.give();
+      this.waits.give(this.caller.id);
     }
   }
 
-  private async read(runId: string, seconds: number): Promise<Record<string, unknown>> {
+  private async read(runId: string, seconds: number, gone?: AbortSignal): Promise<Record<string, unknown>> {
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), seconds * 1000);
+    const leave = () => stop.abort();
+    gone?.addEventListener('abort', leave, { once: true });
+    if (gone?.aborted) stop.abort();
     try {
       return { runId, ...(await this.client.withAbortSignal(stop.signal, () => this.deputy.result(runId))) };
     } catch (err) {
@@ -149,6 +169,7 @@ export class CallerRuns {
       return { runId, status: later.status, openQuestions: later.openQuestions };
     } finally {
       clearTimeout(timer);
+      gone?.removeEventListener('abort', leave);
     }
   }
 

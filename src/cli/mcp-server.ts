@@ -55,14 +55,14 @@ export function deputyMcpServer(options: {
         wait_seconds: WaitSeconds,
       }),
     },
-    async ({ task, preset, limits, wait_seconds }) => {
+    async ({ task, preset, limits, wait_seconds }, extra) => {
       let runId: string;
       try {
         runId = await runs.start(task, preset, narrowLimits(config, limits));
       } catch (err) {
         return refusal(err);
       }
-      return reply(await runs.settle(runId, wait_seconds ?? 30));
+      return reply(await runs.settle(runId, wait_seconds ?? 30, extra.signal));
     },
   );
 
@@ -86,7 +86,9 @@ export function deputyMcpServer(options: {
       description: "A run's result (output, usage) once it ends; within wait_seconds, else its status.",
       inputSchema: z.strictObject({ run_id: RunId, wait_seconds: WaitSeconds }),
     },
-    async ({ run_id, wait_seconds }) => onOwn(run_id, async () => reply(await runs.settle(run_id, wait_seconds ?? 0))),
+    // A caller that disconnects gives its wait back at once (the request's signal aborts when its connection closes).
+    async ({ run_id, wait_seconds }, extra) =>
+      onOwn(run_id, async () => reply(await runs.settle(run_id, wait_seconds ?? 0, extra.signal))),
   );
 
   server.registerTool(

@@ -18,9 +18,16 @@ export const ASK_PARENT_TOOL = 'ask_parent' satisfies SteeringToolName;
 /** Tools that steer other runs: never copied into a child's context, granted only below max depth. */
 export const STEERING_TOOLS: readonly string[] = PARENT_STEERING_TOOLS;
 
+const ADMISSION_PREFIX = 'deputy-admission-';
+
 /** The id of a tenant's admission workflow. */
 export function admissionWorkflowId(tenant: string): string {
-  return `deputy-admission-${tenant}`;
+  return `${ADMISSION_PREFIX}${tenant}`;
+}
+
+/** The tenant an admission workflow's id names, or `undefined` for an id no tenant's admission has. */
+export function tenantOfAdmission(workflowId: string): string | undefined {
+  return workflowId.startsWith(ADMISSION_PREFIX) ? workflowId.slice(ADMISSION_PREFIX.length) : undefined;
 }
 
 /**

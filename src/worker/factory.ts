@@ -4,12 +4,10 @@
  */
 import { applyModelQueueRate, modelQueues } from './model-queue.js';
 import { createOpenAIClient, providerEndpoints } from './endpoints.js';
-import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { Worker, type NativeConnection, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
+import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { bundleDeputyWorkflows } from './bundle.js';
-import proto from '@temporalio/proto';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { createActivities } from '../../activities/index.js';
 import type { McpOptions } from '../../activities/mcp.js';
@@ -30,6 +28,7 @@ import { TOOL_NAME } from '../contract/tools.js';
 import { deputyTracing, type DeputyTracing } from '../ops/tracing.js';
 import { MessageKeys } from '../ops/message-keys.js';
 import { HEARTBEAT_THROTTLE } from './heartbeats.js';
+import { checkKeyRing, deputyBuildId, untilPolling } from './key-ring.js';
 
 /** Kept here, where services building workers already import it from. */
 export { createOpenAIClient } from './endpoints.js';
@@ -84,20 +83,41 @@ export function toolMap(tools: readonly ToolDefinition[]): Map<string, ToolDefin
 
 /** Deputy's workers: one on the task queue of root runs, one on the background queue children run on. */
 export class DeputyWorker {
+  #settle: { resolve: () => void; reject: (err: unknown) => void } | undefined;
+  /** Settles once the workers poll and the checks that need them polling passed (rejects, and they stop, if not). */
+  readonly started = new Promise<void>((resolve, reject) => (this.#settle = { resolve, reject }));
+
   constructor(
     /** The Temporal workers, root queue first. */
     readonly workers: readonly Worker[],
     /** Closes what the workers hold besides (the connections of stateful MCP servers). */
     private readonly release: () => Promise<void> = async () => undefined,
-  ) {}
+    /** What is checked once the workers poll; a throw stops them, and `run()` rejects with it. */
+    private readonly whilePolling: () => Promise<void> = async () => undefined,
+  ) {
+    // Nobody need wait for it: `run()` rejects with the same error.
+    this.started.catch(() => undefined);
+  }
 
   /** Runs every worker until `shutdown()` or a signal (SIGINT/SIGTERM) stops them. */
   async run(): Promise<void> {
+    let refused: Error | undefined;
+    const running = Promise.all(this.workers.map((worker) => worker.run()));
+    const checked = this.whilePolling().then(
+      () => this.#settle?.resolve(),
+      (err: unknown) => {
+        refused = err instanceof Error ? err : new Error(String(err));
+        this.#settle?.reject(err);
+        this.shutdown();
+      },
+    );
     try {
-      await Promise.all(this.workers.map((worker) => worker.run()));
+      await running;
+      await checked;
     } finally {
       await this.release();
     }
+    if (refused !== undefined) throw refused;
   }
 
   /** Asks every running worker to stop after its in-flight tasks. */
@@ -276,57 +296,17 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     ...modelQueueNames.map((taskQueue) => poll(taskQueue, false)),
     ...doors,
   ]);
-  return new DeputyWorker(workers, release);
-}
-
-/**
- * The name of what a worker runs, which Temporal records in every task event of a run's history and reports for each
- * poller of a queue: Deputy, a digest of its workflow bundle, and its message key's fingerprint (never the key).
- * Workers that sign with different keys cannot serve each other's runs, so they are different builds. The SDK's own
- * default names the SDK and the bundle's whole SHA-256: 105 characters, about 0.5 KiB of every turn's history.
- */
-function deputyBuildId(bundle: WorkflowBundleOption, fingerprint: string): string {
-  const code = 'code' in bundle ? bundle.code : readFileSync(bundle.codePath, 'utf8');
-  return `deputy+${createHash('sha256').update(code).digest('hex').slice(0, 12)}+${KEY_MARK}${fingerprint}`;
-}
-
-/** What precedes a worker's key fingerprint in its build id. */
-const KEY_MARK = 'key:';
-
-/**
- * Refuses (a `ConfigError` saying what to do) when a worker polling `taskQueue` in the last minutes, as Temporal
- * reports its pollers, names another message key than `fingerprint` in its build id.
- */
-export async function checkKeyRing(
-  connection: NativeConnection,
-  namespace: string,
-  taskQueue: string,
-  fingerprint: string,
-): Promise<void> {
-  const others = new Set<string>();
-  for (const taskQueueType of [
-    proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-  ]) {
-    const { pollers } = await connection.workflowService.describeTaskQueue({
-      namespace,
-      taskQueue: { name: taskQueue, kind: proto.temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType,
-    });
-    for (const poller of pollers ?? []) {
-      const buildId = poller.workerVersionCapabilities?.buildId ?? '';
-      const at = buildId.indexOf(KEY_MARK);
-      const theirs = at < 0 ? undefined : buildId.slice(at + KEY_MARK.length);
-      if (theirs && theirs !== fingerprint) others.add(theirs);
+  // Checked again once this worker polls: of two workers started at the same moment, each checked before the other
+  // polled. Each now waits until the server lists its own poller, then looks; whichever looks second sees the
+  // other's poller (it registered before the other looked, so before this look), so at most one of them stays.
+  const identity = workers[0]!.options.identity;
+  const whilePolling = async () => {
+    for (const taskQueue of [...runQueues, ...modelQueueNames]) {
+      await untilPolling(options.connection, namespace, taskQueue, identity);
+      await checkKeyRing(options.connection, namespace, taskQueue, fingerprint);
     }
-  }
-  if (others.size === 0) return;
-  throw new ConfigError(
-    [
-      `task queue ${taskQueue}: workers polling it sign messages with key ${[...others].join(', ')}, this one with ${fingerprint}; messages between their runs would be dropped. Give every worker the same DEPUTY_MESSAGE_KEYS (or DEPUTY_MESSAGE_KEYS_FILE)`,
-    ],
-    'message keys',
-  );
+  };
+  return new DeputyWorker(workers, release, whilePolling);
 }
 
 /** Problems with the server's search attributes: one line each, with the command that fixes it. */

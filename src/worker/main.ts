@@ -86,12 +86,16 @@ async function main(): Promise<void> {
       ({ field, taskQueue, requestsPerSecond }) =>
         `, ${field === 'modelCalls' ? 'model calls' : `${field.replace('providers.', 'provider ')}'s calls`} on ${taskQueue}${requestsPerSecond === undefined ? '' : `, ${requestsPerSecond} requests/s`}`,
     );
+    // Ready only once it polls beside no worker that signs with another key.
+    const running = worker.run();
+    // Refused while polling: `running` rejects with why, once the workers have stopped.
+    await worker.started.catch(() => running);
     console.log(
       `deputy worker: ${env.modelCallsOnly ? `model calls only${calls.join('')}` : `task queues ${env.taskQueue} and ${env.childTaskQueue}${calls.join('')}`} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
     );
     const problem = await endpoint;
     if (problem) console.error(`deputy worker: warning: ${problem}`);
-    await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks are done
+    await running; // returns after SIGINT/SIGTERM once in-flight tasks are done
     await tracing?.shutdown();
   } finally {
     await connection.close();

@@ -10,14 +10,17 @@ import { lastMessage, userSays } from '../../src/testing/script.js';
 import { TWO_ARM } from '../support/evidence.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from '../support/delegation.js';
 import { useHarness } from '../support/harness.js';
-import { failedWorkflowTasks } from './support.js';
+import { failedWorkflowTasks, temporalCli } from './support.js';
 
 const evidence = [TWO_ARM];
 const tenant = `atk-${Math.random().toString(36).slice(2, 8)}`;
 const h = useHarness({
   config: {
     ...delegationConfig(),
-    tenants: { [tenant]: { evidence, maxLiveChildren: 1, admissionSweepSeconds: 30 } },
+    tenants: {
+      [tenant]: { evidence, maxLiveChildren: 1, admissionSweepSeconds: 30 },
+      [`${tenant}-b`]: { evidence, maxLiveChildren: 1, admissionSweepSeconds: 30 },
+    },
   },
   tools: DELEGATION_TOOLS,
 });
@@ -85,5 +88,43 @@ describe('attacks on tenant admission', () => {
 
     await h.client.workflow.getHandle(late).terminate('test over');
     await h.client.workflow.getHandle(hog).terminate('test over');
+  });
+
+  it('R1.11 R5.4 attack 53: an admission workflow started for another tenant’s id with {"tenant":"ghost","cap":100} keeps the tenant’s cap of 1', async () => {
+    const victim = `${tenant}-b`;
+    const squatted = `deputy-admission-${victim}`;
+    const started = await temporalCli(
+      'workflow',
+      'start',
+      '--type',
+      'tenantAdmission',
+      '--task-queue',
+      `${h.taskQueue}-bg`,
+      '--workflow-id',
+      squatted,
+      '--input',
+      JSON.stringify({ tenant: 'ghost', cap: 100, sweepSeconds: 30 }),
+    );
+    expect(started.status, started.output).toBe(0);
+    const state = () => h.client.workflow.getHandle(squatted).query(admissionStateQuery);
+    await expect.poll(async () => (await state().catch(() => null))?.tenant, { timeout: 15_000 }).toBe(victim);
+    expect((await state()).cap).toBe(1);
+
+    // Three children of the victim's runs at once: one live at a time, whatever the squatter's input said.
+    h.model.add(
+      {
+        when: (r) => lastMessage(r) === 'atk squat',
+        reply: delegateReply({ briefs: [{ task_name: 's1', message: 'atk squat child' }] }),
+        times: 3,
+      },
+      { name: 'atk squat child', when: userSays('atk squat child'), reply: { hang: true }, times: 3 },
+    );
+    const parents = [1, 2, 3].map((n) => h.id(`atk-squat-${n}`));
+    for (const id of parents)
+      await h.deputy.startRun({ task: 'atk squat', scopes: PARENT_SCOPES, tenant: victim }, { workflowId: id });
+    await expect.poll(async () => (await state()).waiting.length, { timeout: 15_000 }).toBe(2);
+    expect((await state()).holders).toHaveLength(1);
+    expect(await failedWorkflowTasks(h.client, squatted)).toEqual([]);
+    for (const id of parents) await h.client.workflow.getHandle(id).terminate('test over');
   });
 });

@@ -23,7 +23,8 @@ const h = useHarness({ config });
 const dir = mkdtempSync(join(tmpdir(), 'deputy-front-doors-'));
 const ALICE = 'alice-token-5f1e9d2c7b';
 const BOB = 'bob-token-8a3c6e0f4d21';
-const MAX_WAITS = 3;
+const MAX_WAITS = 4;
+const PER_CALLER = 3;
 let server: ChildProcess;
 let url: URL;
 
@@ -63,6 +64,7 @@ beforeAll(async () => {
       DEPUTY_MCP_TOKEN: '',
       DEPUTY_MCP_TOKENS: `alice=${ALICE},bob=${BOB}`,
       DEPUTY_MCP_MAX_WAITS: String(MAX_WAITS),
+      DEPUTY_MCP_MAX_WAITS_PER_CALLER: String(PER_CALLER),
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -126,26 +128,40 @@ describe('attacks on the front doors', () => {
     }
   });
 
-  it(`R6.9 attack 23: ten waits of 600 s at once hold ${MAX_WAITS} of the server's places; the rest answer at once, and the places come back`, async () => {
+  it(`R6.9 attack 23: waits of 600 s at once hold ${PER_CALLER} places of a caller and ${MAX_WAITS} of the server's; the rest answer at once, and the places come back`, async () => {
     const task = 'attack 23: a run to wait on';
-    h.model.add({ name: task, when: (r) => lastMessage(r) === task, reply: { hang: true }, times: 2 });
+    h.model.add({ name: task, when: (r) => lastMessage(r) === task, reply: { hang: true }, times: 3 });
     const alice = await caller(ALICE);
+    const bob = await caller(BOB);
     try {
       const runId = (await alice.call('run', { task, wait_seconds: 0 })).structuredContent!.runId as string;
       const waits = Array.from({ length: 10 }, () => alice.call('result', { run_id: runId, wait_seconds: 600 }));
       const answered: Answer[] = [];
       for (const wait of waits) void wait.then((answer) => answered.push(answer));
-      await expect.poll(() => answered.length, { timeout: 20_000 }).toBe(10 - MAX_WAITS);
+      await expect.poll(() => answered.length, { timeout: 20_000 }).toBe(10 - PER_CALLER);
       for (const answer of answered) {
         expect(answer.structuredContent).toMatchObject({
           runId,
           waited: false,
-          note: `this server already holds ${MAX_WAITS} waits; ask again with result later`,
+          note: `this caller already holds ${PER_CALLER} waits, its most; ask again with result later`,
         });
       }
+      // Another caller takes what is left of the server's places, and no more.
+      const bobs = (await bob.call('run', { task, wait_seconds: 0 })).structuredContent!.runId as string;
+      const bobWaits = Array.from({ length: 2 }, () => bob.call('result', { run_id: bobs, wait_seconds: 600 }));
+      const bobAnswered: Answer[] = [];
+      for (const wait of bobWaits) void wait.then((answer) => bobAnswered.push(answer));
+      await expect.poll(() => bobAnswered.length, { timeout: 20_000 }).toBe(1);
+      expect(bobAnswered[0]!.structuredContent).toMatchObject({
+        runId: bobs,
+        waited: false,
+        note: `this server already holds ${MAX_WAITS} waits; ask again with result later`,
+      });
       await alice.call('cancel', { run_id: runId });
+      await bob.call('cancel', { run_id: bobs });
       const all = await Promise.all(waits);
-      expect(all.filter((answer) => answer.structuredContent!.status === 'cancelled')).toHaveLength(MAX_WAITS);
+      expect(all.filter((answer) => answer.structuredContent!.status === 'cancelled')).toHaveLength(PER_CALLER);
+      await Promise.all(bobWaits);
       // The places were given back: a wait on another run is held again until its time is up.
       const next = (await alice.call('run', { task, wait_seconds: 0 })).structuredContent!.runId as string;
       const held = (await alice.call('result', { run_id: next, wait_seconds: 2 })).structuredContent!;
@@ -154,6 +170,40 @@ describe('attacks on the front doors', () => {
       await alice.call('cancel', { run_id: next });
     } finally {
       await alice.close();
+      await bob.close();
+    }
+  });
+
+  it(`R6.9 attack 56: a caller that opens ${PER_CALLER} waits of 600 s and disconnects gives them back at once`, async () => {
+    const task = 'attack 56: a run to wait on';
+    h.model.add({ name: task, when: (r) => lastMessage(r) === task, reply: { hang: true } });
+    const first = await caller(ALICE);
+    const runId = (await first.call('run', { task, wait_seconds: 0 })).structuredContent!.runId as string;
+    const waits = Array.from({ length: PER_CALLER }, () =>
+      first.call('result', { run_id: runId, wait_seconds: 600 }).catch(() => null),
+    );
+    // Once every place of the caller is held (each wait first reads the run), one more answers at once.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const over = await first.call('result', { run_id: runId, wait_seconds: 1 });
+    expect(over.structuredContent).toMatchObject({ waited: false });
+    await first.close();
+    await Promise.all(waits);
+    // The same caller, connected again: its places are free, so a wait is held until its time is up.
+    const again = await caller(ALICE);
+    try {
+      await expect
+        .poll(async () => (await again.call('result', { run_id: runId, wait_seconds: 1 })).structuredContent, {
+          timeout: 10_000,
+        })
+        .not.toHaveProperty('waited');
+      const held = await Promise.all(
+        Array.from({ length: PER_CALLER }, () => again.call('result', { run_id: runId, wait_seconds: 2 })),
+      );
+      for (const answer of held) expect(answer.structuredContent).toMatchObject({ runId, status: 'running' });
+      for (const answer of held) expect(answer.structuredContent).not.toHaveProperty('waited');
+      await again.call('cancel', { run_id: runId });
+    } finally {
+      await again.close();
     }
   });
 });

@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { spawnWorker } from '../support/worker-process.js';
+import { spawnWorker, waitUntilReady } from '../support/worker-process.js';
 import { offeredTools, toolMessages, userSays } from '../../src/testing/script.js';
 import { DELEGATION_TOOLS } from '../support/delegation.js';
 import { afterTool, completeModelCallByHand, temporalCli } from './support.js';
@@ -85,6 +85,49 @@ describe('attacks on the key ring', () => {
 });
 
 describe('attacks on the key ring from outside the demo', () => {
+  it('R1.14 attack 54: two workers with different keys started at the same moment never both poll: one or both stop saying why', async () => {
+    const queue = `${h.taskQueue}-race`;
+    const start = () =>
+      spawnWorker({
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        DEPUTY_TASK_QUEUE: queue,
+        DEPUTY_BACKGROUND_TASK_QUEUE: `${queue}-bg`,
+        DEPUTY_MESSAGE_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+        DEPUTY_MESSAGE_KEYS_FILE: '',
+        OPENAI_API_KEY: 'sk-test',
+      });
+    const workers = [start(), start()];
+    try {
+      // Each ends up stopped, or ready and still running a while after.
+      const outcome = async (worker: (typeof workers)[number]) => {
+        const ready = waitUntilReady(worker, 90_000).then(
+          async () => {
+            await new Promise((resolve) => setTimeout(resolve, 3000));
+            return worker.child.exitCode === null ? 'polls' : 'stopped';
+          },
+          () => 'stopped',
+        );
+        return ready;
+      };
+      const outcomes = await Promise.all(workers.map(outcome));
+      expect(
+        outcomes.filter((o) => o === 'polls').length,
+        workers.map((w) => w.output()).join('\n---\n'),
+      ).toBeLessThanOrEqual(1);
+      for (const [i, worker] of workers.entries()) {
+        if (outcomes[i] === 'polls') continue;
+        expect(await worker.exited).toBe(1);
+        expect(worker.output()).toMatch(
+          /invalid configuration \(message keys\):\n {2}- task queue .*-race(-bg)?: workers polling it sign messages with key k1\/[0-9a-f]{16}, this one with k1\/[0-9a-f]{16}/,
+        );
+        expect(worker.output()).not.toMatch(/^deputy worker: task queues/m);
+      }
+    } finally {
+      for (const w of workers) w.kill();
+      await Promise.all(workers.map((w) => w.exited));
+    }
+  });
+
   it('R1.14 attack 39: npm run worker without DEPUTY_MESSAGE_KEYS makes no key of its own and refuses to start, saying what to set', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'deputy-keys-'));
     const worker = spawnWorker({

@@ -19,6 +19,7 @@ import type {
   askDeputyRaw,
   askDeputyThenCancel,
   readDeputyState,
+  startDeputyRuns,
 } from '../support/nexus-caller-workflows.js';
 import { delegateReply } from '../support/delegation.js';
 import { testConfig, useHarness } from '../support/harness.js';
@@ -26,8 +27,8 @@ import { temporalCli } from './support.js';
 
 const suffix = randomUUID().slice(0, 8);
 // The names docs/security.md gives (this suite's dev server is its own, so they are free).
-const DOORS = { alice: 'deputy-door-alice', bob: 'deputy-door-bob' };
-const ENDPOINTS = { alice: 'deputy-alice', bob: 'deputy-bob' };
+const DOORS = { alice: 'deputy-door-alice', bob: 'deputy-door-bob', aliceX: 'deputy-door-alice-x' };
+const ENDPOINTS = { alice: 'deputy-alice', bob: 'deputy-bob', aliceX: 'deputy-alice-x' };
 const CALLERS = 'deputy-callers';
 
 /** The commands of docs/security.md's front door setup, each as the CLI's arguments. */
@@ -52,6 +53,8 @@ const config = testConfig({
   frontDoors: [
     { tenant: 'alice', taskQueue: DOORS.alice },
     { tenant: 'bob', taskQueue: DOORS.bob },
+    // A tenant whose name is another's with a suffix: its keys must not make the other's ids.
+    { tenant: 'alice-x', taskQueue: DOORS.aliceX },
   ],
   // One search waits for approval: the one the decide test makes.
   approvals: {
@@ -81,6 +84,11 @@ beforeAll(async () => {
     const { status, output } = await temporalCli(...args);
     expect(status, `temporal ${args.join(' ')}: ${output}`).toBe(0);
   }
+  const third = await temporalCli(
+    ...['operator', 'nexus', 'endpoint', 'create', '--name', ENDPOINTS.aliceX, '--target-namespace', 'default'],
+    ...['--target-task-queue', DOORS.aliceX],
+  );
+  expect(third.status, third.output).toBe(0);
   callers = new Client({ connection: h.client.connection, namespace: CALLERS });
   // A new namespace reaches the frontend's cache within seconds: the caller's worker starts once it has.
   for (let tries = 0; ; tries += 1) {
@@ -103,7 +111,7 @@ beforeAll(async () => {
 afterAll(async () => {
   callerWorker?.shutdown();
   await running;
-  for (const tenant of ['alice', 'bob'] as const) {
+  for (const tenant of ['alice', 'bob', 'aliceX'] as const) {
     await temporalCli('operator', 'nexus', 'endpoint', 'delete', '--name', ENDPOINTS[tenant], '--yes');
   }
 });
@@ -155,7 +163,7 @@ describe('R6.9 the Nexus front door', () => {
     expect(report.questions.map(({ child, question }) => ({ child, question }))).toEqual([
       { child: 'conv', question: 'Which currency?' },
     ]);
-    const runId = `nexus-alice-${key}`;
+    const runId = `nexus:alice:${key}`;
     expect((await h.client.workflow.getHandle(runId).describe()).status.name).toBe('CANCELLED');
     expect((await h.client.workflow.getHandle(`${runId}/conv-1`).describe()).status.name).toBe('CANCELLED');
     expect(await startInput(runId)).toMatchObject({ tenant: 'alice' });
@@ -180,7 +188,17 @@ describe('R6.9 the Nexus front door', () => {
       args: [{ endpoint: ENDPOINTS.alice, key, task }],
     });
     expect(report.approvals).toMatchObject([
-      { requestId: 'a1.1', path: `nexus-alice-${key}`, tool: 'search_notes', preview: '{"query":"nexus approval"}' },
+      {
+        requestId: 'a1.1',
+        path: `nexus:alice:${key}`,
+        tool: 'search_notes',
+        preview: '{"query":"nexus approval"}',
+        // Whole, with what a proof covers.
+        arguments: '{"query":"nexus approval"}',
+        argumentsChars: 26,
+        digest: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown,
+        firstRunId: expect.any(String) as unknown,
+      },
     ]);
     expect(report.decided).toBe('approve by client');
     expect(report.again).toMatch(/^refused: .*decideApproval: /);
@@ -210,8 +228,8 @@ describe('R6.9 the Nexus front door', () => {
       args: [{ endpoint: ENDPOINTS.alice, request: { key, task, limits: { maxCostUsd: 5000, maxTurns: 10_000 } } }],
     });
     expect(spent).toContain('"status":"completed"');
-    expect((await startInput(`nexus-alice-${key}`)).limits).toMatchObject({ maxCostUsd: 1, maxTurns: 10 });
-    expect((await h.deputy.getState(`nexus-alice-${key}`)).limits).toMatchObject({ maxCostMicroUsd: 1_000_000 });
+    expect((await startInput(`nexus:alice:${key}`)).limits).toMatchObject({ maxCostUsd: 1, maxTurns: 10 });
+    expect((await h.deputy.getState(`nexus:alice:${key}`)).limits).toMatchObject({ maxCostMicroUsd: 1_000_000 });
 
     const read = await callers.workflow.execute<typeof readDeputyState>('readDeputyState', {
       taskQueue: callerQueue,
@@ -225,5 +243,35 @@ describe('R6.9 the Nexus front door', () => {
       args: [{ endpoint: ENDPOINTS.alice, key }],
     });
     expect(own).toBe('read: completed');
+  });
+
+  it('R6.9 attack 55: alice’s key x-foo and alice-x’s key foo are two runs; a repeat of a live key finds the first run', async () => {
+    const task = 'attack 55: hold on';
+    h.model.add({ name: task, when: (r) => lastMessage(r) === task, reply: { hang: true }, times: 4 });
+    const start = (endpoint: string, key: string, twice = false) =>
+      callers.workflow.execute<typeof startDeputyRuns>('startDeputyRuns', {
+        taskQueue: callerQueue,
+        workflowId: `caller-55-${endpoint}-${key}`,
+        args: [{ endpoint, key, task, twice }],
+      });
+    expect(await start(ENDPOINTS.alice, `x-${suffix}`)).toEqual(['started']);
+    expect(await start(ENDPOINTS.aliceX, suffix)).toEqual(['started']);
+    const alices = `nexus:alice:x-${suffix}`;
+    const aliceXs = `nexus:alice-x:${suffix}`;
+    expect(await startInput(alices)).toMatchObject({ tenant: 'alice' });
+    expect(await startInput(aliceXs)).toMatchObject({ tenant: 'alice-x' });
+
+    // The same key again while its run is live: the front door finds that run, it starts no second one.
+    const live = `again-${suffix}`;
+    expect(await start(ENDPOINTS.alice, live, true)).toEqual(['started', 'started']);
+    const runsOfLive = async () => {
+      const runs = [];
+      for await (const run of h.client.workflow.list({ query: `WorkflowId = 'nexus:alice:${live}'` }))
+        runs.push(run.runId);
+      return runs;
+    };
+    await expect.poll(runsOfLive, { timeout: 10_000 }).toHaveLength(1);
+    for (const id of [alices, aliceXs, `nexus:alice:${live}`])
+      await h.client.workflow.getHandle(id).terminate('test over');
   });
 });

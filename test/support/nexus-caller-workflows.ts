@@ -118,3 +118,31 @@ export async function approveThroughDeputy(input: {
   const result = await handle.result();
   return { approvals: state?.openApprovals ?? [], decided, again, ended: `${result.status}: ${result.output}` };
 }
+
+/**
+ * Starts a run through `endpoint` and reports at once whether the front door took it (the run goes on: the test ends
+ * it); with `twice`, starts the same key again meanwhile and reports both.
+ */
+export async function startDeputyRuns(input: {
+  endpoint: string;
+  key: string;
+  task: string;
+  twice?: boolean;
+}): Promise<string[]> {
+  const deputy = createNexusServiceClient({ service: deputyService, endpoint: input.endpoint });
+  const start = async () => {
+    try {
+      await deputy.startOperation(
+        'run',
+        { key: input.key, task: input.task },
+        { scheduleToCloseTimeout: '10 minutes' },
+      );
+      return 'started';
+    } catch (err) {
+      const cause = (err as Error).cause as Error | undefined;
+      return `refused: ${(err as Error).message}${cause ? ` (${cause.message})` : ''}`;
+    }
+  };
+  const first = await start();
+  return input.twice ? [first, await start()] : [first];
+}
