@@ -156,30 +156,22 @@ describe('R7.4 R7.5 the worker checks a decision again when the call runs', () =
       decision: 'approve',
       digest,
     });
-    for (const bad of [forged, denial, earlierRun]) {
-      expect(
-        checkProof(approvals.approvers, chain, {
-          requestId: 'a1.1',
-          decision: 'approve',
-          digest,
-          approver: 'ops',
-          proof: bad,
-        }),
-      ).toEqual({
-        ok: false,
-        reason:
-          "the proof is not ops's for approve of request a1.1 of run run-1 (first run first-1) with these arguments",
-      });
-    }
-    expect(
+    const check = (given: string) =>
       checkProof(approvals.approvers, chain, {
         requestId: 'a1.1',
         decision: 'approve',
         digest,
         approver: 'ops',
-        proof,
-      }),
-    ).toEqual({ ok: true });
+        proof: given,
+      });
+    for (const bad of [forged, denial, earlierRun]) {
+      expect(check(bad)).toEqual({
+        ok: false,
+        reason:
+          "the proof is not ops's for approve of request a1.1 of run run-1 (first run first-1) with these arguments",
+      });
+    }
+    expect(check(proof)).toEqual({ ok: true });
     // Outside an activity no run is reported as the caller: nothing runs on a proof alone.
     const result = await runTool({ ...input, approval: { requestId: 'a1.1', digest, approver: 'ops', proof } });
     expect(result.content).toBe('not run: the approval of request a1.1 is checked only for a run that waits');

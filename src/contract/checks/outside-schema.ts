@@ -86,7 +86,14 @@ function* children(node: Node): Generator<{ keys: string[]; schema: unknown; sam
 const pointer = (keys: readonly string[]): string =>
   `#${keys.map((k) => `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('')}`;
 
-const unescape = (key: string): string => decodeURIComponent(key).replace(/~1/g, '/').replace(/~0/g, '~');
+/** A JSON Pointer segment as its key; one that is not valid percent-encoding names no key (`undefined`). */
+const unescape = (key: string): string | undefined => {
+  try {
+    return decodeURIComponent(key).replace(/~1/g, '/').replace(/~0/g, '~');
+  } catch {
+    return undefined;
+  }
+};
 
 /** A pattern compiled by RE2, or why it cannot be. */
 function compile(pattern: string): RE2JS | string {
@@ -116,12 +123,13 @@ function depthOf(value: unknown, cap: number, depth = 0): number {
  * a schema the bounded check takes.
  */
 export function outsideSchemaProblems(schema: unknown): string[] {
+  // Depth first: what follows walks the schema recursively.
+  if (depthOf(schema, OUTSIDE_SCHEMA_CAPS.depth) > OUTSIDE_SCHEMA_CAPS.depth) {
+    return [`the schema nests deeper than ${OUTSIDE_SCHEMA_CAPS.depth} levels`];
+  }
   const text = JSON.stringify(schema) ?? '';
   if (text.length > OUTSIDE_SCHEMA_CAPS.chars) {
     return [`the schema is ${text.length} characters of JSON, past ${OUTSIDE_SCHEMA_CAPS.chars}`];
-  }
-  if (depthOf(schema, OUTSIDE_SCHEMA_CAPS.depth) > OUTSIDE_SCHEMA_CAPS.depth) {
-    return [`the schema nests deeper than ${OUTSIDE_SCHEMA_CAPS.depth} levels`];
   }
   const problems: string[] = [];
   const nodes = new Map<string, unknown>();
@@ -161,7 +169,8 @@ export function outsideSchemaProblems(schema: unknown): string[] {
     let total = 1;
     const same = [...children(node)].filter((c) => c.sameValue).map((c) => c.schema);
     if (typeof node.$ref === 'string') {
-      const target = nodes.get(pointer(node.$ref.replace(/^#\/?/, '').split('/').filter(Boolean).map(unescape)));
+      const keys = node.$ref.replace(/^#\/?/, '').split('/').filter(Boolean).map(unescape);
+      const target = keys.every((k) => k !== undefined) ? nodes.get(pointer(keys as string[])) : undefined;
       if (target === undefined) {
         open.delete(node);
         return `${at}: $ref ${JSON.stringify(node.$ref)} points at no schema inside it`;
@@ -237,6 +246,15 @@ export const OUTSIDE_CHECK_WORK = 4_000_000;
  * to check in bounded time. Call only on a schema `outsideSchemaProblems` passed.
  */
 export function answeredFor(schema: JsonSchema, value: unknown): { schema: JsonSchema } | { problem: string } {
+  try {
+    return answer(schema, value);
+  } catch (err) {
+    // A value nested past what a recursive walk takes (a child may answer 100,000 brackets): refused, never thrown.
+    return { problem: `the value could not be checked (${(err as Error).message})` };
+  }
+}
+
+function answer(schema: JsonSchema, value: unknown): { schema: JsonSchema } | { problem: string } {
   const { strings, places, arrays } = partsOf(value);
   let listed = 0;
   let repeating: unknown[][] | undefined;
