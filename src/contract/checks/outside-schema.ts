@@ -170,7 +170,7 @@ export function outsideSchemaProblems(schema: unknown): string[] {
     const same = [...children(node)].filter((c) => c.sameValue).map((c) => c.schema);
     if (typeof node.$ref === 'string') {
       const keys = node.$ref.replace(/^#\/?/, '').split('/').filter(Boolean).map(unescape);
-      const target = keys.every((k) => k !== undefined) ? nodes.get(pointer(keys as string[])) : undefined;
+      const target = keys.every((k) => k !== undefined) ? nodes.get(pointer(keys)) : undefined;
       if (target === undefined) {
         open.delete(node);
         return `${at}: $ref ${JSON.stringify(node.$ref)} points at no schema inside it`;
