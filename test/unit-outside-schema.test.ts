@@ -7,12 +7,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkSchema } from '../src/contract/checks/json-schema.js';
 import {
+  answeredFor,
   checkOutsideSchema,
   OUTSIDE_SCHEMA_CAPS,
   outsideSchemaProblems,
 } from '../src/contract/checks/outside-schema.js';
 import { checkReturnShape, parseInvocation } from '../src/contract/checks/contract-checks.js';
-import { whyApproval } from '../src/rules/approvals.js';
+import { argumentsWhole, argumentsWords, whyApproval } from '../src/rules/approvals.js';
 
 const CATASTROPHIC = { type: 'object', properties: { v: { type: 'string', pattern: '^(a+)+$' } }, required: ['v'] };
 
@@ -167,6 +168,115 @@ describe('R1.16 schemas from outside are checked in bounded time', () => {
     expect(whyApproval(catastrophic, 'send', JSON.stringify({ to: 'aaa' }))).toMatch(/when its arguments match/);
     expect(whyApproval(policy({ properties: { to: { pattern: '(?=x)' } } }), 'send', '{"to":"y"}')).toMatch(
       /^the config asks approval of send on a condition Deputy cannot check in bounded time \(#\/properties\/to\/pattern: /,
+    );
+  });
+});
+
+describe('R1.16 every subschema is walked, and each cap holds at its number', () => {
+  const BAD = '(?=x)';
+  const refused = (schema: unknown) => outsideSchemaProblems(schema).map((p) => p.slice(0, p.indexOf(': ')));
+
+  it('R1.16 a pattern RE2 cannot read is found under every keyword that holds subschemas, at its pointer', () => {
+    const bad = { pattern: BAD };
+    const places: [unknown, string][] = [
+      [{ not: bad }, '#/not/pattern'],
+      [{ if: bad }, '#/if/pattern'],
+      [{ then: bad }, '#/then/pattern'],
+      [{ else: bad }, '#/else/pattern'],
+      [{ allOf: [{}, bad] }, '#/allOf/1/pattern'],
+      [{ anyOf: [bad] }, '#/anyOf/0/pattern'],
+      [{ oneOf: [{}, {}, bad] }, '#/oneOf/2/pattern'],
+      [{ dependentSchemas: { a: bad } }, '#/dependentSchemas/a/pattern'],
+      [{ items: bad }, '#/items/pattern'],
+      [{ items: [{}, bad] }, '#/items/1/pattern'],
+      [{ prefixItems: [bad] }, '#/prefixItems/0/pattern'],
+      [{ additionalItems: bad }, '#/additionalItems/pattern'],
+      [{ additionalProperties: bad }, '#/additionalProperties/pattern'],
+      [{ unevaluatedItems: bad }, '#/unevaluatedItems/pattern'],
+      [{ unevaluatedProperties: bad }, '#/unevaluatedProperties/pattern'],
+      [{ contains: bad }, '#/contains/pattern'],
+      [{ propertyNames: bad }, '#/propertyNames/pattern'],
+      [{ properties: { 'a/b~c': bad } }, '#/properties/a~1b~0c/pattern'],
+      [{ patternProperties: { '^x': bad } }, '#/patternProperties/^x/pattern'],
+      [{ $defs: { d: bad } }, '#/$defs/d/pattern'],
+      [{ definitions: { d: bad } }, '#/definitions/d/pattern'],
+    ];
+    for (const [schema, at] of places) expect(refused(schema), at).toEqual([at]);
+    // Values that are not schemas are not walked.
+    expect(
+      outsideSchemaProblems({ enum: [{ pattern: BAD }], const: { pattern: BAD }, default: { pattern: BAD } }),
+    ).toEqual([]);
+    expect(outsideSchemaProblems({ allOf: 'x', properties: [bad], dependentSchemas: [bad] })).toEqual([]);
+  });
+
+  it('R1.16 each cap holds at its number, and each refusal says what it met', () => {
+    const ok = 'a'.repeat(OUTSIDE_SCHEMA_CAPS.patternChars);
+    expect(outsideSchemaProblems({ pattern: ok })).toEqual([]);
+    expect(outsideSchemaProblems({ pattern: `${ok}a` })).toEqual([`#/pattern: "${ok}a" is 1001 characters, past 1000`]);
+    expect(outsideSchemaProblems({ pattern: '(a)\\1' })).toEqual([
+      '#/pattern: "(a)\\\\1" is not a pattern Deputy can match in linear time (RE2 syntax: no lookaround, no backreferences): error parsing regexp: invalid escape sequence: `\\1`',
+    ]);
+    // Depth: 32 levels of JSON pass, 33 do not.
+    const nested = (levels: number) => {
+      let schema: unknown = {};
+      for (let i = 1; i < levels; i++) schema = { not: schema };
+      return schema;
+    };
+    expect(outsideSchemaProblems(nested(32))).toEqual([]);
+    expect(outsideSchemaProblems(nested(33))).toEqual(['the schema nests deeper than 32 levels']);
+    // Size: 32,768 characters of JSON pass, one more does not.
+    const sized = (chars: number) => ({ description: 'x'.repeat(chars - '{"description":""}'.length) });
+    expect(JSON.stringify(sized(32_768))).toHaveLength(32_768);
+    expect(outsideSchemaProblems(sized(32_768))).toEqual([]);
+    expect(outsideSchemaProblems(sized(32_769))).toEqual(['the schema is 32769 characters of JSON, past 32768']);
+    // Subschemas on one value: the node and 999 beside it pass, 1,000 beside it do not.
+    const beside = (n: number) => ({ allOf: Array.from({ length: n }, () => ({})) });
+    expect(outsideSchemaProblems(beside(999))).toEqual([]);
+    expect(outsideSchemaProblems(beside(1000))).toEqual([
+      '#: 1001 subschemas apply to one value there ($ref and combinators followed), past 1000',
+    ]);
+    expect(outsideSchemaProblems({ $ref: '#/$defs/none' })).toEqual([
+      '#: $ref "#/$defs/none" points at no schema inside it',
+    ]);
+    expect(outsideSchemaProblems({ $defs: { a: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' })).toEqual([
+      '#: a $ref loops back to a schema without going into the value',
+    ]);
+    expect(outsideSchemaProblems({ $defs: { a: { type: 'string' } }, $ref: '#/$defs/a' })).toEqual([]);
+  });
+
+  it('R1.16 a value too large for its schema’s answers is refused naming both numbers; below the bound it is checked', () => {
+    const schema = { type: 'array', items: { type: 'string', pattern: '^a$' } };
+    // 2,001 places (the array and its strings), 2,000 strings failing: 4,002,000 comparisons, past 4,000,000.
+    const failing = Array.from({ length: 2000 }, (_, i) => `b${i}`);
+    expect(answeredFor(schema, failing)).toEqual({
+      problem:
+        "the value (2001 places) is too large to check against this schema's patterns in bounded time (2000 answers to compare with; at most 4000000 comparisons)",
+    });
+    expect(checkOutsideSchema(schema, failing.slice(0, 1990)).ok).toBe(false);
+    expect(checkOutsideSchema(schema, failing.slice(0, 1990))).toEqual({
+      ok: false,
+      issues: expect.arrayContaining(['0: does not match ^a$']) as unknown,
+    });
+    expect(checkOutsideSchema(schema, ['a', 'a'])).toEqual({ ok: true, value: ['a', 'a'] });
+    // A large array is walked without spreading it onto the stack.
+    expect(
+      checkOutsideSchema(
+        { type: 'array', uniqueItems: true },
+        Array.from({ length: 200_000 }, (_, i) => i),
+      ).ok,
+    ).toBe(true);
+  });
+});
+
+describe('R7.2 how a view shows a request’s arguments', () => {
+  it('R7.2 whole, or plainly cut with where to read them whole', () => {
+    const request = { run: 'root/mailer-1', arguments: '{"to":"a@b.c"}', argumentsChars: 14 };
+    expect(argumentsWhole(request)).toBe(true);
+    expect(argumentsWords(request)).toBe('arguments (whole, 14 characters): {"to":"a@b.c"}');
+    const cut = { ...request, arguments: '{"to"', argumentsChars: 14 };
+    expect(argumentsWhole(cut)).toBe(false);
+    expect(argumentsWords(cut)).toBe(
+      'arguments CUT (the first 5 of 14 characters; read them whole with `npm run deputy -- approvals root/mailer-1` before deciding): {"to"…',
     );
   });
 });

@@ -212,7 +212,7 @@ function partsOf(value: unknown): { strings: Set<string>; places: number; arrays
     else if (Array.isArray(v)) {
       const items = v as unknown[];
       arrays.push(items);
-      stack.push(...items);
+      for (const item of items) stack.push(item);
     } else if (isObject(v)) {
       for (const [key, inner] of Object.entries(v)) {
         strings.add(key);
