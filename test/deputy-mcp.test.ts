@@ -175,7 +175,11 @@ describe('R6.8 Deputy as an MCP server', () => {
       openApprovals: [{ requestId: 'a1.1', run: runId, tool: 'search_notes', preview: '{"query":"mcp approval"}' }],
     });
     const listed = await call('approvals', { run_id: runId });
-    expect(listed.structuredContent).toMatchObject({ runId, approvals: [{ requestId: 'a1.1', path: runId }] });
+    // Each waiting call with its arguments whole: what the caller decides on.
+    expect(listed.structuredContent).toMatchObject({
+      runId,
+      approvals: [{ requestId: 'a1.1', path: runId, arguments: '{"query":"mcp approval"}', argumentsChars: 24 }],
+    });
     const none = await call('decide', { run_id: runId, request_id: 'a4.4', decision: 'approve' });
     expect(none.isError).toBe(true);
     expect(none.structuredContent).toEqual({ error: 'decideApproval: no request a4.4 in this run (open here: a1.1)' });
