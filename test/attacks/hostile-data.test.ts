@@ -6,14 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { lastMessage, toolMessages, userSays } from '../../src/testing/script.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from '../support/delegation.js';
-import { workflowTaskTimes } from '../support/history.js';
+import { WORKFLOW_TASK_BOUND_MS, workflowTaskTimes } from '../support/history.js';
 import { useHarness } from '../support/harness.js';
 import { completeModelCallByHand } from './support.js';
 
 const h = useHarness({ config: delegationConfig(), tools: DELEGATION_TOOLS });
-
-/** A workflow task that took longer than this on a worker is a stall the attack caused. */
-const TASK_BOUND_MS = 200;
 
 describe('attacks with data a workflow reads', () => {
   it('R1.16 R1.7 attack 49: a return_shape pattern ^(a+)+$ and a child answering 30 a’s and "!" end as a tool error; no workflow task stalls or fails', async () => {
@@ -47,7 +44,7 @@ describe('attacks with data a workflow reads', () => {
     expect(toolMessages(join!).at(-1)).toContain('the output does not match return_shape: v: does not match ^(a+)+$');
     const times = await workflowTaskTimes(h.client, parent);
     expect(times.failures).toEqual([]);
-    expect(times.slowestMs).toBeLessThan(TASK_BOUND_MS);
+    expect(times.slowestMs).toBeLessThan(WORKFLOW_TASK_BOUND_MS);
 
     // A pattern RE2 cannot read is refused at the delegation: nothing is spawned, the model reads why.
     const refused = 'attack 49: lookbehind pattern';

@@ -42,3 +42,11 @@ export async function workflowTaskTimes(
   }
   return { slowestMs, failures };
 }
+
+/**
+ * The longest a workflow task of an attacked run may take as the server records it, from the worker taking it to its
+ * answer: the check plus the worker's own work (a fresh workflow context included) and its queueing on a machine
+ * running two test files at once. Plain tasks are recorded at 5–200 ms here; a catastrophic pattern held one for
+ * seconds and then killed the worker.
+ */
+export const WORKFLOW_TASK_BOUND_MS = 500;
