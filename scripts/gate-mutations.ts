@@ -77,7 +77,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
         'if (childrenSoFar + args.briefs.length > settings.maxChildrenPerRun) {',
         'if (false) {',
       ],
-      ['workflows/delegation/invocation.ts', 'if (run.ledger.length + plans.length > max) {', 'if (false) {'],
+      ['workflows/delegation/invocation.ts', 'if (run.children.count + plans.length > max) {', 'if (false) {'],
     ],
   },
   G6: {
@@ -112,7 +112,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   },
   G9: {
     rule: "a child's spend is never debited",
-    edits: [['workflows/run-account.ts', '    this.debit(settled.charge);\n', '\n']],
+    edits: [['workflows/run/account.ts', '    this.debit(settled.charge);\n', '\n']],
   },
   G10: {
     rule: 'the synthesis call offers tools',
@@ -152,12 +152,12 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
     rule: 'a cancelled parent abandons its children',
     edits: [
       [
-        'workflows/delegation/child.ts',
+        'workflows/delegation/life.ts',
         'parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,',
         'parentClosePolicy: ParentClosePolicy.ABANDON,',
       ],
       [
-        'workflows/delegation/child.ts',
+        'workflows/delegation/life.ts',
         'cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,',
         'cancellationType: ChildWorkflowCancellationType.ABANDON,',
       ],
@@ -172,9 +172,9 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
         'throw err;',
       ],
       [
-        'workflows/delegation/child.ts',
-        "    const reason = `this brief's delegation failed: ${failureMessage(err)}`;",
-        "    throw err;\n    const reason = `this brief's delegation failed: ${failureMessage(err)}`;",
+        'workflows/delegation/life.ts',
+        "    return this.#settle(because('failed', `this brief's delegation failed: ${failureMessage(err)}`));",
+        '    throw err;',
       ],
       [
         'workflows/tool-turn.ts',
@@ -197,7 +197,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
     rule: 'a limit_reached child is never joined',
     edits: [
       [
-        'workflows/delegation/child.ts',
+        'workflows/delegation/life.ts',
         '    return this.#ended(readResult(result, returnShape));',
         "    if (result.status === 'limit_reached') await new Promise<never>(() => undefined);\n    return this.#ended(readResult(result, returnShape));",
       ],
@@ -209,13 +209,13 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
       [
         'workflows/loop.ts',
         '        await toolTurn(run, step.calls, step.refused);\n',
-        "        await toolTurn(run, step.calls, step.refused);\n        if (run.ledger.length > 0) run.inbox.push({ from: 'user', content: 'joined' });\n",
+        "        await toolTurn(run, step.calls, step.refused);\n        if (run.children.count > 0) run.inbox.receive({ type: 'user', content: 'joined' });\n",
       ],
     ],
   },
   G19: {
     rule: 'the ledger row loses its invocation id',
-    edits: [['workflows/delegation/invocation.ts', '      invocationId: call.id,\n', '\n']],
+    edits: [['workflows/delegation/invocation.ts', '      invocationId: this.call.id,\n', '\n']],
   },
   G20: {
     rule: 'a child is not listed under its parent',
@@ -243,8 +243,8 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
     edits: [
       [
         'workflows/approvals.ts',
-        '    for (const request of run.approvals.receive(from, entry.taskName, body)) {\n',
-        "    for (const request of run.approvals.receive(from, entry.taskName, body)) {\n      run.approvals.open({ ...request, run: run.sessionId, path: '' });\n",
+        '    for (const request of run.approvals.receive(from, taskName, body)) {\n',
+        "    for (const request of run.approvals.receive(from, taskName, body)) {\n      run.approvals.open({ ...request, run: run.workflowId, path: '' });\n",
       ],
     ],
   },

@@ -171,7 +171,7 @@ describe('R2.12 where a run waits, from Temporal UI', () => {
     for (const stack of stacks) {
       expect(stack.split('\n').filter((line) => line.trim().startsWith('at ')).length).toBeLessThanOrEqual(6);
     }
-    expect(stacks.join('\n')).toMatch(/workflows\/(loop|agent-run|run-waits)\.ts:\d+/);
+    expect(stacks.join('\n')).toMatch(/workflows\/(loop|agent-run|run\/run)\.ts:\d+/);
     await handle.terminate('the stack was read');
   });
 });

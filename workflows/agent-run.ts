@@ -31,7 +31,7 @@ import { registerApprovalHandlers } from './approvals.js';
 import { stopDetached } from './delegation/detached.js';
 import { agentLoop } from './loop.js';
 import { checkRunInput } from '../src/contract/checks/contract-checks.js';
-import { AgentRunState, type ParsedRunInput } from './run-state.js';
+import { Run, type ParsedRunInput } from './run/run.js';
 
 /** A run looks its composition up in the worker's config without a server round trip. */
 const local = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
@@ -40,16 +40,13 @@ const local = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
 export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const input = checkResume(parseInput(rawInput));
   const info = workflowInfo();
-  const run = input.resume
-    ? AgentRunState.fromResume(input, info.workflowId, input.resume)
-    : new AgentRunState(input, info.workflowId);
+  const run = input.resume ? Run.fromResume(input, info.workflowId, input.resume) : new Run(input, info.workflowId);
   registerHandlers(run);
   registerApprovalHandlers(run);
   // A child and a resumed run act with the grant their input carries, which workers honour only for a run Temporal
   // records in the granted tree; a root is granted its tree when its composition is resolved.
-  if (input.origin || input.resume) run.grant = input.grant ?? '';
-  let loopScope: CancellationScope | undefined;
-  let deadlineHit = false;
+  if (input.origin || input.resume) run.treeGrant = input.grant ?? '';
+  let deadline: LoopDeadline | undefined;
   try {
     if (!input.resume) await begin(run, input);
     // One upsert when the run starts running, of what its start did not set: a parent starts a child with all of
@@ -70,16 +67,13 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }).filter(({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value));
     run.markRunning();
     if (missing.length > 0) upsertSearchAttributes(missing);
-    const { deadlineMs } = run.limits;
+    const { deadlineMs } = run.account.limits;
     run.boundDeadlineByActivities(deadlineMs !== null && waitsOnlyOnActivities(run));
-    if (deadlineMs !== null && !run.deadlineOnActivities) {
-      // The deadline cancels only the loop; cancelling the run cancels the root scope and this timer with it.
-      const scope = (loopScope = new CancellationScope());
-      void cancelAtDeadline(scope, deadlineMs, () => (deadlineHit = true));
-    }
-    const outcome = loopScope ? await loopScope.run(() => agentLoop(run)) : await agentLoop(run);
+    if (deadlineMs !== null && !run.deadlineOnActivities) deadline = new LoopDeadline(deadlineMs);
+    const outcome = deadline ? await deadline.scope.run(() => agentLoop(run)) : await agentLoop(run);
     // Background children still live when the run ends (a conversation over, a limit) are cancelled first.
-    if (run.hasLiveDetached()) await stopDetached(run);
+    if (run.children.hasLiveDetached()) await stopDetached(run);
+    await run.sends.allThrough();
     run.end(outcome.status, outcome.output);
     return run.result({
       status: outcome.status,
@@ -89,9 +83,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   } catch (err) {
     if (err instanceof ContinueAsNew) throw err;
     // So are those of a run that ends otherwise (cancelled with the run or its loop, or not yet: a failure).
-    if (run.hasLiveDetached()) await stopDetached(run);
+    if (run.children.hasLiveDetached()) await stopDetached(run);
+    await run.sends.allThrough();
     if (
-      (isCancellation(err) && deadlineHit && !CancellationScope.current().consideredCancelled) ||
+      (isCancellation(err) && deadline?.passed() && !CancellationScope.current().consideredCancelled) ||
       (!isCancellation(err) && deadlinePassedOnActivity(run))
     ) {
       const output = bestOutput(run.events);
@@ -119,7 +114,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
  * A new run's composition and limits. An implicit child got its composition from its parent (its preset looked up
  * first when given by reference); anything else looks it up, a preset by reference with it.
  */
-async function begin(run: AgentRunState, input: ParsedRunInput): Promise<void> {
+async function begin(run: Run, input: ParsedRunInput): Promise<void> {
   const presetAt = presetLookup(input);
   const given =
     presetAt && startsFromInput(input) ? withPresetDefinition(input, await local.presetAtRevision(presetAt)) : input;
@@ -132,7 +127,7 @@ async function begin(run: AgentRunState, input: ParsedRunInput): Promise<void> {
   }
   const root = !input.origin;
   const { grant, ...composition } = await local.resolveRun({ ...resolveRunInput(given, run.depth), presetAt, root });
-  if (root) run.grant = grant!;
+  if (root) run.treeGrant = grant!;
   run.begin(
     withParentApprovals(composition, input),
     resolveLimits(input.limits, composition.defaultLimits, Date.now()),
@@ -170,15 +165,15 @@ function withPresetDefinition(input: ParsedRunInput, definition: Preset): Parsed
  * A task run offered no steering tool waits only on activities (model calls, tools, compaction; hooks end at their
  * own timeouts): nothing else (children, messages) can hold it past its deadline.
  */
-function waitsOnlyOnActivities(run: AgentRunState): boolean {
+function waitsOnlyOnActivities(run: Run): boolean {
   return (
     (run.input.mode ?? 'task') === 'task' && !run.composition.tools.some(({ name }) => STEERING_TOOLS.includes(name))
   );
 }
 
 /** An activity bounded by the deadline ended the run's loop at (or after) it: the deadline, not a failure. */
-function deadlinePassedOnActivity(run: AgentRunState): boolean {
-  const { deadlineMs } = run.resolvedLimits ?? { deadlineMs: null };
+function deadlinePassedOnActivity(run: Run): boolean {
+  const { deadlineMs } = run.account.resolvedLimits ?? { deadlineMs: null };
   return run.deadlineOnActivities && deadlineMs !== null && Date.now() >= deadlineMs;
 }
 
@@ -256,13 +251,30 @@ function resolveRunInput(input: ParsedRunInput, depth: number) {
   };
 }
 
-/** The deadline's timer: when it fires, the loop's scope is cancelled; cancelled with the run, it does nothing. */
-async function cancelAtDeadline(scope: CancellationScope, deadlineMs: number, hit: () => void): Promise<void> {
-  try {
-    await sleep(Math.max(1, deadlineMs - Date.now()), { summary: `deadline ${new Date(deadlineMs).toISOString()}` });
-  } catch {
-    return;
+/**
+ * The deadline of a run that waits on more than activities: a timer that cancels only the loop's scope (cancelling
+ * the run cancels the root scope, and this timer with it). The timer ends with the run, unawaited: it cannot reject.
+ */
+class LoopDeadline {
+  readonly scope = new CancellationScope();
+  readonly timer: Promise<void>;
+
+  constructor(readonly deadlineMs: number) {
+    this.timer = this.#cancelAtDeadline();
   }
-  hit();
-  scope.cancel();
+
+  async #cancelAtDeadline(): Promise<void> {
+    const summary = `deadline ${new Date(this.deadlineMs).toISOString()}`;
+    try {
+      await sleep(Math.max(1, this.deadlineMs - Date.now()), { summary });
+    } catch {
+      return;
+    }
+    this.scope.cancel();
+  }
+
+  /** The deadline has come: a cancellation of the loop now is its. */
+  passed(): boolean {
+    return Date.now() >= this.deadlineMs;
+  }
 }

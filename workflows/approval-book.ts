@@ -4,20 +4,7 @@
  */
 import type { ApprovalRequest, ApprovalsBody, DecideApprovalInput } from '../src/contract/approvals.js';
 import { RELAYED_ARGUMENTS_CHARS } from '../src/rules/approvals.js';
-
-/** Where one of the run's own requests stands. */
-export type RequestStatus = 'open' | 'deciding' | 'approved' | 'denied' | 'expired' | 'cancelled';
-
-/** One of the run's own requests. */
-export interface OwnRequest {
-  request: ApprovalRequest;
-  status: RequestStatus;
-  /** Who decided (an approver's id, `client`, or `timeout`), and why. */
-  decidedBy?: string;
-  reason?: string;
-  /** The approver and proof of an approval, which the tool's worker checks again. */
-  proof?: { approver: string; proof: string };
-}
+import { OwnRequest } from './approval-request.js';
 
 /** Requests listed per run: past this, the oldest of a subtree are left out of a report. */
 const MAX_REPORTED = 100;
@@ -38,7 +25,7 @@ export class ApprovalBook {
   }
 
   open(request: ApprovalRequest): OwnRequest {
-    const own: OwnRequest = { request, status: 'open' };
+    const own = new OwnRequest(request);
     this.#own.set(request.requestId, own);
     return own;
   }
@@ -49,7 +36,7 @@ export class ApprovalBook {
 
   /** True while a call of this run waits for its decision. */
   waiting(): boolean {
-    for (const own of this.#own.values()) if (own.status === 'open' || own.status === 'deciding') return true;
+    for (const own of this.#own.values()) if (own.pending) return true;
     return false;
   }
 
@@ -63,8 +50,8 @@ export class ApprovalBook {
       const open = this.openRequests().map((r) => r.requestId);
       return `no request ${decision.requestId} in this run (open here: ${open.join(', ') || 'none'})`;
     }
-    if (own.status === 'deciding') return `request ${decision.requestId} is being decided already`;
-    if (own.status !== 'open') return `request ${decision.requestId} is closed: ${closedWords(own)}`;
+    const closed = own.closedWords();
+    if (closed) return closed;
     if (nowMs >= Date.parse(own.request.deadline)) {
       return `request ${decision.requestId} expired at ${own.request.deadline}`;
     }
@@ -79,9 +66,7 @@ export class ApprovalBook {
 
   /** The run's own open requests, paths relative to it. */
   openRequests(): ApprovalRequest[] {
-    return [...this.#own.values()]
-      .filter((own) => own.status === 'open' || own.status === 'deciding')
-      .map((own) => own.request);
+    return [...this.#own.values()].filter((own) => own.pending).map((own) => own.request);
   }
 
   /** The open requests children reported of their subtrees, paths relative to this run. */
@@ -131,18 +116,5 @@ export class ApprovalBook {
     if (text === this.#lastReport) return undefined;
     this.#lastReport = text;
     return { version: (this.#reported += 1), requests };
-  }
-}
-
-function closedWords(own: OwnRequest): string {
-  switch (own.status) {
-    case 'approved':
-      return `approved by ${own.decidedBy}`;
-    case 'denied':
-      return `denied by ${own.decidedBy}`;
-    case 'expired':
-      return `expired with no decision (${own.decidedBy === 'timeout' ? 'taken as approvals.onTimeout' : 'closed'})`;
-    default:
-      return 'its run stopped waiting (cancelled)';
   }
 }

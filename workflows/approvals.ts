@@ -26,8 +26,8 @@ import { previewOf, renderApprovalNotice, waitWords } from '../src/rules/approva
 import { bounded } from '../src/rules/children.js';
 import { countApproval } from './metrics.js';
 import { onSigned, sendSigned } from './signed-messages.js';
-import type { OwnRequest } from './approval-book.js';
-import type { AgentRunState } from './run-state.js';
+import type { OwnRequest } from './approval-request.js';
+import type { Run } from './run/run.js';
 import { assertFits } from './validation.js';
 
 const { requestApproval, checkApproval } = proxyActivities<DeputyActivities>({
@@ -42,15 +42,15 @@ export type Gate = { ok: true; approval: ApprovedCall } | { ok: false; result: R
  * Asks for a decision on `call` and waits for it: approve lets the call run once, with exactly these arguments; deny,
  * or no decision by the deadline (with `approvals.onTimeout: deny`), is a tool error naming who and why.
  */
-export async function awaitApproval(run: AgentRunState, call: ToolCall, why: string): Promise<Gate> {
+export async function awaitApproval(run: Run, call: ToolCall, why: string): Promise<Gate> {
   const policy = run.composition.approvals!;
   const requestId = run.approvals.nextId(run.segment);
-  const { deadlineMs } = run.limits;
+  const { deadlineMs } = run.account.limits;
   const requestedAt = Date.now();
   const waitMs = Math.max(1, Math.min(policy.timeoutSeconds * 1000, (deadlineMs ?? Infinity) - requestedAt));
   const deadline = new Date(requestedAt + waitMs).toISOString();
   const recorded = await requestApproval.executeWithOptions({ summary: `request approval of ${call.name}` }, [
-    { grant: run.grant, runId: run.sessionId, requestId, call, why, deadline },
+    { grant: run.treeGrant, runId: run.workflowId, requestId, call, why, deadline },
   ]);
   // An activity's answer is checked like any outside text: a request carries a digest, or none is recorded.
   if (!/^[0-9a-f]{64}$/.test(recorded.digest)) {
@@ -62,7 +62,7 @@ export async function awaitApproval(run: AgentRunState, call: ToolCall, why: str
   }
   const own = run.approvals.open({
     requestId,
-    run: run.sessionId,
+    run: run.workflowId,
     firstRunId: workflowInfo().firstExecutionRunId,
     path: '',
     tool: call.name,
@@ -83,7 +83,7 @@ export async function awaitApproval(run: AgentRunState, call: ToolCall, why: str
   try {
     await waitForDecision(own, requestId, call.name, Math.max(1, Date.parse(deadline) - Date.now()), policy.onTimeout);
   } finally {
-    if (own.status === 'open' || own.status === 'deciding') own.status = 'cancelled';
+    own.cancel();
     countApproval(run, decisionLabel(own), Date.now() - Date.parse(own.request.requestedAt));
     await reportApprovals(run);
     run.setStatus(run.liveStatus());
@@ -98,7 +98,7 @@ export async function awaitApproval(run: AgentRunState, call: ToolCall, why: str
       },
     };
   }
-  return { ok: false, result: { content: deniedWords(own, call.name), isError: true } };
+  return { ok: false, result: { content: own.deniedWords(call.name), isError: true } };
 }
 
 /**
@@ -124,14 +124,12 @@ async function waitForDecision(
     }
   });
   try {
-    await condition(() => closed(own) || (timedOut && own.status === 'open'));
+    await condition(() => !own.pending || (timedOut && own.status === 'open'));
   } finally {
     timer.cancel();
     await ticking;
   }
-  if (closed(own)) return;
-  own.decidedBy = 'timeout';
-  own.status = onTimeout === 'approve' ? 'approved' : 'expired';
+  if (own.pending) own.timeOut(onTimeout);
 }
 
 /** How a closed request is counted. */
@@ -141,32 +139,18 @@ function decisionLabel(own: OwnRequest): string {
   return own.status;
 }
 
-/** A request's status as it is now (another handler may have moved it while this one awaited). */
-const statusOf = (own: OwnRequest): OwnRequest['status'] => own.status;
-
-const closed = (own: OwnRequest) => own.status !== 'open' && own.status !== 'deciding';
-
-function deniedWords(own: OwnRequest, tool: string): string {
-  const { requestId, deadline } = own.request;
-  if (own.status === 'expired') {
-    return `not run: no decision on approval request ${requestId} for ${tool} arrived by ${deadline}; it expired and was denied (approvals.onTimeout)`;
-  }
-  const reason = own.reason ? `: ${own.reason}` : ' (no reason given)';
-  return `not run: ${own.decidedBy} denied approval request ${requestId} for ${tool}${reason}. Do not try the same call again unless asked to.`;
-}
-
 /**
  * Tells the run's parent the open requests of its subtree when they changed. Best effort, and never cancelled: a
  * parent that has ended drops the subtree itself (its own parent forgets it when it settles the child).
  */
-export async function reportApprovals(run: AgentRunState): Promise<void> {
+export async function reportApprovals(run: Run): Promise<void> {
   const { origin } = run;
   if (!origin) return;
   const body = run.approvals.report();
   if (!body) return;
   try {
     await CancellationScope.nonCancellable(() =>
-      sendSigned(approvalsSignal, { to: origin.parentId, id: `approvals:${body.version}`, body, grant: run.grant }),
+      sendSigned(approvalsSignal, { to: origin.parentId, id: `approvals:${body.version}`, body, grant: run.treeGrant }),
     );
   } catch {
     // The parent has ended (or cannot be signalled): nothing to tell.
@@ -174,13 +158,13 @@ export async function reportApprovals(run: AgentRunState): Promise<void> {
 }
 
 /** A child ended: its subtree's requests leave this run's book, and its parent hears of it. */
-export async function forgetChildApprovals(run: AgentRunState, childWorkflowId: string): Promise<void> {
+export async function forgetChildApprovals(run: Run, childWorkflowId: string): Promise<void> {
   if (run.approvals.childEnded(childWorkflowId)) await reportApprovals(run);
 }
 
 /** Registers the `approvals` query, the `decideApproval` update and children's reports of their requests. */
-export function registerApprovalHandlers(run: AgentRunState): void {
-  setHandler(approvalsQuery, () => run.approvals.listed(run.sessionId));
+export function registerApprovalHandlers(run: Run): void {
+  setHandler(approvalsQuery, () => run.approvals.listed(run.workflowId));
   setHandler(decideApprovalUpdate, (decision) => decide(run, decision), {
     validator: (decision: DecideApprovalInput) => {
       if (run.isEnded()) throw new Error('decideApproval: the run has ended');
@@ -190,16 +174,18 @@ export function registerApprovalHandlers(run: AgentRunState): void {
     },
   });
   onSigned(approvalsSignal, CONTRACT.signedApprovals, run.seenMessages, (from, body) => {
-    const entry = run.ledger.findLast((e) => e.childWorkflowId === from);
-    if (entry?.status !== 'running') return 'not from a running child of this run';
-    for (const request of run.approvals.receive(from, entry.taskName, body)) {
-      run.receive({
+    const child = run.children.byId(from);
+    if (child?.entry.status !== 'running') return 'not from a running child of this run';
+    const { taskName } = child;
+    for (const request of run.approvals.receive(from, taskName, body)) {
+      run.inbox.receive({
+        type: 'approval',
         from,
         content: renderApprovalNotice(request),
-        approval: { taskName: entry.taskName, childWorkflowId: from, requestId: request.requestId, run: request.run },
+        approval: { taskName, childWorkflowId: from, requestId: request.requestId, run: request.run },
       });
     }
-    void reportApprovals(run);
+    run.sends.track('report approvals', reportApprovals(run));
   });
 }
 
@@ -207,51 +193,53 @@ export function registerApprovalHandlers(run: AgentRunState): void {
  * Takes a decision: marked at once, so a second one meanwhile is refused; with approvers configured, its proof is
  * checked by a worker first (keys never enter workflow code), and a proof that fails leaves the request open.
  */
-async function decide(run: AgentRunState, decision: DecideApprovalInput): Promise<DecideApprovalResult> {
+async function decide(run: Run, decision: DecideApprovalInput): Promise<DecideApprovalResult> {
   const own = run.approvals.own(decision.requestId)!;
-  own.status = 'deciding';
+  own.startDeciding();
   const approvers = run.composition.approvals?.approvers;
   if (approvers) {
-    let checked;
-    try {
-      checked = await checkApproval.executeWithOptions({ summary: `check approval ${decision.requestId}` }, [
-        {
-          grant: run.grant,
-          runId: run.sessionId,
-          requestId: decision.requestId,
-          decision: decision.decision,
-          digest: own.request.digest,
-          approver: decision.approver,
-          proof: decision.proof,
-        },
-      ]);
-    } catch (err) {
-      own.status = 'open';
-      throw err;
-    }
-    if (!checked.ok) {
-      own.status = 'open';
-      throw ApplicationFailure.create({
-        type: FAILURE.ApprovalRefused,
-        message: `decideApproval: ${checked.reason}; the request stays open`,
-        nonRetryable: true,
-      });
+    const refused = await checkProof(run, own, decision);
+    if (refused) {
+      own.reopen();
+      throw ApplicationFailure.create({ type: FAILURE.ApprovalRefused, message: refused, nonRetryable: true });
     }
     // The run stopped waiting while the proof was checked (cancelled, or the deadline decided): nothing to take.
-    const now = statusOf(own);
-    if (now !== 'deciding') {
+    if (own.status !== 'deciding') {
       throw ApplicationFailure.create({
         type: FAILURE.ApprovalRefused,
-        message: `decideApproval: request ${decision.requestId} closed while its proof was checked: ${now}`,
+        message: `decideApproval: request ${decision.requestId} closed while its proof was checked: ${own.status}`,
         nonRetryable: true,
       });
     }
-    own.proof = { approver: decision.approver!, proof: decision.proof! };
   }
   // Without approvers configured a name is whatever the caller wrote: recorded, never taken as checked.
   const by = approvers ? decision.approver! : decision.approver ? `${decision.approver} (unverified)` : 'client';
-  own.decidedBy = by;
-  if (decision.reason !== undefined) own.reason = bounded(decision.reason, 2000);
-  own.status = decision.decision === 'approve' ? 'approved' : 'denied';
+  const reason = decision.reason === undefined ? {} : { reason: bounded(decision.reason, 2000) };
+  if (decision.decision === 'deny') own.decide({ status: 'denied', by, ...reason });
+  else {
+    const proof = approvers && { proof: { approver: decision.approver!, proof: decision.proof! } };
+    own.decide({ status: 'approved', by, ...reason, ...proof });
+  }
   return { requestId: decision.requestId, decision: decision.decision, by };
+}
+
+/** Has a worker check the decision's proof (keys never enter workflow code); why it fails, or `undefined`. */
+async function checkProof(run: Run, own: OwnRequest, decision: DecideApprovalInput): Promise<string | undefined> {
+  try {
+    const checked = await checkApproval.executeWithOptions({ summary: `check approval ${decision.requestId}` }, [
+      {
+        grant: run.treeGrant,
+        runId: run.workflowId,
+        requestId: decision.requestId,
+        decision: decision.decision,
+        digest: own.request.digest,
+        approver: decision.approver,
+        proof: decision.proof,
+      },
+    ]);
+    return checked.ok ? undefined : `decideApproval: ${checked.reason}; the request stays open`;
+  } catch (err) {
+    own.reopen();
+    throw err;
+  }
 }

@@ -26,17 +26,17 @@ import { failureMessage } from '../src/rules/failure-message.js';
 import type { SchemaChecker } from '../src/contract/checks/json-schema.js';
 import { deliverInterjection } from './delegation/steering.js';
 import { answerQuestion, findQuestion, receiveAnswer, receiveQuestion } from './delegation/questions.js';
-import type { AgentRunState } from './run-state.js';
+import type { Run } from './run/run.js';
 import { assertFits } from './validation.js';
 import { onSigned } from './signed-messages.js';
 
 /** Registers every handler of `agentRun` on `run`. */
-export function registerHandlers(run: AgentRunState): void {
+export function registerHandlers(run: Run): void {
   setHandler(stateQuery, () => stateOf(run));
   setHandler(
     sendMessageUpdate,
     (message) => {
-      run.receive({ from: 'user', content: message.message });
+      run.inbox.receive({ type: 'user', content: message.message });
       return { accepted: true as const };
     },
     {
@@ -64,7 +64,7 @@ export function registerHandlers(run: AgentRunState): void {
   // Messages from other runs: signed by a worker, and each from the one run that may send it.
   onSigned(interjectionSignal, CONTRACT.signedInterjection, run.seenMessages, (from, { content }) => {
     if (from !== run.origin?.parentId) return "an interjection not from this run's parent";
-    run.receive({ from, content: cutText(content, run.payloads.maxTextBytes), interjection: true });
+    run.inbox.receive({ type: 'interjection', from, content: cutText(content, run.payloads.maxTextBytes) });
   });
   // A child's question (checked against this run's ledger), and the answer to this run's own question.
   onSigned(questionSignal, CONTRACT.signedQuestion, run.seenMessages, (from, body) => receiveQuestion(run, from, body));
@@ -73,10 +73,9 @@ export function registerHandlers(run: AgentRunState): void {
   onSigned(admittedSignal, CONTRACT.signedAdmitted, run.seenMessages, (from, { childWorkflowId }) => {
     const admission = run.resolvedComposition?.delegation?.admission;
     if (!admission || from !== admissionWorkflowId(admission.tenant)) return "not from this run's admission workflow";
-    if (!run.ledger.some((e) => e.childWorkflowId === childWorkflowId && e.status === 'reserved')) {
-      return 'no child of this run waits for that slot';
-    }
-    run.grantSlot(childWorkflowId);
+    const child = run.children.byId(childWorkflowId);
+    if (child?.entry.status !== 'reserved') return 'no child of this run waits for that slot';
+    child.admit();
   });
   setHandler(
     answerChildUpdate,
@@ -103,7 +102,7 @@ export function registerHandlers(run: AgentRunState): void {
       validator: (args: InterjectArgs) => {
         validateUpdate(steeringChecker('interject'), args, 'interject', run.isEnded());
         checkMessageSize(run, 'interject', 'message', args.message);
-        const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
+        const entry = run.children.lastNamed(args.task_name);
         if (entry?.status !== 'running') {
           throw new Error(`interject: no running child named "${args.task_name}" (status ${entry?.status ?? 'none'})`);
         }
@@ -140,7 +139,7 @@ function validateUpdate(checker: SchemaChecker, payload: unknown, name: string, 
  * Sizes at the door: a message past the run's text budget is refused naming the limit, and so is one that would take
  * the messages waiting for the next turn past the run's input budget; nothing already accepted is touched.
  */
-function checkMessageSize(run: AgentRunState, name: string, field: string, text: string): void {
+function checkMessageSize(run: Run, name: string, field: string, text: string): void {
   const { maxTextBytes, maxInputBytes } = run.payloads;
   const size = utf8Bytes(text);
   if (size > maxTextBytes) {
@@ -148,7 +147,7 @@ function checkMessageSize(run: AgentRunState, name: string, field: string, text:
       `${name}: ${field} is ${formatBytes(size)}, past this run's limit of ${formatBytes(maxTextBytes)} (payloads.maxTextBytes); send it in parts or as a file`,
     );
   }
-  const waiting = run.inbox.reduce((sum, item) => sum + utf8Bytes(item.content), 0);
+  const waiting = run.inbox.bytes;
   if (waiting + size > maxInputBytes) {
     throw new Error(
       `${name}: ${formatBytes(waiting)} of messages already wait for this run's next turn; with ${formatBytes(size)} more they would pass its limit of ${formatBytes(maxInputBytes)} (payloads.maxInputBytes); send it once the run has answered`,
@@ -157,23 +156,23 @@ function checkMessageSize(run: AgentRunState, name: string, field: string, text:
 }
 
 /** The reply of the `state` query. */
-function stateOf(run: AgentRunState): RunState {
+function stateOf(run: Run): RunState {
   const composition = run.resolvedComposition;
-  const limits = run.resolvedLimits;
+  const limits = run.account.resolvedLimits;
   return {
     status: run.status,
     details: getCurrentDetails(),
     model: composition?.model ?? null,
     preset: composition?.preset ?? null,
-    usage: run.usage,
+    usage: run.account.usage,
     limits: limits ?? null,
-    remaining: limits ? remaining(limits, run.usage, Date.now()) : null,
+    remaining: limits ? remaining(limits, run.account.usage, Date.now()) : null,
     composition: composition
       ? { preset: composition.presetDefinition, revision: composition.presetRevision, model: composition.model }
       : null,
     activation: composition?.delegation?.enabled ? (composition.delegation.activation ?? 'evidence') : null,
-    reserved: run.reserved,
-    delegations: [...run.ledger],
+    reserved: run.account.reserved,
+    delegations: run.children.ledger.map((entry) => ({ ...entry })),
     session: [...run.events],
     artifacts: run.artifacts.readable,
   };

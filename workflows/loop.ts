@@ -8,7 +8,7 @@ import type { LimitName, RunInput, RunStatus } from '../src/contract/run.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { nextStep } from '../src/rules/agent-loop.js';
 import { compact, compactionPlan, modelTurn } from './model-turn.js';
-import { now, type AgentRunState } from './run-state.js';
+import { now, type Run } from './run/run.js';
 import { toolTurn } from './tool-turn.js';
 import { awaitDetached } from './delegation/detached.js';
 
@@ -25,64 +25,75 @@ export interface Outcome {
  * User messages, interjections, background children's results and children's questions join the dialogue only between
  * turns, never between a call and its result.
  */
-function drainInbox(run: AgentRunState): void {
-  for (const item of run.takeInbox()) {
-    if ('subagent' in item) {
-      const { taskName, childWorkflowId } = item.subagent;
-      run.append({ type: 'subagent/result', at: now(), taskName, childWorkflowId, content: item.content });
-      const child = run.detached.get(childWorkflowId);
-      if (child) child.reported = true;
-      continue;
+function drainInbox(run: Run): void {
+  for (const item of run.inbox.takeAll()) {
+    const at = now();
+    switch (item.type) {
+      case 'user':
+        run.append({ type: 'message/user', at, content: item.content });
+        break;
+      case 'interjection':
+        run.append({ type: 'interjection', at, from: item.from, content: item.content });
+        break;
+      case 'child-result': {
+        const { taskName, childWorkflowId } = item.child;
+        run.append({ type: 'subagent/result', at, taskName, childWorkflowId, content: item.content });
+        run.children.byId(childWorkflowId)?.reported();
+        break;
+      }
+      case 'question': {
+        const { taskName, childWorkflowId, questionId, answered } = item.question;
+        const common = { at, taskName, childWorkflowId, questionId };
+        run.append(
+          answered
+            ? { type: 'subagent/answered', ...common, answer: item.content }
+            : { type: 'subagent/question', ...common, content: item.content },
+        );
+        break;
+      }
+      case 'approval': {
+        const { taskName, childWorkflowId, requestId } = item.approval;
+        // News of a request decided before the model could read it is no news.
+        if (run.approvals.isOpenBelow(item.approval.run, requestId)) {
+          run.append({ type: 'subagent/approval', at, taskName, childWorkflowId, requestId, content: item.content });
+        }
+        break;
+      }
     }
-    if ('approval' in item) {
-      const { taskName, childWorkflowId, requestId } = item.approval;
-      // News of a request decided before the model could read it is no news.
-      if (!run.approvals.isOpenBelow(item.approval.run, requestId)) continue;
-      run.append({ type: 'subagent/approval', at: now(), taskName, childWorkflowId, requestId, content: item.content });
-      continue;
-    }
-    if ('question' in item) {
-      const { taskName, childWorkflowId, questionId, answered } = item.question;
-      const common = { at: now(), taskName, childWorkflowId, questionId };
-      run.append(
-        answered
-          ? { type: 'subagent/answered', ...common, answer: item.content }
-          : { type: 'subagent/question', ...common, content: item.content },
-      );
-      continue;
-    }
-    run.append(
-      'interjection' in item
-        ? { type: 'interjection', at: now(), from: item.from, content: item.content }
-        : { type: 'message/user', at: now(), content: item.content },
-    );
   }
 }
 
 /** Temporal suggests continuing as new (or history grows long), and nothing is in flight. */
-function continueAsNewDue(run: AgentRunState): boolean {
+function continueAsNewDue(run: Run): boolean {
   const { compaction } = run.composition;
   const info = workflowInfo();
   if (!info.continueAsNewSuggested && info.historyLength <= compaction.continueAsNewAfterEvents) return false;
-  return !run.hasLiveChildren();
+  return !run.children.hasLive();
 }
 
 /** Continues as new once every handler has finished, with the grant of its tree: the next run is in its chain. */
-async function continueAsNewNow(run: AgentRunState): Promise<void> {
+async function continueAsNewNow(run: Run): Promise<void> {
+  await run.sends.allThrough();
   await condition(allHandlersFinished);
   await continueAsNew<(input: RunInput) => Promise<unknown>>({
     ...run.input,
     resume: run.toResume(),
-    grant: run.grant,
+    grant: run.treeGrant,
   });
 }
 
 /** Loops model calls and tool calls until an answer, a limit, or (in a conversation) the end of the talk. */
-export async function agentLoop(run: AgentRunState): Promise<Outcome> {
+export async function agentLoop(run: Run): Promise<Outcome> {
   const mode = run.input.mode ?? 'task';
   for (;;) {
-    const step = nextStep({ events: run.events, limits: run.limits, usage: run.usage, nowMs: Date.now(), mode });
-    if (step.type !== 'run_tools' && run.inbox.length > 0) {
+    const step = nextStep({
+      events: run.events,
+      limits: run.account.limits,
+      usage: run.account.usage,
+      nowMs: Date.now(),
+      mode,
+    });
+    if (step.type !== 'run_tools' && run.inbox.size > 0) {
       drainInbox(run);
       continue;
     }
@@ -103,7 +114,7 @@ export async function agentLoop(run: AgentRunState): Promise<Outcome> {
         run.setStatus('waiting_for_user');
         setCurrentDetails('waiting for the next message (sendMessage update)');
         const woke = await condition(
-          () => run.inbox.length > 0 || run.endRequested,
+          () => run.inbox.size > 0 || run.endRequested,
           `${run.input.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS} seconds`,
         );
         if (!woke || run.endRequested) return { status: 'completed', output: bestOutput(run.events) };
@@ -112,7 +123,7 @@ export async function agentLoop(run: AgentRunState): Promise<Outcome> {
       }
       case 'final': {
         // A task run does not end while background children are live: it waits, then reads their results.
-        if (mode === 'task' && run.hasLiveDetached()) {
+        if (mode === 'task' && run.children.hasLiveDetached()) {
           await awaitDetached(run);
           break;
         }

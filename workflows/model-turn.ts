@@ -23,7 +23,7 @@ import type { RunTool } from '../src/contract/tools.js';
 import { attempted, MODEL_CALL_OPTIONS, modelCallOptions } from './activity-options.js';
 import { fellBack, retryModelCall } from './retry-model-call.js';
 import type { ChainModel } from '../src/rules/model-retry.js';
-import { now, type AgentRunState } from './run-state.js';
+import { now, type Run } from './run/run.js';
 
 /** Appended to a synthesis call, which offers no tools. */
 export const SYNTHESIS_INSTRUCTION =
@@ -38,13 +38,13 @@ const { callModel, compactSession } = proxyActivities<DeputyActivities>(MODEL_CA
  * The messages of the next model call: the effective dialogue after the persona, and the synthesis instruction. Tools
  * go by name where the composition has no spec (the worker knows them).
  */
-function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTools: boolean) {
+function turnInput(run: Run, synthesisFor: LimitName | null, offerTools: boolean) {
   const messages = toChatMessages(run.events, run.persona);
   if (synthesisFor) messages.push({ role: 'system', content: SYNTHESIS_INSTRUCTION });
   const tools: (string | RunTool)[] = [];
   if (offerTools) {
     // `answer_child` only while a child's question is open (its spec costs every call); every child may ask.
-    const answering = run.hasOpenQuestions();
+    const answering = run.children.hasOpenQuestions();
     for (const tool of run.composition.tools) {
       if (tool.name !== ANSWER_CHILD_TOOL || answering) tools.push(tool.parameters ? tool : tool.name);
     }
@@ -60,25 +60,25 @@ function turnInput(run: AgentRunState, synthesisFor: LimitName | null, offerTool
  * attempt is retried by `retryModelCall`.
  */
 function sendingWhatIsNew<T>(
-  run: AgentRunState,
+  run: Run,
   messages: ChatMessage[],
-  call: (sent: ReturnType<AgentRunState['workerDialogue']['next']>, attempt: number, on: ChainModel) => Promise<T>,
+  call: (sent: ReturnType<Run['dialogueCache']['next']>, attempt: number, on: ChainModel) => Promise<T>,
   held: (result: T) => ChatMessage[],
 ): Promise<T> {
   // Once the worker was found not to hold the dialogue, every later attempt sends it whole.
   let whole = false;
   return retryModelCall(run, async (attempt, on) => {
-    let sent = run.workerDialogue.next(messages, whole);
+    let sent = run.dialogueCache.next(messages, whole);
     let result: T;
     try {
       result = await call(sent, attempt, on);
     } catch (err) {
       if (whole || !findFailure(err, FAILURE.ContextUnknown)) throw err;
       whole = true;
-      sent = run.workerDialogue.next(messages, whole);
+      sent = run.dialogueCache.next(messages, whole);
       result = await call(sent, attempt, on);
     }
-    run.workerDialogue.held(sent.context.seq, held(result));
+    run.dialogueCache.held(sent.context.seq, held(result));
     return result;
   });
 }
@@ -88,13 +88,13 @@ function sendingWhatIsNew<T>(
  * are turns to spare, because the next input is too large); their raw form is gone. Returns the limit that stopped
  * a compaction that does not fit the budget, else `null`.
  */
-async function maybeCompact(run: AgentRunState, forced = false): Promise<LimitName | null> {
+async function maybeCompact(run: Run, forced = false): Promise<LimitName | null> {
   const plan = compactionPlan(run, forced);
   return plan ? compact(run, plan) : null;
 }
 
 /** What a compaction would replace now (`forced`: whatever can be), or `null` when none is due. */
-export function compactionPlan(run: AgentRunState, forced = false): CompactionPlan | null {
+export function compactionPlan(run: Run, forced = false): CompactionPlan | null {
   const { compaction } = run.composition;
   return forced
     ? planCompaction(run.events, 0, 1)
@@ -102,7 +102,7 @@ export function compactionPlan(run: AgentRunState, forced = false): CompactionPl
 }
 
 /** Summarises what `plan` replaces; returns the limit that stopped it when it does not fit the budget, else `null`. */
-export async function compact(run: AgentRunState, plan: CompactionPlan): Promise<LimitName | null> {
+export async function compact(run: Run, plan: CompactionPlan): Promise<LimitName | null> {
   setCurrentDetails(`compacting ${plan.replaced.length} events`);
   // The worker holds the dialogue; the call names the messages to compact, after the persona and before
   // the recent turns, and sends only what is new since the last call.
@@ -114,7 +114,7 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
     maxBytes: run.payloads.maxInputBytes,
   };
   let compacted: SummarizeContextResult;
-  let answeredBy = run.models.current;
+  let answeredBy = run.account.models.current;
   try {
     compacted = await sendingWhatIsNew(
       run,
@@ -130,8 +130,8 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
               ...fellBack(run),
               ...sent,
               compact: range,
-              budget: run.callBudget(COMPACTION_MAX_COMPLETION_TOKENS),
-              grant: run.grant,
+              budget: run.account.callBudget(COMPACTION_MAX_COMPLETION_TOKENS),
+              grant: run.treeGrant,
             },
           ],
         );
@@ -140,15 +140,15 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
       (result) => messagesAfterCompaction(messages, range, result.summary),
     );
   } catch (err) {
-    run.debitBilled(err);
+    run.account.debitBilled(err);
     const limit = budgetExceeded(err);
     if (limit) return limit;
     throw err;
   }
   const spend = callSpend(compacted, answeredBy.price);
-  run.recordCompaction(spend);
+  run.account.debit(spend);
   countModelCall(run, spend);
-  run.compacted(applyCompaction(plan, compacted.summary, now()), plan.replaced);
+  run.session.compacted(applyCompaction(plan, compacted.summary, now()), plan.replaced);
   return null;
 }
 
@@ -158,7 +158,7 @@ export async function compact(run: AgentRunState, plan: CompactionPlan): Promise
  * tools were offered; returns the limit when not even that fits, else `null`.
  */
 export async function modelTurn(
-  run: AgentRunState,
+  run: Run,
   synthesisFor: LimitName | null,
   offerTools: boolean,
 ): Promise<LimitName | null> {
@@ -168,11 +168,7 @@ export async function modelTurn(
 }
 
 /** A turn whose input is past the payload budget: compacted first, refused if it still does not fit. */
-async function compactedTurn(
-  run: AgentRunState,
-  synthesisFor: LimitName | null,
-  offerTools: boolean,
-): Promise<LimitName | null> {
+async function compactedTurn(run: Run, synthesisFor: LimitName | null, offerTools: boolean): Promise<LimitName | null> {
   const { maxInputBytes } = run.payloads;
   const stopped = await maybeCompact(run, true);
   if (stopped) return stopped;
@@ -190,17 +186,17 @@ async function compactedTurn(
 
 /** The model call of a turn and its booking; a call past the budget becomes a synthesis call when it can. */
 async function callTurn(
-  run: AgentRunState,
+  run: Run,
   synthesisFor: LimitName | null,
   input: ReturnType<typeof turnInput>,
 ): Promise<LimitName | null> {
   const { effort } = run.composition;
-  const turn = run.usage.modelCalls + 1;
-  const calling = run.models.current.model;
+  const turn = run.account.usage.modelCalls + 1;
+  const calling = run.account.models.current.model;
   setCurrentDetails(`turn ${turn}: calling ${calling}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
-  const request = { effort, ...input, budget: run.callBudget(), grant: run.grant };
+  const request = { effort, ...input, budget: run.account.callBudget(), grant: run.treeGrant };
   let reply: CallModelResult;
-  let answeredBy = run.models.current;
+  let answeredBy = run.account.models.current;
   try {
     reply = await sendingWhatIsNew(
       run,
@@ -210,23 +206,29 @@ async function callTurn(
         const summary = `callModel ${on.model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`;
         return callModel.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run, on) }, [
           // A retry is fitted to what is left once the attempts before it were debited.
-          { ...request, model: on.model, ...fellBack(run), ...(attempt > 1 && { budget: run.callBudget() }), ...sent },
+          {
+            ...request,
+            model: on.model,
+            ...fellBack(run),
+            ...(attempt > 1 && { budget: run.account.callBudget() }),
+            ...sent,
+          },
         ]);
       },
       () => input.messages,
     );
   } catch (err) {
-    run.debitBilled(err);
+    run.account.debitBilled(err);
     const limit = budgetExceeded(err);
     if (!limit) throw err;
     // Without tools the input is smaller and the model is asked to answer now: the reserve's purpose.
-    if (synthesisFor === null && run.limits.synthesis) return modelTurn(run, limit, false);
+    if (synthesisFor === null && run.account.limits.synthesis) return modelTurn(run, limit, false);
     return limit;
   }
   const spend = callSpend(reply, answeredBy.price);
-  run.recordModelCall(spend);
+  run.account.recordModelCall(spend);
   countModelCall(run, spend);
-  const fallback = run.models.reason;
+  const fallback = run.account.models.reason;
   run.append({
     type: 'message/assistant',
     at: now(),

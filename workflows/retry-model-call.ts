@@ -7,7 +7,7 @@ import { ApplicationFailure, getCurrentDetails, setCurrentDetails, sleep } from 
 import type { ModelPrice } from '../src/contract/composition.js';
 import { DEFAULT_MODEL_RETRY, ModelRetries, type ChainModel } from '../src/rules/model-retry.js';
 import { impossibleUsage } from '../src/rules/usage.js';
-import type { AgentRunState } from './run-state.js';
+import type { Run } from './run/run.js';
 
 export interface ModelCallRetry {
   /** At most this many attempts on each model, even when the run's policy allows more. */
@@ -26,14 +26,14 @@ export interface ModelCallRetry {
  * what it waits for, and why.
  */
 export async function retryModelCall<T>(
-  run: AgentRunState,
+  run: Run,
   attempt: (attemptNumber: number, model: ChainModel) => Promise<T>,
-  { maxAttempts, billed = (err, price) => run.debitBilled(err, price) }: ModelCallRetry = {},
+  { maxAttempts, billed = (err, price) => run.account.debitBilled(err, price) }: ModelCallRetry = {},
 ): Promise<T> {
   const policy = run.composition.modelRetry ?? DEFAULT_MODEL_RETRY;
   const attempts = Math.min(policy.attempts, maxAttempts ?? policy.attempts);
   const retriesOnAModel = () => new ModelRetries({ ...policy, attempts }, Date.now());
-  const { models } = run;
+  const { models } = run.account;
   let retries = retriesOnAModel();
   let earlierAttempts = 0;
   for (;;) {
@@ -74,7 +74,7 @@ export async function retryModelCall<T>(
 }
 
 /** Why a call goes to another model than the run's own, for the watch to say; nothing while on its own. */
-export function fellBack(run: AgentRunState): { fallback?: string } {
-  const { reason } = run.models;
+export function fellBack(run: Run): { fallback?: string } {
+  const { reason } = run.account.models;
   return reason === null ? {} : { fallback: reason };
 }

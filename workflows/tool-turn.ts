@@ -22,14 +22,14 @@ import { runFollowup, runInterjection } from './delegation/steering.js';
 import { runWait } from './delegation/detached.js';
 import { runAnswerChild, runAskParent } from './delegation/questions.js';
 import { sessionLost, sessionOptions } from './mcp-sessions.js';
-import { now, type AgentRunState } from './run-state.js';
+import { now, type Run } from './run/run.js';
 import { awaitApproval, type Gate } from './approvals.js';
 import { whyApproval } from '../src/rules/approvals.js';
 
 const { runTool } = proxyActivities<DeputyActivities>(TOOL_CALL_OPTIONS);
 const { madeByModel } = proxyLocalActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
-type Handler = (call: ToolCall, run: AgentRunState) => Promise<RunToolResult>;
+type Handler = (call: ToolCall, run: Run) => Promise<RunToolResult>;
 
 /**
  * The workflow's handler of each steering tool in the registry (`src/contract/delegation.ts`): a tool added there
@@ -45,7 +45,7 @@ const STEERING: Record<SteeringToolName, Handler> = {
 };
 
 /** One call's result; never rejects but with a cancellation (a failing tool is a tool error the model reads). */
-function executeTool(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
+function executeTool(run: Run, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
   const handler = Object.hasOwn(STEERING, call.name) ? STEERING[call.name as SteeringToolName] : undefined;
   const steer = handler && sealedOnly(handler);
   // Every child may ask its parent; it is a channel back, not a capability.
@@ -95,15 +95,15 @@ function sealedOnly(handler: Handler): Handler {
  * Any other tool is the `runTool` activity's (which refuses a tool the run was not offered); a stateful MCP server's
  * tool runs on the worker that holds the run's session with it.
  */
-function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
+function runToolActivity(run: Run, call: ToolCall, allowedTools: string[]): Promise<RunToolResult> {
   const tool = run.composition.tools.find((t) => t.name === call.name);
   const server = tool?.session;
   const input = {
-    runId: run.sessionId,
+    runId: run.workflowId,
     call,
     allowedTools,
     scopes: run.composition.scopes,
-    grant: run.grant,
+    grant: run.treeGrant,
     ...(run.artifacts.readable.length > 0 && { artifacts: run.artifacts.readable }),
     // The source revision the run was offered the tool from: it keeps calling that one after a reload.
     ...(tool?.source !== undefined && { source: tool.source }),
@@ -141,7 +141,7 @@ function runToolActivity(run: AgentRunState, call: ToolCall, allowedTools: strin
  * A call the run's approvals name waits for its decision before it runs (one the run was not offered is refused by
  * `runTool` without asking anybody).
  */
-async function approvalFor(run: AgentRunState, call: ToolCall, allowedTools: string[]): Promise<Gate | undefined> {
+async function approvalFor(run: Run, call: ToolCall, allowedTools: string[]): Promise<Gate | undefined> {
   if (!allowedTools.includes(call.name)) return undefined;
   const why = whyApproval(run.composition.approvals, call.name, call.arguments);
   return why === undefined ? undefined : awaitApproval(run, call, why);
@@ -161,8 +161,10 @@ async function settled(
 }
 
 /** Runs `calls`; answers `refused` with a tool error because `maxToolCalls` leaves no room for them. */
-export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
-  setCurrentDetails(`turn ${run.usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`);
+export async function toolTurn(run: Run, calls: ToolCall[], refused: ToolCall[]): Promise<void> {
+  setCurrentDetails(
+    `turn ${run.account.usage.modelCalls}: running ${calls.map((c) => c.name).join(', ') || 'no tools'}`,
+  );
   const allowedTools = run.composition.tools.map((tool) => tool.name);
   run.reservedInAnswer = 0;
   const runOne = async (call: ToolCall) => {
@@ -175,8 +177,8 @@ export async function toolTurn(run: AgentRunState, calls: ToolCall[], refused: T
 }
 
 /** The turn's tools ended: they are counted, and the refused calls are answered. */
-function toolsDone(run: AgentRunState, calls: ToolCall[], refused: ToolCall[]): void {
-  run.recordToolCalls(calls.length);
+function toolsDone(run: Run, calls: ToolCall[], refused: ToolCall[]): void {
+  run.account.recordToolCalls(calls.length);
   for (const call of refused) {
     run.append({
       type: 'tool/result',

@@ -1,311 +1,203 @@
 /**
- * One child's life as its parent sees it, in named steps: admit (a tenant's slot), prepare (hooks, its parent
- * context), start, follow, and settle its reservation. Deterministic code only.
+ * One child of a run, in one value: its plan, its phase (preparing → ready → running → settled), its slot, and,
+ * once it lives, its scope, its life and how it ended. Its ledger entry is a view of it, written only here.
+ * Deterministic code only.
  */
-import {
-  ChildWorkflowCancellationType,
-  isCancellation,
-  ParentClosePolicy,
-  WorkflowIdReusePolicy,
-  type ChildWorkflowOptions,
-} from '@temporalio/workflow';
-import { bounded, callEvidence, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
-import type { LedgerEntry, RunInput } from '../../src/contract/run.js';
-import { treeAttributes } from '../../src/contract/search-attributes.js';
-import { hasHooks, runHooks } from '../hooks.js';
-import { failureMessage } from '../../src/rules/failure-message.js';
-import { microToUsd, type Spend } from '../../src/rules/usage.js';
-import type { AgentRunState } from '../run-state.js';
-import type { DelegateCall, DelegatedChild } from './plan.js';
-import { copyParentContext, generateParentContext, type ParentContext } from './parent-context.js';
-import { closeQuestions } from './questions.js';
-import { forgetChildApprovals } from '../approvals.js';
-import { admit, release } from './slot.js';
-import { endOfFailure, explainStartFailure, joinAttached, readResult, startAgentRun } from './spawn.js';
-import { childInput } from '../../src/rules/run-start.js';
-import { childPriority } from '../../src/rules/fleet.js';
-import { type ChildEnd } from '../../src/rules/child-end.js';
-import { countDelegationSettled, countRefusal } from '../metrics.js';
+import type { CancellationScope } from '@temporalio/workflow';
+import type { LedgerEntry } from '../../src/contract/run.js';
+import type { Amount } from '../../src/rules/budget.js';
+import { bounded, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
+import { shrunkPlan, type ChildPlan } from '../../src/rules/run-start.js';
+import type { Spend } from '../../src/rules/usage.js';
+import type { Shrinkable } from '../run/account.js';
 
-/** The hooks a child's task goes through before it is prepared, in order. */
-const TASK_HOOK_EVENTS = ['task.submitted', 'subagent.start'] as const;
+/**
+ * `preparing`: reserved, its hooks and parent context under way: the only phase in which its reservation (and its
+ * limits with it) can be cut. `ready`: its input is made, its limits given. `running`: started (or attached to).
+ * `settled`: its reservation released and its spend debited, once.
+ */
+export type ChildPhase = 'preparing' | 'ready' | 'running' | 'settled';
 
-/** A step that ends the child's life early says so with the outcome to report. */
-type Step<T> = { ok: true; value: T } | { ok: false; outcome: ChildOutcome };
+type Question = NonNullable<LedgerEntry['questions']>[number];
 
-/** One child, from its preparation to its settlement; each step names what it does to the parent's state. */
-export class ChildLife {
-  readonly #hooks;
-  readonly #hookInput;
-  /** The task as the hooks accepted (or rewrote) it. */
-  #task: string;
-  /**
-   * Nothing spent until the child starts; a child that ends without reporting its spend is charged its whole
-   * reservation: never under-count.
-   */
-  #spent: Spend | null = ZERO_SPEND;
-  #settled = false;
-  /** The tenant whose admission slot the child holds, to give it back however the child ends. */
-  #holdsSlot: string | undefined;
-
-  constructor(
-    private readonly run: AgentRunState,
-    private readonly call: DelegateCall,
-    private readonly child: DelegatedChild,
-  ) {
-    const { plan, entry } = child;
-    this.#task = plan.brief.message;
-    this.#hooks = run.composition.hooks ?? [];
-    this.#hookInput = {
-      parentId: run.sessionId,
-      rootId: run.rootId,
-      taskName: plan.brief.task_name,
-      task: plan.brief.message,
-      role: plan.preset,
-      contextMode: String(plan.contextMode),
-      childWorkflowId: entry.childWorkflowId,
-    };
-  }
-
-  /**
-   * The steps in order: admit (the slot comes first, so a parent context is written and paid for only for a child
-   * that has one), prepare, start and follow. Any failure on the way is this brief's alone, unless the parent itself
-   * is being cancelled. A slot goes back however the child ended.
-   */
-  async live(): Promise<ChildOutcome> {
-    try {
-      const admitted = await this.#admit();
-      if (!admitted.ok) return admitted.outcome;
-      const prepared = await this.#prepare();
-      if (!prepared.ok) return prepared.outcome;
-      return await this.#startAndFollow(prepared.value);
-    } catch (err) {
-      return this.#failed(err);
-    } finally {
-      if (this.#holdsSlot !== undefined) await release(this.run, this.#holdsSlot, this.child.entry.childWorkflowId);
-    }
-  }
-
-  /** Starts the child (or attaches to this invocation's own from an earlier attempt) and follows it to its end. */
-  async #startAndFollow(input: RunInput): Promise<ChildOutcome> {
-    const { entry } = this.child;
-    const { returnShape } = this.call;
-    let handle;
-    try {
-      handle = await startAgentRun(this.#startOptions(input));
-    } catch (err) {
-      const notStarted = await explainStartFailure(entry, err);
-      if (notStarted.kind === 'refused') return this.#refused(notStarted.reason);
-      this.#started();
-      return this.#ended(await joinAttached(entry.childWorkflowId, returnShape));
-    }
-    this.#started();
-    let result;
-    try {
-      result = await handle.result();
-    } catch (err) {
-      return this.#ended(endOfFailure(err));
-    }
-    return this.#ended(readResult(result, returnShape));
-  }
-
-  /**
-   * The parent itself is being cancelled (or hit its deadline): the child is settled, and the cancellation goes
-   * through. Any other error on this brief's path is an error for this brief only; a started child that can no
-   * longer be followed is charged its whole reservation (never under-count).
-   */
-  #failed(err: unknown): ChildOutcome {
-    if (isCancellation(err)) {
-      this.#settle('cancelled', 'cancelled with its parent');
-      throw err;
-    }
-    const reason = `this brief's delegation failed: ${failureMessage(err)}`;
-    return this.#outcome('failed', null, reason, reason);
-  }
-
-  /**
-   * The child's slot, id and cost are reserved, but it is not started and has no identity yet: the task hooks run,
-   * and its parent context is prepared from the snapshot taken at the delegate call. Its input is fixed at the end.
-   */
-  async #prepare(): Promise<Step<RunInput>> {
-    const { plan, entry } = this.child;
-    const trail: string[] = [];
-    for (const event of TASK_HOOK_EVENTS) {
-      if (!hasHooks(event, this.#hooks)) continue;
-      const decided = await runHooks(event, { ...this.#hookInput, task: this.#task }, this.#hooks, this.run.grant);
-      trail.push(...decided.trail);
-      entry.preparation.hookOutcome = trail.join('; ') || null;
-      if (decided.decision === 'reject') {
-        const reason = `${decided.reason ?? 'rejected'}; the child was not started`;
-        return { ok: false, outcome: this.#outcome('rejected', null, reason, reason) };
-      }
-      this.#task = decided.task;
-    }
-    let context = this.#copiedContext();
-    if (plan.contextMode === 'summary' && !plan.restore) {
-      // The summary is written for the hook-accepted task; its cost is the parent's.
-      const generated = await generateParentContext(
-        this.#task,
-        plan.brief.task_name,
-        this.run,
-        this.call.snapshot.events,
-      );
-      if (!generated.ok)
-        return { ok: false, outcome: this.#outcome('rejected', null, generated.error, generated.error) };
-      context = generated.context;
-    }
-    return { ok: true, value: this.#input(context) };
-  }
-
-  /**
-   * The snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's restored
-   * session already holds its parent context, and its interjections continue from its source's mark.
-   */
-  #copiedContext(): ParentContext | undefined {
-    const { plan, entry } = this.child;
-    const { snapshot } = this.call;
-    this.run.markSnapshot(entry.childWorkflowId, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
-    return plan.restore
-      ? undefined
-      : copyParentContext(plan.contextMode, plan.contextRendering, snapshot.events, this.run.payloads);
-  }
-
-  /** The child's input, with its parent context; its limits are given now: a later overrun can no longer shrink them. */
-  #input(context: ParentContext | undefined): RunInput {
-    const { run } = this;
-    const { entry } = this.child;
-    entry.preparation.backgroundChars = context ? context.content.length : null;
-    run.prepared(entry);
-    const { plan } = this.child;
-    const parent = {
-      sessionId: run.sessionId,
-      rootId: run.rootId,
-      depth: run.depth,
-      tenant: run.tenant,
-      composition: run.composition,
-      invocationId: entry.invocationId,
-    };
-    const brief = { ...plan.brief, message: this.#task };
-    return childInput(plan, brief, this.call.number, this.call.returnShape, parent, context);
-  }
-
-  /** Under a tenant cap, the child starts only with a slot. */
-  async #admit(): Promise<Step<void>> {
-    const admission = this.run.delegationSettings.admission;
-    if (!admission) return { ok: true, value: undefined };
-    const { deadline } = this.child.plan.limits;
-    const admitted = await admit(this.run, this.child.entry, admission, deadline ? Date.parse(deadline) : null);
-    if (!admitted.ok) return { ok: false, outcome: this.#outcome('failed', null, admitted.reason, admitted.reason) };
-    this.#holdsSlot = admission.tenant;
-    return { ok: true, value: undefined };
-  }
-
-  /** The child started (or this invocation's own child from an earlier attempt was found, to attach to). */
-  #started(): void {
-    const { entry } = this.child;
-    entry.status = 'running';
-    entry.started = true;
-    this.#spent = null;
-  }
-
-  /** The child could not be started: this brief fails, its siblings go on. */
-  #refused(reason: string): ChildOutcome {
-    countRefusal(this.run, 'start_failed');
-    return this.#outcome('failed', null, reason, reason);
-  }
-
-  #startOptions(input: RunInput): ChildWorkflowOptions & { args: [RunInput] } {
-    const { run } = this;
-    const { plan, entry } = this.child;
-    const { brief } = plan;
-    return {
-      // Behind its tree's own turns, in its tree's share of the queues.
-      priority: childPriority(run.priority),
-      workflowId: entry.childWorkflowId,
-      taskQueue: run.delegationSettings.childTaskQueue,
-      // The child acts with its tree's grant: Temporal records it as this run's child, which is what a worker checks.
-      args: [{ ...input, grant: run.grant }],
-      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-      cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
-      // A closed child keeps its id: the same invocation after a reset attaches to it instead of running it twice.
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      // Its parent is Temporal's own link (and in its id): the summary says what it was asked.
-      // Temporal UI lists a background child as such (replay does not compare summaries).
-      staticSummary: `${brief.task_name}${brief.wait === false ? ' (background)' : ''}: ${bounded(this.#task.replace(/\s+/g, ' '), 100)}`,
-      // The tree the child belongs to, searchable from its start, with all of its attributes: the child writes none
-      // when it starts running (no visibility update of its own).
-      typedSearchAttributes: treeAttributes({
-        rootId: run.rootId,
-        depth: run.depth + 1,
-        tenant: run.tenant,
-        preset: plan.preset,
-        child: { parentId: run.sessionId, taskName: brief.task_name, contextMode: String(plan.contextMode) },
-      }),
-    };
-  }
-
-  /** The child ended: what it spent, and its outcome (settled), once the end hooks (if any listen) were told. */
-  async #ended(ended: ChildEnd): Promise<ChildOutcome> {
-    const { entry } = this.child;
-    this.#spent = ended.spent;
-    entry.artifacts = this.run.artifacts.handedBack(entry.childWorkflowId, ended.artifacts);
-    // The child's call counts, and a mark when it answered without a tool.
-    const evidence = ended.spent ? callEvidence(ended.status, ended.spent) : undefined;
-    const outcome = this.#outcome(ended.status, ended.output, ended.summary, ended.error, evidence);
-    if (hasHooks('subagent.end', this.#hooks)) await this.#tellEnd(outcome, ended.output);
-    return outcome;
-  }
-
-  /** Tells the end hooks how the child ended; their failure changes nothing, a cancelled parent still stops. */
-  async #tellEnd(result: ChildOutcome, ended: unknown): Promise<void> {
-    const output = typeof ended === 'string' ? ended : null;
-    const input = { ...this.#hookInput, task: this.#task, status: result.status, output };
-    try {
-      await runHooks('subagent.end', input, this.#hooks, this.run.grant);
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-    }
-  }
-
-  /** Releases the child's reservation and debits what it spent (all of it when it did not say), once. */
-  #settle(status: LedgerEntry['status'], summary: string): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    const { run } = this;
-    const { entry, plan } = this.child;
-    run.prepared(entry);
-    const { charge, overrun } = run.settleChild(plan.reservation, this.#spent);
-    entry.status = status;
-    countDelegationSettled(run, status, overrun);
-    entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
-    if (overrun) entry.overrun = overrun;
-    entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
-    closeQuestions(entry);
-    void forgetChildApprovals(run, entry.childWorkflowId);
-  }
-
-  /** The child's outcome as its parent's model reads it; the child is settled first. */
-  #outcome(
-    status: ChildOutcome['status'],
-    output: unknown,
-    summary: string,
-    error?: string,
-    evidence?: Pick<ChildOutcome, 'calls' | 'evidence'>,
-  ): ChildOutcome {
-    this.#settle(status, summary);
-    const { entry, plan } = this.child;
-    return {
-      task_name: plan.brief.task_name,
-      workflow_id: entry.childWorkflowId,
-      status,
-      output,
-      summary: bounded(summary, MAX_CHILD_SUMMARY_CHARS),
-      ...(error !== undefined && { error }),
-      usage: entry.actual && { tokens: entry.actual.tokens, cost_usd: microToUsd(entry.actual.costMicroUsd) },
-      artifacts: this.run.artifacts.describe(entry.artifacts),
-      ...evidence,
-    };
-  }
+/** How a settled child ended, as the ledger records it. */
+export interface Settlement {
+  status: Exclude<LedgerEntry['status'], 'reserved' | 'running'>;
+  charge: Spend;
+  overrun: Amount | null;
+  summary: string;
 }
 
-const ZERO_SPEND = { inputTokens: 0, outputTokens: 0, costMicroUsd: 0 };
+/** One child of a `delegate` call (or a follow-up), from its booking to its end. */
+export class Child implements Shrinkable {
+  #plan: ChildPlan;
+  readonly #entry: LedgerEntry;
+  #phase: ChildPhase = 'preparing';
+  #admitted = false;
+  /** Once it lives: the scope it runs in, and its life, which resolves (never rejects) once it ended. */
+  #lives: { scope: CancellationScope; life: Promise<void> } | undefined;
+  /** How its life ended, once it has: its outcome, or the failure that ended it (a cancellation with its parent). */
+  #ended: { outcome: ChildOutcome } | { failure: unknown } | undefined;
+  /** Followed detached: its end goes to the parent's inbox (`reported` once the model read it, or nobody will). */
+  #detached: { settled: Promise<void>; reported: boolean } | undefined;
+
+  constructor(plan: ChildPlan, entry: LedgerEntry) {
+    this.#plan = plan;
+    this.#entry = entry;
+  }
+
+  get id(): string {
+    return this.#entry.childWorkflowId;
+  }
+  get taskName(): string {
+    return this.#entry.taskName;
+  }
+  /** Its plan: cut only while it is prepared, then fixed. */
+  get plan(): ChildPlan {
+    return this.#plan;
+  }
+  get reservation(): Amount {
+    return this.#plan.reservation;
+  }
+  get phase(): ChildPhase {
+    return this.#phase;
+  }
+  /** The child as its parent's ledger shows it. */
+  get entry(): Readonly<LedgerEntry> {
+    return this.#entry;
+  }
+
+  /** Gives back `cut` of the reservation while the child is prepared; its token and cost limits shrink with it. */
+  shrink(cut: Amount): void {
+    if (this.#phase !== 'preparing') throw new Error(`child ${this.id} is ${this.#phase}: its limits are given`);
+    this.#plan = shrunkPlan(this.#plan, cut);
+    this.#entry.reserved = this.#plan.reservation;
+  }
+
+  get admitted(): boolean {
+    return this.#admitted;
+  }
+  /** The tenant's admission workflow gave the child a slot. */
+  admit(): void {
+    this.#admitted = true;
+  }
+
+  /** What the hooks that saw its task said, so far. */
+  noteHooks(trail: readonly string[]): void {
+    this.#entry.preparation.hookOutcome = trail.join('; ') || null;
+  }
+
+  /** Its input is made: its limits are given, with the characters of parent context it was given. */
+  ready(backgroundChars: number | null): void {
+    this.#entry.preparation.backgroundChars = backgroundChars;
+    if (this.#phase === 'preparing') this.#phase = 'ready';
+  }
+
+  /** Started (or this invocation's own child from an earlier attempt was found, to attach to). */
+  started(): void {
+    this.#phase = 'running';
+    this.#entry.status = 'running';
+    this.#entry.started = true;
+  }
+
+  /** What the child handed back, as the run's artifacts name them. */
+  handedBack(artifacts: string[]): void {
+    this.#entry.artifacts = artifacts;
+  }
+
+  /** Its reservation is released and what it spent debited: the ledger says how it ended. Once only. */
+  settle({ status, charge, overrun, summary }: Settlement): void {
+    if (this.#phase === 'settled') throw new Error(`child ${this.id} is settled already`);
+    this.#phase = 'settled';
+    this.#entry.status = status;
+    this.#entry.actual = { tokens: charge.inputTokens + charge.outputTokens, costMicroUsd: charge.costMicroUsd };
+    if (overrun) this.#entry.overrun = overrun;
+    this.#entry.summary = bounded(summary, MAX_CHILD_SUMMARY_CHARS);
+    // A child that ended leaves none of its questions open.
+    for (const question of this.#entry.questions ?? []) if (question.status === 'open') question.status = 'unanswered';
+  }
+
+  /** True while it is reserved or running. */
+  get live(): boolean {
+    return this.#phase !== 'settled';
+  }
+
+  /** It lives in `scope`; `life` ends it with `end`, and never rejects. */
+  lives(scope: CancellationScope, life: Promise<void>): void {
+    this.#lives = { scope, life };
+  }
+  /** The scope it lives in: cancelling it stops the child. */
+  get scope(): CancellationScope | undefined {
+    return this.#lives?.scope;
+  }
+  /** Resolves once its life ended: read how from `outcome` and `failure`. */
+  get life(): Promise<void> {
+    if (!this.#lives) throw new Error(`child ${this.id} does not live yet`);
+    return this.#lives.life;
+  }
+
+  /** Its life ended (it settled, or the failure that ended it was caught): what the joins read. */
+  end(ended: { outcome: ChildOutcome } | { failure: unknown }): void {
+    this.#ended ??= ended;
+  }
+  get outcome(): ChildOutcome | undefined {
+    return this.#ended && 'outcome' in this.#ended ? this.#ended.outcome : undefined;
+  }
+  get failure(): { reason: unknown } | undefined {
+    return this.#ended && 'failure' in this.#ended ? { reason: this.#ended.failure } : undefined;
+  }
+  /** Its life has ended, one way or the other. */
+  get over(): boolean {
+    return this.#ended !== undefined;
+  }
+
+  /** Followed detached from now on: the parent goes on, and hears of its end in its inbox once `settled`. */
+  detach(settled: Promise<void>): void {
+    this.#entry.background = true;
+    this.#detached = { settled, reported: false };
+  }
+  get detached(): { readonly settled: Promise<void>; readonly reported: boolean } | undefined {
+    return this.#detached;
+  }
+  /** Its end reached the model (a `subagent/result`, or a `wait` result), or nobody is left to tell. */
+  reported(): void {
+    if (this.#detached) this.#detached.reported = true;
+  }
+
+  /** A question the child asked its parent; `false` when it asked this id before. */
+  ask(id: string, question: string, at: string): boolean {
+    if (this.#entry.questions?.some((q) => q.id === id)) return false;
+    (this.#entry.questions ??= []).push({
+      id,
+      question,
+      status: 'open',
+      answer: null,
+      answeredBy: null,
+      askedAt: at,
+      answeredAt: null,
+    });
+    return true;
+  }
+  get questions(): readonly Readonly<Question>[] {
+    return this.#entry.questions ?? [];
+  }
+  /** Marks a question answered before the answer is sent, so a second answer meanwhile is refused. */
+  answer(id: string, answer: string, by: 'model' | 'client', at: string): void {
+    this.#question(id, { status: 'answered', answer, answeredBy: by, answeredAt: at });
+  }
+  /** The answer could not be sent: open again while the child runs, else unanswered. */
+  unanswer(id: string): void {
+    const status = this.#entry.status === 'running' ? 'open' : 'unanswered';
+    this.#question(id, { status, answer: null, answeredBy: null, answeredAt: null });
+  }
+  #question(id: string, change: Partial<Question>): void {
+    const question = this.#entry.questions?.find((q) => q.id === id);
+    if (!question) throw new Error(`child ${this.id} asked no question ${id}`);
+    Object.assign(question, change);
+  }
+
+  /** The `n`th interjection was delivered. */
+  interjected(n: number): void {
+    this.#entry.interjections = n;
+  }
+}

@@ -3,13 +3,13 @@
  * scope of its own while the parent goes on. The child's end joins the parent's inbox as a `subagent/result` (the untrusted envelope of a
  * waited result) and wakes an idle parent, unless the `wait` tool took it first. Deterministic code only.
  */
-import { condition, setCurrentDetails, type CancellationScope } from '@temporalio/workflow';
+import { condition, setCurrentDetails } from '@temporalio/workflow';
 import type { RunToolResult } from '../../src/contract/activities.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { ToolCall } from '../../src/contract/session.js';
-import { renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
-import type { AgentRunState } from '../run-state.js';
-import type { DetachedChild } from '../run-waits.js';
+import { renderChildResults } from '../../src/rules/children.js';
+import type { Run } from '../run/run.js';
+import type { Child } from './child.js';
 import { parseSteeringArgs } from '../../src/contract/checks/contract-checks.js';
 import { toolError } from './plan.js';
 import { questionWaiting } from './questions.js';
@@ -18,38 +18,27 @@ import { questionWaiting } from './questions.js';
 const DEFAULT_WAIT_SECONDS = 300;
 
 /**
- * Follows a child running in `scope` as a detached child: from its dispatch (`wait: false`), or from the moment a
- * waited child asked a question and the call waiting for it returned. Its end reaches the parent's inbox.
+ * Follows a child as a detached child: from its dispatch (`wait: false`), or from the moment a waited child asked a
+ * question and the call waiting for it returned. Its end reaches the parent's inbox.
  */
-export function detach(
-  run: AgentRunState,
-  entry: LedgerEntry,
-  scope: CancellationScope,
-  life: Promise<ChildOutcome>,
-): void {
-  entry.background = true;
-  const child: DetachedChild = { entry, scope, settled: Promise.resolve(), reported: false };
-  child.settled = reportEnd(run, child, life);
-  run.dispatch(entry.childWorkflowId, child);
+export function detach(run: Run, child: Child): void {
+  child.detach(reportEnd(run, child));
 }
 
 /** A detached child's end as a message in its parent's inbox. */
-async function reportEnd(run: AgentRunState, child: DetachedChild, life: Promise<ChildOutcome>): Promise<void> {
-  const { entry } = child;
-  let outcome: ChildOutcome;
-  try {
-    outcome = await life;
-  } catch {
+async function reportEnd(run: Run, child: Child): Promise<void> {
+  await child.life;
+  const { outcome } = child;
+  if (!outcome) {
     // Cancelled with its parent, or by `stopDetached` at the parent's end: settled as cancelled, nobody to tell.
-    child.outcome = null;
-    child.reported = true;
+    child.reported();
     return;
   }
-  child.outcome = outcome;
-  run.receive({
-    from: entry.childWorkflowId,
+  run.inbox.receive({
+    type: 'child-result',
+    from: child.id,
     content: renderChildResults([outcome]),
-    subagent: { taskName: entry.taskName, childWorkflowId: entry.childWorkflowId },
+    child: { taskName: child.taskName, childWorkflowId: child.id },
   });
 }
 
@@ -60,61 +49,58 @@ export function renderDetached(entries: readonly LedgerEntry[]): string {
 }
 
 /** A parent that ends (or a conversation that is over) cancels its live background children, and settles them. */
-export async function stopDetached(run: AgentRunState): Promise<void> {
-  const live = [...run.detached.values()].filter((child) => child.outcome === undefined);
-  for (const child of live) child.scope.cancel();
-  await Promise.all(live.map((child) => child.settled));
+export async function stopDetached(run: Run): Promise<void> {
+  const live = run.children.detached().filter((child) => !child.over);
+  for (const child of live) child.scope!.cancel();
+  await Promise.all(live.map((child) => child.detached!.settled));
 }
 
 /**
  * A task run whose model answered while background children are live waits for the first of them to end (or
  * a message), then gets a turn with what arrived.
  */
-export async function awaitDetached(run: AgentRunState): Promise<void> {
+export async function awaitDetached(run: Run): Promise<void> {
   run.setStatus('waiting_for_children');
   setCurrentDetails('waiting for background children before ending');
-  await condition(() => run.inbox.length > 0 || !run.hasLiveDetached());
+  await condition(() => run.inbox.size > 0 || !run.children.hasLiveDetached());
   run.setStatus(run.liveStatus());
 }
 
 /** The `wait` tool: joins background children (all live ones, or those named) within a timeout. */
-export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+export async function runWait(call: ToolCall, run: Run): Promise<RunToolResult> {
   const parsed = parseSteeringArgs('wait', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   const { task_names: names, timeout_seconds: timeout = DEFAULT_WAIT_SECONDS } = parsed.args;
-  const children = [...run.detached.values()];
+  const children = run.children.detached();
   const notes: string[] = [];
-  let chosen: DetachedChild[];
+  let chosen: Child[];
   if (names) {
     chosen = [];
     for (const name of names) {
-      const child = children.findLast((c) => c.entry.taskName === name);
+      const child = children.findLast((c) => c.taskName === name);
       if (!child) {
-        const known = children.map((c) => c.entry.taskName).join(', ') || 'none';
+        const known = children.map((c) => c.taskName).join(', ') || 'none';
         return toolError(`no background child named "${name}"; the background children are: ${known}`);
       }
-      if (child.reported) notes.push(`${name}: ended earlier; its result was already reported`);
+      if (child.detached!.reported) notes.push(`${name}: ended earlier; its result was already reported`);
       else chosen.push(child);
     }
   } else {
-    chosen = children.filter((c) => !c.reported);
+    chosen = children.filter((c) => !c.detached!.reported);
   }
   if (chosen.length === 0) {
     return notes.length > 0
       ? { content: notes.join('\n'), isError: false }
       : toolError('there are no background children to wait for (dispatch some with delegate and wait: false)');
   }
-  if (chosen.some((c) => c.outcome === undefined)) {
-    const ids = chosen.map((c) => c.entry.childWorkflowId);
+  if (chosen.some((c) => !c.over)) {
+    const ids = chosen.map((c) => c.id);
     run.setStatus('waiting_for_children');
     setCurrentDetails(`waiting for ${ids.join(', ')} (wait, ${timeout} s)`);
     // A question from one of them ends the wait too, so the model can answer it.
     run.beginWait();
     try {
-      await condition(
-        () => chosen.every((c) => c.outcome !== undefined) || questionWaiting(run, ids),
-        `${timeout} seconds`,
-      );
+      await condition(() => chosen.every((c) => c.over) || questionWaiting(run, ids), `${timeout} seconds`);
     } finally {
       run.endWait();
     }
@@ -122,13 +108,13 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
   }
   // A child cancelled meanwhile is already `reported`: only real outcomes are left. One already reported now was taken
   // by another `wait` call of this turn (nothing joins the dialogue during a turn).
-  const ended = chosen.filter((c) => c.outcome && !c.reported);
-  for (const child of chosen.filter((c) => c.outcome && c.reported)) {
-    notes.push(`${child.entry.taskName}: ended; its result went to another wait call of this turn`);
+  const ended = chosen.filter((c) => c.outcome && !c.detached!.reported);
+  for (const child of chosen.filter((c) => c.outcome && c.detached!.reported)) {
+    notes.push(`${child.taskName}: ended; its result went to another wait call of this turn`);
   }
   for (const child of ended) take(run, child);
-  const still = chosen.filter((c) => c.outcome === undefined).map((c) => c.entry.taskName);
-  const asking = chosen.filter((c) => questionWaiting(run, [c.entry.childWorkflowId])).map((c) => c.entry.taskName);
+  const still = chosen.filter((c) => !c.over).map((c) => c.taskName);
+  const asking = chosen.filter((c) => questionWaiting(run, [c.id])).map((c) => c.taskName);
   if (asking.length > 0) {
     notes.push(
       `${asking.join(', ')} asked you a question (it follows this result); answer with answer_child, then wait again`,
@@ -148,10 +134,10 @@ export async function runWait(call: ToolCall, run: AgentRunState): Promise<RunTo
 }
 
 /** The `wait` tool reports a result still in the inbox: it will not join the dialogue a second time. */
-function take(run: AgentRunState, child: DetachedChild): void {
-  child.reported = true;
-  const waiting = run.inbox.find(
-    (item) => 'subagent' in item && item.subagent.childWorkflowId === child.entry.childWorkflowId,
+function take(run: Run, child: Child): void {
+  child.reported();
+  const waiting = run.inbox.items.find(
+    (item) => item.type === 'child-result' && item.child.childWorkflowId === child.id,
   );
-  if (waiting) run.withdraw(waiting);
+  if (waiting) run.inbox.withdraw(waiting);
 }

@@ -7,16 +7,17 @@ import type { DeputyActivities } from '../../activities/index.js';
 import { CancellationScope, condition, proxyActivities } from '@temporalio/workflow';
 import type { ResolvePresetsResult, RunToolResult } from '../../src/contract/activities.js';
 import { checkCaps, childWorkflowId, renderChildResults, type ChildOutcome } from '../../src/rules/children.js';
-import type { Brief } from '../../src/contract/delegation.js';
+import type { Brief, DelegateArgs } from '../../src/contract/delegation.js';
 import { parseInvocation } from '../../src/contract/checks/contract-checks.js';
 import type { LedgerEntry } from '../../src/contract/run.js';
 import type { ToolCall } from '../../src/contract/session.js';
-import { joinAll, LOOKUP_OPTIONS } from '../activity-options.js';
+import { LOOKUP_OPTIONS } from '../activity-options.js';
 import { takeSnapshot } from '../../src/rules/context.js';
-import type { AgentRunState } from '../run-state.js';
-import { toolError, type DelegateCall, type DelegatedChild, type Snapshot } from './plan.js';
+import type { Run } from '../run/run.js';
+import { toolError, type DelegateCall, type Snapshot } from './plan.js';
 import { planChild, type ChildPlan } from '../../src/rules/run-start.js';
-import { ChildLife } from './child.js';
+import { Child } from './child.js';
+import { ChildLife } from './life.js';
 import { detach, renderDetached } from './detached.js';
 import { questionWaiting } from './questions.js';
 import { countDelegationsStarted, countRefusal, type RefusalReason } from '../metrics.js';
@@ -29,29 +30,26 @@ const { resolvePresets } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 type ResolvedPreset = ResolvePresetsResult['presets'][number];
 
 /** Executes one `delegate` tool call; every refusal is a tool error the model sees, with nothing spawned. */
-export function runDelegation(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+export function runDelegation(call: ToolCall, run: Run): Promise<RunToolResult> {
   return new Delegation(run, call).delegate();
 }
 
+/** What booking a call's children came to: booked, refused (the tool error), or a decision to ask for first. */
+type Booking = { kind: 'booked' } | { kind: 'refused'; result: RunToolResult } | { kind: 'ask'; why: string };
+
 /**
- * One `delegate` call (or a follow-up of a finished child): its number, return shape and snapshot, and per child its
- * plan, ledger entry, scope and life.
+ * One `delegate` call (or a follow-up of a finished child): its number, return shape and snapshot, and its children.
  */
 export class Delegation implements DelegateCall {
-  /**
-   * Given when its children are booked, with no await before it: the count of calls that booked children before
-   * this one, plus one (a call refused before booking takes no number). Until then 0.
-   */
+  /** The count of calls that booked children before this one, plus one, given when its children are booked. */
   number = 0;
   /** The call's `return_shape`, set with its number: a follow-up's comes from the child it follows. */
   returnShape: Record<string, unknown> | undefined;
   readonly snapshot: Snapshot;
-  readonly children: DelegatedChild[] = [];
-  /** A decision let this call go past the approval threshold. */
-  #approved = false;
+  readonly children: Child[] = [];
 
   constructor(
-    readonly run: AgentRunState,
+    readonly run: Run,
     readonly call: ToolCall,
     /** The evidence is frozen at the call, before any await: a sibling result that lands later never gets in. */
     snapshot: Snapshot = { events: takeSnapshot(run.events), mark: run.appended },
@@ -59,47 +57,64 @@ export class Delegation implements DelegateCall {
     this.snapshot = snapshot;
   }
 
-  /** The model's call: checked, its roles resolved (an explicit role is the preset registered now), planned, run. */
+  /**
+   * The model's call: checked, its roles resolved (an explicit role is the preset registered now), planned and
+   * booked; past the approval threshold, asked for first, then resolved, planned and booked again (its caps and
+   * budget may have moved while it waited).
+   */
   async delegate(): Promise<RunToolResult> {
     const check = parseInvocation(this.call.arguments);
     if (!check.ok) return this.#refused('invalid_arguments', check.error);
-    const roles = check.args.briefs.flatMap((brief) => (brief.role === undefined ? [] : [brief.role]));
+    for (let approved = false; ; approved = true) {
+      const resolved = await this.#resolveRoles(check.args.briefs);
+      if (!resolved.ok) return resolved.result;
+      const booking = this.#book(check.args, resolved.presets, approved);
+      if (booking.kind === 'refused') return booking.result;
+      if (booking.kind === 'booked') return this.#run();
+      const gate = await awaitApproval(this.run, this.call, booking.why);
+      if (!gate.ok)
+        return this.#refused('not_approved', `${gate.result.content.replace(/\.$/, '')}; nothing was spawned`);
+    }
+  }
+
+  /** The presets the briefs name by role, as registered now; a role nobody registered refuses the call. */
+  async #resolveRoles(
+    briefs: readonly Brief[],
+  ): Promise<{ ok: true; presets: ResolvedPreset[] } | { ok: false; result: RunToolResult }> {
+    const roles = briefs.flatMap((brief) => (brief.role === undefined ? [] : [brief.role]));
     const presets = roles.length === 0 ? [] : (await resolvePresets({ ids: [...new Set(roles)] })).presets;
     const unknown = presets.filter((preset) => !preset.ok);
-    if (unknown.length > 0) {
-      const errors = unknown.map((p) => (p.ok ? '' : p.error));
-      return this.#refused('unknown_preset', `${errors.join('; ')}; nothing was spawned`);
-    }
-    // From here to the reservation there is no await: the caps and names checked hold when the children are booked.
-    const settings = this.run.delegationSettings;
-    const ledger = this.run.ledger;
+    if (unknown.length === 0) return { ok: true, presets };
+    const errors = unknown.map((p) => (p.ok ? '' : p.error));
+    return { ok: false, result: this.#refused('unknown_preset', `${errors.join('; ')}; nothing was spawned`) };
+  }
+
+  /**
+   * Checks the caps, plans every brief and, unless a decision is needed first, reserves and books them. Synchronous:
+   * what it checked still holds when the children are booked.
+   */
+  #book(args: DelegateArgs, presets: readonly ResolvedPreset[], approved: boolean): Booking {
+    const { ledger } = this.run.children;
     const capError = checkCaps(
-      check.args,
-      settings,
+      args,
+      this.run.delegationSettings,
       ledger.map((entry) => entry.taskName),
       ledger.length,
     );
-    if (capError) return this.#refused('caps', capError);
+    if (capError) return { kind: 'refused', result: this.#refused('caps', capError) };
     const plans: ChildPlan[] = [];
-    for (const brief of check.args.briefs) {
-      const plan = planChild(brief, this.#compositionOf(brief, presets), this.run, Date.now());
-      if (!plan.ok) return this.#refused('plan', `${plan.error}; nothing was spawned`);
+    for (const brief of args.briefs) {
+      const plan = planChild(brief, this.#compositionOf(brief, presets), this.run.planningView(), Date.now());
+      if (!plan.ok) return { kind: 'refused', result: this.#refused('plan', `${plan.error}; nothing was spawned`) };
       plans.push(plan.plan);
     }
-    // Past the threshold nothing is reserved before a decision; once approved, the call is checked and planned again
-    // (its caps and budget may have moved while it waited).
-    // The threshold is on what this model answer's delegations reserve together, this one included.
+    // Past the threshold nothing is reserved before a decision. The threshold is on what this model answer's
+    // delegations reserve together, this one included.
     const reserving = microToUsd(plans.reduce((sum, plan) => sum + plan.reservation.costMicroUsd, 0));
     const earlier = microToUsd(this.run.reservedInAnswer);
-    const why = this.#approved ? undefined : whyDelegationApproval(this.run.composition.approvals, reserving, earlier);
-    if (why) {
-      const gate = await awaitApproval(this.run, this.call, why);
-      if (!gate.ok)
-        return this.#refused('not_approved', `${gate.result.content.replace(/\.$/, '')}; nothing was spawned`);
-      this.#approved = true;
-      return this.delegate();
-    }
-    return this.launch(plans, check.args.return_shape);
+    const why = approved ? undefined : whyDelegationApproval(this.run.composition.approvals, reserving, earlier);
+    if (why) return { kind: 'ask', why };
+    return this.#reserve(plans, args.return_shape);
   }
 
   /** A brief's composition: its role's preset, or without one the parent's exact composition. */
@@ -113,37 +128,52 @@ export class Delegation implements DelegateCall {
     return { definition: found.definition, revision: found.revision, selected: true };
   }
 
-  /**
-   * Reserves for every plan all or nothing, books them in the ledger, dispatches the detached ones, and waits for
-   * the others (until they end, or one asks a question).
-   */
+  /** Books `plans` made elsewhere (a follow-up's), then runs them as `delegate` runs its own. */
   async launch(plans: ChildPlan[], returnShape: Record<string, unknown> | undefined): Promise<RunToolResult> {
+    const booking = this.#reserve(plans, returnShape);
+    return booking.kind === 'booked' ? this.#run() : booking.result;
+  }
+
+  /**
+   * Reserves for every plan all or nothing (within the run's count of children) and books each child. Synchronous:
+   * the count and the budget it checked hold when the children are booked.
+   */
+  #reserve(plans: ChildPlan[], returnShape: Record<string, unknown> | undefined): Exclude<Booking, { kind: 'ask' }> {
     const { run } = this;
-    // Checked again here, with no await before the booking: a follow-up and a delegate of one turn both awaited
-    // look-ups since their first check.
     const max = run.delegationSettings.maxChildrenPerRun;
-    if (run.ledger.length + plans.length > max) {
-      const started = `this run has started ${run.ledger.length} of its ${max} children`;
-      return this.#refused('max_children', `${started}; ${plans.length} more do not fit; nothing was spawned`);
+    if (run.children.count + plans.length > max) {
+      const started = `this run has started ${run.children.count} of its ${max} children`;
+      const error = `${started}; ${plans.length} more do not fit; nothing was spawned`;
+      return { kind: 'refused', result: this.#refused('max_children', error) };
     }
-    const reservation = run.reserveChildren(plans.map((plan) => plan.reservation));
-    if (!reservation.ok) return this.#refused('budget', `${reservation.error}; nothing was spawned`);
+    const reservation = run.account.reserveChildren(plans.map((plan) => plan.reservation));
+    if (!reservation.ok) {
+      return { kind: 'refused', result: this.#refused('budget', `${reservation.error}; nothing was spawned`) };
+    }
     run.reservedInAnswer += plans.reduce((sum, plan) => sum + plan.reservation.costMicroUsd, 0);
     countDelegationsStarted(run, plans.length);
     this.returnShape = returnShape;
-    this.number = new Set(run.ledger.map((entry) => entry.invocation)).size + 1;
-    for (const plan of plans) this.#book(plan);
+    this.number = new Set(run.children.ledger.map((entry) => entry.invocation)).size + 1;
+    for (const plan of plans) {
+      const child = new Child(plan, this.#entryOf(plan));
+      this.children.push(child);
+      run.children.book(child);
+    }
+    return { kind: 'booked' };
+  }
 
+  /** Dispatches the detached children and waits for the others (until they end, or one asks a question). */
+  async #run(): Promise<RunToolResult> {
+    const { run } = this;
     // A brief with `wait: false` runs detached; the parent goes on and hears of its end later.
     const detached = this.children.filter((child) => child.plan.brief.wait === false);
     for (const child of detached) {
       const scope = new CancellationScope();
-      detach(
-        run,
-        child.entry,
+      child.lives(
         scope,
         scope.run(() => this.#live(child)),
       );
+      detach(run, child);
     }
     const waited = this.children.filter((child) => child.plan.brief.wait !== false);
     const dispatched = detached.map((child) => child.entry);
@@ -153,11 +183,7 @@ export class Delegation implements DelegateCall {
     try {
       const outcomes = await this.#follow(waited);
       // A question ended the wait: the waited children still live go on detached.
-      if (!outcomes) {
-        for (const child of waited) {
-          if (child.outcome === undefined) detach(run, child.entry, child.scope!, child.life!);
-        }
-      }
+      if (!outcomes) for (const child of waited) if (!child.over) detach(run, child);
       return this.#answer(waited, outcomes, dispatched);
     } finally {
       // Another invocation of the same turn may still have live children (detached ones do not hold the parent).
@@ -169,38 +195,39 @@ export class Delegation implements DelegateCall {
    * Runs the waited children in one scope apart from the run's, so those still live when a question ends the wait go
    * on detached, where the run's end cancels them. Their outcomes once all ended; `undefined` when a question from one
    * of them ended the wait (the model must be able to answer it). Cancelled, the wait joins every child's life, which
-   * settles only once each has stopped.
+   * ends only once each has stopped.
    */
-  #follow(waited: DelegatedChild[]): Promise<ChildOutcome[] | undefined> {
+  #follow(waited: Child[]): Promise<ChildOutcome[] | undefined> {
     const scope = new CancellationScope();
-    const allEnded = () => waited.every((child) => child.outcome !== undefined || child.failure !== undefined);
-    const ids = waited.map(({ entry }) => entry.childWorkflowId);
+    const allEnded = () => waited.every((child) => child.over);
+    const ids = waited.map((child) => child.id);
     return scope.run(async () => {
-      for (const child of waited) {
-        child.scope = scope;
-        child.life = this.#live(child);
-        void noteEnd(child, child.life);
-      }
+      for (const child of waited) child.lives(scope, this.#live(child));
       try {
         await condition(() => allEnded() || questionWaiting(this.run, ids));
       } catch {
-        return joinAll(waited.map((child) => child.life!));
+        await Promise.all(waited.map((child) => child.life));
+        return joined(waited);
       }
       return allEnded() ? joined(waited) : undefined;
     });
   }
 
-  #live(child: DelegatedChild): Promise<ChildOutcome> {
-    return new ChildLife(this.run, this, child).live();
+  /** The child's life, in the scope it is called in; how it ended is the child's to say. Never rejects. */
+  async #live(child: Child): Promise<void> {
+    try {
+      child.end({ outcome: await new ChildLife(this.run, this, child).live() });
+    } catch (failure) {
+      child.end({ failure });
+    }
   }
 
-  /** The child's ledger entry, booked with its reservation; its limits may still shrink while it is prepared. */
-  #book(plan: ChildPlan): void {
-    const { run, call } = this;
-    const entry: LedgerEntry = {
+  /** The child's ledger entry, booked with its reservation. */
+  #entryOf(plan: ChildPlan): LedgerEntry {
+    return {
       invocation: this.number,
-      invocationId: call.id,
-      childWorkflowId: childWorkflowId(run.sessionId, plan.brief.task_name, this.number),
+      invocationId: this.call.id,
+      childWorkflowId: childWorkflowId(this.run.workflowId, plan.brief.task_name, this.number),
       taskName: plan.brief.task_name,
       preset: plan.preset,
       status: 'reserved',
@@ -212,14 +239,11 @@ export class Delegation implements DelegateCall {
       ...(plan.restore && { followupOf: plan.restore.from }),
       ...narrowingOf(plan.brief, this.returnShape),
     };
-    const child: DelegatedChild = { plan, entry };
-    this.children.push(child);
-    run.book(entry, child);
   }
 
   /** The call's result: the children that ended, those a question left running, those dispatched detached. */
   #answer(
-    waited: readonly DelegatedChild[],
+    waited: readonly Child[],
     outcomes: ChildOutcome[] | undefined,
     dispatched: readonly LedgerEntry[],
   ): RunToolResult {
@@ -240,17 +264,8 @@ export class Delegation implements DelegateCall {
   }
 }
 
-/** Notes how a child's life ended, as it ends. */
-async function noteEnd(child: DelegatedChild, life: Promise<ChildOutcome>): Promise<void> {
-  try {
-    child.outcome = await life;
-  } catch (reason) {
-    child.failure = { reason };
-  }
-}
-
 /** What every child ended with, as a join of their lives gives it: the first failure, in order, if any. */
-function joined(waited: readonly DelegatedChild[]): ChildOutcome[] {
+function joined(waited: readonly Child[]): ChildOutcome[] {
   const failed = waited.find((child) => child.failure);
   if (failed) throw failed.failure!.reason;
   return waited.map(({ outcome }) => outcome!);
@@ -270,7 +285,7 @@ function narrowingOf(brief: Brief, returnShape: Record<string, unknown> | undefi
 }
 
 /** What the call answers for the children it stopped waiting for because one asked a question. */
-function renderAsked(live: readonly LedgerEntry[], run: AgentRunState): string {
+function renderAsked(live: readonly LedgerEntry[], run: Run): string {
   const asking = live.filter((e) => questionWaiting(run, [e.childWorkflowId])).map((e) => e.taskName);
   const list = live.map((e) => `${e.taskName} (child run ${e.childWorkflowId})`).join(', ');
   return `${asking.join(', ')} asked you a question, which follows this result: answer it with answer_child (or ask whoever can). Still running, now in the background: ${list}. Each result arrives as a message when its child ends; call wait to join them.`;

@@ -18,7 +18,7 @@ import {
 import type { SessionEvent } from '../../src/contract/session.js';
 import { billedBy, budgetExceeded, failureMessage } from '../../src/rules/failure-message.js';
 import { callSpend, NO_TOKENS } from '../../src/rules/usage.js';
-import type { AgentRunState } from '../run-state.js';
+import type { Run } from '../run/run.js';
 import type { ContextRendering } from '../../src/contract/preset.js';
 import type { ContextMode } from '../../src/contract/delegation.js';
 import type { ChildOrigin } from '../../src/contract/run.js';
@@ -72,14 +72,14 @@ const SUMMARY_MAX_COMPLETION_TOKENS = 1024;
 export async function generateParentContext(
   task: string,
   taskName: string,
-  run: AgentRunState,
+  run: Run,
   snapshot: readonly SessionEvent[],
 ): Promise<{ ok: true; context: ParentContext } | { ok: false; error: string }> {
   const messages = summaryPrompt(task, snapshot, run.payloads.maxInputBytes);
   // Held at the dearest model the summary may reach, so whichever answers it costs no more than the hold.
-  const price = run.models.dearest;
+  const price = run.account.models.dearest;
   const worst = worstCase(upperBoundTokens(messages), SUMMARY_MAX_COMPLETION_TOKENS, price);
-  const free = available(budgetOf(run.limits, run.usage, run.reserved));
+  const free = available(budgetOf(run.account.limits, run.account.usage, run.account.reserved));
   const capped = (left: number | null, need: number) => (left === null ? null : Math.min(left, need));
   let budget: CallBudget = {
     tokens: capped(free.tokens, worst.tokens),
@@ -89,8 +89,8 @@ export async function generateParentContext(
   };
   const held = (left: CallBudget): Amount => ({ tokens: left.tokens ?? 0, costMicroUsd: left.costMicroUsd ?? 0 });
   let hold = held(budget);
-  run.hold(hold);
-  let answeredBy = run.models.current;
+  run.account.hold(hold);
+  let answeredBy = run.account.models.current;
   try {
     const generated = await retryModelCall(
       run,
@@ -101,31 +101,31 @@ export async function generateParentContext(
             summary: attempted(`summarizeContext ${on.model} for ${taskName}`, attempt),
             ...modelCallOptions(run, on),
           },
-          [{ model: on.model, ...fellBack(run), messages, budget, grant: run.grant }],
+          [{ model: on.model, ...fellBack(run), messages, budget, grant: run.treeGrant }],
         );
       },
       {
         maxAttempts: SUMMARY_ATTEMPTS,
         // The hold pays for the retries: what a failed attempt was billed moves from the hold to the run's spend.
         billed: (err, attemptPrice) => {
-          run.releaseHold(hold);
-          run.debitBilled(err, attemptPrice);
+          run.account.releaseHold(hold);
+          run.account.debitBilled(err, attemptPrice);
           budget = lessBilled(budget, billedBy(err) ?? NO_TOKENS);
           hold = held(budget);
-          run.hold(hold);
+          run.account.hold(hold);
         },
       },
     );
-    run.releaseHold(hold);
+    run.account.releaseHold(hold);
     const spend = callSpend(generated, answeredBy.price);
-    run.debit(spend);
+    run.account.debit(spend);
     countModelCall(run, spend);
     const content = cutText(`${BACKGROUND_HEADING}\n${generated.summary}`, run.payloads.maxTextBytes);
     return { ok: true, context: { source: 'summary', content } };
   } catch (err) {
-    run.releaseHold(hold);
+    run.account.releaseHold(hold);
     // Attempts that were billed and gave no summary (an empty one, a stream cut short) are paid all the same.
-    run.debitBilled(err);
+    run.account.debitBilled(err);
     if (isCancellation(err)) throw err;
     const limit = budgetExceeded(err);
     const why = limit

@@ -13,15 +13,16 @@ import type { ToolCall } from '../../src/contract/session.js';
 import { bounded, renderQuestion } from '../../src/rules/children.js';
 import type { AnswerChildArgs } from '../../src/contract/delegation.js';
 import { cutText } from '../../src/rules/payloads.js';
-import { now, type AgentRunState } from '../run-state.js';
+import { now, type Run } from '../run/run.js';
 import { parseSteeringArgs } from '../../src/contract/checks/contract-checks.js';
 import { toolError } from './plan.js';
+import type { Child } from './child.js';
 import { sendSigned } from '../signed-messages.js';
 
 type Question = NonNullable<LedgerEntry['questions']>[number];
 
 /** The child's side of `ask_parent`: asks, then waits for the answer (or its deadline). */
-export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+export async function runAskParent(call: ToolCall, run: Run): Promise<RunToolResult> {
   const { origin } = run;
   if (!origin) return toolError('this run has no parent to ask (nobody delegated to it); decide yourself');
   const parsed = parseSteeringArgs('ask_parent', call.arguments);
@@ -29,40 +30,40 @@ export async function runAskParent(call: ToolCall, run: AgentRunState): Promise<
   // Unique over the run's life: a segment's counter restarts, and no question is open across continue-as-new.
   const questionId = run.nextQuestionId();
   const question = cutText(parsed.args.question, run.payloads.maxTextBytes);
-  run.askQuestion(questionId);
+  run.questions.ask(questionId);
   try {
     await sendSigned(questionSignal, {
       to: origin.parentId,
       id: `question:${questionId}`,
       body: { questionId, question },
-      grant: run.grant,
+      grant: run.treeGrant,
     });
     run.setStatus('waiting_for_answer');
     setCurrentDetails(`waiting for the answer to ${questionId}: ${bounded(question.replace(/\s+/g, ' '), 100)}`);
     // The deadline ends the wait: by the timer that cancels the loop, or here when the deadline bounds activities.
-    const { deadlineMs } = run.limits;
-    const answered = () => run.answerTo(questionId) !== undefined;
+    const { deadlineMs } = run.account.limits;
+    const answered = () => run.questions.answerTo(questionId) !== undefined;
     let inTime = true;
     if (run.deadlineOnActivities && deadlineMs !== null) {
       inTime = await condition(answered, Math.max(1, deadlineMs - Date.now()));
     } else {
       await condition(answered);
     }
-    const answer = run.answerTo(questionId);
-    run.closeQuestion(questionId);
+    const answer = run.questions.answerTo(questionId);
+    run.questions.close(questionId);
     run.setStatus(run.liveStatus());
     if (!inTime) return toolError(`no answer to ${questionId} arrived before this run's deadline`);
     return { content: `Answer from the run that delegated to you: ${answer}`, isError: false };
   } finally {
-    run.closeQuestion(questionId);
+    run.questions.close(questionId);
   }
 }
 
 /** The child's side of the answer: kept only for a question it has open and from its own parent. */
-export function receiveAnswer(run: AgentRunState, from: string, { questionId, answer }: AnswerBody): string | void {
+export function receiveAnswer(run: Run, from: string, { questionId, answer }: AnswerBody): string | void {
   if (from !== run.origin?.parentId) return "an answer not from this run's parent";
-  if (!run.awaitsAnswer(questionId)) return `no open question ${questionId}`;
-  run.answerQuestion(questionId, cutText(answer, run.payloads.maxTextBytes));
+  if (!run.questions.awaits(questionId)) return `no open question ${questionId}`;
+  run.questions.answer(questionId, cutText(answer, run.payloads.maxTextBytes));
 }
 
 /**
@@ -70,50 +71,45 @@ export function receiveAnswer(run: AgentRunState, from: string, { questionId, an
  * records back) that is still running; anything else is dropped. It joins the dialogue between turns.
  */
 export function receiveQuestion(
-  run: AgentRunState,
+  run: Run,
   childWorkflowId: string,
   { questionId, question }: QuestionBody,
 ): string | void {
   if (run.isEnded()) return 'the run has ended';
-  const entry = run.ledger.findLast((e) => e.childWorkflowId === childWorkflowId);
-  if (entry?.status !== 'running') return 'not from a running child of this run';
-  if (entry.questions?.some((q) => q.id === questionId)) return `question ${questionId} was asked before`;
+  const child = run.children.byId(childWorkflowId);
+  if (child?.entry.status !== 'running') return 'not from a running child of this run';
   const text = cutText(question, run.payloads.maxTextBytes);
-  (entry.questions ??= []).push({
-    id: questionId,
-    question: text,
-    status: 'open',
-    answer: null,
-    answeredBy: null,
-    askedAt: now(),
-    answeredAt: null,
-  });
-  run.receive({
+  if (!child.ask(questionId, text, now())) return `question ${questionId} was asked before`;
+  const { taskName } = child;
+  run.inbox.receive({
+    type: 'question',
     from: childWorkflowId,
-    content: renderQuestion({ taskName: entry.taskName, questionId, question: text }),
-    question: { taskName: entry.taskName, childWorkflowId, questionId },
+    content: renderQuestion({ taskName, questionId, question: text }),
+    question: { taskName, childWorkflowId, questionId },
   });
 }
 
 /** True while a question from one of `childIds` waits in the inbox for the model (it ends a wait for them). */
-export function questionWaiting(run: AgentRunState, childIds: readonly string[]): boolean {
-  return run.inbox.some(
-    (item) => 'question' in item && !item.question.answered && childIds.includes(item.question.childWorkflowId),
+export function questionWaiting(run: Run, childIds: readonly string[]): boolean {
+  return run.inbox.items.some(
+    (item) => item.type === 'question' && !item.question.answered && childIds.includes(item.question.childWorkflowId),
   );
 }
 
 /** Which open question `args` answers, or why none. */
 export function findQuestion(
-  run: AgentRunState,
+  run: Run,
   args: AnswerChildArgs,
-): { ok: true; entry: LedgerEntry; question: Question } | { ok: false; error: string } {
-  const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
+): { ok: true; child: Child; question: Readonly<Question> } | { ok: false; error: string } {
+  const entry = run.children.lastNamed(args.task_name);
   if (!entry) {
-    const names = run.ledger.map((e) => e.taskName).join(', ') || 'none';
+    const names = run.children.ledger.map((e) => e.taskName).join(', ') || 'none';
     return { ok: false, error: `no child named "${args.task_name}"; the children are: ${names}` };
   }
   const questions = entry.questions ?? [];
   const open = questions.filter((q) => q.status === 'open');
+  // A question open is one of a child of this segment (none is open across continue-as-new).
+  const child = run.children.byId(entry.childWorkflowId);
   if (args.question_id !== undefined) {
     const question = questions.find((q) => q.id === args.question_id);
     if (!question) {
@@ -123,10 +119,10 @@ export function findQuestion(
         error: `child "${args.task_name}" asked no question ${args.question_id}; its questions: ${ids}`,
       };
     }
-    if (question.status !== 'open') return { ok: false, error: closedQuestion(args.task_name, question) };
-    return { ok: true, entry, question };
+    if (question.status !== 'open' || !child) return { ok: false, error: closedQuestion(args.task_name, question) };
+    return { ok: true, child, question };
   }
-  if (open.length === 1) return { ok: true, entry, question: open[0]! };
+  if (open.length === 1 && child) return { ok: true, child, question: open[0]! };
   if (open.length > 1) {
     return {
       ok: false,
@@ -140,7 +136,7 @@ export function findQuestion(
   };
 }
 
-function closedQuestion(taskName: string, question: Question): string {
+function closedQuestion(taskName: string, question: Readonly<Question>): string {
   return question.status === 'answered'
     ? `question ${question.id} of child "${taskName}" was already answered${question.answeredBy === 'client' ? ' directly by a person' : ''}: ${bounded(question.answer ?? '', 200)}`
     : `question ${question.id} of child "${taskName}" went unanswered: the child has ended`;
@@ -151,58 +147,44 @@ function closedQuestion(taskName: string, question: Question): string {
  * tell this run's model, between turns, that the question is settled.
  */
 export async function answerQuestion(
-  run: AgentRunState,
+  run: Run,
   args: AnswerChildArgs,
   by: 'model' | 'client',
 ): Promise<{ ok: true; childWorkflowId: string; questionId: string } | { ok: false; error: string }> {
   const found = findQuestion(run, args);
   if (!found.ok) return found;
-  const { entry, question } = found;
+  const { child, question } = found;
   const answer = cutText(args.answer, run.payloads.maxTextBytes);
   // Marked before the await, so a second answer meanwhile (the model and a person at once) is refused, not sent.
-  Object.assign(question, { status: 'answered', answer, answeredBy: by, answeredAt: now() });
+  child.answer(question.id, answer, by, now());
   try {
     await sendSigned(answerSignal, {
-      to: entry.childWorkflowId,
+      to: child.id,
       id: `answer:${question.id}`,
       body: { questionId: question.id, answer },
-      grant: run.grant,
+      grant: run.treeGrant,
     });
   } catch (err) {
-    Object.assign(question, {
-      status: entry.status === 'running' ? 'open' : 'unanswered',
-      answer: null,
-      answeredBy: null,
-      answeredAt: null,
-    });
+    child.unanswer(question.id);
     throw err;
   }
   if (by === 'client') {
-    run.receive({
+    run.inbox.receive({
+      type: 'question',
       from: 'client',
       content: answer,
-      question: {
-        taskName: entry.taskName,
-        childWorkflowId: entry.childWorkflowId,
-        questionId: question.id,
-        answered: true,
-      },
+      question: { taskName: child.taskName, childWorkflowId: child.id, questionId: question.id, answered: true },
     });
   }
-  return { ok: true, childWorkflowId: entry.childWorkflowId, questionId: question.id };
+  return { ok: true, childWorkflowId: child.id, questionId: question.id };
 }
 
 /** The `answer_child` tool. */
-export async function runAnswerChild(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+export async function runAnswerChild(call: ToolCall, run: Run): Promise<RunToolResult> {
   const parsed = parseSteeringArgs('answer_child', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);
   const answered = await answerQuestion(run, parsed.args, 'model');
   return answered.ok
     ? { content: `answer to ${answered.questionId} delivered to ${answered.childWorkflowId}`, isError: false }
     : toolError(`${answered.error}; nothing was sent`);
-}
-
-/** A run's end leaves none of its children's questions open. */
-export function closeQuestions(entry: LedgerEntry): void {
-  for (const question of entry.questions ?? []) if (question.status === 'open') question.status = 'unanswered';
 }

@@ -6,12 +6,12 @@
 import { CancellationScope, condition, isCancellation, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { DeputyActivities } from '../../activities/index.js';
 import { admissionReleaseSignal } from '../../src/contract/messages.js';
-import type { LedgerEntry } from '../../src/contract/run.js';
 import { admissionWorkflowId } from '../../src/rules/children.js';
 import type { DelegationSettings } from '../../src/contract/delegation.js';
 import { LOOKUP_OPTIONS } from '../activity-options.js';
 import { sendSigned } from '../signed-messages.js';
-import type { AgentRunState } from '../run-state.js';
+import type { Run } from '../run/run.js';
+import type { Child } from './child.js';
 
 const { requestAdmission } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 
@@ -19,19 +19,19 @@ type Admission = NonNullable<DelegationSettings['admission']>;
 
 /** Waits for a slot; `ok: false` with the reason when none came before `deadlineMs` (the slot request is withdrawn). */
 export async function admit(
-  run: AgentRunState,
-  entry: LedgerEntry,
+  run: Run,
+  child: Child,
   admission: Admission,
   deadlineMs: number | null,
 ): Promise<{ ok: true } | { ok: false; reason: string }> {
   const { tenant, maxLiveChildren: cap, sweepSeconds } = admission;
-  const childWorkflowId = entry.childWorkflowId;
-  await requestAdmission.executeWithOptions({ summary: `requestAdmission ${tenant} ${entry.taskName}` }, [
-    { tenant, cap, sweepSeconds, childWorkflowId, grant: run.grant },
+  const { id: childWorkflowId, taskName } = child;
+  await requestAdmission.executeWithOptions({ summary: `requestAdmission ${tenant} ${taskName}` }, [
+    { tenant, cap, sweepSeconds, childWorkflowId, grant: run.treeGrant },
   ]);
-  setCurrentDetails(`waiting for one of tenant ${tenant}'s ${cap} live-child slots for ${entry.taskName}`);
+  setCurrentDetails(`waiting for one of tenant ${tenant}'s ${cap} live-child slots for ${taskName}`);
   try {
-    const admitted = () => run.isAdmitted(childWorkflowId);
+    const admitted = () => child.admitted;
     let inTime = true;
     if (deadlineMs === null) await condition(admitted);
     else inTime = await condition(admitted, Math.max(1, deadlineMs - Date.now()));
@@ -48,14 +48,14 @@ export async function admit(
 }
 
 /** Gives a slot (or a place in the queue) back; sent even while the parent is being cancelled. */
-export function release(run: AgentRunState, tenant: string, childWorkflowId: string): Promise<void> {
+export function release(run: Run, tenant: string, childWorkflowId: string): Promise<void> {
   return CancellationScope.nonCancellable(
     () =>
       sendSigned(admissionReleaseSignal, {
         to: admissionWorkflowId(tenant),
         id: `release:${childWorkflowId}`,
         body: { childWorkflowId },
-        grant: run.grant,
+        grant: run.treeGrant,
       }).catch(() => undefined), // no admission workflow: nothing is held
   );
 }

@@ -13,7 +13,7 @@ import { interjectionSignal } from '../../src/contract/messages.js';
 import { decideRestoration } from '../../src/rules/restoration.js';
 import { parseSteeringArgs } from '../../src/contract/checks/contract-checks.js';
 import { renderParentContext, takeContinuedSnapshot } from '../../src/rules/context.js';
-import type { AgentRunState } from '../run-state.js';
+import type { Run } from '../run/run.js';
 import { toolError } from './plan.js';
 import { planChild, type ChildPlan } from '../../src/rules/run-start.js';
 import { Delegation } from './invocation.js';
@@ -26,24 +26,25 @@ const { resolvePresets, loadSession } = proxyActivities<DeputyActivities>(LOOKUP
  */
 export async function deliverInterjection(
   args: InterjectArgs,
-  run: AgentRunState,
+  run: Run,
 ): Promise<{ ok: true; childWorkflowId: string } | { ok: false; error: string }> {
-  const entry = run.ledger.findLast((e) => e.taskName === args.task_name);
+  const entry = run.children.lastNamed(args.task_name);
+  const child = entry && run.children.byId(entry.childWorkflowId);
   if (!entry)
     return {
       ok: false,
-      error: `no child named "${args.task_name}"; the children are: ${run.ledger.map((e) => e.taskName).join(', ') || 'none'}`,
+      error: `no child named "${args.task_name}"; the children are: ${run.children.ledger.map((e) => e.taskName).join(', ') || 'none'}`,
     };
-  if (entry.status !== 'running') {
+  if (entry.status !== 'running' || !child) {
     return { ok: false, error: `child "${args.task_name}" is not running (status ${entry.status}); nothing was sent` };
   }
   let content = args.message;
-  const mark = run.snapshotMarks.get(entry.childWorkflowId);
+  const mark = run.children.snapshotMark(entry.childWorkflowId);
   if (entry.preparation.contextMode !== 'none' && mark !== undefined) {
-    const fresh = takeContinuedSnapshot(run.events, (event) => run.appendedAfter(event, mark));
+    const fresh = takeContinuedSnapshot(run.events, (event) => run.session.appendedAfter(event, mark));
     if (fresh.length > 0)
       content = `${renderParentContext(fresh, true)}\n\n## Message from your parent\n${args.message}`;
-    run.markSnapshot(entry.childWorkflowId, run.appended);
+    run.children.markSnapshot(entry.childWorkflowId, run.appended);
   }
   content = cutText(content, run.payloads.maxTextBytes);
   const n = (entry.interjections ?? 0) + 1;
@@ -51,9 +52,9 @@ export async function deliverInterjection(
     to: entry.childWorkflowId,
     id: `interjection:${n}`,
     body: { content },
-    grant: run.grant,
+    grant: run.treeGrant,
   });
-  entry.interjections = n;
+  child.interjected(n);
   return { ok: true, childWorkflowId: entry.childWorkflowId };
 }
 
@@ -63,7 +64,7 @@ function parseChildMessage(call: ToolCall) {
 }
 
 /** The `interject` tool: delivers, or explains as a tool error why it could not. */
-export async function runInterjection(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+export async function runInterjection(call: ToolCall, run: Run): Promise<RunToolResult> {
   const parsed = parseChildMessage(call);
   if (!parsed.ok) return toolError(parsed.error);
   const delivered = await deliverInterjection(parsed.args, run);
@@ -77,11 +78,11 @@ export async function runInterjection(call: ToolCall, run: AgentRunState): Promi
  * session (its background included) and its composition: the preset it selected, resolved now (or refused if gone),
  * else this run's own. The ledger links the new run to the old one.
  */
-export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<RunToolResult> {
+export async function runFollowup(call: ToolCall, run: Run): Promise<RunToolResult> {
   const parsed = parseChildMessage(call);
   if (!parsed.ok) return toolError(parsed.error);
   const { task_name: taskName, message } = parsed.args;
-  const source = run.ledger.findLast((e) => e.taskName === taskName);
+  const source = run.children.lastNamed(taskName);
   if (!source) return toolError(`no child named "${taskName}"; nothing was spawned`);
   if (source.status === 'reserved' || source.status === 'running' || source.status === 'rejected') {
     return toolError(
@@ -92,9 +93,9 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
   if (!source.started) {
     return toolError(`child "${taskName}" was never started (${source.summary ?? source.status}); nothing was spawned`);
   }
-  if (run.ledger.length + 1 > run.delegationSettings.maxChildrenPerRun) {
+  if (run.children.count + 1 > run.delegationSettings.maxChildrenPerRun) {
     return toolError(
-      `this run has started ${run.ledger.length} of its ${run.delegationSettings.maxChildrenPerRun} children; nothing was spawned`,
+      `this run has started ${run.children.count} of its ${run.delegationSettings.maxChildrenPerRun} children; nothing was spawned`,
     );
   }
   const { events } = await loadSession({ workflowId: source.childWorkflowId });
@@ -125,7 +126,7 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     ...(narrowing.allowedTools !== undefined && { allowed_tools: narrowing.allowedTools }),
     ...(narrowing.limits !== undefined && { limits: narrowing.limits }),
   };
-  const plan = planChild(brief, childComposition, run, Date.now());
+  const plan = planChild(brief, childComposition, run.planningView(), Date.now());
   if (!plan.ok) return toolError(`${plan.error}; nothing was spawned`);
   if (jsonBytes(events) > run.payloads.maxInputBytes) {
     return toolError(
@@ -136,7 +137,7 @@ export async function runFollowup(call: ToolCall, run: AgentRunState): Promise<R
     ...plan.plan,
     // The choice made at dispatch sticks: the follow-up keeps its source's context mode and snapshot.
     contextMode: source.preparation.contextMode,
-    snapshotMark: run.snapshotMarks.get(source.childWorkflowId),
+    snapshotMark: run.children.snapshotMark(source.childWorkflowId),
     restore: { from: source.childWorkflowId, events },
   };
   return new Delegation(run, call, { events: [], mark: run.appended }).launch([followup], narrowing.returnShape);
