@@ -113,6 +113,20 @@ export default tseslint.config(
           selector: "TSUnionType > TSTypeReference[typeName.name='Promise']",
           message: 'A value or a promise of it: make the function async and await it.',
         },
+        ...['Program >', 'Program > ExportNamedDeclaration >'].flatMap((top) => [
+          {
+            selector: `${top} VariableDeclaration[kind='let']`,
+            message: 'Every workflow of a worker shares this module: keep state on the run, not in the module.',
+          },
+          {
+            selector: `${top} VariableDeclaration > VariableDeclarator > NewExpression[callee.name=/^(Map|Set|WeakMap|WeakSet|Array)$/]`,
+            message: 'Every workflow of a worker shares this module: keep state on the run, not in the module.',
+          },
+        ]),
+        {
+          selector: "UnaryExpression[operator='void'][argument.type!='Literal']",
+          message: 'A promise left with `void` fails unseen: await it, or hand it to the run (`run.sends.track`).',
+        },
       ],
     },
   },

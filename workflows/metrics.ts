@@ -21,12 +21,9 @@ export interface MeteredRun {
  */
 const replaying = () => workflowInfo().unsafe.isReplaying;
 
-/** Shared by every workflow of a worker: a counter holds no run's values (each `add` names its run's tags). */
-const counters = new Map<string, MetricCounter>();
+/** A counter of the worker's metrics; each `add` names its run's tags, so it holds no run's values. */
 function counter(name: string, unit: string, description: string): MetricCounter {
-  let found = counters.get(name);
-  if (!found) counters.set(name, (found = metricMeter.createCounter(name, unit, description)));
-  return found;
+  return metricMeter.createCounter(name, unit, description);
 }
 
 /** Tags every metric of a run carries: its model, preset and tenant (`none` when it has none). */

@@ -21,7 +21,7 @@ import { countModelCall } from './metrics.js';
 import { ANSWER_CHILD_TOOL, ASK_PARENT_TOOL } from '../src/rules/children.js';
 import type { RunTool } from '../src/contract/tools.js';
 import { attempted, MODEL_CALL_OPTIONS, modelCallOptions } from './activity-options.js';
-import { fellBack, retryModelCall } from './retry-model-call.js';
+import { fellBack, retryModelCall, type Answered } from './retry-model-call.js';
 import type { ChainModel } from '../src/rules/model-retry.js';
 import { now, type Run } from './run/run.js';
 
@@ -64,7 +64,7 @@ function sendingWhatIsNew<T>(
   messages: ChatMessage[],
   call: (sent: ReturnType<Run['dialogueCache']['next']>, attempt: number, on: ChainModel) => Promise<T>,
   held: (result: T) => ChatMessage[],
-): Promise<T> {
+): Promise<Answered<T>> {
   // Once the worker was found not to hold the dialogue, every later attempt sends it whole.
   let whole = false;
   return retryModelCall(run, async (attempt, on) => {
@@ -113,14 +113,12 @@ export async function compact(run: Run, plan: CompactionPlan): Promise<LimitName
     to: messages.length - toChatMessages(plan.recent, '').length,
     maxBytes: run.payloads.maxInputBytes,
   };
-  let compacted: SummarizeContextResult;
-  let answeredBy = run.account.models.current;
+  let compacted: Answered<SummarizeContextResult>;
   try {
     compacted = await sendingWhatIsNew(
       run,
       messages,
       (sent, attempt, on) => {
-        answeredBy = on;
         const summary = `compactSession ${on.model} (${plan.replacesTurns} turns so far)`;
         return compactSession.executeWithOptions(
           { summary: attempted(summary, attempt), ...modelCallOptions(run, on) },
@@ -145,10 +143,10 @@ export async function compact(run: Run, plan: CompactionPlan): Promise<LimitName
     if (limit) return limit;
     throw err;
   }
-  const spend = callSpend(compacted, answeredBy.price);
+  const spend = callSpend(compacted.answer, compacted.model.price);
   run.account.debit(spend);
   countModelCall(run, spend);
-  run.session.compacted(applyCompaction(plan, compacted.summary, now()), plan.replaced);
+  run.session.compacted(applyCompaction(plan, compacted.answer.summary, now()), plan.replaced);
   return null;
 }
 
@@ -195,14 +193,12 @@ async function callTurn(
   const calling = run.account.models.current.model;
   setCurrentDetails(`turn ${turn}: calling ${calling}${synthesisFor ? ` (synthesis: ${synthesisFor})` : ''}`);
   const request = { effort, ...input, budget: run.account.callBudget(), grant: run.treeGrant };
-  let reply: CallModelResult;
-  let answeredBy = run.account.models.current;
+  let answered: Answered<CallModelResult>;
   try {
-    reply = await sendingWhatIsNew(
+    answered = await sendingWhatIsNew(
       run,
       input.messages,
       (sent, attempt, on) => {
-        answeredBy = on;
         const summary = `callModel ${on.model} turn ${turn}${synthesisFor ? ' synthesis' : ''}`;
         return callModel.executeWithOptions({ summary: attempted(summary, attempt), ...modelCallOptions(run, on) }, [
           // A retry is fitted to what is left once the attempts before it were debited.
@@ -225,6 +221,7 @@ async function callTurn(
     if (synthesisFor === null && run.account.limits.synthesis) return modelTurn(run, limit, false);
     return limit;
   }
+  const { answer: reply, model: answeredBy } = answered;
   const spend = callSpend(reply, answeredBy.price);
   run.account.recordModelCall(spend);
   countModelCall(run, spend);

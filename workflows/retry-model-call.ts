@@ -19,6 +19,12 @@ export interface ModelCallRetry {
   billed?: (err: unknown, price: ModelPrice) => void;
 }
 
+/** An answer, and the model of the run's chain that gave it (priced at its own price). */
+export interface Answered<T> {
+  answer: T;
+  model: ChainModel;
+}
+
 /**
  * Calls `attempt` until it answers or the run's retry policy gives up, then throws the failure that says how often
  * and what to check. A model that failed as often as the run's fallback policy allows for a kind of failure is left
@@ -29,7 +35,7 @@ export async function retryModelCall<T>(
   run: Run,
   attempt: (attemptNumber: number, model: ChainModel) => Promise<T>,
   { maxAttempts, billed = (err, price) => run.account.debitBilled(err, price) }: ModelCallRetry = {},
-): Promise<T> {
+): Promise<Answered<T>> {
   const policy = run.composition.modelRetry ?? DEFAULT_MODEL_RETRY;
   const attempts = Math.min(policy.attempts, maxAttempts ?? policy.attempts);
   const retriesOnAModel = () => new ModelRetries({ ...policy, attempts }, Date.now());
@@ -69,7 +75,7 @@ export async function retryModelCall<T>(
         'ImpossibleUsage',
       );
     }
-    return answer;
+    return { answer, model };
   }
 }
 

@@ -21,7 +21,6 @@ import { runDelegation } from './delegation/invocation.js';
 import { runFollowup, runInterjection } from './delegation/steering.js';
 import { runWait } from './delegation/detached.js';
 import { runAnswerChild, runAskParent } from './delegation/questions.js';
-import { sessionLost, sessionOptions } from './mcp-sessions.js';
 import { now, type Run } from './run/run.js';
 import { awaitApproval, type Gate } from './approvals.js';
 import { whyApproval } from '../src/rules/approvals.js';
@@ -124,14 +123,14 @@ function runToolActivity(run: Run, call: ToolCall, allowedTools: string[]): Prom
     async () => {
       const gate = await approvalFor(run, call, allowedTools);
       if (gate && !gate.ok) return gate.result;
-      const pinned = server === undefined ? {} : await sessionOptions(run, server);
+      const pinned = server === undefined ? {} : await run.mcpSessions.optionsFor(server, run);
       // The deadline is read once the call may run: a wait for its approval has used some of what was left.
       return runTool.executeWithOptions({ ...options, ...callOptions(run), ...pinned }, [
         { ...input, ...(gate && { approval: gate.approval }) },
       ]);
     },
     (err) => {
-      const lost = server === undefined ? undefined : sessionLost(run, server, err);
+      const lost = server === undefined ? undefined : run.mcpSessions.lost(server, err);
       return { content: `tool "${call.name}" failed: ${lost ?? rootMessage(err)}`, isError: true };
     },
   );

@@ -20,6 +20,7 @@ import { billedBy, budgetExceeded, failureMessage } from '../../src/rules/failur
 import { callSpend, NO_TOKENS } from '../../src/rules/usage.js';
 import type { Run } from '../run/run.js';
 import type { ContextRendering } from '../../src/contract/preset.js';
+import type { ModelPrice } from '../../src/contract/composition.js';
 import type { ContextMode } from '../../src/contract/delegation.js';
 import type { ChildOrigin } from '../../src/contract/run.js';
 import {
@@ -81,49 +82,33 @@ export async function generateParentContext(
   const worst = worstCase(upperBoundTokens(messages), SUMMARY_MAX_COMPLETION_TOKENS, price);
   const free = available(budgetOf(run.account.limits, run.account.usage, run.account.reserved));
   const capped = (left: number | null, need: number) => (left === null ? null : Math.min(left, need));
-  let budget: CallBudget = {
+  const hold = new SummaryHold(run, {
     tokens: capped(free.tokens, worst.tokens),
     costMicroUsd: capped(free.costMicroUsd, worst.costMicroUsd),
     price,
     maxCompletionTokens: SUMMARY_MAX_COMPLETION_TOKENS,
-  };
-  const held = (left: CallBudget): Amount => ({ tokens: left.tokens ?? 0, costMicroUsd: left.costMicroUsd ?? 0 });
-  let hold = held(budget);
-  run.account.hold(hold);
-  let answeredBy = run.account.models.current;
+  });
   try {
     const generated = await retryModelCall(
       run,
-      (attempt, on) => {
-        answeredBy = on;
-        return summarizeContext.executeWithOptions(
+      (attempt, on) =>
+        summarizeContext.executeWithOptions(
           {
             summary: attempted(`summarizeContext ${on.model} for ${taskName}`, attempt),
             ...modelCallOptions(run, on),
           },
-          [{ model: on.model, ...fellBack(run), messages, budget, grant: run.treeGrant }],
-        );
-      },
-      {
-        maxAttempts: SUMMARY_ATTEMPTS,
-        // The hold pays for the retries: what a failed attempt was billed moves from the hold to the run's spend.
-        billed: (err, attemptPrice) => {
-          run.account.releaseHold(hold);
-          run.account.debitBilled(err, attemptPrice);
-          budget = lessBilled(budget, billedBy(err) ?? NO_TOKENS);
-          hold = held(budget);
-          run.account.hold(hold);
-        },
-      },
+          [{ model: on.model, ...fellBack(run), messages, budget: hold.budget, grant: run.treeGrant }],
+        ),
+      { maxAttempts: SUMMARY_ATTEMPTS, billed: (err, attemptPrice) => hold.billed(err, attemptPrice) },
     );
-    run.account.releaseHold(hold);
-    const spend = callSpend(generated, answeredBy.price);
+    hold.release();
+    const spend = callSpend(generated.answer, generated.model.price);
     run.account.debit(spend);
     countModelCall(run, spend);
-    const content = cutText(`${BACKGROUND_HEADING}\n${generated.summary}`, run.payloads.maxTextBytes);
+    const content = cutText(`${BACKGROUND_HEADING}\n${generated.answer.summary}`, run.payloads.maxTextBytes);
     return { ok: true, context: { source: 'summary', content } };
   } catch (err) {
-    run.account.releaseHold(hold);
+    hold.release();
     // Attempts that were billed and gave no summary (an empty one, a stream cut short) are paid all the same.
     run.account.debitBilled(err);
     if (isCancellation(err)) throw err;
@@ -134,3 +119,40 @@ export async function generateParentContext(
     return { ok: false, error: `${why}; the child was not started` };
   }
 }
+
+/**
+ * What a summary call holds of its run's budget while it is made. The hold pays for the retries: what a failed
+ * attempt was billed moves from the hold to the run's spend, and the next attempt may use only what is left of it.
+ */
+class SummaryHold {
+  #budget: CallBudget;
+  #held: Amount;
+
+  constructor(
+    private readonly run: Run,
+    budget: CallBudget,
+  ) {
+    this.#budget = budget;
+    this.#held = heldBy(budget);
+    run.account.hold(this.#held);
+  }
+
+  /** What the next attempt may use. */
+  get budget(): CallBudget {
+    return this.#budget;
+  }
+
+  billed(err: unknown, price: ModelPrice): void {
+    this.run.account.releaseHold(this.#held);
+    this.run.account.debitBilled(err, price);
+    this.#budget = lessBilled(this.#budget, billedBy(err) ?? NO_TOKENS);
+    this.#held = heldBy(this.#budget);
+    this.run.account.hold(this.#held);
+  }
+
+  release(): void {
+    this.run.account.releaseHold(this.#held);
+  }
+}
+
+const heldBy = (left: CallBudget): Amount => ({ tokens: left.tokens ?? 0, costMicroUsd: left.costMicroUsd ?? 0 });

@@ -30,6 +30,7 @@ import { openingEvents, type PlanningParent } from '../../src/rules/run-start.js
 import { microToUsd } from '../../src/rules/usage.js';
 import { countRunEnded } from '../metrics.js';
 import { WorkerDialogue } from '../worker-dialogue.js';
+import { McpSessions } from '../mcp-sessions.js';
 import { ApprovalBook } from '../approval-book.js';
 import { RunAccount } from './account.js';
 import { RunChildren } from './children.js';
@@ -72,6 +73,8 @@ export class Run {
   readonly artifacts: RunArtifacts;
   /** What the worker of the run's last model call holds of its dialogue. */
   readonly dialogueCache = new WorkerDialogue();
+  /** Its sessions with stateful MCP servers, each on the worker that holds it. */
+  readonly mcpSessions = new McpSessions();
   /** The grant of this run's tree, made by a worker for its root: every activity that acts for the run asks for it. */
   treeGrant = '';
   /** What the delegations of the answer being run reserved so far, in micro-USD: the threshold holds for them together. */
