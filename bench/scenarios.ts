@@ -56,6 +56,7 @@ export async function benchOverhead(bench: Bench): Promise<ScenarioResult[]> {
   });
   out.push(await compressedTreeResult(bench, lastDeputy, lastBaseline));
   log(`  deputy ${round(median(deputyMs))} ms, baseline ${round(median(baselineMs))} ms, ratio ${round(ratio)}`);
+  log(`  tree history: deputy ${deputyTree.bytes} bytes, baseline ${baselineTree.bytes} bytes`);
   return out;
 }
 

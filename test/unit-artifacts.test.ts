@@ -145,7 +145,7 @@ describe('R2.18 artifacts in a child’s input and end', () => {
       },
       contextRendering: 'block' as const,
       contextMode: 'none' as const,
-      grant: { tools: [], scopes: [] },
+      toolGrant: { tools: [], scopes: [] },
       limits: {},
       reservation: { tokens: 0, costMicroUsd: 0 },
     };

@@ -243,10 +243,10 @@ describe('R2.2 R2.3 R2.7 invocation checks and narrowing', () => {
           }
           expect(result.ok).toBe(true);
           if (!result.ok) return;
-          for (const tool of result.grant.tools) expect(parentToolNames).toContain(tool);
-          for (const scope of result.grant.scopes) expect(parentScopes).toContain(scope);
-          expect(result.grant.tools).not.toContain('skill_manage');
-          if (childDepth >= settings.maxDepth) expect(result.grant.tools).not.toContain('delegate');
+          for (const tool of result.toolGrant.tools) expect(parentToolNames).toContain(tool);
+          for (const scope of result.toolGrant.scopes) expect(parentScopes).toContain(scope);
+          expect(result.toolGrant.tools).not.toContain('skill_manage');
+          if (childDepth >= settings.maxDepth) expect(result.toolGrant.tools).not.toContain('delegate');
         },
       ),
       { numRuns: 500 },

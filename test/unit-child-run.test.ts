@@ -36,7 +36,7 @@ const plan: ChildPlan = {
   },
   contextRendering: 'block',
   contextMode: 'all',
-  grant: { tools: ['search_notes'], scopes: ['tools.notes'] },
+  toolGrant: { tools: ['search_notes'], scopes: ['tools.notes'] },
   limits: { maxTurns: 3, maxTokens: 1000, maxCostUsd: 0.002 },
   reservation: { tokens: 1000, costMicroUsd: 2000 },
 };
@@ -117,7 +117,7 @@ describe('R2.4 R2.7 a child’s input', () => {
           const from = { ...parent, depth, composition: resolve({ scopes: ROOT_SCOPES, depth }) };
           const brief = { ...plan.brief, ...(effort && { effort }) };
           const limits = Object.fromEntries(limited.map((key) => [key, 2]));
-          const child = { ...implicit, grant: { tools: granted, scopes }, limits };
+          const child = { ...implicit, toolGrant: { tools: granted, scopes }, limits };
           const input = childInput(child, brief, 1, undefined, from, undefined);
           const inherited = compositionFromInput(input as ParsedRunInput)!;
           const looked = resolve({
@@ -145,7 +145,7 @@ describe('R2.4 R2.7 a child’s input', () => {
     );
     const grant = { tools: ['calculate'], scopes: ['tools.calc'] };
     const withRole = childInput(
-      { ...implicit, grant },
+      { ...implicit, toolGrant: grant },
       { ...plan.brief, role: 'assistant' },
       1,
       undefined,
@@ -153,7 +153,7 @@ describe('R2.4 R2.7 a child’s input', () => {
       undefined,
     );
     const otherModel = childInput(
-      { ...implicit, grant },
+      { ...implicit, toolGrant: grant },
       { ...plan.brief, model: 'other' },
       1,
       undefined,
@@ -161,7 +161,7 @@ describe('R2.4 R2.7 a child’s input', () => {
       undefined,
     );
     const followup = childInput(
-      { ...implicit, grant, restore: { from: 'x', events: [] } },
+      { ...implicit, toolGrant: grant, restore: { from: 'x', events: [] } },
       plan.brief,
       1,
       undefined,
@@ -189,7 +189,7 @@ describe('R2.4 R2.7 a child’s input', () => {
       ...plan,
       preset: definition.id,
       composition: { definition, revision: 'r0', selected: false },
-      grant: { tools: ['calculate', 'docs_read'], scopes: ['tools.calc'] },
+      toolGrant: { tools: ['calculate', 'docs_read'], scopes: ['tools.calc'] },
     };
     const input = childInput(child, plan.brief, 1, undefined, from, undefined);
     expect(input.origin?.composition?.tools).toEqual(['calculate', recorded]);

@@ -84,7 +84,7 @@ describe('R2.7 the narrowed grant', () => {
   it('R2.7 by default every tool of the parent the preset has, steering tools below max depth, never neverInherit', () => {
     expect(grant({})).toEqual({
       ok: true,
-      grant: {
+      toolGrant: {
         tools: ['calculate', 'search_notes', 'delegate', 'wait'],
         scopes: ['tools.calc', 'tools.notes', 'run.delegate'],
       },
@@ -94,22 +94,22 @@ describe('R2.7 the narrowed grant', () => {
   it('R2.7 at max depth no steering tool; allowed_tools narrows; the preset narrows; scopes follow the tools', () => {
     expect(grant({ childDepth: 2 })).toEqual({
       ok: true,
-      grant: { tools: ['calculate', 'search_notes'], scopes: ['tools.calc', 'tools.notes'] },
+      toolGrant: { tools: ['calculate', 'search_notes'], scopes: ['tools.calc', 'tools.notes'] },
     });
     expect(grant({ allowedTools: ['search_notes'] })).toEqual({
       ok: true,
-      grant: { tools: ['search_notes'], scopes: ['tools.notes'] },
+      toolGrant: { tools: ['search_notes'], scopes: ['tools.notes'] },
     });
     expect(grant({ presetTools: ['calculate'], allowedTools: ['calculate', 'search_notes'] })).toEqual({
       ok: true,
-      grant: { tools: ['calculate'], scopes: ['tools.calc'] },
+      toolGrant: { tools: ['calculate'], scopes: ['tools.calc'] },
     });
     // A config that leaves skill_manage out of neverInherit still keeps it from every child.
     expect(grant({ settings: { ...settings, neverInherit: ['delegate'] } })).toEqual({
       ok: true,
-      grant: { tools: ['calculate', 'search_notes'], scopes: ['tools.calc', 'tools.notes'] },
+      toolGrant: { tools: ['calculate', 'search_notes'], scopes: ['tools.calc', 'tools.notes'] },
     });
-    expect(grant({ allowedTools: [] })).toEqual({ ok: true, grant: { tools: [], scopes: [] } });
+    expect(grant({ allowedTools: [] })).toEqual({ ok: true, toolGrant: { tools: [], scopes: [] } });
   });
 
   it('R2.7 a brief cannot grant what its parent lacks', () => {
@@ -201,14 +201,14 @@ describe('R2.1 R2.7 caps the config cannot lift', () => {
     expect(delegateAvailable(deep, ['run.delegate'], 3)).toBe(true);
     expect(delegateAvailable(deep, ['run.delegate'], 4)).toBe(false);
     const atFour = grant({ presetTools: ['calculate'], childDepth: 4, settings: deep });
-    expect(atFour.ok && atFour.grant.tools).toEqual(['calculate']);
+    expect(atFour.ok && atFour.toolGrant.tools).toEqual(['calculate']);
   });
 
   it('50.8 neverInherit: [] does not hand a child skill_manage; what it lists is excluded besides', () => {
     const none = grant({ settings: { ...settings, neverInherit: [] } });
-    expect(none.ok && none.grant.tools).toEqual(['calculate', 'search_notes', 'delegate', 'wait']);
-    expect(none.ok && none.grant.scopes).toEqual(['tools.calc', 'tools.notes', 'run.delegate']);
+    expect(none.ok && none.toolGrant.tools).toEqual(['calculate', 'search_notes', 'delegate', 'wait']);
+    expect(none.ok && none.toolGrant.scopes).toEqual(['tools.calc', 'tools.notes', 'run.delegate']);
     const more = grant({ settings: { ...settings, neverInherit: ['search_notes', 'delegate'] } });
-    expect(more.ok && more.grant.tools).toEqual(['calculate']);
+    expect(more.ok && more.toolGrant.tools).toEqual(['calculate']);
   });
 });

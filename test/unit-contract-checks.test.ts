@@ -69,7 +69,7 @@ const CHILD_INPUT: Json = {
       compaction: { thresholdTokens: 6000, keepRecentTurns: 3, continueAsNewAfterEvents: 600 },
       payloads: { maxTextBytes: 262144, maxInputBytes: 1048576 },
     },
-    parentContext: { source: 'parent-chat', content: 'ctx', dialogue: [{ role: 'user', content: 'hi' }] },
+    parentBackground: { source: 'parent-chat', content: 'ctx', dialogue: [{ role: 'user', content: 'hi' }] },
   },
 };
 const usage = {
@@ -179,6 +179,13 @@ describe('R1.7 the workflow checker, held to zod', () => {
       ok: false,
       issues: ['briefs: give at least one brief'],
     });
+  });
+
+  it('an update validator throws naming each problem, and passes a payload that fits', () => {
+    expect(() => CONTRACT.sendMessage.assert({ text: 'hi' }, 'sendMessage payload')).toThrow(
+      'invalid sendMessage payload: message: required; (root): unrecognized key "text"',
+    );
+    expect(() => CONTRACT.sendMessage.assert({ message: 'hi' }, 'sendMessage payload')).not.toThrow();
   });
 
   it("a preset's missing fields are filled in with its defaults, as zod fills them", () => {

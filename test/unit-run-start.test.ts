@@ -90,7 +90,7 @@ describe('R2.5 R2.6 R2.7 a child planned from its brief', () => {
   });
 
   it('R2.7 tools are narrowed to the brief’s allowed_tools; a tool the parent lacks is refused by name', () => {
-    expect(planned(brief({ allowed_tools: ['calculate'] })).grant).toEqual({
+    expect(planned(brief({ allowed_tools: ['calculate'] })).toolGrant).toEqual({
       tools: ['calculate'],
       scopes: ['tools.calc'],
     });
@@ -213,7 +213,11 @@ describe('R2.7 what a child without a role inherits of its parent’s compositio
   ) =>
     inheritComposition(
       { ...composition, ...over.parent },
-      { ...planned(brief()), grant: grant(['calculate', 'search_notes'], ['tools.calc', 'tools.notes']), ...over.plan },
+      {
+        ...planned(brief()),
+        toolGrant: grant(['calculate', 'search_notes'], ['tools.calc', 'tools.notes']),
+        ...over.plan,
+      },
       { ...over.brief },
       over.depth ?? 1,
     );
@@ -229,10 +233,10 @@ describe('R2.7 what a child without a role inherits of its parent’s compositio
 
   it('R2.7 tools: the granted ones of its preset, in its order, with their scopes held; names only when it cannot delegate', () => {
     expect(inherit()!.tools).toEqual(['calculate', 'search_notes']);
-    expect(inherit({ plan: { grant: grant(['calculate', 'search_notes'], ['tools.calc']) } })!.tools).toEqual([
+    expect(inherit({ plan: { toolGrant: grant(['calculate', 'search_notes'], ['tools.calc']) } })!.tools).toEqual([
       'calculate',
     ]);
-    expect(inherit({ plan: { grant: grant(['search_notes'], ['tools.calc', 'tools.notes']) } })!.tools).toEqual([
+    expect(inherit({ plan: { toolGrant: grant(['search_notes'], ['tools.calc', 'tools.notes']) } })!.tools).toEqual([
       'search_notes',
     ]);
     const described = { name: 'calculate', scopes: ['tools.calc'], description: 'adds', parameters: {} };
@@ -244,7 +248,7 @@ describe('R2.7 what a child without a role inherits of its parent’s compositio
 
   it('R2.7 a child that may delegate gets the steering tools, the delegation settings and the hooks; only then', () => {
     const delegating = grant(['calculate', 'delegate'], ['tools.calc', 'run.delegate']);
-    const may = inherit({ plan: { grant: delegating } })!;
+    const may = inherit({ plan: { toolGrant: delegating } })!;
     expect(may.tools).toEqual([
       { name: 'calculate', scopes: ['tools.calc'] },
       ...['delegate', 'interject', 'followup', 'wait', 'answer_child'].map((name) => ({
@@ -257,18 +261,18 @@ describe('R2.7 what a child without a role inherits of its parent’s compositio
     const hooks = [
       { name: 'gate', events: ['subagent.start' as const], timeoutSeconds: 10, onError: 'fail_open' as const },
     ];
-    expect(inherit({ plan: { grant: delegating }, parent: { hooks } })!.hooks).toEqual(hooks);
-    expect(inherit({ plan: { grant: delegating }, parent: { hooks: undefined } })!.hooks).toEqual([]);
-    const cannot = (over: Parameters<typeof inherit>[0]) => inherit({ plan: { grant: delegating }, ...over })!;
+    expect(inherit({ plan: { toolGrant: delegating }, parent: { hooks } })!.hooks).toEqual(hooks);
+    expect(inherit({ plan: { toolGrant: delegating }, parent: { hooks: undefined } })!.hooks).toEqual([]);
+    const cannot = (over: Parameters<typeof inherit>[0]) => inherit({ plan: { toolGrant: delegating }, ...over })!;
     expect(cannot({ depth: 2 }).tools).toEqual(['calculate']);
     expect(cannot({ parent: { delegation: undefined } }).tools).toEqual(['calculate']);
     expect(cannot({ parent: { delegation: { ...composition.delegation!, enabled: false } } }).tools).toEqual([
       'calculate',
     ]);
-    expect(inherit({ plan: { grant: grant(['calculate'], ['tools.calc', 'run.delegate']) } })!.tools).toEqual([
+    expect(inherit({ plan: { toolGrant: grant(['calculate'], ['tools.calc', 'run.delegate']) } })!.tools).toEqual([
       'calculate',
     ]);
-    expect(inherit({ plan: { grant: grant(['calculate', 'delegate'], ['tools.calc']) } })!.tools).toEqual([
+    expect(inherit({ plan: { toolGrant: grant(['calculate', 'delegate'], ['tools.calc']) } })!.tools).toEqual([
       'calculate',
     ]);
   });
@@ -311,11 +315,11 @@ describe('R2.4 a child’s origin and its composition read back', () => {
     const plan = planned(brief());
     const bare = childInput(plan, plan.brief, 1, undefined, parent, undefined);
     expect(bare.origin).not.toHaveProperty('invocationId');
-    expect(bare.origin).not.toHaveProperty('parentContext');
+    expect(bare.origin).not.toHaveProperty('parentBackground');
     expect(bare).not.toHaveProperty('tenant');
-    const parentContext = { source: 'summary' as const, content: 'what the parent knew' };
-    const full = childInput(plan, plan.brief, 1, undefined, { ...parent, invocationId: 'call-9' }, parentContext);
-    expect(full.origin).toMatchObject({ invocationId: 'call-9', parentContext });
+    const parentBackground = { source: 'summary' as const, content: 'what the parent knew' };
+    const full = childInput(plan, plan.brief, 1, undefined, { ...parent, invocationId: 'call-9' }, parentBackground);
+    expect(full.origin).toMatchObject({ invocationId: 'call-9', parentBackground });
   });
 
   it('R2.4 a composition passed down is read back only whole: a model, a preset definition and a composition', () => {
@@ -323,7 +327,7 @@ describe('R2.4 a child’s origin and its composition read back', () => {
     const input = childInput(plan, plan.brief, 1, undefined, parent, undefined);
     const read = compositionFromInput(input as never);
     expect(read).toMatchObject({ model: composition.model, preset: own.definition.id, presetRevision: own.revision });
-    expect(read!.scopes).toEqual(plan.grant.scopes);
+    expect(read!.scopes).toEqual(plan.toolGrant.scopes);
     expect(compositionFromInput({ ...input, scopes: undefined } as never)!.scopes).toEqual([]);
     expect(compositionFromInput({ ...input, model: undefined } as never)).toBeUndefined();
     expect(compositionFromInput({ ...input, origin: { ...input.origin, preset: undefined } } as never)).toBeUndefined();

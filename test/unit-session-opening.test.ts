@@ -42,7 +42,7 @@ describe('R1.5 R4.4 a session opens with its header, a child its selection and d
       depth: 1,
       taskName: 'tax',
       preset: { definition: { id: 'researcher', persona: 'p', tools: [] }, revision: 'rev-7', selected: true },
-      parentContext: { source: 'summary' as const, content: 'what the parent knew' },
+      parentBackground: { source: 'summary' as const, content: 'what the parent knew' },
     };
     const events = openingEvents(
       { task: 'find the rate', origin } as never,

@@ -1,7 +1,7 @@
 /** Activity options shared by the workflow modules. Deterministic code only. */
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
+import type { Priority } from '@temporalio/common';
 import { MODEL_CALL_RETRY, type ChainModel } from '../src/rules/model-retry.js';
-import type { Run } from './run/run.js';
 
 const { initialIntervalMs, backoffCoefficient, maximumIntervalMs, maximumAttempts } = MODEL_CALL_RETRY;
 
@@ -53,11 +53,18 @@ export function attempted(summary: string, attempt: number): string {
   return attempt > 1 ? `${summary} (attempt ${attempt})` : summary;
 }
 
+/** What of a run its calls' options are made from. */
+interface CallingRun {
+  readonly priority: Priority;
+  readonly deadlineOnActivities: boolean;
+  readonly account: { readonly limits: { readonly deadlineMs: number | null } };
+}
+
 /**
  * What each of a run's calls carries: its place in the queues the fleet shares, and an end at the run's deadline when
  * the deadline bounds activities (not a timer).
  */
-export function callOptions(run: Run): ActivityOptions {
+export function callOptions(run: CallingRun): ActivityOptions {
   const { deadlineMs } = run.account.limits;
   if (!run.deadlineOnActivities || deadlineMs === null) return { priority: run.priority };
   return { priority: run.priority, scheduleToCloseTimeout: Math.max(1, deadlineMs - Date.now()) };
@@ -67,7 +74,7 @@ export function callOptions(run: Run): ActivityOptions {
  * What each of a run's model calls carries: what any call does, on the task queue of the model it goes to (`on`): its
  * provider's, or the fleet's, when the config names one.
  */
-export function modelCallOptions(run: Run, on: ChainModel): ActivityOptions {
+export function modelCallOptions(run: CallingRun, on: ChainModel): ActivityOptions {
   const { taskQueue } = on;
   return { ...callOptions(run), ...(taskQueue && { taskQueue }) };
 }

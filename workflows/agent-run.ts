@@ -71,7 +71,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     run.boundDeadlineByActivities(deadlineMs !== null && waitsOnlyOnActivities(run));
     if (deadlineMs !== null && !run.deadlineOnActivities) deadline = new LoopDeadline(deadlineMs);
     const outcome = deadline ? await deadline.scope.run(() => agentLoop(run)) : await agentLoop(run);
-    // Background children still live when the run ends (a conversation over, a limit) are cancelled first.
+    // Detached children still live when the run ends (a conversation over, a limit) are cancelled first.
     if (run.children.hasLiveDetached()) await stopDetached(run);
     await run.sends.allThrough();
     run.end(outcome.status, outcome.output);

@@ -28,7 +28,6 @@ import { countApproval } from './metrics.js';
 import { onSigned, sendSigned } from './signed-messages.js';
 import type { OwnRequest } from './approval-request.js';
 import type { Run } from './run/run.js';
-import { assertFits } from './validation.js';
 
 const { requestApproval, checkApproval } = proxyActivities<DeputyActivities>({
   startToCloseTimeout: '30 seconds',
@@ -168,7 +167,7 @@ export function registerApprovalHandlers(run: Run): void {
   setHandler(decideApprovalUpdate, (decision) => decide(run, decision), {
     validator: (decision: DecideApprovalInput) => {
       if (run.isEnded()) throw new Error('decideApproval: the run has ended');
-      assertFits(CONTRACT.decideApproval, decision, 'decideApproval payload');
+      CONTRACT.decideApproval.assert(decision, 'decideApproval payload');
       const refused = run.approvals.refusal(decision, Date.now(), run.resolvedComposition?.approvals?.approvers);
       if (refused) throw new Error(`decideApproval: ${refused}`);
     },

@@ -27,7 +27,6 @@ import type { SchemaChecker } from '../src/contract/checks/json-schema.js';
 import { deliverInterjection } from './delegation/steering.js';
 import { answerQuestion, findQuestion, receiveAnswer, receiveQuestion } from './delegation/questions.js';
 import type { Run } from './run/run.js';
-import { assertFits } from './validation.js';
 import { onSigned } from './signed-messages.js';
 
 /** Registers every handler of `agentRun` on `run`. */
@@ -132,7 +131,7 @@ async function delivered<T extends { ok: true }>(
 /** Checked against the JSON Schemas generated from the zod contract: validators run on every update. */
 function validateUpdate(checker: SchemaChecker, payload: unknown, name: string, ended: boolean): void {
   if (ended) throw new Error(`${name}: the run has ended`);
-  assertFits(checker, payload, `${name} payload`);
+  checker.assert(payload, `${name} payload`);
 }
 
 /**

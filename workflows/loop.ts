@@ -22,7 +22,7 @@ export interface Outcome {
 }
 
 /**
- * User messages, interjections, background children's results and children's questions join the dialogue only between
+ * User messages, interjections, detached children's results and children's questions join the dialogue only between
  * turns, never between a call and its result.
  */
 function drainInbox(run: Run): void {
@@ -122,7 +122,7 @@ export async function agentLoop(run: Run): Promise<Outcome> {
         break;
       }
       case 'final': {
-        // A task run does not end while background children are live: it waits, then reads their results.
+        // A task run does not end while detached children are live: it waits, then reads their results.
         if (mode === 'task' && run.children.hasLiveDetached()) {
           await awaitDetached(run);
           break;

@@ -14,10 +14,9 @@ import type {
 } from '../contract/activities.js';
 import type { ModelFallback, ModelRetry } from '../contract/composition.js';
 import { type DelegationSettings } from '../contract/delegation.js';
-import { DELEGATE_SCOPE } from '../contract/scopes.js';
-import { holdsScopes, toToolSpec, type RunTool, type ToolDefinition } from '../contract/tools.js';
+import { toToolSpec, type RunTool, type ToolDefinition } from '../contract/tools.js';
 import { configEntry, type DeputyConfig, type Preset } from './schema.js';
-import { DELEGATE_TOOL, delegateAvailable, STEERING_TOOLS } from '../rules/children.js';
+import { offeredTools } from '../rules/composition.js';
 import { DEFAULT_MODEL_RETRY } from '../rules/model-retry.js';
 import { priceFromUsdPerMTok } from '../rules/usage.js';
 import { resolvePolicy } from '../rules/approvals.js';
@@ -65,14 +64,14 @@ export function resolveComposition(
   const ceiling = config.grantableScopes ?? config.defaultScopes;
   const scopes = input.scopes?.filter((scope) => ceiling.includes(scope)) ?? config.defaultScopes;
   const { synthesisReserve, ...limits } = config.limits;
-  const granted = (name: string) => input.allowedTools === undefined || input.allowedTools.includes(name);
   const tenant = input.tenant === undefined ? undefined : configEntry(config.tenants, input.tenant);
   const delegation = delegationSettingsOf(config, input, options, tenant);
-  const runTools = runToolsOf(preset.tools, tools, scopes, granted);
-  // `delegate` is registered only with the flag on, the scope held and depth below maxDepth.
-  if (delegateAvailable(delegation, scopes, input.depth ?? 0) && granted(DELEGATE_TOOL)) {
-    runTools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
-  }
+  const available = (name: string) => {
+    const tool = tools.get(name);
+    return tool && asRunTool(tool);
+  };
+  const access = { scopes, granted: input.allowedTools, delegation, depth: input.depth ?? 0 };
+  const { tools: runTools } = offeredTools(preset.tools, available, access);
   const approvals = resolvePolicy(
     config.approvals,
     preset,
@@ -167,31 +166,16 @@ function delegationSettingsOf(
   };
 }
 
-/** The preset's tools this worker has, granted to the run and whose scopes it holds, as the run records them. */
-function runToolsOf(
-  names: readonly string[],
-  tools: ReadonlyMap<string, ToolDefinition>,
-  scopes: readonly string[],
-  granted: (name: string) => boolean,
-): RunTool[] {
-  return (
-    names
-      .map((name) => tools.get(name))
-      .filter(
-        (tool): tool is ToolDefinition => tool !== undefined && granted(tool.name) && holdsScopes(scopes, tool.scopes),
-      )
-      // A tool whose source can change while runs are live is recorded whole, so the run keeps what it was offered.
-      .map((tool): RunTool =>
-        tool.recordSpec
-          ? {
-              ...toToolSpec(tool),
-              ...(tool.session !== undefined && { session: tool.session }),
-              ...(tool.retry !== undefined && { retry: tool.retry }),
-              ...(tool.source !== undefined && { source: tool.source }),
-            }
-          : { name: tool.name, scopes: [...tool.scopes] },
-      )
-  );
+/** A worker's tool as a run records it: whole when its source can change while runs are live, else by name. */
+function asRunTool(tool: ToolDefinition): RunTool {
+  return tool.recordSpec
+    ? {
+        ...toToolSpec(tool),
+        ...(tool.session !== undefined && { session: tool.session }),
+        ...(tool.retry !== undefined && { retry: tool.retry }),
+        ...(tool.source !== undefined && { source: tool.source }),
+      }
+    : { name: tool.name, scopes: [...tool.scopes] };
 }
 
 /** Looks up presets named by briefs: each one's tools, or an error naming the unknown id. */

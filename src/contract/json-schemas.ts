@@ -341,7 +341,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
           required: ['price', 'defaultLimits', 'compaction', 'tools'],
           additionalProperties: false,
         },
-        parentContext: {
+        parentBackground: {
           type: 'object',
           properties: {
             source: { type: 'string', enum: ['parent-chat', 'summary'] },

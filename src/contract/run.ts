@@ -79,7 +79,7 @@ export const ChildOrigin = z.strictObject({
   /** The rest of an implicit child's composition, from its parent's: it starts without a look-up. */
   composition: InheritedComposition.optional(),
   /** The parent's context as prepared for this child: a `context/background` event before its task. */
-  parentContext: z
+  parentBackground: z
     .strictObject({
       source: z.enum(['parent-chat', 'summary']),
       content: z.string(),

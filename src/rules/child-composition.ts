@@ -5,10 +5,9 @@
  */
 import type { ChildOrigin, Limits, ParsedRunInput } from '../contract/run.js';
 import type { InheritedComposition, ResolveRunResult } from '../contract/composition.js';
-import type { RunTool } from '../contract/tools.js';
-import { DELEGATE_SCOPE } from '../contract/scopes.js';
 import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
-import { DELEGATE_TOOL, depthLimit, STEERING_TOOLS, type ChildGrant } from './children.js';
+import type { ToolGrant } from './children.js';
+import { offeredTools } from './composition.js';
 import type { Preset } from '../contract/preset.js';
 import type { Brief } from '../contract/delegation.js';
 
@@ -26,36 +25,26 @@ export interface PresetChoice {
 export type ChildPreset = NonNullable<ChildOrigin['preset']>;
 
 /**
- * What an implicit child (no role, the parent's model, not a follow-up) takes from its parent's
- * composition, so it starts without a `resolveRun` look-up: what `resolveComposition` would answer for its input,
- * with the config the parent started under. Its tools are the parent's, in its preset's order, granted and with their
- * scopes held; the steering tools when it may delegate (and only then the delegation settings and hooks).
+ * What an implicit child (no role, the parent's model, not a follow-up) takes from its parent's composition, so it
+ * starts without a `resolveRun` look-up. Its tools are offered by the same rule as a run composed from the config
+ * (`offeredTools`), from the parent's tools instead of the worker's: the child gets what the config would give it,
+ * with the config the parent started under. The delegation settings and hooks go only to a child that may delegate.
  */
 export function inheritComposition(
   parent: ResolveRunResult,
-  plan: { composition: PresetChoice; grant: ChildGrant; restore?: unknown; limits: Limits },
+  plan: { composition: PresetChoice; toolGrant: ToolGrant; restore?: unknown; limits: Limits },
   brief: Pick<Brief, 'role' | 'model' | 'effort'>,
   childDepth: number,
 ): InheritedComposition | undefined {
   const { definition, selected } = plan.composition;
   const sameModel = brief.model === undefined || brief.model === parent.model;
   if (selected || brief.role !== undefined || !sameModel || plan.restore) return undefined;
-  const { tools: granted, scopes } = plan.grant;
+  const { tools: granted, scopes } = plan.toolGrant;
   const byName = new Map(parent.tools.map((tool) => [tool.name, tool]));
-  const tools = definition.tools
-    .map((name) => byName.get(name))
-    .filter((tool): tool is RunTool => tool !== undefined && granted.includes(tool.name))
-    .filter((tool) => tool.scopes.every((scope) => scopes.includes(scope)))
-    // A tool recorded whole (its source can change, an MCP server's) stays whole: the child sees what the parent saw.
-    .map((tool): RunTool => (tool.description === undefined ? { name: tool.name, scopes: tool.scopes } : tool));
-  const delegation = parent.delegation;
-  const mayDelegate =
-    delegation !== undefined &&
-    delegation.enabled &&
-    scopes.includes(DELEGATE_SCOPE) &&
-    childDepth < depthLimit(delegation) &&
-    granted.includes(DELEGATE_TOOL);
-  if (mayDelegate) tools.push(...STEERING_TOOLS.map((name) => ({ name, scopes: [DELEGATE_SCOPE] })));
+  const access = { scopes, granted, delegation: parent.delegation, depth: childDepth };
+  // A tool recorded whole (its source can change, an MCP server's) stays whole: the child sees what the parent saw.
+  const { tools, mayDelegate } = offeredTools(definition.tools, (name) => byName.get(name), access);
+  const { delegation } = parent;
   // Only what the child reads: the defaults its own limits leave open, tool scopes when it may delegate (it narrows
   // its children's grants with them), the payload budgets when they are not the defaults.
   const defaults = Object.entries(parent.defaultLimits).filter(

@@ -55,8 +55,8 @@ export function delegateAvailable(settings: DelegationSettings, scopes: readonly
 }
 
 /**
- * Checks an invocation against the caps and the run's task names. Call it right before reserving, with no
- * await in between, so two invocations of one turn cannot both take the last slot or the same name.
+ * Checks an invocation against the caps and the run's task names. The workflow checks and books in one synchronous
+ * step, so two invocations of one turn cannot both take the last slot or the same name.
  */
 export function checkCaps(
   args: DelegateArgs,
@@ -85,7 +85,7 @@ export function checkCaps(
 }
 
 /** What a child may use: its tool names and scopes. */
-export interface ChildGrant {
+export interface ToolGrant {
   tools: string[];
   scopes: string[];
 }
@@ -102,7 +102,7 @@ export function narrowGrant(input: {
   presetTools: readonly string[];
   childDepth: number;
   settings: DelegationSettings;
-}): { ok: true; grant: ChildGrant } | { ok: false; error: string } {
+}): { ok: true; toolGrant: ToolGrant } | { ok: false; error: string } {
   const parentNames = input.parentTools.map((tool) => tool.name);
   const lacking = (input.allowedTools ?? []).filter((name) => !parentNames.includes(name));
   if (lacking.length > 0) {
@@ -119,7 +119,10 @@ export function narrowGrant(input: {
   const needed = new Set(tools.flatMap((tool) => tool.scopes));
   return {
     ok: true,
-    grant: { tools: tools.map((tool) => tool.name), scopes: input.parentScopes.filter((scope) => needed.has(scope)) },
+    toolGrant: {
+      tools: tools.map((tool) => tool.name),
+      scopes: input.parentScopes.filter((scope) => needed.has(scope)),
+    },
   };
 }
 

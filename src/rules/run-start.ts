@@ -9,7 +9,7 @@ import type { ChildOrigin, Limits, RunInput, Usage } from '../contract/run.js';
 import type { ResolveRunResult } from '../contract/composition.js';
 import type { SessionEvent } from '../contract/session.js';
 import { type Amount } from './budget.js';
-import { renderChildTask, type ChildGrant } from './children.js';
+import { renderChildTask, type ToolGrant } from './children.js';
 import type { Brief, ContextMode } from '../contract/delegation.js';
 import { microToUsd } from './usage.js';
 import type { DelegationSettings } from '../contract/delegation.js';
@@ -43,7 +43,7 @@ export interface ChildPlan {
   readonly contextMode: ContextMode;
   /** A follow-up: its source's snapshot mark, so an interjection continues from what the source saw. */
   readonly snapshotMark?: number | undefined;
-  readonly grant: ChildGrant;
+  readonly toolGrant: ToolGrant;
   readonly limits: Limits;
   readonly reservation: Amount;
   /** The artifacts its brief gives it to read (every one readable by the parent). */
@@ -86,7 +86,7 @@ export function childInput(
   invocation: number,
   returnShape: Record<string, unknown> | undefined,
   parent: ParentOfChild,
-  parentContext: NonNullable<ChildOrigin['parentContext']> | undefined,
+  parentBackground: NonNullable<ChildOrigin['parentBackground']> | undefined,
 ): RunInput {
   // No role: the child runs with the parent's exact model; a role brings its preset's model unless the brief names one.
   const model = brief.model ?? (brief.role ? undefined : parent.composition.model);
@@ -97,7 +97,7 @@ export function childInput(
     ...(model && { model }),
     ...(brief.effort && { effort: brief.effort }),
     limits: plan.limits,
-    scopes: plan.grant.scopes,
+    scopes: plan.toolGrant.scopes,
     ...(parent.tenant && { tenant: parent.tenant }),
     origin: {
       parentId: parent.sessionId,
@@ -106,11 +106,11 @@ export function childInput(
       taskName: brief.task_name,
       invocation,
       ...(parent.invocationId && { invocationId: parent.invocationId }),
-      allowedTools: plan.grant.tools,
+      allowedTools: plan.toolGrant.tools,
       contextMode: plan.contextMode,
       preset: presetForChild(plan.composition),
       ...(composition && { composition }),
-      ...(parentContext && { parentContext }),
+      ...(parentBackground && { parentBackground }),
       ...(plan.artifacts && plan.artifacts.length > 0 && { artifacts: plan.artifacts }),
       // The child's calls wait for approval wherever its parent's would: whatever its preset, it needs no fewer.
       ...(parent.composition.approvals && { approvals: parent.composition.approvals }),
@@ -143,7 +143,7 @@ export function planChild(
   nowMs: number,
 ): { ok: true; plan: ChildPlan } | { ok: false; error: string } {
   const { composition, delegationSettings: settings } = run;
-  const grant = narrowGrant({
+  const narrowed = narrowGrant({
     parentTools: composition.tools,
     parentScopes: composition.scopes,
     allowedTools: brief.allowed_tools,
@@ -151,7 +151,7 @@ export function planChild(
     childDepth: run.depth + 1,
     settings,
   });
-  if (!grant.ok) return { ok: false, error: `brief "${brief.task_name}": ${grant.error}` };
+  if (!narrowed.ok) return { ok: false, error: `brief "${brief.task_name}": ${narrowed.error}` };
   const given = run.artifacts.forBrief(brief.artifacts);
   if (!given.ok) return { ok: false, error: `brief "${brief.task_name}": ${given.error}` };
   const derived = deriveChildLimits({
@@ -183,7 +183,7 @@ export function planChild(
       contextRendering: childComposition.definition.contextRendering,
       // A brief without `context` gets the delegating run's default: its preset's, else the config's, else none.
       contextMode: brief.context ?? composition.presetDefinition.defaultContext ?? settings.defaultContext ?? 'none',
-      grant: grant.grant,
+      toolGrant: narrowed.toolGrant,
       limits,
       reservation: reservationFor(limits),
       artifacts: given.refs,
@@ -246,7 +246,7 @@ export function openingEvents(
         : { type: 'message/assistant', at, content: message.content, toolCalls: [] },
     );
   }
-  if (origin?.parentContext) events.push({ type: 'context/background', at, ...origin.parentContext });
+  if (origin?.parentBackground) events.push({ type: 'context/background', at, ...origin.parentBackground });
   // A restored session's dialogue (a fork's is marked inherited) goes on under this run's own header.
   for (const event of closeUnansweredToolCalls(input.restore?.events ?? [])) {
     if (event.type !== 'session/header' && event.type !== 'run/ended') events.push(event);

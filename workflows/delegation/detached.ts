@@ -48,7 +48,7 @@ export function renderDetached(entries: readonly LedgerEntry[]): string {
   return `Dispatched in the background: ${list}. Each result arrives as a message when its child ends, labelled EXTERNAL_UNTRUSTED; call wait to join them sooner, or interject to tell a child something.`;
 }
 
-/** A parent that ends (or a conversation that is over) cancels its live background children, and settles them. */
+/** A parent that ends (or a conversation that is over) cancels its live detached children, and settles them. */
 export async function stopDetached(run: Run): Promise<void> {
   const live = run.children.detached().filter((child) => !child.over);
   for (const child of live) child.scope!.cancel();
@@ -56,17 +56,17 @@ export async function stopDetached(run: Run): Promise<void> {
 }
 
 /**
- * A task run whose model answered while background children are live waits for the first of them to end (or
+ * A task run whose model answered while detached children are live waits for the first of them to end (or
  * a message), then gets a turn with what arrived.
  */
 export async function awaitDetached(run: Run): Promise<void> {
   run.setStatus('waiting_for_children');
-  setCurrentDetails('waiting for background children before ending');
+  setCurrentDetails('waiting for detached children before ending');
   await condition(() => run.inbox.size > 0 || !run.children.hasLiveDetached());
   run.setStatus(run.liveStatus());
 }
 
-/** The `wait` tool: joins background children (all live ones, or those named) within a timeout. */
+/** The `wait` tool: joins detached children (all live ones, or those named) within a timeout. */
 export async function runWait(call: ToolCall, run: Run): Promise<RunToolResult> {
   const parsed = parseSteeringArgs('wait', call.arguments);
   if (!parsed.ok) return toolError(parsed.error);

@@ -19,7 +19,7 @@ import { microToUsd, type Spend } from '../../src/rules/usage.js';
 import type { Run } from '../run/run.js';
 import type { DelegateCall } from './plan.js';
 import type { Child, Settlement } from './child.js';
-import { copyParentContext, generateParentContext, type ParentContext } from './parent-context.js';
+import { copyParentBackground, summariseParentBackground, type ParentBackground } from './parent-background.js';
 import { forgetChildApprovals } from '../approvals.js';
 import { admit, release } from './slot.js';
 import { endOfFailure, explainStartFailure, joinAttached, readResult, startAgentRun } from './spawn.js';
@@ -151,10 +151,10 @@ export class ChildLife {
       }
       this.#task = decided.task;
     }
-    let context = this.#copiedContext();
+    let context = this.#copiedBackground();
     if (plan.contextMode === 'summary' && !plan.restore) {
       // The summary is written for the hook-accepted task; its cost is the parent's.
-      const generated = await generateParentContext(
+      const generated = await summariseParentBackground(
         this.#task,
         plan.brief.task_name,
         this.run,
@@ -170,17 +170,17 @@ export class ChildLife {
    * The snapshot was taken at the delegate call and never changes; it waits for no sibling. A follow-up's restored
    * session already holds its parent context, and its interjections continue from its source's mark.
    */
-  #copiedContext(): ParentContext | undefined {
+  #copiedBackground(): ParentBackground | undefined {
     const { plan, id } = this.child;
     const { snapshot } = this.call;
     this.run.children.markSnapshot(id, plan.restore ? (plan.snapshotMark ?? snapshot.mark) : snapshot.mark);
     return plan.restore
       ? undefined
-      : copyParentContext(plan.contextMode, plan.contextRendering, snapshot.events, this.run.payloads);
+      : copyParentBackground(plan.contextMode, plan.contextRendering, snapshot.events, this.run.payloads);
   }
 
   /** The child's input, with its parent context; its limits are given now: a later overrun can no longer shrink them. */
-  #input(context: ParentContext | undefined): RunInput {
+  #input(context: ParentBackground | undefined): RunInput {
     const { run, child } = this;
     child.ready(context ? context.content.length : null);
     const { plan, entry } = child;

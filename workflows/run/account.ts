@@ -101,7 +101,7 @@ export class RunAccount {
     return result;
   }
 
-  /** Holds `amount` for an in-flight call (a background summary) until `releaseHold`. */
+  /** Holds `amount` for an in-flight call (a summary of the parent's background for a child) until `releaseHold`. */
   hold(amount: Amount): void {
     this.#reserved = sum(this.#reserved, amount);
   }

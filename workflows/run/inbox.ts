@@ -49,7 +49,7 @@ export class Inbox {
     return this.#items.splice(0);
   }
 
-  /** A waiting item taken back before any turn read it (a background child's result a `wait` returned instead). */
+  /** A waiting item taken back before any turn read it (a detached child's result a `wait` returned instead). */
   withdraw(item: InboxItem): void {
     const at = this.#items.indexOf(item);
     if (at >= 0) this.#items.splice(at, 1);

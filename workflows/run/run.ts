@@ -84,7 +84,7 @@ export class Run {
   #endRequested = false;
   /** Questions asked in this segment (their ids are `q<segment>.<n>`). */
   #questionsAsked = 0;
-  /** `wait` calls of the current turn still waiting for background children. */
+  /** `wait` calls of the current turn still waiting for detached children. */
   #waitingCalls = 0;
   /**
    * A task run that cannot delegate only ever waits on activities, so its deadline bounds each of

@@ -65,6 +65,12 @@ export class SchemaChecker {
     }
   }
 
+  /** For synchronous checks (an update's validator): throws naming each field unless `value` fits. */
+  assert(value: unknown, what: string): void {
+    const checked = this.check(value);
+    if (!checked.ok) throw new Error(`invalid ${what}: ${checked.issues.join('; ')}`);
+  }
+
   #check(value: unknown): SchemaCheck {
     // The compiled check changes what it checks, so it is given a copy (what comes in is JSON, as the payload
     // converter decoded it).

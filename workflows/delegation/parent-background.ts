@@ -37,15 +37,15 @@ import { countModelCall } from '../metrics.js';
 const { summarizeContext } = proxyActivities<DeputyActivities>(MODEL_CALL_OPTIONS);
 
 /** What a child is given of its parent's context, in its input's origin. */
-export type ParentContext = NonNullable<ChildOrigin['parentContext']>;
+export type ParentBackground = NonNullable<ChildOrigin['parentBackground']>;
 
 /** The parent context a child gets for its context mode, copied and rendered as its preset asks; none for `none`. */
-export function copyParentContext(
+export function copyParentBackground(
   mode: ContextMode,
   rendering: ContextRendering,
   snapshot: readonly SessionEvent[],
   payloads: PayloadLimits,
-): ParentContext | undefined {
+): ParentBackground | undefined {
   const selected = selectContext(snapshot, mode);
   if (selected.length === 0) return undefined;
   // The copy goes into the child's input; past the budget it is cut (the block) or its oldest turns dropped.
@@ -70,12 +70,12 @@ const SUMMARY_MAX_COMPLETION_TOKENS = 1024;
  * call's worst case is held as a reservation while it runs (other invocations of the turn reserve meanwhile), capped
  * by what is free; the activity counts the input exactly and asks for no more answer than the hold pays for.
  */
-export async function generateParentContext(
+export async function summariseParentBackground(
   task: string,
   taskName: string,
   run: Run,
   snapshot: readonly SessionEvent[],
-): Promise<{ ok: true; context: ParentContext } | { ok: false; error: string }> {
+): Promise<{ ok: true; context: ParentBackground } | { ok: false; error: string }> {
   const messages = summaryPrompt(task, snapshot, run.payloads.maxInputBytes);
   // Held at the dearest model the summary may reach, so whichever answers it costs no more than the hold.
   const price = run.account.models.dearest;
