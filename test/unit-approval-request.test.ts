@@ -43,9 +43,9 @@ describe('R7.4 R7.6 an approval request closes once', () => {
     expect(() => own.decide({ status: 'approved', by: 'alice' })).toThrow('is cancelled, not deciding');
   });
 
-  it('R7.6 the deadline decides only an open request; a decision after it is refused', () => {
+  it('R7.6 the deadline decides an open request; a decision after it is refused', () => {
     const expired = new OwnRequest(request);
-    expired.timeOut('deny');
+    expired.deadlinePassed('deny');
     expect(expired.status).toBe('expired');
     expect(expired.closedWords()).toBe(
       'request a1.1 is closed: expired with no decision (taken as approvals.onTimeout)',
@@ -54,14 +54,32 @@ describe('R7.4 R7.6 an approval request closes once', () => {
     expect(() => expired.startDeciding()).toThrow('is expired, not open');
 
     const approved = new OwnRequest(request);
-    approved.timeOut('approve');
+    approved.deadlinePassed('approve');
     expect(approved.status).toBe('approved');
     expect(approved.closedWords()).toBe('request a1.1 is closed: approved by timeout');
     expect(approved.proof).toBeUndefined();
+  });
 
-    const deciding = new OwnRequest(request);
-    deciding.startDeciding();
-    expect(() => deciding.timeOut('deny')).toThrow('is deciding, not open');
+  it('R7.6 a decision being checked at the deadline is waited for: it holds if its check passes, else the deadline decides', () => {
+    const held = new OwnRequest(request);
+    held.startDeciding();
+    held.deadlinePassed('deny');
+    expect(held.status).toBe('deciding');
+    held.decide({ status: 'approved', by: 'alice' });
+    expect(held.status).toBe('approved');
+
+    const failed = new OwnRequest(request);
+    failed.startDeciding();
+    failed.deadlinePassed('deny');
+    failed.reopen();
+    expect(failed.status).toBe('expired');
+    expect(() => failed.decide({ status: 'approved', by: 'alice' })).toThrow('is expired, not deciding');
+
+    const closed = new OwnRequest(request);
+    closed.startDeciding();
+    closed.decide({ status: 'denied', by: 'bob' });
+    closed.deadlinePassed('approve');
+    expect(closed.status).toBe('denied');
   });
 
   it('R7.4 an approval keeps its proof, a denial its reason; a closed request cannot be decided again', () => {

@@ -46,7 +46,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   // A child and a resumed run act with the grant their input carries, which workers honour only for a run Temporal
   // records in the granted tree; a root is granted its tree when its composition is resolved.
   if (input.origin || input.resume) run.treeGrant = input.grant ?? '';
-  let deadline: LoopDeadline | undefined;
+  let deadline: RunDeadline | undefined;
   try {
     if (!input.resume) await begin(run, input);
     // One upsert when the run starts running, of what its start did not set: a parent starts a child with all of
@@ -67,10 +67,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }).filter(({ key, value }) => !present.some((pair) => pair.key.name === key.name && pair.value === value));
     run.markRunning();
     if (missing.length > 0) upsertSearchAttributes(missing);
-    const { deadlineMs } = run.account.limits;
-    run.boundDeadlineByActivities(deadlineMs !== null && waitsOnlyOnActivities(run));
-    if (deadlineMs !== null && !run.deadlineOnActivities) deadline = new LoopDeadline(deadlineMs);
-    const outcome = deadline ? await deadline.scope.run(() => agentLoop(run)) : await agentLoop(run);
+    deadline = RunDeadline.of(run);
+    const outcome = deadline ? await deadline.bound(() => agentLoop(run)) : await agentLoop(run);
     // Detached children still live when the run ends (a conversation over, a limit) are cancelled first.
     if (run.children.hasLiveDetached()) await stopDetached(run);
     await run.sends.allThrough();
@@ -85,10 +83,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     // So are those of a run that ends otherwise (cancelled with the run or its loop, or not yet: a failure).
     if (run.children.hasLiveDetached()) await stopDetached(run);
     await run.sends.allThrough();
-    if (
-      (isCancellation(err) && deadline?.passed() && !CancellationScope.current().consideredCancelled) ||
-      (!isCancellation(err) && deadlinePassedOnActivity(run))
-    ) {
+    if (deadline?.endedRun(err)) {
       const output = bestOutput(run.events);
       run.end('limit_reached', output);
       return run.result({ status: 'limit_reached', output, limit: 'deadline' });
@@ -171,12 +166,6 @@ function waitsOnlyOnActivities(run: Run): boolean {
   );
 }
 
-/** An activity bounded by the deadline ended the run's loop at (or after) it: the deadline, not a failure. */
-function deadlinePassedOnActivity(run: Run): boolean {
-  const { deadlineMs } = run.account.resolvedLimits ?? { deadlineMs: null };
-  return run.deadlineOnActivities && deadlineMs !== null && Date.now() >= deadlineMs;
-}
-
 /**
  * A worker refused to act for the run: its input carries an `origin` or a `resume` of no Deputy run's writing (a
  * workflow of a client's own started it or continued into it), so it did nothing.
@@ -252,15 +241,44 @@ function resolveRunInput(input: ParsedRunInput, depth: number) {
 }
 
 /**
- * The deadline of a run that waits on more than activities: a timer that cancels only the loop's scope (cancelling
- * the run cancels the root scope, and this timer with it). The timer ends with the run, unawaited: it cannot reject.
+ * How a run's deadline ends it, decided once when it starts running. A task run that waits only on activities has
+ * each of them bounded by the deadline (schedule-to-close), and no timer. Any other run has a timer that cancels only
+ * its loop's scope (cancelling the run cancels the root scope, and this timer with it; the timer cannot reject).
+ * Either way the run ends `limit_reached` with its best output.
  */
-class LoopDeadline {
-  readonly scope = new CancellationScope();
+class RunDeadline {
+  readonly #scope = new CancellationScope();
+  /** The timer's wait (none when activities are bounded instead): it ends with the run, and never rejects. */
   readonly timer: Promise<void>;
 
-  constructor(readonly deadlineMs: number) {
-    this.timer = this.#cancelAtDeadline();
+  private constructor(
+    readonly deadlineMs: number,
+    readonly onActivities: boolean,
+  ) {
+    this.timer = onActivities ? Promise.resolve() : this.#cancelAtDeadline();
+  }
+
+  /** The run's deadline, if it has one. */
+  static of(run: Run): RunDeadline | undefined {
+    const { deadlineMs } = run.account.limits;
+    const onActivities = deadlineMs !== null && waitsOnlyOnActivities(run);
+    run.boundDeadlineByActivities(onActivities);
+    return deadlineMs === null ? undefined : new RunDeadline(deadlineMs, onActivities);
+  }
+
+  /** Runs the loop under the deadline. */
+  bound<T>(loop: () => Promise<T>): Promise<T> {
+    return this.onActivities ? loop() : this.#scope.run(loop);
+  }
+
+  /**
+   * Whether `err`, which ended the loop, is the deadline's doing: the timer's cancellation of the loop (not the run's
+   * own), or an activity that the deadline bounded, at or after it.
+   */
+  endedRun(err: unknown): boolean {
+    if (Date.now() < this.deadlineMs) return false;
+    if (this.onActivities) return !isCancellation(err);
+    return isCancellation(err) && !CancellationScope.current().consideredCancelled;
   }
 
   async #cancelAtDeadline(): Promise<void> {
@@ -270,11 +288,6 @@ class LoopDeadline {
     } catch {
       return;
     }
-    this.scope.cancel();
-  }
-
-  /** The deadline has come: a cancellation of the loop now is its. */
-  passed(): boolean {
-    return Date.now() >= this.deadlineMs;
+    this.#scope.cancel();
   }
 }

@@ -20,6 +20,8 @@ type State = { status: 'open' } | { status: 'deciding' } | Closing;
 
 export class OwnRequest {
   #state: State = { status: 'open' };
+  /** The policy's answer, when the deadline passed while a decision was being checked. */
+  #deadlineAnswer: 'approve' | 'deny' | undefined;
 
   constructor(readonly request: ApprovalRequest) {}
 
@@ -42,9 +44,13 @@ export class OwnRequest {
     this.#move(['open'], { status: 'deciding' });
   }
 
-  /** The decision being taken failed its check: the request is open again, unless it closed meanwhile. */
+  /**
+   * The decision being taken failed its check: the request is open again, unless it closed meanwhile; when its
+   * deadline passed while the decision was checked, the deadline decides now.
+   */
   reopen(): void {
-    if (this.#state.status === 'deciding') this.#state = { status: 'open' };
+    if (this.#state.status !== 'deciding') return;
+    this.#state = this.#deadlineAnswer ? onDeadline(this.#deadlineAnswer) : { status: 'open' };
   }
 
   /** The decision being taken holds. */
@@ -52,9 +58,13 @@ export class OwnRequest {
     this.#move(['deciding'], closing);
   }
 
-  /** The deadline passed with no decision: the request takes the policy's answer. */
-  timeOut(onTimeout: 'approve' | 'deny'): void {
-    this.#move(['open'], onTimeout === 'approve' ? { status: 'approved', by: 'timeout' } : { status: 'expired' });
+  /**
+   * The deadline passed: an open request takes the policy's answer (`onTimeout`); one being decided waits for that
+   * decision, and takes the policy's answer only if the decision fails its check.
+   */
+  deadlinePassed(onTimeout: 'approve' | 'deny'): void {
+    if (this.#state.status === 'open') this.#state = onDeadline(onTimeout);
+    else if (this.#state.status === 'deciding') this.#deadlineAnswer = onTimeout;
   }
 
   /** The call stopped waiting (its run was cancelled or ended): a request still pending closes. */
@@ -101,3 +111,7 @@ export class OwnRequest {
     this.#state = to;
   }
 }
+
+/** How a request closes when its deadline decides it. */
+const onDeadline = (onTimeout: 'approve' | 'deny'): Closing =>
+  onTimeout === 'approve' ? { status: 'approved', by: 'timeout' } : { status: 'expired' };

@@ -101,9 +101,8 @@ export async function awaitApproval(run: Run, call: ToolCall, why: string): Prom
 }
 
 /**
- * Waits until a decision closes the request, or its deadline passes with none: then the request takes
- * `onTimeout`. A decision being checked when the deadline passes is waited for; if it fails its check, the deadline
- * decides.
+ * Waits until a decision closes the request, or its deadline does (the request takes `onTimeout`; a decision being
+ * checked when the deadline passes is waited for, and the deadline decides if it fails its check).
  */
 async function waitForDecision(
   own: OwnRequest,
@@ -112,23 +111,21 @@ async function waitForDecision(
   waitMs: number,
   onTimeout: 'approve' | 'deny',
 ): Promise<void> {
-  let timedOut = false;
   const timer = new CancellationScope();
   const ticking = timer.run(async () => {
     try {
       await sleep(waitMs, { summary: `approval ${requestId} of ${tool}, ${waitWords(waitMs)}` });
-      timedOut = true;
+      own.deadlinePassed(onTimeout);
     } catch (err) {
       if (!isCancellation(err)) throw err;
     }
   });
   try {
-    await condition(() => !own.pending || (timedOut && own.status === 'open'));
+    await condition(() => !own.pending);
   } finally {
     timer.cancel();
     await ticking;
   }
-  if (own.pending) own.timeOut(onTimeout);
 }
 
 /** How a closed request is counted. */
