@@ -6,7 +6,7 @@ import type {
   SummarizeContextInput,
   SummarizeContextResult,
 } from '../src/contract/activities.js';
-import { fitCall } from '../src/rules/budget.js';
+import { fitCall } from '../src/rules/call-budget.js';
 import { callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
 import type { ModelPrice } from '../src/contract/composition.js';
 import type { Span } from '@opentelemetry/api';

@@ -16,7 +16,8 @@ import {
 } from '../src/rules/payloads.js';
 import type { RunToolInput, RunToolResult } from '../src/contract/activities.js';
 import type { ArtifactAccess, ArtifactRef } from '../src/contract/artifacts.js';
-import { holdsScopes, pinnedToolKey, type ToolDefinition } from '../src/contract/tools.js';
+import { pinnedToolKey, type ToolDefinition } from '../src/contract/tools.js';
+import { holdsScopes } from '../src/contract/scopes.js';
 import { describeIssues } from '../src/rules/zod-issues.js';
 import { recordToolCall, toolCallSpan } from './telemetry.js';
 import type { ApprovalsConfig } from '../src/contract/approvals.js';

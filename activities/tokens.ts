@@ -4,7 +4,7 @@
  */
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from '../src/contract/dialogue.js';
-import { INPUT_COUNT } from '../src/rules/budget.js';
+import { INPUT_COUNT } from '../src/rules/call-budget.js';
 import type { ToolSpec } from '../src/contract/tools.js';
 
 /** How a model's input is counted, and the margin added for what the count cannot see. */

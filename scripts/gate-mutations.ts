@@ -198,8 +198,8 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
     edits: [
       [
         'workflows/delegation/life.ts',
-        '    return this.#ended(readResult(result, returnShape));',
-        "    if (result.status === 'limit_reached') await new Promise<never>(() => undefined);\n    return this.#ended(readResult(result, returnShape));",
+        '    return this.#ended(endOfResult(result, returnShape));',
+        "    if (result.status === 'limit_reached') await new Promise<never>(() => undefined);\n    return this.#ended(endOfResult(result, returnShape));",
       ],
     ],
   },

@@ -4,18 +4,8 @@
  * unit-budget.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  available,
-  deriveChildLimits,
-  fitCall,
-  MIN_COMPLETION_TOKENS,
-  overLimits,
-  reserve,
-  upperBoundTokens,
-  withinBudget,
-  worstCase,
-  type Budget,
-} from '../src/rules/budget.js';
+import { available, deriveChildLimits, overLimits, reserve, withinBudget, type Budget } from '../src/rules/budget.js';
+import { fitCall, MIN_COMPLETION_TOKENS, upperBoundTokens, worstCase } from '../src/rules/call-budget.js';
 import { priceFromUsdPerMTok, ZERO_USAGE } from '../src/rules/usage.js';
 
 const budget = (over: Partial<Budget> = {}): Budget => ({

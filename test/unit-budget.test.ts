@@ -18,7 +18,7 @@ import {
 import { checkCaps, narrowGrant } from '../src/rules/children.js';
 import { parseInvocation } from '../src/contract/checks/contract-checks.js';
 import { type DelegationSettings } from '../src/contract/delegation.js';
-import { resolveLimits } from '../src/rules/limits.js';
+import { resolveLimits } from '../src/rules/budget.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 
 const SETTINGS: DelegationSettings = {

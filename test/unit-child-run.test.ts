@@ -4,7 +4,6 @@ import type { RunResult } from '../src/contract/run.js';
 import { childInput, type ChildPlan } from '../src/rules/run-start.js';
 import { compositionFromInput, startsFromInput } from '../src/rules/child-composition.js';
 import { endOfResult, settleReservation } from '../src/rules/child-end.js';
-import { checkReturnShape } from '../src/contract/checks/contract-checks.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { benchConfig } from '../bench/script.js';
@@ -12,7 +11,7 @@ import { parseConfig } from '../src/config/schema.js';
 import type { ResolveRunInput } from '../src/contract/activities.js';
 import type { ParsedRunInput } from '../src/contract/run.js';
 import { fetchPageTool } from '../src/testing/pages.js';
-import { resolveLimits } from '../src/rules/limits.js';
+import { resolveLimits } from '../src/rules/budget.js';
 import { DEFAULT_PAYLOAD_LIMITS } from '../src/rules/payloads.js';
 import { toolMap } from '../src/worker/factory.js';
 import { resolveComposition } from '../src/config/presets.js';
@@ -253,7 +252,7 @@ describe('R2.8 R2.9 how a child’s end reads to its parent', () => {
       spent: usage,
     });
     const shape = { type: 'object', properties: { rate: { type: 'number' } }, required: ['rate'] };
-    const read = (output: string) => endOfResult(ended({ output }), checkReturnShape(output, shape));
+    const read = (output: string) => endOfResult(ended({ output }), shape);
     expect(read('{"rate": 8}')).toMatchObject({
       status: 'completed',
       output: { rate: 8 },

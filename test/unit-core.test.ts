@@ -4,7 +4,7 @@ import { nextStep } from '../src/rules/agent-loop.js';
 import { applyEnv, readEnv } from '../src/config/load.js';
 import { parseConfig } from '../src/config/schema.js';
 import { ConfigError } from '../src/contract/errors.js';
-import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../src/rules/limits.js';
+import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../src/rules/budget.js';
 import type { Usage } from '../src/contract/run.js';
 import { type SessionEvent } from '../src/contract/session.js';
 import { toChatMessages } from '../src/contract/dialogue.js';

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Usage } from '../src/contract/run.js';
 import { nextStep } from '../src/rules/agent-loop.js';
-import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../src/rules/limits.js';
+import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../src/rules/budget.js';
 import { cutText, jsonFits, utf8Bytes, wasCut } from '../src/rules/payloads.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 import { answer, result, user } from './support/events.js';

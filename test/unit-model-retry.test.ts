@@ -8,7 +8,7 @@ import {
 } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { duration, faultKind, ModelChain, modelFault, ModelRetries } from '../src/rules/model-retry.js';
-import { lessBilled } from '../src/rules/budget.js';
+import { lessBilled } from '../src/rules/call-budget.js';
 import { parseConfig } from '../src/config/schema.js';
 
 const failed = (cause: Error) =>

@@ -1,14 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { countCallTokens, countText, encodingFor, loadEncoding } from '../activities/tokens.js';
-import {
-  fitCall,
-  overrunOf,
-  shrinkToFit,
-  MIN_COMPLETION_TOKENS,
-  upperBoundTokens,
-  worstCase,
-} from '../src/rules/budget.js';
+import { overrunOf, shrinkToFit } from '../src/rules/budget.js';
+import { fitCall, MIN_COMPLETION_TOKENS, upperBoundTokens, worstCase } from '../src/rules/call-budget.js';
 import { cutText, formatBytes, jsonFits, utf8Bytes, wasCut } from '../src/rules/payloads.js';
 import { callCostMicroUsd, priceFromUsdPerMTok } from '../src/rules/usage.js';
 

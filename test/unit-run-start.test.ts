@@ -11,7 +11,7 @@ import type { ArtifactRef } from '../src/contract/artifacts.js';
 import type { Brief } from '../src/contract/delegation.js';
 import { parseConfig } from '../src/config/schema.js';
 import { cancelledEnd, endOfResult, failedEnd, reportedUsage } from '../src/rules/child-end.js';
-import { resolveLimits } from '../src/rules/limits.js';
+import { resolveLimits } from '../src/rules/budget.js';
 import { childInput, planChild, shrunkPlan, type ChildPlan, type PlanningParent } from '../src/rules/run-start.js';
 import { compositionFromInput, inheritComposition } from '../src/rules/child-composition.js';
 import type { ResolveRunResult } from '../src/contract/composition.js';

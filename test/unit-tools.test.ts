@@ -6,7 +6,8 @@ import { ToolError } from '../src/contract/errors.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { resultText } from '../activities/mcp-replies.js';
-import { holdsScopes, toToolSpec, type ToolDefinition } from '../src/contract/tools.js';
+import { toToolSpec, type ToolDefinition } from '../src/contract/tools.js';
+import { holdsScopes } from '../src/contract/scopes.js';
 
 const tool = (over: Partial<ToolDefinition> = {}): ToolDefinition => ({
   name: 'files_read',

@@ -22,7 +22,7 @@ import type { RunInput, RunResult } from '../src/contract/run.js';
 import { treeAttributes } from '../src/contract/search-attributes.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { failureMessage, findFailure } from '../src/rules/failure-message.js';
-import { resolveLimits } from '../src/rules/limits.js';
+import { resolveLimits } from '../src/rules/budget.js';
 import { compositionFromInput, startsFromInput } from '../src/rules/child-composition.js';
 import { STEERING_TOOLS } from '../src/rules/children.js';
 import { LOOKUP_OPTIONS } from './activity-options.js';

@@ -26,7 +26,7 @@ import { previewOf, renderApprovalNotice, waitWords } from '../src/rules/approva
 import { bounded } from '../src/rules/children.js';
 import { countApproval } from './metrics.js';
 import { onSigned, sendSigned } from './signed-messages.js';
-import type { OwnRequest } from './approval-request.js';
+import type { OwnRequest } from './approval-book.js';
 import type { Run } from './run/run.js';
 
 const { requestApproval, checkApproval } = proxyActivities<DeputyActivities>({

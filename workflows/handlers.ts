@@ -21,7 +21,7 @@ import { admissionWorkflowId } from '../src/rules/children.js';
 import { cutText, formatBytes, utf8Bytes } from '../src/rules/payloads.js';
 import type { AnswerChildArgs, InterjectArgs } from '../src/contract/delegation.js';
 import type { RunState, SendMessageInput } from '../src/contract/run.js';
-import { remaining } from '../src/rules/limits.js';
+import { remaining } from '../src/rules/budget.js';
 import { failureMessage } from '../src/rules/failure-message.js';
 import type { SchemaChecker } from '../src/contract/checks/json-schema.js';
 import { deliverInterjection } from './delegation/steering.js';

@@ -16,7 +16,7 @@ import type { ModelFallback, ModelRetry } from '../contract/composition.js';
 import { type DelegationSettings } from '../contract/delegation.js';
 import { toToolSpec, type RunTool, type ToolDefinition } from '../contract/tools.js';
 import { configEntry, type DeputyConfig, type Preset } from './schema.js';
-import { offeredTools } from '../rules/composition.js';
+import { composeRun, type CompositionSource } from '../rules/composition.js';
 import { DEFAULT_MODEL_RETRY } from '../rules/model-retry.js';
 import { priceFromUsdPerMTok } from '../rules/usage.js';
 import { resolvePolicy } from '../rules/approvals.js';
@@ -66,25 +66,11 @@ export function resolveComposition(
   const { synthesisReserve, ...limits } = config.limits;
   const tenant = input.tenant === undefined ? undefined : configEntry(config.tenants, input.tenant);
   const delegation = delegationSettingsOf(config, input, options, tenant);
-  const available = (name: string) => {
-    const tool = tools.get(name);
-    return tool && asRunTool(tool);
-  };
-  const access = { scopes, granted: input.allowedTools, delegation, depth: input.depth ?? 0 };
-  const { tools: runTools } = offeredTools(preset.tools, available, access);
-  const approvals = resolvePolicy(
-    config.approvals,
-    preset,
-    runTools.map(({ name }) => ({ name, destructive: tools.get(name)?.destructive === true })),
-  );
-  return {
-    preset: preset.id,
-    presetRevision: presetRevision(preset),
-    presetDefinition: preset,
-    model,
-    effort: input.effort ?? preset.effort ?? null,
-    scopes,
-    tools: runTools,
+  const source: CompositionSource = {
+    tool: (name) => {
+      const tool = tools.get(name);
+      return tool && asRunTool(tool);
+    },
     price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd),
     defaultLimits: { ...limits, synthesisReserve },
     delegation,
@@ -93,10 +79,24 @@ export function resolveComposition(
     ...(!sameRetry(config.modelRetry, DEFAULT_MODEL_RETRY) && { modelRetry: config.modelRetry }),
     hooks: config.hooks.map(({ name, events, timeoutSeconds, onError }) => ({ name, events, timeoutSeconds, onError })),
     ...(input.tenant !== undefined && { tenantLabel: tenant ? input.tenant : 'other' }),
-    ...(approvals && { approvals }),
     ...withQueue(config, model, 'modelTaskQueue'),
     ...(fallback && { fallback }),
   };
+  const { composition } = composeRun(source, {
+    preset,
+    revision: presetRevision(preset),
+    model,
+    effort: input.effort,
+    scopes,
+    granted: input.allowedTools,
+    depth: input.depth ?? 0,
+  });
+  const approvals = resolvePolicy(
+    config.approvals,
+    preset,
+    composition.tools.map(({ name }) => ({ name, destructive: tools.get(name)?.destructive === true })),
+  );
+  return { ...composition, ...(approvals && { approvals }) };
 }
 
 /**

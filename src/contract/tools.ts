@@ -120,11 +120,6 @@ export function toToolSpec(tool: ToolDefinition): ToolSpec {
   };
 }
 
-/** True when `held` contains every scope in `needed`. */
-export function holdsScopes(held: readonly string[], needed: readonly string[]): boolean {
-  return needed.every((scope) => held.includes(scope));
-}
-
 /** A JSON Schema node as `z.toJSONSchema` writes it. */
 export type JsonSchema = { readonly [keyword: string]: unknown } | boolean;
 

@@ -2,7 +2,7 @@
  * The agent loop's next step as an explicit union (the shape of the OpenAI Agents SDK's runner): the workflow asks
  * `nextStep` what to do and does it. Pure: no Temporal, no I/O.
  */
-import { exhaustedLimit, remaining, synthesisTrigger } from './limits.js';
+import { exhaustedLimit, remaining, synthesisTrigger } from './budget.js';
 import type { LimitName, ResolvedLimits, Usage } from '../contract/run.js';
 import { bestOutput, endsWithFinalAnswer, pendingToolCalls } from '../contract/dialogue.js';
 import type { SessionEvent, ToolCall } from '../contract/session.js';

@@ -1,15 +1,14 @@
 /**
- * Budget arithmetic for delegation: what a child may spend, and the reservations that keep a parent's
- * tree inside its own limits. Tokens and cost are shared down the tree (reserved, then debited); turns and tool calls
- * are per run. Pure functions over integers.
+ * A run's budget: its limits resolved from what its caller asked and the config's ceilings, what is left of them and
+ * which is exhausted, what a child may spend, and the reservations that keep a parent's tree inside its own limits.
+ * Tokens and cost are shared down the tree (reserved, then debited); turns and tool calls are per run. Cost is in
+ * integer micro-USD inside, converted from and to USD only where limits enter or leave a run. Pure functions over
+ * integers.
  */
 import type { BriefLimits, ChildSynthesisReserve } from '../contract/delegation.js';
-import type { SynthesisReserve } from '../contract/composition.js';
-import { remaining } from './limits.js';
-import type { Limits, ResolvedLimits, Usage } from '../contract/run.js';
-import { utf8Bytes } from './payloads.js';
-import { callCostMicroUsd, microToUsd, usdToMicro, type CallTokens, type ModelPrice, type Spend } from './usage.js';
-import type { CallBudget } from '../contract/activities.js';
+import type { DefaultLimits, SynthesisReserve } from '../contract/composition.js';
+import type { LimitName, Limits, Remaining, ResolvedLimits, Usage } from '../contract/run.js';
+import { microToUsd, usdText, usdToMicro, type Spend } from './usage.js';
 
 /** Tokens and integer micro-USD. */
 export interface Amount {
@@ -57,7 +56,8 @@ export function withinBudget(budget: Budget): boolean {
   );
 }
 
-const minOf = (...values: (number | null | undefined)[]): number | null => {
+/** The least of the values given, or `null` when none is. */
+export const minOf = (...values: (number | null | undefined)[]): number | null => {
   const defined = values.filter((v): v is number => v !== null && v !== undefined);
   return defined.length > 0 ? Math.min(...defined) : null;
 };
@@ -123,7 +123,7 @@ export function reserveUncovered(limits: Limits, reserve: SynthesisReserve): str
   }
   const cost = usdToMicro(reserve.costUsd ?? 0);
   if (limits.maxCostUsd !== undefined && usdToMicro(limits.maxCostUsd) <= cost) {
-    return `its limit of ${usd(usdToMicro(limits.maxCostUsd))} cannot cover its final-synthesis reserve of ${usd(cost)}, so it would start with no tools: ${fix}`;
+    return `its limit of ${usdText(usdToMicro(limits.maxCostUsd))} cannot cover its final-synthesis reserve of ${usdText(cost)}, so it would start with no tools: ${fix}`;
   }
   return undefined;
 }
@@ -144,8 +144,6 @@ export function sum(...amounts: Amount[]): Amount {
   );
 }
 
-const usd = (micro: number) => `$${microToUsd(micro).toFixed(6)}`;
-
 /**
  * Reserves `amounts` all or nothing. On failure the budget is unchanged and the error gives the numbers.
  */
@@ -158,9 +156,9 @@ export function reserve(
   const free = available({ ...budget, reserved: sum(budget.reserved, keep) });
   const problems: string[] = [];
   if (free.costMicroUsd !== null && want.costMicroUsd > free.costMicroUsd) {
-    const kept = keep.costMicroUsd > 0 ? `, kept for this run's final answer ${usd(keep.costMicroUsd)}` : '';
+    const kept = keep.costMicroUsd > 0 ? `, kept for this run's final answer ${usdText(keep.costMicroUsd)}` : '';
     problems.push(
-      `cost: the children need ${usd(want.costMicroUsd)} but only ${usd(free.costMicroUsd)} is left (max ${usd(budget.maxCostMicroUsd!)}, used ${usd(budget.used.costMicroUsd)}, reserved ${usd(budget.reserved.costMicroUsd)}${kept})`,
+      `cost: the children need ${usdText(want.costMicroUsd)} but only ${usdText(free.costMicroUsd)} is left (max ${usdText(budget.maxCostMicroUsd!)}, used ${usdText(budget.used.costMicroUsd)}, reserved ${usdText(budget.reserved.costMicroUsd)}${kept})`,
     );
   }
   if (free.tokens !== null && want.tokens > free.tokens) {
@@ -192,55 +190,6 @@ export function release(budget: Budget, amount: Amount): Budget {
 /** Debits what a child actually spent. */
 export function debit(budget: Budget, actual: Amount): Budget {
   return { ...budget, used: sum(budget.used, actual) };
-}
-
-export type { CallBudget };
-
-/** A call's budget less what the attempts before it were billed (never below nothing). */
-export function lessBilled(budget: CallBudget, billed: CallTokens): CallBudget {
-  const less = (left: number | null, spent: number) => (left === null ? null : Math.max(0, left - spent));
-  return {
-    ...budget,
-    tokens: less(budget.tokens, billed.inputTokens + billed.outputTokens),
-    costMicroUsd: less(budget.costMicroUsd, callCostMicroUsd(billed, budget.price)),
-  };
-}
-
-/** A call whose answer could be shorter than this is not made: it could not say anything useful. */
-export const MIN_COMPLETION_TOKENS = 16;
-
-/** Whether a call fits its budget, and the `max_completion_tokens` that keeps its worst case inside it. */
-export type CallFit =
-  { ok: true; maxCompletionTokens: number | null } | { ok: false; limit: 'maxTokens' | 'maxCostUsd'; message: string };
-
-/**
- * The largest answer a call with `inputTokens` of input may ask for so that input + answer fit the free
- * tokens and, at the model's price (cost rounded up once, as `callCostMicroUsd` does), the free micro-USD.
- */
-export function fitCall(inputTokens: number, budget: CallBudget): CallFit {
-  const { price } = budget;
-  const byTokens = budget.tokens === null ? null : budget.tokens - inputTokens;
-  let byCost: number | null = null;
-  if (budget.costMicroUsd !== null) {
-    const left = budget.costMicroUsd * 1_000_000 - inputTokens * price.inputMicroUsdPerMTok;
-    byCost = price.outputMicroUsdPerMTok > 0 ? Math.floor(left / price.outputMicroUsdPerMTok) : left >= 0 ? null : -1;
-  }
-  const max = minOf(byTokens, byCost, budget.maxCompletionTokens);
-  if (max === null || max >= MIN_COMPLETION_TOKENS) return { ok: true, maxCompletionTokens: max };
-  const limit = byTokens !== null && (byCost === null || byTokens <= byCost) ? 'maxTokens' : 'maxCostUsd';
-  const message =
-    limit === 'maxTokens'
-      ? `the call needs ${inputTokens} input tokens and at least ${MIN_COMPLETION_TOKENS} for its answer, but only ${budget.tokens} tokens are left`
-      : `the call's input alone costs ${usd(Math.ceil((inputTokens * price.inputMicroUsdPerMTok) / 1_000_000))} and only ${usd(budget.costMicroUsd!)} is left for it and its answer`;
-  return { ok: false, limit, message };
-}
-
-/** The worst case of a call: its input and the largest answer it may ask for, in tokens and micro-USD. */
-export function worstCase(inputTokens: number, maxCompletionTokens: number, price: ModelPrice): Amount {
-  return {
-    tokens: inputTokens + maxCompletionTokens,
-    costMicroUsd: callCostMicroUsd({ inputTokens, outputTokens: maxCompletionTokens }, price),
-  };
 }
 
 /**
@@ -293,26 +242,64 @@ export function overrunOf(charge: Spend, reservation: Amount): Amount | null {
   );
 }
 
-/**
- * How a call's input is counted (activities/tokens.ts) and bounded without a tokenizer (workflow code): Chat
- * Completions adds tokens per message and per request; the count gets a margin — a factor (1.05 for models whose
- * encoding is known, 1.25 for any other) and a fixed number of tokens for what the text cannot show.
- */
-export const INPUT_COUNT = Object.freeze({
-  perMessage: 4,
-  perRequest: 3,
-  knownFactor: 1.05,
-  unknownFactor: 1.25,
-  fixedMargin: 16,
-});
+export type { DefaultLimits };
+
+/** A run's requested limits within the config's: each no more than the config's, the deadline the earlier of the two. */
+export function resolveLimits(requested: Limits | undefined, defaults: DefaultLimits, startMs: number): ResolvedLimits {
+  const req = requested ?? {};
+  const reserve = req.synthesisReserve ?? defaults.synthesisReserve ?? {};
+  // The config's limits are the ceiling a caller may narrow: a request above one gets the config's.
+  const within = (asked: number | undefined, ceiling: number | undefined) =>
+    asked === undefined ? ceiling : ceiling === undefined ? asked : Math.min(asked, ceiling);
+  const maxCostUsd = within(req.maxCostUsd, defaults.maxCostUsd);
+  const deadlines = [
+    req.deadline === undefined ? undefined : Date.parse(req.deadline),
+    defaults.maxDurationSeconds === undefined ? undefined : startMs + defaults.maxDurationSeconds * 1000,
+  ].filter((d): d is number => d !== undefined);
+  return {
+    maxTurns: within(req.maxTurns, defaults.maxTurns) ?? null,
+    maxTokens: within(req.maxTokens, defaults.maxTokens) ?? null,
+    maxCostMicroUsd: maxCostUsd === undefined ? null : usdToMicro(maxCostUsd),
+    maxToolCalls: within(req.maxToolCalls, defaults.maxToolCalls) ?? null,
+    deadlineMs: deadlines.length > 0 ? Math.min(...deadlines) : null,
+    synthesis: reserve !== false,
+    reserveTokens: reserve === false ? 0 : (reserve.tokens ?? 0),
+    reserveCostMicroUsd: reserve === false ? 0 : usdToMicro(reserve.costUsd ?? 0),
+  };
+}
+
+const left = (max: number | null, used: number): number | null => (max === null ? null : Math.max(0, max - used));
+
+/** What is left of each limit after `usage`, at time `nowMs`. */
+export function remaining(limits: ResolvedLimits, usage: Usage, nowMs: number): Remaining {
+  return {
+    turns: left(limits.maxTurns, usage.modelCalls),
+    tokens: left(limits.maxTokens, usage.totalTokens),
+    costMicroUsd: left(limits.maxCostMicroUsd, usage.costMicroUsd),
+    toolCalls: left(limits.maxToolCalls, usage.toolCalls),
+    deadlineMs: left(limits.deadlineMs, nowMs),
+  };
+}
+
+/** The first limit with nothing left that forbids another model call, or `null`. */
+export function exhaustedLimit(rem: Remaining): LimitName | null {
+  if (rem.deadlineMs === 0) return 'deadline';
+  if (rem.turns === 0) return 'maxTurns';
+  if (rem.tokens === 0) return 'maxTokens';
+  if (rem.costMicroUsd === 0) return 'maxCostUsd';
+  return null;
+}
 
 /**
- * An upper bound of the tokens `callModel` will count for these messages, margin included, without a tokenizer: a
- * byte-level BPE token is at least one byte, and the widest margin is the unknown model's.
+ * The limit that makes the next model call a synthesis call (no tools, final answer), or `null`.
+ * Synthesis starts on the last allowed turn, once tool calls are used up, or once tokens or cost left are at or
+ * below the reserve.
  */
-export function upperBoundTokens(messages: readonly unknown[], tools: readonly unknown[] = []): number {
-  let bytes = INPUT_COUNT.perRequest;
-  for (const message of messages) bytes += INPUT_COUNT.perMessage + utf8Bytes(JSON.stringify(message));
-  if (tools.length > 0) bytes += utf8Bytes(JSON.stringify(tools));
-  return Math.ceil(bytes * INPUT_COUNT.unknownFactor) + INPUT_COUNT.fixedMargin;
+export function synthesisTrigger(limits: ResolvedLimits, rem: Remaining): LimitName | null {
+  if (!limits.synthesis) return null;
+  if (rem.turns === 1) return 'maxTurns';
+  if (rem.toolCalls === 0) return 'maxToolCalls';
+  if (rem.tokens !== null && rem.tokens <= limits.reserveTokens) return 'maxTokens';
+  if (rem.costMicroUsd !== null && rem.costMicroUsd <= limits.reserveCostMicroUsd) return 'maxCostUsd';
+  return null;
 }

@@ -7,7 +7,7 @@ import type { ChildOrigin, Limits, ParsedRunInput } from '../contract/run.js';
 import type { InheritedComposition, ResolveRunResult } from '../contract/composition.js';
 import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { ToolGrant } from './children.js';
-import { offeredTools } from './composition.js';
+import { composeRun } from './composition.js';
 import type { Preset } from '../contract/preset.js';
 import type { Brief } from '../contract/delegation.js';
 
@@ -26,9 +26,10 @@ export type ChildPreset = NonNullable<ChildOrigin['preset']>;
 
 /**
  * What an implicit child (no role, the parent's model, not a follow-up) takes from its parent's composition, so it
- * starts without a `resolveRun` look-up. Its tools are offered by the same rule as a run composed from the config
- * (`offeredTools`), from the parent's tools instead of the worker's: the child gets what the config would give it,
- * with the config the parent started under. The delegation settings and hooks go only to a child that may delegate.
+ * starts without a `resolveRun` look-up. It is composed by the same rule as a run composed from the config
+ * (`composeRun`), from its parent's composition instead of the config: the child gets what the config would give it,
+ * with the config the parent started under. Its input carries only what it reads: the delegation settings and hooks
+ * go only to a child that may delegate.
  */
 export function inheritComposition(
   parent: ResolveRunResult,
@@ -36,38 +37,54 @@ export function inheritComposition(
   brief: Pick<Brief, 'role' | 'model' | 'effort'>,
   childDepth: number,
 ): InheritedComposition | undefined {
-  const { definition, selected } = plan.composition;
+  const { definition, revision, selected } = plan.composition;
   const sameModel = brief.model === undefined || brief.model === parent.model;
   if (selected || brief.role !== undefined || !sameModel || plan.restore) return undefined;
-  const { tools: granted, scopes } = plan.toolGrant;
   const byName = new Map(parent.tools.map((tool) => [tool.name, tool]));
-  const access = { scopes, granted, delegation: parent.delegation, depth: childDepth };
-  // A tool recorded whole (its source can change, an MCP server's) stays whole: the child sees what the parent saw.
-  const { tools, mayDelegate } = offeredTools(definition.tools, (name) => byName.get(name), access);
-  const { delegation } = parent;
-  // Only what the child reads: the defaults its own limits leave open, tool scopes when it may delegate (it narrows
-  // its children's grants with them), the payload budgets when they are not the defaults.
-  const defaults = Object.entries(parent.defaultLimits).filter(
-    ([key]) => key === 'maxDurationSeconds' || plan.limits[key as keyof Limits] === undefined,
+  // The parent offers what it was given (its tools, price, defaults and settings); what is its own (its preset,
+  // scopes and effort) the source does not read. A tool recorded whole (its source can change, an MCP server's)
+  // stays whole: the child sees what the parent saw.
+  const { composition, mayDelegate } = composeRun(
+    { ...parent, tool: (name) => byName.get(name) },
+    {
+      preset: definition,
+      revision,
+      model: parent.model,
+      effort: brief.effort,
+      scopes: plan.toolGrant.scopes,
+      granted: plan.toolGrant.tools,
+      depth: childDepth,
+    },
   );
-  const effort = brief.effort ?? definition.effort;
-  const { payloads } = parent;
+  return carried(composition, mayDelegate, plan.limits);
+}
+
+/**
+ * The part of a child's composition its input carries: the defaults its own limits leave open, tool scopes,
+ * delegation settings and hooks only when it may delegate (it narrows its children's grants with the scopes), the
+ * payload budgets when they are not the defaults. The rest (preset, model, scopes) is in the input already.
+ */
+function carried(child: ResolveRunResult, mayDelegate: boolean, limits: Limits): InheritedComposition {
+  const defaults = Object.entries(child.defaultLimits).filter(
+    ([key]) => key === 'maxDurationSeconds' || limits[key as keyof Limits] === undefined,
+  );
+  const { effort, tools, delegation, hooks, payloads } = child;
   const customPayloads =
     payloads &&
     (payloads.maxTextBytes !== DEFAULT_PAYLOAD_LIMITS.maxTextBytes ||
       payloads.maxInputBytes !== DEFAULT_PAYLOAD_LIMITS.maxInputBytes);
   return {
-    ...(effort !== undefined && { effort }),
+    ...(effort !== null && { effort }),
     tools: mayDelegate ? tools : tools.map((tool) => (tool.description === undefined ? tool.name : tool)),
-    price: parent.price,
+    price: child.price,
     defaultLimits: Object.fromEntries(defaults),
-    ...(mayDelegate && { delegation, hooks: parent.hooks ?? [] }),
-    compaction: parent.compaction,
+    ...(mayDelegate && { delegation, hooks: hooks ?? [] }),
+    compaction: child.compaction,
     ...(customPayloads && { payloads }),
-    ...(parent.modelRetry && { modelRetry: parent.modelRetry }),
-    ...(parent.tenantLabel !== undefined && { tenantLabel: parent.tenantLabel }),
-    ...(parent.modelTaskQueue && { modelTaskQueue: parent.modelTaskQueue }),
-    ...(parent.fallback && { fallback: parent.fallback }),
+    ...(child.modelRetry && { modelRetry: child.modelRetry }),
+    ...(child.tenantLabel !== undefined && { tenantLabel: child.tenantLabel }),
+    ...(child.modelTaskQueue && { modelTaskQueue: child.modelTaskQueue }),
+    ...(child.fallback && { fallback: child.fallback }),
   };
 }
 

@@ -7,7 +7,7 @@ import type { RunResult, Usage } from '../contract/run.js';
 import { asRunResult } from '../contract/checks/contract-checks.js';
 import { overrunOf, release, type Amount, type Budget } from './budget.js';
 import { bounded, MAX_CHILD_OUTPUT_CHARS, type ChildOutcome } from './children.js';
-import type { ReturnShapeCheck } from '../contract/checks/contract-checks.js';
+import { checkReturnShape, type ReturnShapeCheck } from '../contract/checks/contract-checks.js';
 import { type Spend } from './usage.js';
 
 /** How a child ended, as its parent books it: status, output, summary, error, and the spend it reported. */
@@ -23,10 +23,11 @@ export interface ChildEnd {
 }
 
 /**
- * A child's result as its parent reads it: a completed child's output checked against `return_shape`
- * when given (`checked`: a mismatch fails the brief), any other status an error for its brief only.
+ * A child's result as its parent reads it: a completed child's output checked against the brief's `return_shape`
+ * when it gave one (a mismatch fails the brief), any other status an error for its brief only.
  */
-export function endOfResult(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
+export function endOfResult(ended: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd {
+  const checked = returnShape && ended.status === 'completed' ? checkReturnShape(ended.output, returnShape) : undefined;
   return { ...endOfOutput(ended, checked), ...(ended.artifacts && { artifacts: ended.artifacts }) };
 }
 

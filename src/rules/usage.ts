@@ -41,6 +41,11 @@ export function microToUsd(micro: number): number {
   return micro / MICRO;
 }
 
+/** Integer micro-USD as people read it: `$0.001234`. */
+export function usdText(micro: number): string {
+  return `$${microToUsd(micro).toFixed(6)}`;
+}
+
 /** Converts a price in USD per million tokens to integer micro-USD per million tokens. */
 export function priceFromUsdPerMTok(input: number, output: number): ModelPrice {
   return { inputMicroUsdPerMTok: usdToMicro(input), outputMicroUsdPerMTok: usdToMicro(output) };
@@ -176,8 +181,8 @@ export function labelledUsage(usage: Usage): { own: string; tree: string; billed
   const { billed } = usage;
   return {
     own: `own ${usage.modelCalls} model + ${usage.toolCalls} tool calls`,
-    tree: `tree ${usage.totalTokens} tok $${microToUsd(usage.costMicroUsd).toFixed(6)}`,
-    billed: `billed ${billed.inputTokens + billed.outputTokens} tok $${microToUsd(billed.costMicroUsd).toFixed(6)}`,
+    tree: `tree ${usage.totalTokens} tok ${usdText(usage.costMicroUsd)}`,
+    billed: `billed ${billed.inputTokens + billed.outputTokens} tok ${usdText(billed.costMicroUsd)}`,
   };
 }
 

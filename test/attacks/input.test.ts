@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { builtinTools } from '../../activities/builtin-tools.js';
 
 import { RunResume } from '../../src/contract/run.js';
-import { resolveLimits } from '../../src/rules/limits.js';
+import { resolveLimits } from '../../src/rules/budget.js';
 import { ZERO_USAGE } from '../../src/rules/usage.js';
 import { offeredTools, toolMessages, userSays } from '../../src/testing/script.js';
 import { resolveComposition } from '../../src/config/presets.js';

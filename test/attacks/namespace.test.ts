@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { resolveComposition } from '../../src/config/presets.js';
 import { RunResume } from '../../src/contract/run.js';
-import { resolveLimits } from '../../src/rules/limits.js';
+import { resolveLimits } from '../../src/rules/budget.js';
 import { ZERO_USAGE } from '../../src/rules/usage.js';
 import { forTask, toolMessages, userSays } from '../../src/testing/script.js';
 import { toolMap } from '../../src/worker/factory.js';

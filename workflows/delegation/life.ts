@@ -7,11 +7,12 @@ import {
   ChildWorkflowCancellationType,
   isCancellation,
   ParentClosePolicy,
+  startChild,
   WorkflowIdReusePolicy,
   type ChildWorkflowOptions,
 } from '@temporalio/workflow';
 import { bounded, callEvidence, MAX_CHILD_SUMMARY_CHARS, type ChildOutcome } from '../../src/rules/children.js';
-import type { RunInput } from '../../src/contract/run.js';
+import type { RunInput, RunResult } from '../../src/contract/run.js';
 import { treeAttributes } from '../../src/contract/search-attributes.js';
 import { hasHooks, runHooks } from '../hooks.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
@@ -22,10 +23,10 @@ import type { Child, Settlement } from './child.js';
 import { copyParentBackground, summariseParentBackground, type ParentBackground } from './parent-background.js';
 import { forgetChildApprovals } from '../approvals.js';
 import { admit, release } from './slot.js';
-import { endOfFailure, explainStartFailure, joinAttached, readResult, startAgentRun } from './spawn.js';
+import { endOfFailure, explainStartFailure, joinAttached } from './spawn.js';
 import { childInput } from '../../src/rules/run-start.js';
 import { childPriority } from '../../src/rules/fleet.js';
-import { type ChildEnd } from '../../src/rules/child-end.js';
+import { endOfResult, type ChildEnd } from '../../src/rules/child-end.js';
 import { countDelegationSettled, countRefusal } from '../metrics.js';
 
 /** The hooks a child's task goes through before it is prepared, in order. */
@@ -102,7 +103,7 @@ export class ChildLife {
     const { returnShape } = this.call;
     let handle;
     try {
-      handle = await startAgentRun(this.#startOptions(input));
+      handle = await startChild<(input: RunInput) => Promise<RunResult>>('agentRun', this.#startOptions(input));
     } catch (err) {
       const notStarted = await explainStartFailure(child.entry, err);
       if (notStarted.kind === 'refused') return this.#refused(notStarted.reason);
@@ -116,7 +117,7 @@ export class ChildLife {
     } catch (err) {
       return this.#ended(endOfFailure(err));
     }
-    return this.#ended(readResult(result, returnShape));
+    return this.#ended(endOfResult(result, returnShape));
   }
 
   /**

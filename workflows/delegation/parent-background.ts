@@ -6,15 +6,8 @@ import { attempted, MODEL_CALL_OPTIONS, modelCallOptions } from '../activity-opt
 import { fellBack, retryModelCall } from '../retry-model-call.js';
 import type { DeputyActivities } from '../../activities/index.js';
 import { isCancellation, proxyActivities } from '@temporalio/workflow';
-import {
-  available,
-  budgetOf,
-  lessBilled,
-  upperBoundTokens,
-  worstCase,
-  type Amount,
-  type CallBudget,
-} from '../../src/rules/budget.js';
+import { available, budgetOf, type Amount } from '../../src/rules/budget.js';
+import { lessBilled, upperBoundTokens, worstCase, type CallBudget } from '../../src/rules/call-budget.js';
 import type { SessionEvent } from '../../src/contract/session.js';
 import { billedBy, budgetExceeded, failureMessage } from '../../src/rules/failure-message.js';
 import { callSpend, NO_TOKENS } from '../../src/rules/usage.js';

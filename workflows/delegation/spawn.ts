@@ -1,6 +1,7 @@
 /**
- * Starting a child and reading how it ended: a taken id refuses one brief, this invocation's own
- * child from an earlier attempt is attached to. Deterministic code only.
+ * When a child's start fails or it cannot be followed: a taken id refuses one brief, this invocation's own child from
+ * an earlier attempt is attached to, and how a child that failed or was cancelled ended is read from its failure.
+ * Deterministic code only.
  */
 import { LOOKUP_OPTIONS } from '../activity-options.js';
 import type { DeputyActivities } from '../../activities/index.js';
@@ -11,16 +12,13 @@ import {
   ChildWorkflowFailure,
   getExternalWorkflowHandle,
   isCancellation,
-  startChild,
-  type ChildWorkflowHandle,
-  type ChildWorkflowOptions,
   proxyActivities,
   ActivityCancellationType,
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
-import type { LedgerEntry, RunInput, RunResult } from '../../src/contract/run.js';
+import type { LedgerEntry } from '../../src/contract/run.js';
 import { failureMessage } from '../../src/rules/failure-message.js';
 import {
   cancelledEnd,
@@ -31,7 +29,6 @@ import {
   type ChildEnd,
 } from '../../src/rules/child-end.js';
 import { FAILURE } from '../../src/contract/failures.js';
-import { checkReturnShape } from '../../src/contract/checks/contract-checks.js';
 
 const { describeRun } = proxyActivities<DeputyActivities>(LOOKUP_OPTIONS);
 // Waits on a run this parent did not start in this execution (an attach): as long as the run lives.
@@ -41,13 +38,6 @@ const { awaitRun } = proxyActivities<DeputyActivities>({
   cancellationType: ActivityCancellationType.TRY_CANCEL,
   retry: { maximumAttempts: 5 },
 });
-
-/** Starts the child's `agentRun`; its handle once Temporal records the start. */
-export async function startAgentRun(options: ChildWorkflowOptions & { args: [RunInput] }): Promise<ChildHandle> {
-  return startChild<(input: RunInput) => Promise<RunResult>>('agentRun', options);
-}
-
-type ChildHandle = ChildWorkflowHandle<(input: RunInput) => Promise<RunResult>>;
 
 /**
  * Why a child did not start, or that it need not: an id already held by this invocation's own child from an earlier
@@ -88,12 +78,6 @@ async function explainTakenId(entry: LedgerEntry): Promise<NotStarted> {
   };
 }
 
-/** A child's result as its parent books it; a completed child's output is checked when a return shape asks. */
-export function readResult(result: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd {
-  if (!returnShape || result.status !== 'completed') return endOfResult(result, undefined);
-  return endOfResult(result, checkReturnShape(result.output, returnShape));
-}
-
 /** Waits for an attached child; cancelling the parent cancels it, as it would a child it started. */
 export async function joinAttached(
   workflowId: string,
@@ -101,7 +85,7 @@ export async function joinAttached(
 ): Promise<ChildEnd> {
   try {
     const ended = await awaitRun({ workflowId });
-    if (ended.kind === 'result') return readResult(ended.result, returnShape);
+    if (ended.kind === 'result') return endOfResult(ended.result, returnShape);
     return ended.kind === 'cancelled' ? cancelledEnd() : failedEnd(ended.error, ended.usage);
   } catch (err) {
     if (isCancellation(err)) {

@@ -16,8 +16,8 @@ import {
   sum,
   ZERO_AMOUNT,
   type Amount,
-  type CallBudget,
 } from '../../src/rules/budget.js';
+import { type CallBudget } from '../../src/rules/call-budget.js';
 import { settleReservation } from '../../src/rules/child-end.js';
 import { billedBy } from '../../src/rules/failure-message.js';
 import type { ModelChain } from '../../src/rules/model-retry.js';

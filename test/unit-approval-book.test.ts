@@ -3,7 +3,7 @@
  * failed its check, a deadline, a second decision — writes over how it closed.
  */
 import { describe, expect, it } from 'vitest';
-import { OwnRequest } from '../workflows/approval-request.js';
+import { OwnRequest } from '../workflows/approval-book.js';
 import type { ApprovalRequest } from '../src/contract/approvals.js';
 
 const request: ApprovalRequest = {
