@@ -43,7 +43,11 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
   G3: {
     rule: 'a child at max depth may delegate',
     edits: [
-      ['src/rules/child-composition.ts', 'childDepth < depthLimit(delegation) &&', 'true &&'],
+      [
+        'src/rules/children.ts',
+        'scopes.includes(DELEGATE_SCOPE) && depth < depthLimit(settings)',
+        'scopes.includes(DELEGATE_SCOPE)',
+      ],
       [
         'src/rules/children.ts',
         'input.childDepth < depthLimit(input.settings) && !neverInherited',
@@ -253,7 +257,7 @@ const MUTATIONS: Record<string, { rule: string; edits: Edit[] }> = {
     edits: [
       [
         'src/rules/approvals.ts',
-        'if (above === undefined || reservedUsd <= above) return undefined;',
+        'if (above === undefined || together <= above) return undefined;',
         'return undefined;',
       ],
     ],

@@ -4,7 +4,15 @@
  * unit-budget.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { available, deriveChildLimits, overLimits, reserve, withinBudget, type Budget } from '../src/rules/budget.js';
+import {
+  asLimits,
+  available,
+  deriveChildLimits,
+  overLimits,
+  reserve,
+  withinBudget,
+  type Budget,
+} from '../src/rules/budget.js';
 import { fitCall, MIN_COMPLETION_TOKENS, upperBoundTokens, worstCase } from '../src/rules/call-budget.js';
 import { priceFromUsdPerMTok, ZERO_USAGE } from '../src/rules/usage.js';
 
@@ -62,14 +70,16 @@ describe('R2.6 reservations', () => {
     };
     const parentUsage = { ...ZERO_USAGE, totalTokens: 100, costMicroUsd: 1000, turns: 2, toolCalls: 3 };
     const derive = (requested: Record<string, unknown> | undefined, defaults = {}) =>
-      deriveChildLimits({
-        parentLimits,
-        parentUsage,
-        reserved: { tokens: 200, costMicroUsd: 1000 },
-        nowMs: Date.parse('2026-12-01T11:00:00.000Z'),
-        requested,
-        defaults,
-      });
+      asLimits(
+        deriveChildLimits({
+          parentLimits,
+          parentUsage,
+          reserved: { tokens: 200, costMicroUsd: 1000 },
+          nowMs: Date.parse('2026-12-01T11:00:00.000Z'),
+          requested,
+          defaults,
+        }),
+      );
     expect(
       derive({ maxTokens: 50, maxCostUsd: 0.001, maxTurns: 2, maxToolCalls: 1, deadline: '2026-12-01T11:30:00.000Z' }),
     ).toEqual({
@@ -97,7 +107,7 @@ describe('R2.6 reservations', () => {
       defaults: {},
       keep: { tokens: 300, costMicroUsd: 500 },
     });
-    expect(kept).toMatchObject({ maxTokens: 400, maxCostUsd: 0.0025 });
+    expect(asLimits(kept)).toMatchObject({ maxTokens: 400, maxCostUsd: 0.0025 });
   });
 });
 

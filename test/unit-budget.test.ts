@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  asLimits,
   childReserve,
   reserveUncovered,
   available,
@@ -54,7 +55,7 @@ describe('R2.5 deriveChildLimits', () => {
       requested: { maxTurns: 20, maxTokens: 100, deadline: '2026-01-01T02:00:00Z' },
       defaults: { maxCostUsd: 0.5, maxToolCalls: 2 },
     });
-    expect(limits).toEqual({
+    expect(asLimits(limits)).toEqual({
       maxTurns: 7, // min(20, 10 - 3)
       maxTokens: 100, // min(100, 5000 - 1000 - 500)
       maxCostUsd: 0.007, // min(0.5, 0.01 - 0.002 - 0.001)
@@ -69,25 +70,28 @@ describe('R2.17 a child’s synthesis reserve is sized to it', () => {
   const sizing = { fraction: 0.1, minTokens: 500, minCostUsd: 0.0005 };
 
   it('R2.17 a tenth of its limits, never below the floors; none when children get none', () => {
-    expect(childReserve({ maxTokens: 40_000, maxCostUsd: 0.05 }, sizing)).toEqual({ tokens: 4000, costUsd: 0.005 });
-    expect(childReserve({ maxTokens: 2000, maxCostUsd: 0.003 }, sizing)).toEqual({ tokens: 500, costUsd: 0.0005 });
-    expect(childReserve({}, sizing)).toEqual({ tokens: 500, costUsd: 0.0005 });
-    expect(childReserve({ maxTokens: 40_000 }, { ...sizing, fraction: 0 })).toEqual({ tokens: 500, costUsd: 0.0005 });
+    const floor = { tokens: 500, costMicroUsd: 500 };
+    expect(childReserve({ maxTokens: 40_000, maxCostMicroUsd: 50_000 }, sizing)).toEqual({
+      tokens: 4000,
+      costMicroUsd: 5000,
+    });
+    expect(childReserve({ maxTokens: 2000, maxCostMicroUsd: 3000 }, sizing)).toEqual(floor);
+    expect(childReserve({}, sizing)).toEqual(floor);
+    expect(childReserve({ maxTokens: 40_000 }, { ...sizing, fraction: 0 })).toEqual(floor);
     expect(childReserve({ maxTokens: 40_000 }, false)).toBe(false);
   });
 
   it('R2.17 a limit at or below its reserve is named, tokens first; one above it, or no reserve, is not', () => {
-    expect(reserveUncovered({ maxTokens: 500 }, { tokens: 500 })).toBe(
+    const floor = { tokens: 500, costMicroUsd: 500 };
+    expect(reserveUncovered({ maxTokens: 500 }, { tokens: 500, costMicroUsd: 0 })).toBe(
       'its limit of 500 tokens cannot cover its final-synthesis reserve of 500 tokens, so it would start with no tools: give it more, or lower delegation.childSynthesisReserve in the config',
     );
-    expect(reserveUncovered({ maxTokens: 501, maxCostUsd: 0.0005 }, { tokens: 500, costUsd: 0.0005 })).toMatch(
+    expect(reserveUncovered({ maxTokens: 501, maxCostMicroUsd: 500 }, floor)).toMatch(
       /^its limit of \$0\.000500 cannot cover its final-synthesis reserve of \$0\.000500/,
     );
-    expect(
-      reserveUncovered({ maxTokens: 501, maxCostUsd: 0.000501 }, { tokens: 500, costUsd: 0.0005 }),
-    ).toBeUndefined();
+    expect(reserveUncovered({ maxTokens: 501, maxCostMicroUsd: 501 }, floor)).toBeUndefined();
     expect(reserveUncovered({ maxTokens: 1 }, false)).toBeUndefined();
-    expect(reserveUncovered({}, { tokens: 500, costUsd: 0.0005 })).toBeUndefined();
+    expect(reserveUncovered({}, floor)).toBeUndefined();
   });
 });
 

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { RunResult } from '../src/contract/run.js';
 import { childInput, type ChildPlan } from '../src/rules/run-start.js';
 import { compositionFromInput, startsFromInput } from '../src/rules/child-composition.js';
-import { endOfResult, settleReservation } from '../src/rules/child-end.js';
+import { endOfResult } from '../src/rules/child-end.js';
+import { settleReservation } from '../src/rules/budget.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { benchConfig } from '../bench/script.js';
@@ -36,7 +37,7 @@ const plan: ChildPlan = {
   contextRendering: 'block',
   contextMode: 'all',
   toolGrant: { tools: ['search_notes'], scopes: ['tools.notes'] },
-  limits: { maxTurns: 3, maxTokens: 1000, maxCostUsd: 0.002 },
+  limits: { maxTurns: 3, maxTokens: 1000, maxCostMicroUsd: 2000 },
   reservation: { tokens: 1000, costMicroUsd: 2000 },
 };
 const tools = toolMap([...builtinTools(), fetchPageTool]);
@@ -67,7 +68,8 @@ describe('R2.4 R2.7 a child’s input', () => {
     expect(input).toMatchObject({
       task: '## Your task\nFind the tax rate.',
       preset: 'researcher',
-      limits: plan.limits,
+      // The plan's limits in the currency of the contract: micro-USD inside, USD in the input.
+      limits: { maxTurns: 3, maxTokens: 1000, maxCostUsd: 0.002 },
       scopes: ['tools.notes'],
       tenant: 'acme',
       origin: {

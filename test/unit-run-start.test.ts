@@ -11,7 +11,7 @@ import type { ArtifactRef } from '../src/contract/artifacts.js';
 import type { Brief } from '../src/contract/delegation.js';
 import { parseConfig } from '../src/config/schema.js';
 import { cancelledEnd, endOfResult, failedEnd, reportedUsage } from '../src/rules/child-end.js';
-import { resolveLimits } from '../src/rules/budget.js';
+import { asLimits, resolveLimits } from '../src/rules/budget.js';
 import { childInput, planChild, shrunkPlan, type ChildPlan, type PlanningParent } from '../src/rules/run-start.js';
 import { compositionFromInput, inheritComposition } from '../src/rules/child-composition.js';
 import type { ResolveRunResult } from '../src/contract/composition.js';
@@ -75,7 +75,7 @@ const planned = (b: Brief, parent = parentWith(), childComposition = own) => {
 describe('R2.5 R2.6 R2.7 a child planned from its brief', () => {
   it('R2.5 R2.6 limits are the brief’s or the defaults, within what the parent has left; the reservation is them', () => {
     const plan = planned(brief({ limits: { maxTurns: 2, maxCostUsd: 0.001 } }));
-    expect(plan.limits).toMatchObject({ maxTurns: 2, maxTokens: 4000, maxCostUsd: 0.001 });
+    expect(asLimits(plan.limits)).toMatchObject({ maxTurns: 2, maxTokens: 4000, maxCostUsd: 0.001 });
     expect(plan.reservation).toEqual({ tokens: 4000, costMicroUsd: 1000 });
     expect(plan).toMatchObject({
       brief: brief({ limits: { maxTurns: 2, maxCostUsd: 0.001 } }),
@@ -86,7 +86,7 @@ describe('R2.5 R2.6 R2.7 a child planned from its brief', () => {
     });
     expect(plan.limits.synthesisReserve).toBeDefined();
     const spent = parentWith({ usage: { ...ZERO_USAGE, totalTokens: 18_000, costMicroUsd: 18_000 } });
-    expect(planned(brief(), spent).limits).toMatchObject({ maxTokens: 2000, maxCostUsd: 0.002 });
+    expect(asLimits(planned(brief(), spent).limits)).toMatchObject({ maxTokens: 2000, maxCostUsd: 0.002 });
   });
 
   it('R2.7 tools are narrowed to the brief’s allowed_tools; a tool the parent lacks is refused by name', () => {
@@ -155,9 +155,9 @@ describe('R2.13 a plan shrunk by its parent’s overrun', () => {
     const plan: ChildPlan = planned(brief());
     const shrunk = shrunkPlan(plan, { tokens: 1000, costMicroUsd: 500 });
     expect(shrunk.reservation).toEqual({ tokens: 3000, costMicroUsd: 3500 });
-    expect(shrunk.limits).toMatchObject({ maxTurns: 4, maxTokens: 3000, maxCostUsd: 0.0035 });
+    expect(asLimits(shrunk.limits)).toMatchObject({ maxTurns: 4, maxTokens: 3000, maxCostUsd: 0.0035 });
     expect(plan.reservation).toEqual({ tokens: 4000, costMicroUsd: 4000 });
-    expect(plan.limits).toMatchObject({ maxTokens: 4000, maxCostUsd: 0.004 });
+    expect(asLimits(plan.limits)).toMatchObject({ maxTokens: 4000, maxCostUsd: 0.004 });
     expect(shrunk.brief).toBe(plan.brief);
     // A limit the plan does not set stays unset.
     const open = { ...plan, limits: { maxTurns: 4 } };

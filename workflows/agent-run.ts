@@ -248,7 +248,11 @@ function resolveRunInput(input: ParsedRunInput, depth: number) {
  */
 class RunDeadline {
   readonly #scope = new CancellationScope();
-  /** The timer's wait (none when activities are bounded instead): it ends with the run, and never rejects. */
+  /**
+   * The timer's wait (none when activities are bounded instead), held and never awaited: it never rejects, and a run
+   * that ends first leaves it to Temporal, which drops a closed run's timers (Temporal's own `withTimeout` would
+   * cancel it, one more command and event in every run's history).
+   */
   readonly timer: Promise<void>;
 
   private constructor(

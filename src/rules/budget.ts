@@ -6,7 +6,7 @@
  * integers.
  */
 import type { BriefLimits, ChildSynthesisReserve } from '../contract/delegation.js';
-import type { DefaultLimits, SynthesisReserve } from '../contract/composition.js';
+import type { DefaultLimits } from '../contract/composition.js';
 import type { LimitName, Limits, Remaining, ResolvedLimits, Usage } from '../contract/run.js';
 import { microToUsd, usdText, usdToMicro, type Spend } from './usage.js';
 
@@ -63,6 +63,21 @@ export const minOf = (...values: (number | null | undefined)[]): number | null =
 };
 
 /**
+ * A child's limits as its parent plans them, cost in integer micro-USD like every amount of a budget; its input
+ * carries them in USD (`asLimits`, the one conversion on the way out).
+ */
+export interface ChildLimits {
+  maxTurns?: number;
+  maxTokens?: number;
+  maxCostMicroUsd?: number;
+  maxToolCalls?: number;
+  /** Absolute time (ISO 8601). */
+  deadline?: string;
+  /** Its own final-synthesis reserve, inside its limits; `false`: none. */
+  synthesisReserve?: Amount | false;
+}
+
+/**
  * A child's limits. For each limit, child = min(the brief's request or the configured default, the parent's
  * remaining); the child's deadline never passes its parent's. Tokens and cost left are net of live reservations.
  */
@@ -75,7 +90,7 @@ export function deriveChildLimits(input: {
   defaults: BriefLimits;
   /** What the parent keeps for its own final answer (its synthesis reserve): never lent to a child. */
   keep?: Amount;
-}): Limits {
+}): ChildLimits {
   const { parentLimits, parentUsage, reserved, nowMs, defaults } = input;
   const requested = input.requested ?? {};
   const rem = remaining(parentLimits, parentUsage, nowMs);
@@ -84,16 +99,31 @@ export function deriveChildLimits(input: {
   const cost = minOf(askedCost === undefined ? undefined : usdToMicro(askedCost), free.costMicroUsd);
   const askedDeadline = requested.deadline ?? defaults.deadline;
   const deadline = minOf(askedDeadline === undefined ? undefined : Date.parse(askedDeadline), parentLimits.deadlineMs);
-  const limits: Limits = {};
+  const limits: ChildLimits = {};
   const turns = minOf(requested.maxTurns ?? defaults.maxTurns, rem.turns);
   const tokens = minOf(requested.maxTokens ?? defaults.maxTokens, free.tokens);
   const toolCalls = minOf(requested.maxToolCalls ?? defaults.maxToolCalls, rem.toolCalls);
   if (turns !== null) limits.maxTurns = turns;
   if (tokens !== null) limits.maxTokens = tokens;
-  if (cost !== null) limits.maxCostUsd = microToUsd(cost);
+  if (cost !== null) limits.maxCostMicroUsd = cost;
   if (toolCalls !== null) limits.maxToolCalls = toolCalls;
   if (deadline !== null) limits.deadline = new Date(deadline).toISOString();
   return limits;
+}
+
+/** A child's limits as its input carries them (cost in USD). */
+export function asLimits(limits: ChildLimits): Limits {
+  const { maxTurns, maxTokens, maxCostMicroUsd, maxToolCalls, deadline, synthesisReserve: reserve } = limits;
+  return {
+    ...(maxTurns !== undefined && { maxTurns }),
+    ...(maxTokens !== undefined && { maxTokens }),
+    ...(maxCostMicroUsd !== undefined && { maxCostUsd: microToUsd(maxCostMicroUsd) }),
+    ...(maxToolCalls !== undefined && { maxToolCalls }),
+    ...(deadline !== undefined && { deadline }),
+    ...(reserve !== undefined && {
+      synthesisReserve: reserve && { tokens: reserve.tokens, costUsd: microToUsd(reserve.costMicroUsd) },
+    }),
+  };
 }
 
 /** A child's reserve when the config says nothing: a tenth of its limits, at least 500 tokens and $0.0005. */
@@ -103,37 +133,33 @@ export const DEFAULT_CHILD_SYNTHESIS_RESERVE = { fraction: 0.1, minTokens: 500, 
  * A child's final-synthesis reserve, sized to its limits: the fraction of each, never below the floor. It is part of
  * the child's limits (what the parent reserves does not grow), so it fits the child, however small.
  */
-export function childReserve(limits: Limits, sizing: ChildSynthesisReserve): SynthesisReserve {
+export function childReserve(limits: ChildLimits, sizing: ChildSynthesisReserve): Amount | false {
   if (sizing === false) return false;
   const tokens = Math.max(sizing.minTokens, Math.ceil((limits.maxTokens ?? 0) * sizing.fraction));
-  const cost = Math.max(usdToMicro(sizing.minCostUsd), Math.ceil(usdToMicro(limits.maxCostUsd ?? 0) * sizing.fraction));
-  return { tokens, costUsd: microToUsd(cost) };
+  const cost = Math.max(usdToMicro(sizing.minCostUsd), Math.ceil((limits.maxCostMicroUsd ?? 0) * sizing.fraction));
+  return { tokens, costMicroUsd: cost };
 }
 
 /**
  * Why a child with these limits would start in synthesis — its reserve covering all it has, so its first call would
  * offer no tool — or `undefined` when it would not.
  */
-export function reserveUncovered(limits: Limits, reserve: SynthesisReserve): string | undefined {
+export function reserveUncovered(limits: ChildLimits, reserve: Amount | false): string | undefined {
   if (reserve === false) return undefined;
   const fix = 'give it more, or lower delegation.childSynthesisReserve in the config';
-  const tokens = reserve.tokens ?? 0;
+  const { tokens, costMicroUsd: cost } = reserve;
   if (limits.maxTokens !== undefined && limits.maxTokens <= tokens) {
     return `its limit of ${limits.maxTokens} tokens cannot cover its final-synthesis reserve of ${tokens} tokens, so it would start with no tools: ${fix}`;
   }
-  const cost = usdToMicro(reserve.costUsd ?? 0);
-  if (limits.maxCostUsd !== undefined && usdToMicro(limits.maxCostUsd) <= cost) {
-    return `its limit of ${usdText(usdToMicro(limits.maxCostUsd))} cannot cover its final-synthesis reserve of ${usdText(cost)}, so it would start with no tools: ${fix}`;
+  if (limits.maxCostMicroUsd !== undefined && limits.maxCostMicroUsd <= cost) {
+    return `its limit of ${usdText(limits.maxCostMicroUsd)} cannot cover its final-synthesis reserve of ${usdText(cost)}, so it would start with no tools: ${fix}`;
   }
   return undefined;
 }
 
 /** What reserving for a child with these limits holds back: its token and cost caps. */
-export function reservationFor(limits: Limits): Amount {
-  return {
-    tokens: limits.maxTokens ?? 0,
-    costMicroUsd: limits.maxCostUsd === undefined ? 0 : usdToMicro(limits.maxCostUsd),
-  };
+export function reservationFor(limits: ChildLimits): Amount {
+  return { tokens: limits.maxTokens ?? 0, costMicroUsd: limits.maxCostMicroUsd ?? 0 };
 }
 
 /** Adds amounts. */
@@ -215,6 +241,20 @@ export function shrinkToFit(budget: Budget, reservations: readonly Amount[]): { 
     return cut;
   });
   return { cuts, left };
+}
+
+/**
+ * Settles a child's reservation: released, and its spend charged in full — what it reported, even past
+ * its reservation (then `overrun` says by how much), or the whole reservation when it ended without reporting (never
+ * under-count).
+ */
+export function settleReservation(
+  budget: Budget,
+  reservation: Amount,
+  spent: Spend | null,
+): { reserved: Amount; charge: Spend; overrun: Amount | null } {
+  const charge = spent ?? { inputTokens: reservation.tokens, outputTokens: 0, costMicroUsd: reservation.costMicroUsd };
+  return { reserved: release(budget, reservation).reserved, charge, overrun: overrunOf(charge, reservation) };
 }
 
 /**

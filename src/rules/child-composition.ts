@@ -8,6 +8,7 @@ import type { InheritedComposition, ResolveRunResult } from '../contract/composi
 import { DEFAULT_PAYLOAD_LIMITS } from './payloads.js';
 import type { ToolGrant } from './children.js';
 import { composeRun } from './composition.js';
+import { asLimits, type ChildLimits } from './budget.js';
 import type { Preset } from '../contract/preset.js';
 import type { Brief } from '../contract/delegation.js';
 
@@ -33,7 +34,7 @@ export type ChildPreset = NonNullable<ChildOrigin['preset']>;
  */
 export function inheritComposition(
   parent: ResolveRunResult,
-  plan: { composition: PresetChoice; toolGrant: ToolGrant; restore?: unknown; limits: Limits },
+  plan: { composition: PresetChoice; toolGrant: ToolGrant; restore?: unknown; limits: ChildLimits },
   brief: Pick<Brief, 'role' | 'model' | 'effort'>,
   childDepth: number,
 ): InheritedComposition | undefined {
@@ -56,7 +57,7 @@ export function inheritComposition(
       depth: childDepth,
     },
   );
-  return carried(composition, mayDelegate, plan.limits);
+  return carried(composition, mayDelegate, asLimits(plan.limits));
 }
 
 /**

@@ -1,14 +1,11 @@
 /**
- * How a child's end reads to its parent, in pure code: its status, output and summary, the spend it reported, and
- * how its reservation is settled. No Temporal, no I/O: the workflow does the effects.
+ * How a child's end reads to its parent, in pure code: its status, output and summary, and the spend it reported.
+ * No Temporal, no I/O: the workflow does the effects.
  */
 import type { ArtifactRef } from '../contract/artifacts.js';
 import type { RunResult, Usage } from '../contract/run.js';
-import { asRunResult } from '../contract/checks/contract-checks.js';
-import { overrunOf, release, type Amount, type Budget } from './budget.js';
 import { bounded, MAX_CHILD_OUTPUT_CHARS, type ChildOutcome } from './children.js';
-import { checkReturnShape, type ReturnShapeCheck } from '../contract/checks/contract-checks.js';
-import { type Spend } from './usage.js';
+import { asRunResult, checkReturnShape, type ReturnShapeCheck } from '../contract/checks/contract-checks.js';
 
 /** How a child ended, as its parent books it: status, output, summary, error, and the spend it reported. */
 export interface ChildEnd {
@@ -77,18 +74,4 @@ export function failedEnd(message: string, spent: Usage | null): ChildEnd {
 export function cancelledEnd(): ChildEnd {
   const error = 'the child was cancelled before it finished';
   return { status: 'cancelled', output: null, summary: 'the child was cancelled', error, spent: null };
-}
-
-/**
- * Settles a child's reservation: released, and its spend charged in full — what it reported, even past
- * its reservation (then `overrun` says by how much), or the whole reservation when it ended without reporting (never
- * under-count).
- */
-export function settleReservation(
-  budget: Budget,
-  reservation: Amount,
-  spent: Spend | null,
-): { reserved: Amount; charge: Spend; overrun: Amount | null } {
-  const charge = spent ?? { inputTokens: reservation.tokens, outputTokens: 0, costMicroUsd: reservation.costMicroUsd };
-  return { reserved: release(budget, reservation).reserved, charge, overrun: overrunOf(charge, reservation) };
 }

@@ -5,19 +5,20 @@
  */
 import type { ArtifactRef } from '../contract/artifacts.js';
 import type { ContextRendering } from '../contract/preset.js';
-import type { ChildOrigin, Limits, RunInput, Usage } from '../contract/run.js';
+import type { ChildOrigin, RunInput, Usage } from '../contract/run.js';
 import type { ResolveRunResult } from '../contract/composition.js';
 import type { SessionEvent } from '../contract/session.js';
 import { type Amount } from './budget.js';
 import { renderChildTask, type ToolGrant } from './children.js';
 import type { Brief, ContextMode } from '../contract/delegation.js';
-import { microToUsd } from './usage.js';
 import type { DelegationSettings } from '../contract/delegation.js';
 import type { ResolvedLimits } from '../contract/run.js';
 import { SESSION_VERSION } from '../contract/dialogue.js';
 import { closeUnansweredToolCalls } from './restoration.js';
 import {
+  asLimits,
   childReserve,
+  type ChildLimits,
   DEFAULT_CHILD_SYNTHESIS_RESERVE,
   deriveChildLimits,
   reservationFor,
@@ -44,7 +45,8 @@ export interface ChildPlan {
   /** A follow-up: its source's snapshot mark, so an interjection continues from what the source saw. */
   readonly snapshotMark?: number | undefined;
   readonly toolGrant: ToolGrant;
-  readonly limits: Limits;
+  /** Its limits, cost in micro-USD; its input carries them in USD. */
+  readonly limits: ChildLimits;
   readonly reservation: Amount;
   /** The artifacts its brief gives it to read (every one readable by the parent). */
   readonly artifacts?: ArtifactRef[];
@@ -55,16 +57,13 @@ export interface ChildPlan {
  * and cost limits shrink with it. The plan given is left as it was.
  */
 export function shrunkPlan(plan: ChildPlan, cut: Amount): ChildPlan {
-  const reservation = {
-    tokens: plan.reservation.tokens - cut.tokens,
-    costMicroUsd: plan.reservation.costMicroUsd - cut.costMicroUsd,
-  };
+  const { maxTokens, maxCostMicroUsd } = plan.limits;
   const limits = {
     ...plan.limits,
-    ...(plan.limits.maxTokens !== undefined && { maxTokens: reservation.tokens }),
-    ...(plan.limits.maxCostUsd !== undefined && { maxCostUsd: microToUsd(reservation.costMicroUsd) }),
+    ...(maxTokens !== undefined && { maxTokens: maxTokens - cut.tokens }),
+    ...(maxCostMicroUsd !== undefined && { maxCostMicroUsd: maxCostMicroUsd - cut.costMicroUsd }),
   };
-  return { ...plan, reservation, limits };
+  return { ...plan, reservation: reservationFor(limits), limits };
 }
 
 /** What a child's input needs of its parent. */
@@ -96,7 +95,7 @@ export function childInput(
     preset: plan.preset,
     ...(model && { model }),
     ...(brief.effort && { effort: brief.effort }),
-    limits: plan.limits,
+    limits: asLimits(plan.limits),
     scopes: plan.toolGrant.scopes,
     ...(parent.tenant && { tenant: parent.tenant }),
     origin: {
@@ -163,10 +162,10 @@ export function planChild(
     defaults: settings.childDefaults,
     keep: run.synthesisKeep,
   });
-  if (derived.maxTurns === 0 || derived.maxTokens === 0 || derived.maxCostUsd === 0) {
+  if (derived.maxTurns === 0 || derived.maxTokens === 0 || derived.maxCostMicroUsd === 0) {
     return {
       ok: false,
-      error: `brief "${brief.task_name}": nothing is left of this run's budget for a child (limits ${JSON.stringify(derived)})`,
+      error: `brief "${brief.task_name}": nothing is left of this run's budget for a child (limits ${JSON.stringify(asLimits(derived))})`,
     };
   }
   // The child's own reserve, inside its limits: a child too small for one is refused rather than started toolless.

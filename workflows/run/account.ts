@@ -18,7 +18,7 @@ import {
   type Amount,
 } from '../../src/rules/budget.js';
 import { type CallBudget } from '../../src/rules/call-budget.js';
-import { settleReservation } from '../../src/rules/child-end.js';
+import { settleReservation } from '../../src/rules/budget.js';
 import { billedBy } from '../../src/rules/failure-message.js';
 import type { ModelChain } from '../../src/rules/model-retry.js';
 import {
