@@ -64,6 +64,32 @@ describe('R2.5 deriveChildLimits', () => {
     });
     expect(reservationFor(limits)).toEqual({ tokens: 100, costMicroUsd: 7000 });
   });
+
+  it('R2.5 a parent without limits, asked for none, gives its child none: no limit is written as nothing', () => {
+    const open = deriveChildLimits({
+      parentLimits: resolveLimits({}, {}, 0),
+      parentUsage: ZERO_USAGE,
+      reserved: { tokens: 0, costMicroUsd: 0 },
+      nowMs: 0,
+      requested: undefined,
+      defaults: {},
+    });
+    expect(open).toStrictEqual({});
+    expect(reservationFor(open)).toEqual({ tokens: 0, costMicroUsd: 0 });
+  });
+
+  it('R2.5 a child’s limits go into its input in USD, and only the limits it has', () => {
+    expect(asLimits({})).toStrictEqual({});
+    expect(asLimits({ maxCostMicroUsd: 1500, synthesisReserve: false })).toStrictEqual({
+      maxCostUsd: 0.0015,
+      synthesisReserve: false,
+    });
+    const all = { maxTurns: 2, maxTokens: 900, maxToolCalls: 0, deadline: '2026-01-01T00:00:00.000Z' };
+    expect(asLimits({ ...all, synthesisReserve: { tokens: 50, costMicroUsd: 7 } })).toStrictEqual({
+      ...all,
+      synthesisReserve: { tokens: 50, costUsd: 0.000007 },
+    });
+  });
 });
 
 describe('R2.17 a child’s synthesis reserve is sized to it', () => {

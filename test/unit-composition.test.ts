@@ -59,6 +59,11 @@ describe('composeRun: one resolver for the config and for an implicit child', ()
     expect(composition).not.toHaveProperty('approvals');
     expect(composition.tools.map((tool) => tool.name)).toEqual(['calc']);
     expect(composition.preset).toBe('writer');
+    // What a source does not set, the run does not carry, not even as nothing.
+    expect(composition).not.toHaveProperty('tenantLabel');
+    expect(composition).not.toHaveProperty('modelTaskQueue');
+    const queued = composeRun({ ...source, tenantLabel: '', modelTaskQueue: 'models' }, request).composition;
+    expect([queued.tenantLabel, queued.modelTaskQueue]).toEqual(['', 'models']);
     expect(composition.presetRevision).toBe('r1');
   });
 });

@@ -303,6 +303,9 @@ describe('R2.7 what a child without a role inherits of its parent’s compositio
     const modelRetry = { maxAttempts: 2, initialIntervalSeconds: 1, maxIntervalSeconds: 2 };
     expect(inherit({ parent: { modelRetry } as never })!.modelRetry).toEqual(modelRetry);
     expect(inherit({ parent: { tenantLabel: '' } })!.tenantLabel).toBe('');
+    // A parent whose model calls go to a shared queue sends its implicit child's there too; one without, nowhere.
+    expect(inherited).not.toHaveProperty('modelTaskQueue');
+    expect(inherit({ parent: { modelTaskQueue: 'models' } })!.modelTaskQueue).toBe('models');
     expect(inherited.price).toEqual(composition.price);
     expect(inherited.compaction).toEqual(composition.compaction);
   });

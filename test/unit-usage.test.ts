@@ -10,6 +10,7 @@ import {
   billedOf,
   billedTokens,
   callSpend,
+  impossibleUsage,
   labelledUsage,
   ZERO_USAGE,
 } from '../src/rules/usage.js';
@@ -88,5 +89,22 @@ describe('R2.19 usage billed and usage debited', () => {
       outputTokens: 1,
       costMicroUsd: 800,
     });
+  });
+
+  it('a result whose usage no call can have is named, each count with what it said; a possible one is not', () => {
+    expect(impossibleUsage({ inputTokens: 0, outputTokens: 12 })).toBeNull();
+    expect(impossibleUsage({ inputTokens: -1, outputTokens: 1.5 })).toBe('inputTokens -1, outputTokens 1.5');
+    expect(impossibleUsage({ inputTokens: 2 ** 53, outputTokens: '3' })).toBe(
+      'inputTokens 9007199254740992, outputTokens "3"',
+    );
+    expect(impossibleUsage({ outputTokens: 1 })).toBe('inputTokens missing');
+    expect(impossibleUsage(null)).toBe('inputTokens missing, outputTokens missing');
+  });
+
+  it('billed differs from debited when the tokens differ, or the cost alone does', () => {
+    const usage = addModelCall(ZERO_USAGE, callSpend({ inputTokens: 10, outputTokens: 5 }, PRICE));
+    expect(billedDiffers(usage)).toBe(false);
+    expect(billedDiffers({ ...usage, billed: { ...usage.billed, costMicroUsd: usage.costMicroUsd - 1 } })).toBe(true);
+    expect(billedDiffers({ ...usage, billed: { ...usage.billed, inputTokens: 9 } })).toBe(true);
   });
 });

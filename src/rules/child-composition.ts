@@ -66,9 +66,8 @@ export function inheritComposition(
  * payload budgets when they are not the defaults. The rest (preset, model, scopes) is in the input already.
  */
 function carried(child: ResolveRunResult, mayDelegate: boolean, limits: Limits): InheritedComposition {
-  const defaults = Object.entries(child.defaultLimits).filter(
-    ([key]) => key === 'maxDurationSeconds' || limits[key as keyof Limits] === undefined,
-  );
+  // A child's limits never name a duration (it has a deadline): the config's duration always goes with it.
+  const defaults = Object.entries(child.defaultLimits).filter(([key]) => limits[key as keyof Limits] === undefined);
   const { effort, tools, delegation, hooks, payloads } = child;
   const customPayloads =
     payloads &&

@@ -5,7 +5,7 @@
 import type { ArtifactRef } from '../contract/artifacts.js';
 import type { RunResult, Usage } from '../contract/run.js';
 import { bounded, MAX_CHILD_OUTPUT_CHARS, type ChildOutcome } from './children.js';
-import { asRunResult, checkReturnShape, type ReturnShapeCheck } from '../contract/checks/contract-checks.js';
+import { asRunResult, checkReturnShape } from '../contract/checks/contract-checks.js';
 
 /** How a child ended, as its parent books it: status, output, summary, error, and the spend it reported. */
 export interface ChildEnd {
@@ -24,13 +24,13 @@ export interface ChildEnd {
  * when it gave one (a mismatch fails the brief), any other status an error for its brief only.
  */
 export function endOfResult(ended: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd {
-  const checked = returnShape && ended.status === 'completed' ? checkReturnShape(ended.output, returnShape) : undefined;
-  return { ...endOfOutput(ended, checked), ...(ended.artifacts && { artifacts: ended.artifacts }) };
+  return { ...endOfOutput(ended, returnShape), ...(ended.artifacts && { artifacts: ended.artifacts }) };
 }
 
-function endOfOutput(ended: RunResult, checked: ReturnShapeCheck | undefined): ChildEnd {
+function endOfOutput(ended: RunResult, returnShape: Record<string, unknown> | undefined): ChildEnd {
   const text = ended.output ?? '';
-  if (ended.status === 'completed' && checked) {
+  if (ended.status === 'completed' && returnShape) {
+    const checked = checkReturnShape(ended.output, returnShape);
     return checked.ok
       ? { status: 'completed', output: checked.value, summary: text, spent: ended.usage }
       : {
