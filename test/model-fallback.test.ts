@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { loadTree } from '../src/client/inspect.js';
 import { renderTree } from '../src/client/tree.js';
 import { RunState } from '../src/contract/run.js';
-import { forTask, toolResultCount, type RecordedRequest } from '../src/testing/script.js';
+import { forTask, toolResultCount, userSays, type RecordedRequest } from '../src/testing/script.js';
+import { isSummaryCall } from './support/delegation.js';
 import { testConfig, useHarness } from './support/harness.js';
 
 const CONFIG = testConfig({
@@ -19,6 +20,7 @@ const CONFIG = testConfig({
   fallbackModels: ['spare-model'],
   modelFallback: { rateLimited: 2, serverError: 2 },
   modelRetry: { maxIntervalSeconds: 1 },
+  delegation: { enabled: true, activation: 'unconditional' },
 });
 const h = useHarness({ config: CONFIG });
 
@@ -103,6 +105,75 @@ describe('R8.3 model fallback', () => {
       ['spare-model', 'test-model failed on the server 2 times'],
       ['spare-model', 'test-model failed on the server 2 times'],
     ]);
+  });
+
+  it('R8.3 a turn its own model answers names no fallback, though a child’s summary beside it moved the run on meanwhile', async () => {
+    const task = 'fallback: a turn beside a summary';
+    let moved!: () => void;
+    const chainMoved = new Promise<void>((resolve) => (moved = resolve));
+    h.model.add(
+      // The summary for a detached child fails on the run's own model twice: the run's calls move on to the spare.
+      {
+        name: 'summary down',
+        when: (r) => isSummaryCall(r) && r.body.model === 'test-model',
+        times: Infinity,
+        reply: { status: 503, message: 'overloaded' },
+      },
+      {
+        name: 'summary on the spare',
+        when: (r) => isSummaryCall(r) && r.body.model === 'spare-model',
+        reply: () => {
+          moved();
+          return { text: 'the parent is adding numbers' };
+        },
+      },
+      {
+        name: 'delegate',
+        when: forTask(task, 0),
+        reply: {
+          toolCalls: [
+            {
+              name: 'delegate',
+              arguments: { briefs: [{ task_name: 'side', message: 'side work', context: 'summary', wait: false }] },
+            },
+          ],
+        },
+      },
+      // The parent's next turn went out on its own model before the summary moved the run on, and answers after.
+      {
+        name: 'turn on its own model',
+        when: (r) => forTask(task, 1)(r) && r.body.model === 'test-model',
+        reply: async () => {
+          await chainMoved;
+          return { text: 'done, on my own model' };
+        },
+      },
+      { name: 'child', when: userSays('side work'), times: Infinity, reply: { text: 'side done' } },
+      // The child's result may wake the parent once more: that turn goes to the spare, where the run's calls are now.
+      { name: 'later turn', when: (r) => forTask(task)(r) && r.body.model === 'spare-model', reply: { text: 'noted' } },
+    );
+    const workflowId = h.id('fallback-beside');
+    await h.deputy.startRun({ task, scopes: ['tools.calc', 'run.delegate'] }, { workflowId });
+    const result = await h.deputy.result(workflowId);
+    expect(result.status).toBe('completed');
+    const rules = h.model.requests.filter((r) => r.rule !== 'child').map((r) => r.rule);
+    expect(rules).toContain('summary on the spare');
+    expect(rules).toContain('turn on its own model');
+
+    const state = RunState.parse(await h.deputy.getState(workflowId));
+    const answers = state.session.filter((e) => e.type === 'message/assistant');
+    // Answered by the run's own model (the delegate call, then the turn beside the summary): neither names a model
+    // or a fallback; a later answer from the spare names both.
+    const own = answers.filter((e) => e.type === 'message/assistant' && e.model === undefined);
+    expect(answers[0]).not.toHaveProperty('fallback');
+    const beside = answers.find((e) => e.content === 'done, on my own model');
+    expect(beside).toBeDefined();
+    expect(beside).not.toHaveProperty('fallback');
+    expect(beside).not.toHaveProperty('model');
+    for (const later of answers.filter((e) => e.content === 'noted')) {
+      expect(later).toMatchObject({ model: 'spare-model', fallback: 'test-model failed on the server 2 times' });
+    }
+    expect(own.length).toBeGreaterThanOrEqual(2);
   });
 
   it('R8.3 R2.13 a call is fitted at the dearest model it may reach: its answer cap leaves room for the fallback’s price, and the run stays within its cost', async () => {

@@ -253,6 +253,17 @@ describe('R8.3 the models a run’s calls go to', () => {
     expect(models.failed(typed('ModelCall.Unauthorized', true), summaryOn)).toBeNull();
   });
 
+  it('R8.3 a call answered by the run’s own model is no fallback, though another call moved the run on meanwhile', () => {
+    const models = chain();
+    const turnOn = models.current; // a turn goes out on the run's own model
+    expect(models.whyAnswered(turnOn)).toBeNull();
+    models.failed(typed('ModelCall.Network')); // a child's summary beside it moves the run on
+    expect(models.current).toEqual(SPARE);
+    // The turn's own model answers after all: its answer names no fallback; one from the spare names why.
+    expect(models.whyAnswered(turnOn)).toBeNull();
+    expect(models.whyAnswered(models.current)).toBe('own was unreachable 1 time');
+  });
+
   it('R8.3 an answer starts the count again; a call stays on the model that answered', () => {
     const models = chain();
     models.failed(typed('ModelCall.ServerError'));

@@ -225,7 +225,7 @@ async function callTurn(
   const spend = callSpend(reply, answeredBy.price);
   run.account.recordModelCall(spend);
   countModelCall(run, spend);
-  const fallback = run.account.models.reason;
+  const fallback = run.account.models.whyAnswered(answeredBy);
   run.append({
     type: 'message/assistant',
     at: now(),

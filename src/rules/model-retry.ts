@@ -238,6 +238,14 @@ export class ModelChain {
   }
 
   /**
+   * Why `answeredBy` answered a call instead of the run's own model; `null` when the run's own answered it (a call
+   * that went out before another call of the run moved on, and was answered, is no fallback).
+   */
+  whyAnswered(answeredBy: ChainModel): string | null {
+    return answeredBy.model === this.own.model ? null : this.#reason;
+  }
+
+  /**
    * The price a call is fitted at: each of input and answer at the dearest of the models it may still reach, so
    * whichever answers, the call costs no more than what was free.
    */
