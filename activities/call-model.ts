@@ -7,7 +7,7 @@ import type {
   SummarizeContextResult,
 } from '../src/contract/activities.js';
 import { fitCall } from '../src/rules/call-budget.js';
-import { callCostMicroUsd, microToUsd } from '../src/rules/usage.js';
+import { cacheParts, callCostMicroUsd, callTokensOf, microToUsd, NO_TOKENS } from '../src/rules/usage.js';
 import type { ModelPrice } from '../src/contract/composition.js';
 import type { Span } from '@opentelemetry/api';
 import { captureContent, captured, modelCallSpan, recordModelCall } from './telemetry.js';
@@ -114,9 +114,13 @@ export function createCallModel(deps: CallModelDeps) {
     // Both directions are debited at the larger of what the endpoint reports and what Deputy counted: an
     // endpoint that reports too little (or nothing) never spends past the budget unseen, and one whose tokenizer
     // counts more than Deputy's is paid what it bills.
+    // What the endpoint says its prompt cache served (or took) is part of its input either way: input Deputy
+    // counted past the report is priced uncached.
+    const reported = streamed.reported ?? NO_TOKENS;
     const spent = {
-      inputTokens: Math.max(streamed.reported?.inputTokens ?? 0, counted),
-      outputTokens: Math.max(streamed.reported?.outputTokens ?? 0, streamed.countedOutput),
+      inputTokens: Math.max(reported.inputTokens, counted),
+      outputTokens: Math.max(reported.outputTokens, streamed.countedOutput),
+      ...cacheParts(reported),
     };
     if (streamed.content === null && streamed.toolCalls.length === 0 && streamed.finishReason === null) {
       throw billedFailure(
@@ -135,10 +139,7 @@ export function createCallModel(deps: CallModelDeps) {
     // What the endpoint billed, for reconciling with its invoice: its report, Deputy's count where it made none.
     const usage = {
       ...spent,
-      billed: {
-        inputTokens: streamed.reported?.inputTokens ?? counted,
-        outputTokens: streamed.reported?.outputTokens ?? streamed.countedOutput,
-      },
+      billed: streamed.reported ?? { inputTokens: counted, outputTokens: streamed.countedOutput },
     };
     if (streamed.reported) {
       noteDisagreement(input.model, streamed.reported, {
@@ -309,7 +310,7 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
           message: `${input.model} returned an empty background summary`,
           nonRetryable: false,
         }),
-        { inputTokens: reply.inputTokens, outputTokens: reply.outputTokens },
+        callTokensOf(reply) ?? NO_TOKENS,
       );
     }
     const summary = reply.content.trim();
@@ -318,6 +319,6 @@ export function createSummarizeContext(callModel: ReturnType<typeof createCallMo
       const after = messagesAfterCompaction(dialogue, input.compact, summary);
       contexts?.set(run, input.context.seq, after, after);
     }
-    return { summary, inputTokens: reply.inputTokens, outputTokens: reply.outputTokens, billed: reply.billed };
+    return { summary, ...(callTokensOf(reply) ?? NO_TOKENS), billed: reply.billed };
   };
 }

@@ -27,7 +27,7 @@ import { ContextCache } from './context-cache.js';
 import { temporalRunRecords, tenantDelegationLookup } from '../src/config/tenant-evidence.js';
 import { createRunHook } from './run-hook.js';
 import { createRunTool } from './run-tool.js';
-import { priceFromUsdPerMTok } from '../src/rules/usage.js';
+import { modelPrice } from '../src/rules/usage.js';
 import { STORE_MAX_TEXT_BYTES } from '../src/ops/storage.js';
 import { MessageKeys } from '../src/ops/message-keys.js';
 import { ArtifactStore } from '../src/ops/artifacts.js';
@@ -163,7 +163,7 @@ function modelSettings(config: ActivityDeps['config']) {
       configEntry(config.current.inputCountFactorByModel, model) ?? config.current.inputCountFactor,
     price: (model: string) => {
       const price = configEntry(config.current.prices, model);
-      return price && priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd);
+      return price && modelPrice(price);
     },
   };
 }

@@ -11,7 +11,7 @@ import type { CallModelInput } from '../src/contract/activities.js';
 import type { ChatMessage } from '../src/contract/dialogue.js';
 import type { ToolSpec } from '../src/contract/tools.js';
 import type { CapParameter } from '../src/config/schema.js';
-import { NO_TOKENS, type CallTokens } from '../src/rules/usage.js';
+import { cacheParts, NO_TOKENS, type CallTokens } from '../src/rules/usage.js';
 import { endpointOf, htmlAnswerFailure, toModelFailure } from './model-errors.js';
 import { countText, encodingFor } from './tokens.js';
 import { readStream, type StreamedAnswer, type StreamProgress } from './model-stream.js';
@@ -130,6 +130,7 @@ function billedSoFar(progress: StreamProgress | undefined, inputTokens: number):
   return {
     inputTokens: Math.max(progress?.reported?.inputTokens ?? 0, inputTokens),
     outputTokens: Math.max(progress?.reported?.outputTokens ?? 0, progress?.outputTokens ?? 0),
+    ...cacheParts(progress?.reported ?? NO_TOKENS),
   };
 }
 

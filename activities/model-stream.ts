@@ -14,7 +14,7 @@ export interface StreamedAnswer {
   toolCalls: { id: string; name: string; arguments: string }[];
   finishReason: string | null;
   /** Usage as the endpoint reported it, if it did (a stream aborted at the cap never gets it). */
-  reported: { inputTokens: number; outputTokens: number } | undefined;
+  reported: CallTokens | undefined;
   /** A usage report that was no token count, or past what the call could have used: ignored (see `reported`). */
   impossibleUsage?: unknown;
   /** The completion's tokens as Deputy counted them. */
@@ -28,6 +28,31 @@ export interface StreamProgress {
   text: string;
   /** Usage as the endpoint reported it, once it has. */
   reported?: CallTokens;
+}
+
+/**
+ * A usage report as the endpoint bills it, or `null` when its input or output is no count. Of the input, what the
+ * provider served from its prompt cache comes as OpenAI's `prompt_tokens_details.cached_tokens` (DeepSeek's
+ * `prompt_cache_hit_tokens`), and what it wrote to it as `prompt_tokens_details.cache_write_tokens` (OpenRouter's);
+ * each is held to the input it is part of. Reasoning is output: within `completion_tokens`, as OpenAI counts it,
+ * unless the report's total counts it beside them (as some compatible servers do), when it is added.
+ */
+export function reportedTokens(usage: OpenAI.CompletionUsage): CallTokens | null {
+  const report = usage as OpenAI.CompletionUsage & {
+    prompt_tokens_details?: { cached_tokens?: unknown; cache_write_tokens?: unknown } | null;
+    prompt_cache_hit_tokens?: unknown;
+  };
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens;
+  const besides =
+    typeof reasoning === 'number' &&
+    reasoning > 0 &&
+    usage.total_tokens === usage.prompt_tokens + usage.completion_tokens + reasoning;
+  return callTokensOf({
+    inputTokens: usage.prompt_tokens,
+    outputTokens: besides ? usage.completion_tokens + reasoning : usage.completion_tokens,
+    cachedInputTokens: report.prompt_tokens_details?.cached_tokens ?? report.prompt_cache_hit_tokens,
+    cacheWriteTokens: report.prompt_tokens_details?.cache_write_tokens,
+  });
 }
 
 /** Most tool calls one streamed answer may open; an index past it is not a call. */
@@ -158,11 +183,11 @@ class StreamReader {
    */
   #usage(usage: OpenAI.CompletionUsage): void {
     const { bound } = this.options;
-    const tokens = callTokensOf({ inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens });
+    const tokens = reportedTokens(usage);
     if (!tokens || (bound && tokens.inputTokens > bound.inputTokens)) this.#impossibleUsage = usage;
     else if (bound && tokens.outputTokens > bound.outputTokens) {
       this.#impossibleUsage = usage;
-      this.#reported = { inputTokens: tokens.inputTokens, outputTokens: bound.outputTokens };
+      this.#reported = { ...tokens, outputTokens: bound.outputTokens };
     } else this.#reported = tokens;
   }
 

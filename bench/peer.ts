@@ -19,6 +19,8 @@ import { forTask, userSays, type ScriptRule } from '../src/testing/script.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import type { ScenarioResult } from './report.js';
 import { actionsOf } from './actions.js';
+import { cacheShare, withPromptCache, type CacheShare } from './prompt-cache.js';
+import type { ScriptedModelServer } from '../src/testing/scripted-model.js';
 
 const exec = promisify(execFile);
 export const PEER_PYTHON = join(PROJECT_ROOT, '.deputy', 'peer-venv', 'bin', 'python');
@@ -160,6 +162,8 @@ export interface DeputySide {
   tree: { bytes: number; events: number; medianMs: number; actions: number };
   bytesPerTurn: Record<number, number>;
   actionsPerTurn: Record<number, number>;
+  /** The share of its shortest long run's input a provider's cache served, compaction on and off. */
+  cache: { compactionOn?: CacheShare | undefined; compactionOff?: CacheShare | undefined };
 }
 
 /** The peer's long runs by turn count, with their history bytes and billable actions a turn. */
@@ -169,17 +173,18 @@ type LongRuns = Record<number, PeerRun & { bytesPerTurn: number; actionsPerTurn:
 export async function benchPeer(
   client: Client,
   address: string,
-  modelUrl: string,
+  model: ScriptedModelServer,
   turnsList: readonly number[],
   deputy: DeputySide,
 ): Promise<ScenarioResult[]> {
+  const modelUrl = model.url;
   const rows: ScenarioResult[] = [];
   for (const peer of PEERS) {
     if (!peer.installed()) {
       console.log(`bench: ${peer.label} rows left out: run ${peer.install} to install it`);
       continue;
     }
-    rows.push(...(await peerRows(peer, { client, address, modelUrl, turnsList, deputy })));
+    rows.push(...(await peerRows(peer, { client, address, model, modelUrl, turnsList, deputy })));
   }
   return rows;
 }
@@ -188,6 +193,7 @@ export async function benchPeer(
 interface PeerBench {
   client: Client;
   address: string;
+  model: ScriptedModelServer;
   modelUrl: string;
   turnsList: readonly number[];
   deputy: DeputySide;
@@ -195,22 +201,28 @@ interface PeerBench {
 
 async function peerRows(
   peer: Peer,
-  { client, address, modelUrl, turnsList, deputy }: PeerBench,
+  { client, address, model, modelUrl, turnsList, deputy }: PeerBench,
 ): Promise<ScenarioResult[]> {
   const tree = await runPeer(peer, client, address, modelUrl, ['--mode', 'tree', '--task', treeTask(peer)]);
   console.log(
     `bench: ${peer.id} tree ${tree.bytes} bytes, ${tree.events} events, ${tree.wallMs} ms${tree.ended ? `, ${tree.ended}` : ''}`,
   );
   const long: LongRuns = {};
+  let cache: CacheShare | undefined;
   for (const turns of turnsList) {
-    const run = await runPeer(peer, client, address, modelUrl, [
-      '--mode',
-      'long',
-      '--turns',
-      `${turns}`,
-      '--task',
-      longTask(peer, turns),
-    ]);
+    const runLong = () =>
+      runPeer(peer, client, address, modelUrl, [
+        '--mode',
+        'long',
+        '--turns',
+        `${turns}`,
+        '--task',
+        longTask(peer, turns),
+      ]);
+    // The shortest run is billed by a provider with a prompt cache, as Deputy's is.
+    const cached = turns === turnsList[0];
+    const run = cached ? await withPromptCache(model, runLong) : await runLong();
+    if (cached) cache = cacheShare(model, longTask(peer, turns));
     // A run the server ended early is measured by the turns it made.
     const done = Math.max(1, Math.min(turns, run.toolCalls));
     long[turns] = {
@@ -226,6 +238,16 @@ async function peerRows(
     peerTreeResult(peer, tree, deputy),
     peerPerTurnResult('growth', peer, long, deputy, turnsList),
     peerPerTurnResult('actions', peer, long, deputy, turnsList),
+    {
+      id: `${peer.id}-cache`,
+      title: `Peer (${peer.label}): share of a ${turnsList[0]}-turn run's input a provider's prompt cache served`,
+      runs: 1,
+      deputy: deputy.cache,
+      baseline: { ...cache },
+      ratio: Math.round(((deputy.cache.compactionOn?.share ?? NaN) / (cache?.share ?? NaN)) * 100) / 100,
+      target: null,
+      met: null,
+    },
   ];
 }
 

@@ -142,6 +142,17 @@ function throughputRow(s: ScenarioResult): Row[] {
   ];
 }
 
+/** A cache share as the table shows it: the share, and of how many input tokens. */
+const shareText = (c: { share?: number; inputTokens?: number; cachedTokens?: number } | undefined) =>
+  c?.share === undefined ? '—' : `${(c.share * 100).toFixed(1)}% (${c.cachedTokens} of ${c.inputTokens} input tokens)`;
+
+function cacheRows(s: ScenarioResult): Row[] {
+  const d = s.deputy as Record<string, { share?: number; inputTokens?: number; cachedTokens?: number } | undefined>;
+  const deputy = `compaction on: ${shareText(d.compactionOn)}; off: ${shareText(d.compactionOff)}`;
+  const other = s.baseline ? `peer: ${shareText(s.baseline)}` : '—';
+  return [[s.title, deputy, other, `${s.ratio}`, '—']];
+}
+
 /** The table's rows of each scenario, by its id; the replay scenarios are the rest. */
 const ROWS: Record<string, (s: ScenarioResult) => Row[]> = {
   'delegation-overhead': (s) => [wallRow(s, targetText(s))],
@@ -166,6 +177,9 @@ const ROWS: Record<string, (s: ScenarioResult) => Row[]> = {
     return [[`${s.title} (${d.events} events a run)`, delay, '—', `${s.ratio} (wall, watched ÷ not)`, '—']];
   },
   'history-growth': growthRows,
+  'prompt-cache': cacheRows,
+  'peer-cache': cacheRows,
+  'ts-peer-cache': cacheRows,
   'tree-actions': (s) => {
     const { d, b } = figures(s);
     return [[s.title, `${d.actions} (${d.recorded})`, `${b.actions} (${b.recorded})`, `${s.ratio}`, targetText(s)]];

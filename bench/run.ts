@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';
-import { benchPeer } from './peer.js';
+import { benchPeer, type DeputySide } from './peer.js';
 import { findTemporalCli, PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { renderTable, type ScenarioResult } from './report.js';
 
@@ -29,10 +29,12 @@ async function peerRows(bench: Bench, results: ScenarioResult[]): Promise<Scenar
   const perTurn = (figure: 'bytesPerTurn' | 'actionsPerTurn') =>
     Object.fromEntries(Object.entries(growth ?? {}).map(([t, f]) => [Number(t), f[figure]]));
   const actions = (of('tree-actions') as { actions?: number } | undefined)?.actions ?? NaN;
-  return benchPeer(bench.client, bench.server.address, bench.model.url, GROWTH_TURNS, {
+  const cache = (of('prompt-cache') ?? {}) as DeputySide['cache'];
+  return benchPeer(bench.client, bench.server.address, bench.model, GROWTH_TURNS, {
     tree: { bytes: tree?.bytes ?? NaN, events: tree?.events ?? NaN, medianMs: wall?.medianMs ?? NaN, actions },
     bytesPerTurn: perTurn('bytesPerTurn'),
     actionsPerTurn: perTurn('actionsPerTurn'),
+    cache,
   });
 }
 

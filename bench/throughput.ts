@@ -4,6 +4,7 @@ import { type ScenarioResult } from './report.js';
 import { cpuMs, devServerPid } from './server-cpu.js';
 import { median } from './trees.js';
 import { actionsOf } from './actions.js';
+import { cacheShare, withPromptCache, type CacheShare } from './prompt-cache.js';
 import {
   type Bench,
   type BenchWorker,
@@ -182,26 +183,22 @@ export function throughputRows(
 }
 
 /** 3. History growth: N turns of a 2 KB page, compaction on and off; its long runs are the replay scenario's. */
-export async function benchGrowth({
-  client,
-  deputyWorker,
-  suffix,
-  runDeputy,
-  segmentsSize,
-  growthIds,
-}: Bench): Promise<ScenarioResult[]> {
+export async function benchGrowth(bench: Bench): Promise<ScenarioResult[]> {
+  const { client, deputyWorker, suffix, segmentsSize, growthIds } = bench;
   const out: ScenarioResult[] = [];
   const figures: Record<
     string,
     Record<number, { bytes: number; events: number; segments: number; bytesPerTurn: number; actionsPerTurn: number }>
   > = { on: {}, off: {} };
+  const shares: Partial<Record<'on' | 'off', CacheShare>> = {};
   for (const turns of GROWTH_TURNS) {
     for (const compaction of ['on', 'off'] as const) {
       deputyWorker.send({ type: 'config', config: benchConfig(compaction === 'on', turns) });
       const workflowId = `bench-growth-${compaction}-${turns}-${suffix}`;
       growthScript.start(turns);
       const t0 = performance.now();
-      const firstRunId = await runDeputy(`growth-run ${compaction} ${turns}`, workflowId, `read ${turns} pages`);
+      const cached = (share: CacheShare) => (shares[compaction] = share);
+      const firstRunId = await growthRun(bench, `growth-run ${compaction} ${turns}`, workflowId, turns, cached);
       const size = await segmentsSize(workflowId, firstRunId);
       const histories = await Promise.all(
         size.runIds.map((runId) => client.workflow.getHandle(workflowId, runId).fetchHistory()),
@@ -235,7 +232,37 @@ export async function benchGrowth({
     target: { ratioAtMost: TARGETS.growthFlat, bytesPerTurnAtMost: TARGETS.perTurnBytes },
     met: ratio <= TARGETS.growthFlat && worst <= TARGETS.perTurnBytes,
   });
+  out.push(cacheResult(shares, first));
   return out;
+}
+
+/** One long run of `turns` pages; the shortest is also billed by a provider with a prompt cache, for its share served. */
+async function growthRun(
+  { model, runDeputy }: Bench,
+  task: string,
+  workflowId: string,
+  turns: number,
+  cached: (share: CacheShare) => void,
+): Promise<string> {
+  const run = () => runDeputy(task, workflowId, `read ${turns} pages`);
+  if (turns !== GROWTH_TURNS[0]) return run();
+  const firstRunId = await withPromptCache(model, run);
+  cached(cacheShare(model, task));
+  return firstRunId;
+}
+
+/** The prompt-cache row: the share of the shortest long run's input the cache served, compaction on and off. */
+function cacheResult(shares: Partial<Record<'on' | 'off', CacheShare>>, turns: number): ScenarioResult {
+  return {
+    id: 'prompt-cache',
+    title: `Prompt cache: share of a ${turns}-turn run's input a provider's cache served (OpenAI's rule, 2 KB tool result a turn)`,
+    runs: 1,
+    deputy: { compactionOn: shares.on, compactionOff: shares.off },
+    baseline: null,
+    ratio: shares.on?.share ?? NaN,
+    target: null,
+    met: null,
+  };
 }
 
 /** 4. Replay: a long run's histories and a delegating tree's, against the baseline's. */

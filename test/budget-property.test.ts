@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RunState } from '../src/contract/run.js';
 import type { ProviderBehaviour, RecordedRequest } from '../src/testing/script.js';
+import { billedMicroUsd } from '../src/testing/script-usage.js';
 import { ConfigStore } from '../src/config/store.js';
 import { parseConfig } from '../src/config/schema.js';
 import { delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES, isSummaryCall } from './support/delegation.js';
@@ -118,6 +119,27 @@ describe(`R2.15 model-based: every billed token is counted (seed ${SEED})`, () =
     await property(RUNS, { bounded: true, billed: true }, SEED + 20);
     expect(billedWithoutAnswer).toBeGreaterThan(0);
   }, 600_000);
+  it(`R2.20 R2.15 ${RUNS} random trees against a provider with a prompt cache that bills cached input at a quarter of the price: each run is charged exactly its bill to the micro-dollar, cached input at the cached price, and used + reserved ≤ max after every step`, async () => {
+    store.set(
+      parseConfig({
+        ...base,
+        inputCountFactor: 3,
+        prices: { 'test-model': { inputPerMTokUsd: 1, cachedInputPerMTokUsd: 0.25, outputPerMTokUsd: 2 } },
+      }),
+    );
+    h.model.behaviour = {
+      reads: 'both',
+      reportsUsage: true,
+      usage: 'fixed',
+      ...billingProvider(false),
+      promptCache: true,
+    };
+    billing = true;
+    await property(RUNS, { bounded: true, billed: true }, SEED + 23);
+    // The cache served part of what the trees sent, and the bills checked priced it.
+    const cached = h.model.requests.filter((r) => (r.billed?.prompt_tokens_details?.cached_tokens ?? 0) > 0);
+    expect(cached.length).toBeGreaterThan(0);
+  }, 600_000);
   it(`R2.15 R1.15 ${RUNS} random trees against a provider that also bills past the cap: each run is charged exactly what it was billed, an answer past the cap sent at the cap (the rest is impossible)`, async () => {
     h.model.behaviour = { reads: 'both', reportsUsage: true, usage: 'fixed', ...billingProvider(true) };
     billing = true;
@@ -154,11 +176,14 @@ describe(`R8.3 model-based: a fallback to a dearer model keeps every budget (see
 /** The fallback model of the R8.3 property, three times the run's own price for input and 4.5 times for answers. */
 const DEAR = 'dear-model';
 
-/** What a request cost as the provider billed it, in micro-USD, at its model's price in the config in force. */
+/**
+ * What a request cost as the provider billed it, in micro-USD, at its model's price in the config in force: input its
+ * cache served at the cached price, the rest at the input price, rounded up once per call.
+ */
 function billedCost(request: RecordedRequest, answerTokens: number): number {
   const price = store.current.prices[request.body.model];
   if (!price) throw new Error(`no price for ${request.body.model}`);
-  return Math.ceil(request.billed!.prompt_tokens * price.inputPerMTokUsd + answerTokens * price.outputPerMTokUsd);
+  return billedMicroUsd({ ...request.billed!, completion_tokens: answerTokens }, price);
 }
 
 /** While a billing provider runs: calls with little room are answered briefly, as a provider honouring the cap would. */

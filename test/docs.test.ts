@@ -52,7 +52,7 @@ describe('R5.5 the docs name tests that exist', () => {
 /** The design's rules, R1.1 … R8.3. */
 const RULES = [
   ...Array.from({ length: 16 }, (_, i) => `R1.${i + 1}`),
-  ...Array.from({ length: 19 }, (_, i) => `R2.${i + 1}`),
+  ...Array.from({ length: 20 }, (_, i) => `R2.${i + 1}`),
   ...Array.from({ length: 10 }, (_, i) => `R3.${i + 1}`),
   ...Array.from({ length: 6 }, (_, i) => `R4.${i + 1}`),
   ...Array.from({ length: 5 }, (_, i) => `R5.${i + 1}`),

@@ -7,18 +7,31 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
 import { Evidence } from '../src/config/evidence.js';
+import { checkEvidence, temporalRunRecords } from '../src/config/tenant-evidence.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
 describe('R5.2 npm run eval', () => {
-  it('R5.2 on the real server: the helpful scenario is told apart from the unhelpful one, each an evidence file', () => {
+  it('R5.2 R5.3 on the real server: the helpful scenario is told apart from the unhelpful one, each an evidence file that activation checks against the server’s records', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'deputy-eval-'));
     const { OPENAI_API_KEY: _key, OPENAI_BASE_URL: _url, DEPUTY_CONFIG: _config, ...offline } = process.env;
     const evaluate = (name: string) => {
       const out = join(dir, `${name}.json`);
       const done = spawnSync(
         process.execPath,
-        ['--import', 'tsx', 'src/eval/main.ts', `scenarios/${name}.yaml`, '--runs', '1', '--out', out],
+        [
+          '--import',
+          'tsx',
+          'src/eval/main.ts',
+          `scenarios/${name}.yaml`,
+          '--runs',
+          '1',
+          '--tenant',
+          'eval-acme',
+          '--out',
+          out,
+        ],
         {
           cwd: PROJECT_ROOT,
           env: { ...offline, TEMPORAL_ADDRESS: inject('temporalAddress') },
@@ -26,7 +39,7 @@ describe('R5.2 npm run eval', () => {
         },
       );
       expect(done.status, done.stderr).toBe(0);
-      return { stdout: done.stdout, evidence: Evidence.parse(JSON.parse(readFileSync(out, 'utf8'))) };
+      return { out, stdout: done.stdout, evidence: Evidence.parse(JSON.parse(readFileSync(out, 'utf8'))) };
     };
     const helpful = evaluate('parallel-lookups');
     expect(helpful.evidence.verdict).toMatchObject({ helps: true, addedPolicyFailures: 0 });
@@ -36,5 +49,28 @@ describe('R5.2 npm run eval', () => {
     const unhelpful = evaluate('single-lookup');
     expect(unhelpful.evidence.verdict).toMatchObject({ helps: false });
     expect(unhelpful.stdout).toMatch(/verdict: delegation does not help: 100% vs 100%, at \d\.\d× the cost/);
+    // What the evaluation wrote is what activation needs: every run it names is the tenant's in the server's records.
+    expect(helpful.evidence.tenant).toBe('eval-acme');
+    expect(helpful.evidence.determinism).toMatchObject({
+      repeatedArm: 'delegating',
+      of: helpful.evidence.arms.delegating.runs[0]!.workflowId,
+    });
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const records = temporalRunRecords(new Client({ connection }));
+      expect(await checkEvidence(helpful.out, PROJECT_ROOT, { tenant: 'eval-acme', records })).toMatchObject({
+        kind: 'two-arm',
+        passes: true,
+      });
+      expect(await checkEvidence(helpful.out, PROJECT_ROOT, { tenant: 'other', records })).toMatchObject({
+        passes: false,
+      });
+      expect(await checkEvidence(unhelpful.out, PROJECT_ROOT, { tenant: 'eval-acme', records })).toMatchObject({
+        passes: false,
+        reason: unhelpful.evidence.verdict.summary,
+      });
+    } finally {
+      await connection.close();
+    }
   }, 90_000);
 });

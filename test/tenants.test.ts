@@ -7,10 +7,11 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { ConfigStore } from '../src/config/store.js';
+import type { Evidence } from '../src/config/evidence.js';
 import {
   checkEvidence,
   describeTenantDelegation,
@@ -21,27 +22,33 @@ import { offeredTools, userSays } from '../src/testing/script.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { delegateReply, delegationConfig, DELEGATION_TOOLS, PARENT_SCOPES } from './support/delegation.js';
 import { useHarness } from './support/harness.js';
-import { capability, evidenceDir, TWO_ARM, twoArm } from './support/evidence.js';
+import {
+  capabilityScenario,
+  evidenceDir,
+  QUICK_SCENARIO,
+  recordEvidence,
+  UNHELPFUL_SCENARIO,
+  writeEvidence,
+} from './support/evidence.js';
 
-const { dir, write } = evidenceDir();
+const { dir } = evidenceDir();
 /** The runs capability evidence cites, by their ids: each is run (or not) in `beforeAll`. */
 const cited = {
   acmeFailed: `tenant-acme-failed-${randomUUID().slice(0, 8)}`,
   iotaCompleted: `tenant-iota-completed-${randomUUID().slice(0, 8)}`,
   neverRun: `tenant-never-run-${randomUUID().slice(0, 8)}`,
 };
-const CAPABILITY = write('capability.json', capability(dir, cited.acmeFailed));
-/** Its runs edited so the delegating arm no longer wins, its verdict left saying it helps. */
-const TAMPERED = write(
-  'tampered.json',
-  capability(dir, cited.acmeFailed, {
-    arms: { ...twoArm.arms, delegating: { ...twoArm.arms.delegating, meanScore: 0.25 } },
-  }),
-);
-const COMPLETED = write('completed.json', capability(dir, cited.iotaCompleted));
-const NEVER_RUN = write('never-run.json', capability(dir, cited.neverRun));
-
-const UNHELPFUL = join(PROJECT_ROOT, 'evidence', 'single-lookup.json');
+/** Evidence files, written in `beforeAll` once their runs are in Temporal's records. */
+const CAPABILITY = join(dir, 'capability.json');
+const TWO_ARM = join(dir, 'two-arm.json');
+const TWO_ARM_BETA = join(dir, 'two-arm-beta.json');
+/** Acme's capability evidence, a delegating run's misses edited so it scores less than Temporal's records give. */
+const TAMPERED = join(dir, 'tampered.json');
+const COMPLETED = join(dir, 'completed.json');
+const NEVER_RUN = join(dir, 'never-run.json');
+const UNHELPFUL = join(dir, 'unhelpful.json');
+/** The evidence recorded, by file. */
+const made: Record<string, Evidence> = {};
 
 const base = delegationConfig();
 const config = {
@@ -49,14 +56,14 @@ const config = {
   delegation: { ...base.delegation, activation: 'evidence' as const },
   tenants: {
     acme: { evidence: [CAPABILITY, TWO_ARM], admissionSweepSeconds: 30 },
-    beta: { evidence: [TWO_ARM], admissionSweepSeconds: 30 },
+    beta: { evidence: [TWO_ARM_BETA], admissionSweepSeconds: 30 },
     gamma: { evidence: [TAMPERED, TWO_ARM], admissionSweepSeconds: 30 },
-    // Honest evidence that delegation does not help its work (the shipped single look-up case), and acme's run.
+    // Honest evidence that delegation does not help its work (the shipped single look-up case), and acme's evidence.
     epsilon: { evidence: [CAPABILITY, UNHELPFUL], admissionSweepSeconds: 30 },
-    // Acme's failed run cited as another tenant's; a run that completed; a run Temporal never saw.
+    // Acme's evidence cited as another tenant's; evidence citing a run that completed, and a run Temporal never saw.
     theta: { evidence: [CAPABILITY, TWO_ARM], admissionSweepSeconds: 30 },
-    iota: { evidence: [COMPLETED, TWO_ARM], admissionSweepSeconds: 30 },
-    kappa: { evidence: [NEVER_RUN, TWO_ARM], admissionSweepSeconds: 30 },
+    iota: { evidence: [COMPLETED], admissionSweepSeconds: 30 },
+    kappa: { evidence: [NEVER_RUN], admissionSweepSeconds: 30 },
   },
 };
 const store = new ConfigStore(config);
@@ -78,8 +85,29 @@ beforeAll(async () => {
   await h.deputy.startRun({ task: 'iota: a run that completes', tenant: 'iota' }, { workflowId: cited.iotaCompleted });
   expect((await h.deputy.result(cited.acmeFailed)).status).toBe('limit_reached');
   expect((await h.deputy.result(cited.iotaCompleted)).status).toBe('completed');
-  store.set({ ...config }); // what a reload does: the evidence is read again, now that the cited runs have ended
-});
+  // Each tenant's evidence, its runs that tenant's, made as `npm run eval` makes it.
+  const recorded: [string, string, string | undefined][] = [
+    [CAPABILITY, capabilityScenario(dir, cited.acmeFailed), 'acme'],
+    [TWO_ARM, QUICK_SCENARIO, 'acme'],
+    [TWO_ARM_BETA, QUICK_SCENARIO, 'beta'],
+    [COMPLETED, capabilityScenario(dir, cited.iotaCompleted), 'iota'],
+    [NEVER_RUN, capabilityScenario(dir, cited.neverRun), 'kappa'],
+    [UNHELPFUL, UNHELPFUL_SCENARIO, 'epsilon'],
+  ];
+  await Promise.all(
+    recorded.map(async ([file, scenario, tenant]) => {
+      made[file] = await recordEvidence(h, scenario, tenant);
+      writeEvidence(dir, basename(file), made[file]);
+    }),
+  );
+  const tampered = structuredClone(made[CAPABILITY]!);
+  tampered.arms.delegating.runs[0]!.missing = ['tool search_notes'];
+  writeEvidence(dir, basename(TAMPERED), tampered);
+  store.set({ ...config }); // what a reload does: the evidence is read again, now that its runs have ended
+}, 180_000);
+
+/** The first run of an arm of the evidence recorded into `file`. */
+const runOf = (file: string, arm: 'single' | 'delegating') => made[file]!.arms[arm].runs[0]!.workflowId;
 
 /** Starts a run for `tenant` and returns the tools its model was offered. */
 async function offeredTo(tenant: string | undefined, task: string) {
@@ -141,53 +169,58 @@ describe('R5.3 per-tenant activation', () => {
     store.set({ ...config });
   });
 
-  it('R5.3 each evidence file is checked against itself and its cited run in Temporal, and the worker says why', async () => {
-    expect(checkEvidence(TAMPERED, PROJECT_ROOT)).toMatchObject({
+  it('R5.3 each evidence file is checked against its scenario and every run it names in Temporal, and the worker says why', async () => {
+    const records = temporalRunRecords(h.client);
+    const asAcme = { tenant: 'acme', records };
+    expect(await checkEvidence(TAMPERED, PROJECT_ROOT, asAcme)).toMatchObject({
       passes: false,
-      reason: "its delegating arm's means are not those of its runs",
+      reason: `delegating run ${runOf(CAPABILITY, 'delegating')}: the file says missing ["tool search_notes"], Temporal's records give []`,
     });
-    const unhelpful = UNHELPFUL;
-    expect(checkEvidence(unhelpful, PROJECT_ROOT)).toMatchObject({ passes: false, kind: 'two-arm' });
+    expect(await checkEvidence(UNHELPFUL, PROJECT_ROOT, { tenant: 'epsilon', records })).toMatchObject({
+      passes: false,
+      kind: 'two-arm',
+    });
     // Evidence made from a scenario that has changed since does not count.
     const scenarioDir = mkdtempSync(join(tmpdir(), 'deputy-scenario-'));
-    const copy = join(scenarioDir, 'scenarios', 'parallel-lookups.yaml');
-    mkdirSync(join(scenarioDir, 'scenarios'));
-    writeFileSync(copy, `${readFileSync(join(PROJECT_ROOT, twoArm.scenario.file), 'utf8')}# edited\n`);
-    expect(checkEvidence(TWO_ARM, scenarioDir)).toMatchObject({
+    const scenarioFile = made[TWO_ARM]!.scenario.file;
+    mkdirSync(join(scenarioDir, dirname(scenarioFile)), { recursive: true });
+    writeFileSync(join(scenarioDir, scenarioFile), `${readFileSync(QUICK_SCENARIO, 'utf8')}# edited\n`);
+    expect(await checkEvidence(TWO_ARM, scenarioDir, asAcme)).toMatchObject({
       passes: false,
-      reason: 'scenarios/parallel-lookups.yaml changed since this evidence was made',
+      reason: `${scenarioFile} changed since this evidence was made`,
     });
-    const helps = 'delegation helps: 100% vs 50% with no added policy failure';
+    const helps = 'delegation helps: 100% vs 67% with no added policy failure';
     const noCapability = 'no passing capability evidence (a scenario admitted from a real failed run)';
-    const records = temporalRunRecords(h.client);
+    const noTwoArm = 'no passing two-arm evidence';
     const looked: string[] = [];
     const counted = (id: string) => (looked.push(id), records(id));
     const lines = describeTenantDelegation(await tenantDelegation(config, PROJECT_ROOT, counted));
-    // Three tenants cite acme's failed run: Temporal is asked about it once.
+    // Runs named by several files and tenants (acme's evidence is named by four tenants): Temporal is asked once each.
     expect(looked.filter((id) => id === cited.acmeFailed)).toHaveLength(1);
     expect(new Set(looked).size).toBe(looked.length);
+    const notOf = (file: string, tenant: string) =>
+      `single run ${runOf(file, 'single')}: a run of tenant acme, not of tenant ${tenant}`;
     expect(lines).toEqual([
       'tenant acme: activated',
       `  passes capability ${CAPABILITY}: ${helps}`,
       `  passes two-arm ${TWO_ARM}: ${helps}`,
       `tenant beta: NOT activated: ${noCapability}`,
-      `  passes two-arm ${TWO_ARM}: ${helps}`,
-      `tenant gamma: NOT activated: ${noCapability}`,
-      `  fails  capability ${TAMPERED}: its delegating arm's means are not those of its runs`,
-      `  passes two-arm ${TWO_ARM}: ${helps}`,
-      `tenant epsilon: NOT activated: ${noCapability}; no passing two-arm evidence`,
-      `  fails  capability ${CAPABILITY}: cites ${cited.acmeFailed}, a run of tenant acme, not of tenant epsilon`,
-      `  fails  two-arm ${UNHELPFUL}: delegation does not help: 100% vs 100%, at 2.0× the cost`,
-      `tenant theta: NOT activated: ${noCapability}`,
-      `  fails  capability ${CAPABILITY}: cites ${cited.acmeFailed}, a run of tenant acme, not of tenant theta`,
-      `  passes two-arm ${TWO_ARM}: ${helps}`,
-      `tenant iota: NOT activated: ${noCapability}`,
+      `  passes two-arm ${TWO_ARM_BETA}: ${helps}`,
+      `tenant gamma: NOT activated: ${noCapability}; ${noTwoArm}`,
+      `  fails  capability ${TAMPERED}: ${notOf(CAPABILITY, 'gamma')}`,
+      `  fails  two-arm ${TWO_ARM}: ${notOf(TWO_ARM, 'gamma')}`,
+      `tenant epsilon: NOT activated: ${noCapability}; ${noTwoArm}`,
+      `  fails  capability ${CAPABILITY}: ${notOf(CAPABILITY, 'epsilon')}`,
+      `  fails  two-arm ${UNHELPFUL}: ${made[UNHELPFUL]!.verdict.summary}`,
+      `tenant theta: NOT activated: ${noCapability}; ${noTwoArm}`,
+      `  fails  capability ${CAPABILITY}: ${notOf(CAPABILITY, 'theta')}`,
+      `  fails  two-arm ${TWO_ARM}: ${notOf(TWO_ARM, 'theta')}`,
+      `tenant iota: NOT activated: ${noCapability}; ${noTwoArm}`,
       `  fails  capability ${COMPLETED}: cites ${cited.iotaCompleted}, which ended completed: a capability scenario comes from a failed run`,
-      `  passes two-arm ${TWO_ARM}: ${helps}`,
-      `tenant kappa: NOT activated: ${noCapability}`,
+      `tenant kappa: NOT activated: ${noCapability}; ${noTwoArm}`,
       `  fails  capability ${NEVER_RUN}: cites ${cited.neverRun}, which Temporal's records do not hold (never run, or past the namespace's retention)`,
-      `  passes two-arm ${TWO_ARM}: ${helps}`,
     ]);
+    expect(made[UNHELPFUL]!.verdict.summary).toMatch(/^delegation does not help: 100% vs 100%, at \d+\.\d× the cost$/);
     expect(
       (await tenantDelegation({ ...config, delegation: { ...config.delegation, enabled: false } }, PROJECT_ROOT))[0],
     ).toMatchObject({
@@ -215,13 +248,14 @@ describe('R5.3 per-tenant activation', () => {
   it('R5.3 deputy tenants prints each tenant’s state and evidence; deputy eval admit writes a scenario', () => {
     const configFile = join(dir, 'deputy.config.json');
     // Evidence names its scenario relative to where it is checked from: this directory has a copy of it.
-    mkdirSync(join(dir, 'scenarios'), { recursive: true });
-    copyFileSync(join(PROJECT_ROOT, twoArm.scenario.file), join(dir, twoArm.scenario.file));
+    const scenarioFile = made[TWO_ARM]!.scenario.file;
+    mkdirSync(join(dir, dirname(scenarioFile)), { recursive: true });
+    copyFileSync(QUICK_SCENARIO, join(dir, scenarioFile));
     writeFileSync(
       configFile,
       JSON.stringify({
         delegation: { enabled: true },
-        tenants: { acme: { evidence: [CAPABILITY, TWO_ARM] }, beta: { evidence: [TWO_ARM] } },
+        tenants: { acme: { evidence: [CAPABILITY, TWO_ARM] }, beta: { evidence: [TWO_ARM_BETA] } },
       }),
     );
     const cli = (...args: string[]) =>

@@ -77,11 +77,17 @@ describe('R6.1 R6.2 R6.3 operations, looked at', () => {
         .split('\n')
         .filter((line) => line.startsWith(`${name}{`) && tags.every((tag) => line.includes(tag)))
         .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
-    expect(value('deputy_delegations_started_total', 'taskQueue="deputy"')).toBe(3);
-    expect(value('deputy_reservations_opened_total')).toBe(3);
-    expect(value('deputy_reservations_settled_total')).toBe(3);
-    expect(value('deputy_delegations_ended_total', 'status="completed"')).toBe(3);
-    expect(value('deputy_runs_ended_total', 'status="completed"', 'synthesis="false"')).toBe(4);
+    // The demo's run on its queue; the evaluation it ran first to record its evidence is on queues of its own.
+    const demoQueue = 'taskQueue="deputy"';
+    expect(value('deputy_delegations_started_total', demoQueue)).toBe(3);
+    expect(value('deputy_reservations_opened_total', demoQueue)).toBe(3);
+    expect(value('deputy_reservations_settled_total', demoQueue)).toBe(3);
+    expect(value('deputy_delegations_ended_total', 'status="completed"', demoQueue)).toBe(3);
+    expect(value('deputy_delegations_started_total', 'taskQueue="eval-delegating-')).toBe(8);
+    expect(value('deputy_runs_ended_total', 'status="completed"', 'synthesis="false"', demoQueue)).toBe(1);
+    expect(
+      value('deputy_runs_ended_total', 'status="completed"', 'synthesis="false"', 'taskQueue="deputy-background"'),
+    ).toBe(3);
     expect(value('deputy_model_calls_total')).toBeGreaterThanOrEqual(4 + 3);
     expect(value('deputy_model_tokens_total', 'direction="input"', 'model="gpt-4.1-mini"')).toBeGreaterThan(0);
     expect(value('deputy_cost_microusd_total', 'preset="researcher"')).toBeGreaterThan(0);

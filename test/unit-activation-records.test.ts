@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/schema.js';
+import type { Evidence } from '../src/config/evidence.js';
 import {
   cachedTenantDelegation,
   checkEvidence,
@@ -16,28 +17,28 @@ import {
 } from '../src/config/tenant-evidence.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { delegationConfig } from './support/delegation.js';
-import { capability, evidenceDir, TWO_ARM, twoArm } from './support/evidence.js';
+import { capability, evidenceDir, failedRun, forTenant, recordsOf, TWO_ARM, twoArm } from './support/evidence.js';
 
 const { dir, write } = evidenceDir();
+const failedOf = failedRun;
+/** Every evidence file written, for the records that back its runs. */
+const written: Evidence[] = [twoArm];
+const record = (name: string, evidence: Evidence) => (written.push(evidence), write(name, evidence));
 
-/** Temporal's records as a table, with every look-up counted. */
-function records(table: Record<string, RecordedRun>): RunRecords & { asked: string[] } {
-  const asked: string[] = [];
-  const lookup = async (id: string) => {
-    asked.push(id);
-    return table[id] ?? null;
-  };
-  return Object.assign(lookup, { asked });
+/** Temporal's records as a table: the runs of every evidence file written so far, and `extra`. */
+const records = (extra: Record<string, RecordedRun>) => recordsOf(written, extra);
+
+/** Each tenant's own evidence (its runs its own): capability citing its run, and two-arm. */
+function evidenceOf(tenant: string, cited: string): string[] {
+  return [
+    record(`capability-${tenant}.json`, forTenant(capability(dir, cited), tenant)),
+    record(`two-arm-${tenant}.json`, forTenant(twoArm, tenant)),
+  ];
 }
-
-const failedOf = (tenant: string | undefined): RecordedRun => ({ failed: true, ended: 'failed', tenant });
 
 function tenantsCiting(cited: Record<string, string>) {
   const tenants = Object.fromEntries(
-    Object.entries(cited).map(([tenant, run]) => [
-      tenant,
-      { evidence: [write(`capability-${tenant}.json`, capability(dir, run)), TWO_ARM] },
-    ]),
+    Object.entries(cited).map(([tenant, run]) => [tenant, { evidence: evidenceOf(tenant, run) }]),
   );
   return parseConfig({
     ...delegationConfig(),
@@ -57,7 +58,7 @@ describe('R5.3 capability evidence counts only when the run it cites backs its t
     });
     const table = records({
       'acme-run': failedOf('acme'),
-      'completed-run': { failed: false, ended: 'completed', tenant: 'happy' },
+      'completed-run': { ...failedOf('happy'), failed: false, ended: 'completed' },
       'tenantless-run': failedOf(undefined),
     });
     const byTenant = new Map((await tenantDelegation(config, PROJECT_ROOT, table)).map((t) => [t.tenant, t]));
@@ -78,13 +79,14 @@ describe('R5.3 capability evidence counts only when the run it cites backs its t
       });
       expect(byTenant.get(tenant)!.evidence.map((e) => e.passes)).toEqual([false, true]);
     }
-    // A run cited by two tenants is looked up once.
+    // A run cited by two tenants is looked up once; so is every other.
     expect(table.asked.filter((id) => id === 'acme-run')).toHaveLength(1);
-    expect([...table.asked].sort()).toEqual(['acme-run', 'completed-run', 'never-run', 'tenantless-run']);
+    expect(new Set(table.asked).size).toBe(table.asked.length);
+    expect(table.asked).toEqual(expect.arrayContaining(['acme-run', 'completed-run', 'never-run', 'tenantless-run']));
   });
 
   it('R5.3 the default tenant is backed by a run of no tenant, and not by a tenant’s run', async () => {
-    const evidence = (run: string) => [write(`default-${run}.json`, capability(dir, run)), TWO_ARM];
+    const evidence = (run: string) => [record(`default-${run}.json`, capability(dir, run)), TWO_ARM];
     const config = (run: string) =>
       parseConfig({
         ...delegationConfig(),
@@ -131,14 +133,14 @@ describe('R5.3 what the worker and `deputy tenants` print', () => {
     expect(lines).toEqual([
       'tenant acme: activated',
       `  passes capability ${dir}/capability-acme.json: delegation helps: 100% vs 50% with no added policy failure`,
-      `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
+      `  passes two-arm ${dir}/two-arm-acme.json: delegation helps: 100% vs 50% with no added policy failure`,
       'tenant other: NOT activated: no passing capability evidence (a scenario admitted from a real failed run)',
       `  fails  capability ${dir}/capability-other.json: cites missing-run, which Temporal's records do not hold (never run, or past the namespace's retention)`,
-      `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
+      `  passes two-arm ${dir}/two-arm-other.json: delegation helps: 100% vs 50% with no added policy failure`,
     ]);
     const unconditional = parseConfig({ ...config, delegation: { ...config.delegation, activation: 'unconditional' } });
     expect(describeTenantDelegation(await tenantDelegation(unconditional, PROJECT_ROOT, table))[0]).toBe(
-      'tenant acme: activated: activation is unconditional (the config says so): the flag alone decides',
+      'tenant acme: activated: activation is unconditional (the config says so): the flag alone decides, without evidence — a departure from the design (docs/activation.md)',
     );
     const off = parseConfig({
       ...delegationConfig(),
@@ -160,18 +162,20 @@ describe('R5.3 what the worker and `deputy tenants` print', () => {
 
   it('R5.3 evidence is read once per configuration; a read that failed is tried again', async () => {
     const config = tenantsCiting({ acme: 'flaky-run' });
+    const table = records({ 'flaky-run': failedOf('acme') });
     let calls = 0;
-    const flaky: RunRecords = async () => {
+    const flaky: RunRecords = async (id) => {
       calls += 1;
       if (calls === 1) throw new Error('server away');
-      return failedOf('acme');
+      return table(id);
     };
     await expect(cachedTenantDelegation(config, PROJECT_ROOT, flaky)).rejects.toThrow('server away');
     await new Promise((resolve) => setTimeout(resolve, 0));
     const second = await cachedTenantDelegation(config, PROJECT_ROOT, flaky);
     expect(second.get('acme')).toMatchObject({ activated: true });
     expect(await cachedTenantDelegation(config, PROJECT_ROOT, flaky)).toBe(second);
-    expect(calls).toBe(2);
+    // The first read asked once and failed; the second asked once for each run its evidence names.
+    expect(calls).toBe(1 + new Set(table.asked).size);
   });
 });
 
@@ -185,21 +189,26 @@ describe('R5.3 evidence whose figures were written by hand', () => {
       { single: { ...arms.single, runs: [] as typeof arms.single.runs, meanScore: 0, policyFailures: 0 } },
       'single arm',
     ],
-  ] as const)('R5.3 refused: %s that its runs do not give', (_, changed, says) => {
+  ] as const)('R5.3 refused: %s that its runs do not give', async (_, changed, says) => {
     const file = write(`hand-${says.length}.json`, { ...twoArm, arms: { ...arms, ...changed } });
-    expect(checkEvidence(file, PROJECT_ROOT)).toMatchObject({
+    expect(await checkEvidence(file, PROJECT_ROOT, { tenant: undefined, records: recordsOf([twoArm]) })).toMatchObject({
       passes: false,
       reason: expect.stringContaining(says) as string,
     });
   });
 
-  it('R5.3 refused: a verdict its runs do not give, either way', () => {
+  it('R5.3 refused: a verdict its runs do not give, and arms swapped to give the verdict it wants', async () => {
+    const context = { tenant: undefined, records: recordsOf([twoArm]) };
     const flipped = write('flipped.json', { ...twoArm, verdict: { ...twoArm.verdict, helps: false } });
-    expect(checkEvidence(flipped, PROJECT_ROOT).reason).toBe('its verdict says does not help, its runs say otherwise');
+    expect((await checkEvidence(flipped, PROJECT_ROOT, context)).reason).toBe(
+      'its verdict says does not help, its runs say otherwise',
+    );
     const swapped = write('swapped.json', {
       ...twoArm,
       arms: { single: twoArm.arms.delegating, delegating: twoArm.arms.single },
     });
-    expect(checkEvidence(swapped, PROJECT_ROOT).reason).toBe('its verdict says helps, its runs say otherwise');
+    expect((await checkEvidence(swapped, PROJECT_ROOT, context)).reason).toBe(
+      `single run ${twoArm.arms.delegating.runs[0]!.workflowId}: the single-agent arm's run delegated (3 run(s) below it)`,
+    );
   });
 });

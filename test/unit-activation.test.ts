@@ -16,26 +16,35 @@ import {
   tenantDelegation,
 } from '../src/config/tenant-evidence.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
-import { capability, evidenceDir, TWO_ARM, twoArm } from './support/evidence.js';
+import { capability, evidenceDir, failedRun, recordsOf, TWO_ARM, twoArm } from './support/evidence.js';
 import { delegationConfig } from './support/delegation.js';
 
 const { dir, write } = evidenceDir();
 const CAPABILITY = write('capability.json', capability(dir, 'run-7'));
 const single = twoArm.arms.single;
 const delegating = twoArm.arms.delegating;
+/** The records of the shipped evidence's runs, and of the failed run the capability evidence cites. */
+const records = recordsOf([twoArm], { 'run-7': failedRun(undefined), 'differing-rerun': null });
+const asDefault = { tenant: undefined, records };
 
 describe('R5.3 each evidence file is checked against itself', () => {
-  it('R5.3 the shipped two-arm evidence and capability evidence made from it pass, each of its kind', () => {
-    expect(checkEvidence(TWO_ARM, PROJECT_ROOT)).toEqual({
+  it('R5.3 the shipped two-arm evidence and capability evidence made from it pass against their records, each of its kind', async () => {
+    expect(await checkEvidence(TWO_ARM, PROJECT_ROOT, asDefault)).toEqual({
       file: TWO_ARM,
       kind: 'two-arm',
       passes: true,
       reason: 'delegation helps: 100% vs 50% with no added policy failure',
     });
     // Capability evidence passes its own checks and names the run Temporal's records must still confirm.
-    expect(checkEvidence(CAPABILITY, PROJECT_ROOT)).toMatchObject({ kind: 'capability', passes: true, cites: 'run-7' });
+    expect(await checkEvidence(CAPABILITY, PROJECT_ROOT, asDefault)).toMatchObject({
+      kind: 'capability',
+      passes: true,
+      cites: 'run-7',
+    });
     // A relative path is read from the config's directory.
-    expect(checkEvidence('evidence/parallel-lookups.json', PROJECT_ROOT)).toMatchObject({ passes: true });
+    expect(await checkEvidence('evidence/parallel-lookups.json', PROJECT_ROOT, asDefault)).toMatchObject({
+      passes: true,
+    });
   });
 
   it.each([
@@ -67,7 +76,7 @@ describe('R5.3 each evidence file is checked against itself', () => {
             single: { ...single, runs: [{ ...single.runs[0]!, score: 0.75 }, ...single.runs.slice(1)] },
           },
         }),
-      { reason: /^single run .*: its score is not what its misses give$/ },
+      { reason: /^single run .*: the file says score 0\.75, Temporal's records give 0\.\d+$/ },
     ],
     [
       'a run whose output lacks a fact it does not list as missing',
@@ -82,12 +91,12 @@ describe('R5.3 each evidence file is checked against itself', () => {
             },
           },
         }),
-      { reason: /^delegating run .*: its output lacks "[^"]+"(, "[^"]+")*, yet it is not listed as missing$/ },
+      { reason: /^delegating run .*: the file says output "nothing", Temporal's records give "[^"]+"$/ },
     ],
     [
       'an arm with no runs',
       () => write('empty.json', { ...twoArm, arms: { ...twoArm.arms, single: { ...single, runs: [] } } }),
-      { reason: "its single arm's means are not those of its runs" },
+      { reason: 'its single arm names no run' },
     ],
     [
       'a verdict its runs do not give',
@@ -99,18 +108,36 @@ describe('R5.3 each evidence file is checked against itself', () => {
       () => write('determinism.json', { ...twoArm, model: 'offline-script', determinism: undefined }),
       {
         reason:
-          'a two-arm case must show it is deterministic (an arm run twice, the same run both times): run it offline or seeded',
+          'a two-arm case must show it is deterministic (a run of an arm and its re-run, the same in Temporal’s records): run it offline or seeded',
       },
     ],
     [
-      'a two-arm case from a real model whose repeat differed',
+      'a two-arm case whose re-run Temporal does not hold',
       () =>
         write('real-model.json', {
           ...twoArm,
           model: 'gpt-4.1',
-          determinism: { repeatedArm: 'delegating', identical: false },
+          determinism: { ...twoArm.determinism!, rerun: 'differing-rerun' },
         }),
-      { kind: 'two-arm', reason: /^a two-arm case must show it is deterministic/ },
+      { kind: 'two-arm', reason: /^re-run differing-rerun: Temporal's records do not hold it/ },
+    ],
+    [
+      'a two-arm case whose re-run is one of its own runs',
+      () =>
+        write('rerun-is-run.json', {
+          ...twoArm,
+          determinism: { ...twoArm.determinism!, rerun: delegating.runs[1]!.workflowId },
+        }),
+      { kind: 'two-arm', reason: /^its re-run .* is one of its arms' runs, not a run of its own$/ },
+    ],
+    [
+      'a run named twice',
+      () =>
+        write('twice.json', {
+          ...twoArm,
+          arms: { ...twoArm.arms, single: { ...single, runs: [single.runs[0]!, single.runs[0]!] } },
+        }),
+      { reason: /^it names run .* twice$/ },
     ],
     [
       'two-arm evidence relabelled capability, citing a run that never existed',
@@ -134,22 +161,22 @@ describe('R5.3 each evidence file is checked against itself', () => {
       },
       { kind: 'capability', reason: /does not say which real run it was admitted from$/ },
     ],
-  ] as const)('R5.3 refused: %s', (_, file, expected) => {
-    const check = checkEvidence(file(), PROJECT_ROOT);
+  ] as const)('R5.3 refused: %s', async (_, file, expected) => {
+    const check = await checkEvidence(file(), PROJECT_ROOT, asDefault);
     expect(check.passes).toBe(false);
     if ('kind' in expected) expect(check.kind).toBe(expected.kind);
     if (typeof expected.reason === 'string') expect(check.reason).toBe(expected.reason);
     else expect(check.reason).toMatch(expected.reason);
   });
 
-  it('R5.3 a scenario edited since, or no longer a scenario, fails the evidence made from it', () => {
+  it('R5.3 a scenario edited since, or no longer a scenario, fails the evidence made from it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'deputy-scenario-'));
     mkdirSync(join(dir, 'scenarios'));
     const copy = join(dir, twoArm.scenario.file);
     cpSync(join(PROJECT_ROOT, twoArm.scenario.file), copy);
-    expect(checkEvidence(TWO_ARM, dir)).toMatchObject({ passes: true });
+    expect(await checkEvidence(TWO_ARM, dir, asDefault)).toMatchObject({ passes: true });
     writeFileSync(copy, `${readFileSync(copy, 'utf8')}# edited\n`);
-    expect(checkEvidence(TWO_ARM, dir)).toMatchObject({
+    expect(await checkEvidence(TWO_ARM, dir, asDefault)).toMatchObject({
       passes: false,
       reason: `${twoArm.scenario.file} changed since this evidence was made`,
     });
@@ -159,20 +186,20 @@ describe('R5.3 each evidence file is checked against itself', () => {
 describe('R5.3 activation without a Temporal record to check, and without tenants', () => {
   const UNHELPFUL = join(PROJECT_ROOT, 'evidence', 'single-lookup.json');
 
-  it('R5.3 without records to look the cited run up, capability evidence does not count; two-arm alone activates nobody', async () => {
+  it('R5.3 without records to look its runs up, no evidence counts', async () => {
     const config = parseConfig({
       ...delegationConfig(),
       delegation: { ...delegationConfig().delegation, activation: 'evidence' },
       tenants: { both: { evidence: [CAPABILITY, TWO_ARM] }, 'capability-only': { evidence: [CAPABILITY, UNHELPFUL] } },
     });
     const [both, capabilityOnly] = await tenantDelegation(config, PROJECT_ROOT);
-    expect(both).toMatchObject({
-      activated: false,
-      reason: 'no passing capability evidence (a scenario admitted from a real failed run)',
-    });
-    expect(both!.evidence[0]!.reason).toBe(
-      'cannot look up run-7: the worker has no Temporal client to check the run it cites',
+    expect(both).toMatchObject({ activated: false });
+    expect(both!.reason).toBe(
+      'no passing capability evidence (a scenario admitted from a real failed run); no passing two-arm evidence',
     );
+    for (const check of [...both!.evidence, ...capabilityOnly!.evidence]) {
+      expect(check.reason).toBe('cannot look up the runs it names: the worker has no Temporal client to check them');
+    }
     expect(capabilityOnly!.reason).toBe(
       'no passing capability evidence (a scenario admitted from a real failed run); no passing two-arm evidence',
     );
@@ -184,14 +211,14 @@ describe('R5.3 activation without a Temporal record to check, and without tenant
   });
 
   it('R5.3 with no tenants, runs are the default tenant: the flag alone gives nothing, unless activation is unconditional', async () => {
-    const lookup = tenantDelegationLookup(PROJECT_ROOT);
+    const lookup = tenantDelegationLookup(PROJECT_ROOT, records);
     const evidenceOnly = parseConfig({
       ...delegationConfig(),
       delegation: { ...delegationConfig().delegation, activation: 'evidence', evidence: [TWO_ARM] },
     });
     expect(await lookup(evidenceOnly, undefined)).toBe(false);
     expect(await lookup(evidenceOnly, 'anyone')).toBe(false);
-    expect(describeTenantDelegation(await tenantDelegation(evidenceOnly, PROJECT_ROOT))).toEqual([
+    expect(describeTenantDelegation(await tenantDelegation(evidenceOnly, PROJECT_ROOT, records))).toEqual([
       "delegation: NOT offered: no tenants are configured, and the default tenant's evidence (delegation.evidence) does not pass: no passing capability evidence (a scenario admitted from a real failed run); give it evidence, or set delegation.activation: unconditional (docs/activation.md)",
       `  passes two-arm ${TWO_ARM}: delegation helps: 100% vs 50% with no added policy failure`,
     ]);
@@ -201,8 +228,8 @@ describe('R5.3 activation without a Temporal record to check, and without tenant
     expect(unconditional.delegation.activation).toBe('unconditional');
     expect(await lookup(unconditional, undefined)).toBe(true);
     expect(await lookup(unconditional, 'anyone')).toBe(true);
-    expect(describeTenantDelegation(await tenantDelegation(unconditional, PROJECT_ROOT))).toEqual([
-      'delegation: offered to every run without evidence (delegation.activation: unconditional in the config)',
+    expect(describeTenantDelegation(await tenantDelegation(unconditional, PROJECT_ROOT, records))).toEqual([
+      'delegation: offered to every run WITHOUT evidence (delegation.activation: unconditional in the config): a departure from the design; remove it to activate on evidence (docs/activation.md)',
     ]);
     const tenants = parseConfig({ ...evidenceOnly, tenants: { acme: { evidence: [TWO_ARM] } } });
     expect(await lookup(tenants, 'acme')).toBe(false);

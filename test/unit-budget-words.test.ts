@@ -14,7 +14,7 @@ import {
   type Budget,
 } from '../src/rules/budget.js';
 import { fitCall, MIN_COMPLETION_TOKENS, upperBoundTokens, worstCase } from '../src/rules/call-budget.js';
-import { priceFromUsdPerMTok, ZERO_USAGE } from '../src/rules/usage.js';
+import { modelPrice, ZERO_USAGE } from '../src/rules/usage.js';
 
 const budget = (over: Partial<Budget> = {}): Budget => ({
   maxTokens: 1000,
@@ -23,7 +23,7 @@ const budget = (over: Partial<Budget> = {}): Budget => ({
   reserved: { tokens: 200, costMicroUsd: 1000 },
   ...over,
 });
-const price = priceFromUsdPerMTok(1, 2); // 1 µUSD an input token, 2 an output token
+const price = modelPrice({ inputPerMTokUsd: 1, outputPerMTokUsd: 2 }); // 1 µUSD an input token, 2 an output token
 
 describe('R2.6 reservations', () => {
   it('R2.6 what is free, and the invariant, exactly at the edge', () => {
@@ -135,7 +135,7 @@ describe('R2.13 a call fits, or is not made', () => {
       message: "the call's input alone costs $0.000100 and only $0.000131 is left for it and its answer",
     });
     // With free output the cost caps nothing while the input fits, and refuses once it does not.
-    const freeOutput = priceFromUsdPerMTok(1, 0);
+    const freeOutput = modelPrice({ inputPerMTokUsd: 1, outputPerMTokUsd: 0 });
     expect(fitCall(100, { tokens: null, costMicroUsd: 100, price: freeOutput })).toEqual({
       ok: true,
       maxCompletionTokens: null,

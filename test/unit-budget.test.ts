@@ -10,6 +10,7 @@ import {
   release,
   reservationFor,
   reserve,
+  resolveLimits,
   sum,
   withinBudget,
   ZERO_AMOUNT,
@@ -19,7 +20,6 @@ import {
 import { checkCaps, narrowGrant } from '../src/rules/children.js';
 import { parseInvocation } from '../src/contract/checks/contract-checks.js';
 import { type DelegationSettings } from '../src/contract/delegation.js';
-import { resolveLimits } from '../src/rules/budget.js';
 import { ZERO_USAGE } from '../src/rules/usage.js';
 
 const SETTINGS: DelegationSettings = {

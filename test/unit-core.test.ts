@@ -8,15 +8,20 @@ import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../s
 import type { Usage } from '../src/contract/run.js';
 import { type SessionEvent } from '../src/contract/session.js';
 import { toChatMessages } from '../src/contract/dialogue.js';
-import { addModelCall, callCostMicroUsd, callSpend, priceFromUsdPerMTok, ZERO_USAGE } from '../src/rules/usage.js';
+import { addModelCall, callCostMicroUsd, callSpend, modelPrice, ZERO_USAGE } from '../src/rules/usage.js';
 
 const at = '2026-01-01T00:00:00.000Z';
-const price = priceFromUsdPerMTok(1, 2);
+const price = modelPrice({ inputPerMTokUsd: 1, outputPerMTokUsd: 2 });
 
 describe('R1.3 cost in integer micro-USD', () => {
   it('R1.3 one call costs tokens x price, rounded up once', () => {
     expect(callCostMicroUsd({ inputTokens: 100, outputTokens: 20 }, price)).toBe(140);
-    expect(callCostMicroUsd({ inputTokens: 1, outputTokens: 0 }, priceFromUsdPerMTok(0.15, 0.6))).toBe(1);
+    expect(
+      callCostMicroUsd(
+        { inputTokens: 1, outputTokens: 0 },
+        modelPrice({ inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 }),
+      ),
+    ).toBe(1);
     expect(callCostMicroUsd({ inputTokens: 0, outputTokens: 0 }, price)).toBe(0);
   });
 

@@ -4,9 +4,9 @@ import { countCallTokens, countText, encodingFor, loadEncoding } from '../activi
 import { overrunOf, shrinkToFit } from '../src/rules/budget.js';
 import { fitCall, MIN_COMPLETION_TOKENS, upperBoundTokens, worstCase } from '../src/rules/call-budget.js';
 import { cutText, formatBytes, jsonFits, utf8Bytes, wasCut } from '../src/rules/payloads.js';
-import { callCostMicroUsd, priceFromUsdPerMTok } from '../src/rules/usage.js';
+import { callCostMicroUsd, modelPrice } from '../src/rules/usage.js';
 
-const price = priceFromUsdPerMTok(1, 2);
+const price = modelPrice({ inputPerMTokUsd: 1, outputPerMTokUsd: 2 });
 
 describe('R1.8 bounded payloads: sizes and cuts', () => {
   it('R1.8 utf8Bytes agrees with Buffer on any text, surrogate pairs included', () => {

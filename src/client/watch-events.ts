@@ -67,6 +67,9 @@ export type WatchEvent = EventBase &
         /** Debited: the larger of the endpoint's report and Deputy's count. */
         inputTokens: number;
         outputTokens: number;
+        /** Of the input, what the provider served from its prompt cache (and wrote to it), as it reported. */
+        cachedInputTokens?: number;
+        cacheWriteTokens?: number;
         costUsd: number | null;
         /** What the endpoint billed: its report, Deputy's count where it made none. */
         billed: { inputTokens: number; outputTokens: number; costUsd: number | null };

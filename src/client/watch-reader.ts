@@ -10,7 +10,7 @@ import type { RequestApprovalInput } from '../contract/approvals.js';
 import { ApprovalsReading, sayMessage } from './watch-messages.js';
 import type { RunInput, RunResult } from '../contract/run.js';
 import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../contract/signals.js';
-import { billedTokens, callCostMicroUsd, microToUsd, type CallTokens } from '../rules/usage.js';
+import { billedTokens, callCostMicroUsd, callTokensOf, microToUsd, type CallTokens } from '../rules/usage.js';
 import {
   closingStatus,
   EventType,
@@ -177,7 +177,7 @@ export class RunReader {
       this.price ??= (await this.decode<{ price: ModelPrice }>(attributes.result))?.price;
     } else if (info.model !== undefined && !replaying) {
       const result = await this.decode<CallModelResult>(attributes.result);
-      const tokens = { inputTokens: result?.inputTokens ?? 0, outputTokens: result?.outputTokens ?? 0 };
+      const tokens = callTokensOf(result) ?? { inputTokens: 0, outputTokens: 0 };
       const billed = billedTokens({ ...tokens, billed: result?.billed });
       const cost = (counted: CallTokens) => (this.price ? microToUsd(callCostMicroUsd(counted, this.price)) : null);
       await say({

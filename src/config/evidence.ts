@@ -139,15 +139,22 @@ export function verdict(single: ArmSummary, delegating: ArmSummary): Verdict {
 
 /** The evidence file an evaluation writes (and activation reads). */
 export const Evidence = z.object({
-  format: z.literal('deputy-evidence/1'),
+  format: z.literal('deputy-evidence/2'),
   scenario: z.object({ id: z.string(), kind: z.enum(['two-arm', 'capability']), file: z.string(), sha256: z.string() }),
+  /** The tenant whose runs these are; `null`, the default tenant (runs that name none). */
+  tenant: z.string().nullable(),
   admittedFrom: z.unknown().optional(),
   model: z.string(),
   command: z.string(),
   createdAt: z.string(),
   arms: z.object({ single: ArmSummary, delegating: ArmSummary }),
   verdict: Verdict,
-  /** An arm run again gave the same run (status, score, output): a two-arm case passes only with this. */
-  determinism: z.object({ repeatedArm: z.enum(['single', 'delegating']), identical: z.boolean() }).optional(),
+  /**
+   * A run of an arm (`of`) and its re-run (`rerun`): a two-arm case passes only when Temporal's records show the two
+   * came out the same (status, score, answer, children, policy failures).
+   */
+  determinism: z
+    .object({ repeatedArm: z.enum(['single', 'delegating']), of: z.string(), rerun: z.string() })
+    .optional(),
 });
 export type Evidence = z.infer<typeof Evidence>;

@@ -18,7 +18,7 @@ import { toToolSpec, type RunTool, type ToolDefinition } from '../contract/tools
 import { configEntry, type DeputyConfig, type Preset } from './schema.js';
 import { composeRun, type CompositionSource } from '../rules/composition.js';
 import { DEFAULT_MODEL_RETRY } from '../rules/model-retry.js';
-import { priceFromUsdPerMTok } from '../rules/usage.js';
+import { modelPrice } from '../rules/usage.js';
 import { resolvePolicy } from '../rules/approvals.js';
 
 /** A preset's revision: a short content hash of its definition. */
@@ -71,7 +71,7 @@ export function resolveComposition(
       const tool = tools.get(name);
       return tool && asRunTool(tool);
     },
-    price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd),
+    price: modelPrice(price),
     defaultLimits: { ...limits, synthesisReserve },
     delegation,
     compaction: config.compaction,
@@ -134,7 +134,7 @@ function fallbackOf(
       }
       return {
         model: name,
-        price: priceFromUsdPerMTok(price.inputPerMTokUsd, price.outputPerMTokUsd),
+        price: modelPrice(price),
         ...withQueue(config, name, 'taskQueue'),
       };
     });

@@ -17,11 +17,18 @@ import { describeIssues } from '../rules/zod-issues.js';
 import { McpServers } from './mcp.js';
 import { ApprovalsConfig } from '../contract/approvals.js';
 
-/** A model's price in USD per million tokens. */
+/**
+ * A model's price in USD per million tokens, as its provider bills: input, input served from the provider's prompt
+ * cache, input written to it (where a provider bills that), and output (reasoning included). A cache price left out
+ * is the input price: nothing is assumed cheaper than the config says.
+ */
 export const Price = z.strictObject({
   inputPerMTokUsd: z.number().nonnegative(),
   outputPerMTokUsd: z.number().nonnegative(),
+  cachedInputPerMTokUsd: z.number().nonnegative().optional(),
+  cacheWritePerMTokUsd: z.number().nonnegative().optional(),
 });
+export type Price = z.infer<typeof Price>;
 
 export { Preset };
 
@@ -72,9 +79,9 @@ export const DeputyConfig = z
     }).prefault({}),
     /** Prices per model in USD per million tokens. */
     prices: z.record(z.string(), Price).default({
-      'gpt-4.1-mini': { inputPerMTokUsd: 0.4, outputPerMTokUsd: 1.6 },
-      'gpt-4.1': { inputPerMTokUsd: 2, outputPerMTokUsd: 8 },
-      'gpt-4o-mini': { inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 },
+      'gpt-4.1-mini': { inputPerMTokUsd: 0.4, cachedInputPerMTokUsd: 0.1, outputPerMTokUsd: 1.6 },
+      'gpt-4.1': { inputPerMTokUsd: 2, cachedInputPerMTokUsd: 0.5, outputPerMTokUsd: 8 },
+      'gpt-4o-mini': { inputPerMTokUsd: 0.15, cachedInputPerMTokUsd: 0.075, outputPerMTokUsd: 0.6 },
     }),
     /**
      * How long a model request may go without a token of its answer (the first one included: keep-alives and usage

@@ -1,22 +1,22 @@
 /**
  * Per-tenant activation: a tenant gets delegation only on evidence that passes — at least one capability scenario
  * admitted from a real failed run and one two-arm case, each an evidence file whose delegating arm beats its
- * single-agent arm with no added policy failure. Each file is checked against its scenario: the scenario must be on
- * disk and unchanged, its kind and where it was admitted from are read from it (the evidence file only points at
- * it), every recorded run is re-scored against it, the means and the verdict are recomputed from the runs (edited
- * means, scores or verdicts do not count), and a two-arm case must show it is deterministic. The failed run a
- * capability scenario cites is looked up in Temporal's records: it must exist, have failed and be the tenant's.
- * Read when a configuration is first used, so a reload reads it again.
+ * single-agent arm with no added policy failure. A file only points: at its scenario (on disk, unchanged, and the one
+ * source of its kind and origin) and at the runs it was made of. Every run it names is looked up in Temporal's records
+ * and scored again from them, and the file is refused at the first figure that differs; determinism is a recorded
+ * re-run, and a capability case's failed run must have failed, alone, as the tenant's. Read when a configuration is
+ * first used, so a reload reads it again.
  */
 import { createHash } from 'node:crypto';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { DeputyConfig } from './schema.js';
 import { describeIssues } from '../rules/zod-issues.js';
-import { Evidence, summariseArm, verdict, type RunScore } from './evidence.js';
+import { Evidence, scoreRun, summariseArm, verdict, type RunScore } from './evidence.js';
 import { loadScenario, type Scenario } from './scenario.js';
-import { DEPUTY_STATUS, DEPUTY_TENANT } from '../contract/search-attributes.js';
+import type { RecordedRun, RunRecords } from './run-records.js';
+
+export { temporalRunRecords, type RecordedRun, type RunRecords } from './run-records.js';
 
 /** One evidence file as checked. */
 export interface EvidenceCheck {
@@ -40,8 +40,20 @@ export interface TenantDelegation {
   evidence: EvidenceCheck[];
 }
 
-/** Checks one evidence file; `baseDir` resolves relative paths (the config file's directory). */
-export function checkEvidence(file: string, baseDir: string): EvidenceCheck {
+/** Where an evidence file is checked: for which tenant, against which records of Temporal's. */
+export interface EvidenceContext {
+  /** The tenant it is to activate; `undefined` for the default tenant (runs that name none). */
+  tenant: string | undefined;
+  /** Temporal's records of the runs it names; without them no evidence passes. */
+  records: RunRecords | undefined;
+}
+
+/**
+ * Checks one evidence file; `baseDir` resolves relative paths (the config file's directory). The file itself only
+ * points: at its scenario (by path and hash), and at the runs it was made of. What those runs did is what Temporal
+ * recorded of them, and the file is refused at the first place it says otherwise.
+ */
+export async function checkEvidence(file: string, baseDir: string, context: EvidenceContext): Promise<EvidenceCheck> {
   const path = isAbsolute(file) ? file : resolve(baseDir, file);
   let raw: unknown;
   try {
@@ -76,19 +88,14 @@ export function checkEvidence(file: string, baseDir: string): EvidenceCheck {
     kind = scenario.kind;
     return fail(`it calls its scenario ${says}, and ${evidence.scenario.file} is ${scenario.kind}`);
   }
-  // The verdict is recomputed from the recorded runs, each re-scored against the scenario's facts: neither a means
-  // line, a score nor a verdict written by hand counts.
+  const { records } = context;
+  if (!records) return fail('cannot look up the runs it names: the worker has no Temporal client to check them');
+  const problem = await recordsProblem(evidence, scenario, context.tenant, records);
+  if (problem) return fail(problem);
+  // Means and verdict recomputed from the runs, which now match what Temporal recorded of them.
   for (const [arm, summary] of Object.entries(evidence.arms)) {
-    for (const run of summary.runs) {
-      const problem = misScored(scenario, run);
-      if (problem) return fail(`${arm} run ${run.workflowId}: ${problem}`);
-    }
     const recomputedArm = summariseArm(summary.runs);
-    if (
-      recomputedArm.meanScore !== summary.meanScore ||
-      recomputedArm.policyFailures !== summary.policyFailures ||
-      summary.runs.length === 0
-    ) {
+    if (recomputedArm.meanScore !== summary.meanScore || recomputedArm.policyFailures !== summary.policyFailures) {
       return fail(`its ${arm} arm's means are not those of its runs`);
     }
   }
@@ -97,70 +104,139 @@ export function checkEvidence(file: string, baseDir: string): EvidenceCheck {
     return fail(`its verdict says ${evidence.verdict.helps ? 'helps' : 'does not help'}, its runs say otherwise`);
   }
   if (!recomputed.helps) return fail(recomputed.summary);
-  if (kind === 'two-arm' && evidence.determinism?.identical !== true) {
-    return fail(
-      'a two-arm case must show it is deterministic (an arm run twice, the same run both times): run it offline or seeded',
-    );
+  if (kind === 'two-arm') {
+    const unproven = await determinismProblem(evidence, scenario, context.tenant, records);
+    if (unproven) return fail(unproven);
   }
   if (kind === 'capability') {
     const origin = scenario.admittedFrom;
     if (!origin) return fail(`${evidence.scenario.file} does not say which real run it was admitted from`);
+    const cited = await citedRunProblem(origin.sessionId, context.tenant, records);
+    if (cited) return fail(cited);
     return { file, kind, passes: true, reason: recomputed.summary, cites: origin.sessionId };
   }
   return { file, kind, passes: true, reason: recomputed.summary };
 }
 
-/** Why a recorded run's score is not what its output and its list of misses give, or `undefined` when it is. */
-function misScored(scenario: Scenario, run: RunScore): string | undefined {
-  const answer = (run.output ?? '').toLowerCase();
-  const unfound = scenario.score.expect.filter((fact) => !answer.includes(fact.toLowerCase()));
-  const notListed = unfound.filter((fact) => !run.missing.includes(`fact "${fact}"`));
-  if (notListed.length > 0)
-    return `its output lacks ${notListed.map((f) => `"${f}"`).join(', ')}, yet it is not listed as missing`;
-  const possible = scenario.score.expect.length + scenario.score.requiredTools.length;
-  if (Math.abs(run.score - (possible - run.missing.length) / possible) > 1e-9)
-    return 'its score is not what its misses give';
+/** The fields of a run the file states and Temporal's records decide, in the order a disagreement is named. */
+const RECORDED_FIELDS = ['status', 'output', 'children', 'missing', 'policyFailures', 'score', 'costMicroUsd'] as const;
+
+/**
+ * The first place the runs the evidence names disagree with Temporal's records, or `undefined`: each run must be
+ * there, ended and the tenant's; the single-agent arm's must not have delegated and the delegating arm's must have;
+ * and each must be, field by field, the run the records give, scored against the scenario.
+ */
+async function recordsProblem(
+  evidence: Evidence,
+  scenario: Scenario,
+  tenant: string | undefined,
+  records: RunRecords,
+): Promise<string | undefined> {
+  const seen = new Set<string>();
+  for (const arm of ['single', 'delegating'] as const) {
+    const { runs } = evidence.arms[arm];
+    if (runs.length === 0) return `its ${arm} arm names no run`;
+    for (const run of runs) {
+      if (seen.has(run.workflowId)) return `it names run ${run.workflowId} twice`;
+      seen.add(run.workflowId);
+      const recorded = await recordedRun(run.workflowId, arm, tenant, records);
+      if (typeof recorded === 'string') return `${arm} run ${recorded}`;
+      const derived = scoredFromRecords(scenario, run, recorded);
+      for (const field of RECORDED_FIELDS) {
+        if (JSON.stringify(run[field]) !== JSON.stringify(derived[field])) {
+          return `${arm} run ${run.workflowId}: the file says ${field} ${JSON.stringify(run[field])}, Temporal's records give ${JSON.stringify(derived[field])}`;
+        }
+      }
+    }
+  }
   return undefined;
 }
 
-/** What Temporal's records say about a run: whether it failed, how it ended, whose it is; `null` when none. */
-export interface RecordedRun {
-  failed: boolean;
-  ended: string;
-  tenant: string | undefined;
-}
-export type RunRecords = (workflowId: string) => Promise<RecordedRun | null>;
-
-/** A run as Temporal's records have it: failed when Temporal or Deputy says so (a run out of budget failed its task). */
-export function temporalRunRecords(client: Client): RunRecords {
-  return async (workflowId) => {
-    try {
-      const run = await client.workflow.getHandle(workflowId).describe();
-      const status = run.typedSearchAttributes.get(DEPUTY_STATUS);
-      const temporal = run.status.name;
-      return {
-        failed:
-          ['FAILED', 'TIMED_OUT', 'TERMINATED'].includes(temporal) || status === 'failed' || status === 'limit_reached',
-        ended: status ?? temporal.toLowerCase(),
-        tenant: run.typedSearchAttributes.get(DEPUTY_TENANT),
-      };
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return null;
-      throw err;
-    }
-  };
+/** The run as Temporal recorded it, or why it does not count for `arm` of `tenant` (starting with its id). */
+async function recordedRun(
+  workflowId: string,
+  arm: 'single' | 'delegating',
+  tenant: string | undefined,
+  records: RunRecords,
+): Promise<RecordedRun | string> {
+  const recorded = await records(workflowId);
+  if (!recorded) {
+    return `${workflowId}: Temporal's records do not hold it (never run, or past the namespace's retention)`;
+  }
+  if (!recorded.closed) return `${workflowId}: it has not ended`;
+  if (recorded.tenant !== tenant) {
+    return `${workflowId}: a run of ${tenantName(recorded.tenant)}, not of ${tenantName(tenant)}`;
+  }
+  if (arm === 'single' && recorded.children > 0) {
+    return `${workflowId}: the single-agent arm's run delegated (${recorded.children} run(s) below it)`;
+  }
+  if (arm === 'delegating' && recorded.children === 0)
+    return `${workflowId}: the delegating arm's run did not delegate`;
+  return recorded;
 }
 
-/** Why the run `check` cites does not back `tenant`, or `undefined` when Temporal's records say it does. */
-async function citedRunProblem(cites: string, tenant: string, records: RunRecords | undefined) {
-  if (!records) return `cannot look up ${cites}: the worker has no Temporal client to check the run it cites`;
+const tenantName = (tenant: string | undefined) => (tenant === undefined ? 'the default tenant' : `tenant ${tenant}`);
+
+/** A run the evidence names, scored from what Temporal recorded of it (only its tokens and wall time are the file's). */
+function scoredFromRecords(scenario: Scenario, run: RunScore, recorded: RecordedRun): RunScore {
+  return scoreRun(scenario, {
+    workflowId: run.workflowId,
+    status: recorded.ended,
+    output: recorded.output,
+    toolCalls: recorded.toolCalls,
+    tokens: run.tokens,
+    costMicroUsd: recorded.costMicroUsd ?? run.costMicroUsd,
+    maxCostMicroUsd: recorded.maxCostMicroUsd,
+    wallMs: run.wallMs,
+    children: recorded.children,
+  });
+}
+
+const UNPROVEN =
+  'a two-arm case must show it is deterministic (a run of an arm and its re-run, the same in Temporal’s records): run it offline or seeded';
+
+/**
+ * Why a two-arm case has not shown it is deterministic, or `undefined`: it names a run of an arm and a re-run of it,
+ * a run of its own, and Temporal's records show the two came out the same.
+ */
+async function determinismProblem(
+  evidence: Evidence,
+  scenario: Scenario,
+  tenant: string | undefined,
+  records: RunRecords,
+): Promise<string | undefined> {
+  const shown = evidence.determinism;
+  if (!shown) return UNPROVEN;
+  const first = evidence.arms[shown.repeatedArm].runs.find((r) => r.workflowId === shown.of);
+  if (!first) return `its re-run is of ${shown.of}, which is not a run of its ${shown.repeatedArm} arm`;
+  const named = [...evidence.arms.single.runs, ...evidence.arms.delegating.runs].map((r) => r.workflowId);
+  if (named.includes(shown.rerun)) return `its re-run ${shown.rerun} is one of its arms' runs, not a run of its own`;
+  const recorded = await recordedRun(shown.rerun, shown.repeatedArm, tenant, records);
+  if (typeof recorded === 'string') return `re-run ${recorded}`;
+  const again = scoredFromRecords(scenario, { ...first, workflowId: shown.rerun }, recorded);
+  const same = (r: RunScore) => JSON.stringify([r.status, r.score, r.output, r.children, r.policyFailures]);
+  if (same(again) !== same(first)) {
+    return `its re-run ${shown.rerun} came out otherwise than ${shown.of} in Temporal's records (${again.status}, score ${again.score}): ${UNPROVEN}`;
+  }
+  return undefined;
+}
+
+/** Why the failed run a capability scenario cites does not back `tenant`, or `undefined` when Temporal's records say it does. */
+async function citedRunProblem(
+  cites: string,
+  tenant: string | undefined,
+  records: RunRecords,
+): Promise<string | undefined> {
   const run = await records(cites);
-  if (!run)
+  if (!run) {
     return `cites ${cites}, which Temporal's records do not hold (never run, or past the namespace's retention)`;
+  }
   if (!run.failed) return `cites ${cites}, which ended ${run.ended}: a capability scenario comes from a failed run`;
-  const owner = tenant === DEFAULT_TENANT ? undefined : tenant;
-  if (run.tenant !== owner) {
-    return `cites ${cites}, a run of ${run.tenant === undefined ? 'no tenant' : `tenant ${run.tenant}`}, not of ${owner === undefined ? 'the default tenant' : `tenant ${owner}`}`;
+  if (run.tenant !== tenant) {
+    return `cites ${cites}, a run of ${run.tenant === undefined ? 'no tenant' : `tenant ${run.tenant}`}, not of ${tenantName(tenant)}`;
+  }
+  if (run.children > 0) {
+    return `cites ${cites}, which delegated: a capability scenario comes from a single-agent run that failed`;
   }
   return undefined;
 }
@@ -177,20 +253,15 @@ export async function tenantDelegation(
   const entries: [string, readonly string[]][] = config.tenants
     ? Object.entries(config.tenants).map(([tenant, { evidence }]) => [tenant, evidence])
     : [[DEFAULT_TENANT, config.delegation.evidence]];
-  const files = new Map<string, EvidenceCheck>();
-  const checked = (file: string) => files.get(file) ?? files.set(file, checkEvidence(file, baseDir)).get(file)!;
-  // Each cited run is looked up once, however many tenants cite it.
+  // Each run is looked up once, however many files and tenants name it.
   const looked = new Map<string, ReturnType<RunRecords>>();
   const once: RunRecords | undefined = records && ((id) => looked.get(id) ?? looked.set(id, records(id)).get(id)!);
   const unconditional = config.delegation.activation === 'unconditional';
   return Promise.all(
     entries.map(async ([tenant, evidence]): Promise<TenantDelegation> => {
+      const owner = tenant === DEFAULT_TENANT ? undefined : tenant;
       const checks = await Promise.all(
-        evidence.map(async (file) => {
-          const check = checked(file);
-          const problem = check.passes && check.cites && (await citedRunProblem(check.cites, tenant, once));
-          return problem ? { ...check, passes: false, reason: problem } : check;
-        }),
+        evidence.map((file) => checkEvidence(file, baseDir, { tenant: owner, records: once })),
       );
       const passing = (kind: EvidenceCheck['kind']) => checks.some((c) => c.passes && c.kind === kind);
       const missing = [
@@ -203,7 +274,7 @@ export async function tenantDelegation(
       const reason = !config.delegation.enabled
         ? 'delegation is off (the master switch)'
         : unconditional
-          ? 'activation is unconditional (the config says so): the flag alone decides'
+          ? 'activation is unconditional (the config says so): the flag alone decides, without evidence — a departure from the design (docs/activation.md)'
           : missing.length > 0
             ? missing.join('; ')
             : 'evidence passes';
@@ -265,5 +336,5 @@ function describeDefault(a: TenantDelegation): string {
   }
   return a.evidence.length > 0
     ? "delegation: offered to every run: the default tenant's evidence passes"
-    : 'delegation: offered to every run without evidence (delegation.activation: unconditional in the config)';
+    : 'delegation: offered to every run WITHOUT evidence (delegation.activation: unconditional in the config): a departure from the design; remove it to activate on evidence (docs/activation.md)';
 }

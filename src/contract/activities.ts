@@ -29,6 +29,14 @@ export interface CompactionRange {
   maxBytes: number;
 }
 
+/** A model call's tokens: input (of it, what the provider's prompt cache served and what was written to it) and output. */
+export interface CallTokenCounts {
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens?: number;
+  cacheWriteTokens?: number;
+}
+
 /** Input of `madeByModel`: a steering call, and the first run of the calling run's chain. */
 export interface MadeByModelInput {
   call: ToolCall;
@@ -94,8 +102,10 @@ export interface SummarizeContextResult {
   /** Debited, as a model call's result says. */
   inputTokens: number;
   outputTokens: number;
+  cachedInputTokens?: number;
+  cacheWriteTokens?: number;
   /** Billed, as a model call's result says. */
-  billed: { inputTokens: number; outputTokens: number };
+  billed: CallTokenCounts;
 }
 
 /** Input of `loadSession`: a run whose session a follow-up goes on from. */
@@ -173,11 +183,16 @@ export interface CallContext {
 export interface CallModelResult {
   content: string | null;
   toolCalls: ToolCall[];
-  /** Debited: the larger of the endpoint's report and Deputy's count, each direction. */
+  /**
+   * Debited: the larger of the endpoint's report and Deputy's count, each direction; of the input, what the endpoint
+   * reported it served from its prompt cache and wrote to it (none where it reported none).
+   */
   inputTokens: number;
   outputTokens: number;
+  cachedInputTokens?: number;
+  cacheWriteTokens?: number;
   /** What the endpoint billed: its usage report, Deputy's count where it reported none. */
-  billed: { inputTokens: number; outputTokens: number };
+  billed: CallTokenCounts;
   finishReason: string | null;
 }
 

@@ -21,10 +21,15 @@ export const SynthesisReserve = z.union([
 ]);
 export type SynthesisReserve = z.infer<typeof SynthesisReserve>;
 
-/** A model's price in integer micro-USD per million tokens. */
+/**
+ * A model's price in integer micro-USD per million tokens: input, input the provider served from its prompt cache and
+ * input it wrote to it (each the input price when absent), and output.
+ */
 export const ModelPrice = z.object({
   inputMicroUsdPerMTok: z.number().int().nonnegative(),
   outputMicroUsdPerMTok: z.number().int().nonnegative(),
+  cachedInputMicroUsdPerMTok: z.number().int().nonnegative().optional(),
+  cacheWriteMicroUsdPerMTok: z.number().int().nonnegative().optional(),
 });
 export type ModelPrice = z.infer<typeof ModelPrice>;
 

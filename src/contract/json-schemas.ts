@@ -131,6 +131,8 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               properties: {
                 inputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
                 outputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                cachedInputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                cacheWriteMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
               },
               required: ['inputMicroUsdPerMTok', 'outputMicroUsdPerMTok'],
             },
@@ -284,6 +286,8 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                         properties: {
                           inputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
                           outputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                          cachedInputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                          cacheWriteMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
                         },
                         required: ['inputMicroUsdPerMTok', 'outputMicroUsdPerMTok'],
                       },
@@ -1145,6 +1149,8 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
               properties: {
                 inputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
                 outputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                cachedInputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                cacheWriteMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
               },
               required: ['inputMicroUsdPerMTok', 'outputMicroUsdPerMTok'],
             },
@@ -1323,6 +1329,8 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
                         properties: {
                           inputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
                           outputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                          cachedInputMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
+                          cacheWriteMicroUsdPerMTok: { type: 'integer', minimum: 0, maximum: 9007199254740991 },
                         },
                         required: ['inputMicroUsdPerMTok', 'outputMicroUsdPerMTok'],
                       },

@@ -1,7 +1,7 @@
 /**
  * What both demos run on: the model (a real endpoint when OPENAI_* is set, else the offline scripted one), Temporal
  * (TEMPORAL_ADDRESS, else an embedded dev server persisted under .deputy/), a worker and a client. Delegation is on
- * unless AGENT_DELEGATION_ENABLED=false says otherwise.
+ * unless AGENT_DELEGATION_ENABLED=false says otherwise, activated on evidence recorded on the server (evidence.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
@@ -20,6 +20,9 @@ import { ScriptedModelServer } from '../testing/scripted-model.js';
 import { type ScriptRule } from '../testing/script.js';
 import { createDeputyWorker } from '../worker/factory.js';
 import { runtimeTelemetry } from '../ops/metrics.js';
+import { deputyTracing } from '../ops/tracing.js';
+import { bundleDeputyWorkflows } from '../worker/bundle.js';
+import { demoEvidence } from './evidence.js';
 
 /** A demo's running environment, handed to its body. */
 export interface DemoEnvironment {
@@ -91,19 +94,37 @@ export async function withDemoEnvironment(
     try {
       if (served) await settleInterrupted(deputy.temporal, say);
       say('worker: bundling workflows and starting …');
+      const tracing = deputyTracing();
+      const shared = {
+        workflowBundle: await bundleDeputyWorkflows({ tracing }),
+        tracing,
+        namespace: env.temporalNamespace,
+        ...(dataConverter && { workerOptions: { dataConverter } }),
+      };
+      // Delegation as the design has it: on evidence this server's records back (the operator's explicit
+      // `activation: unconditional`, or tenants of its own, are left as the config says).
+      const evidenceFirst = config.delegation.enabled && config.delegation.activation === 'evidence' && !config.tenants;
+      const activated: DeputyConfig = evidenceFirst
+        ? {
+            ...config,
+            delegation: {
+              ...config.delegation,
+              evidence: await demoEvidence({ client: deputy.temporal, connection, config, worker: shared, say }),
+            },
+          }
+        : config;
       const worker = await createDeputyWorker({
+        ...shared,
         client: deputy.temporal,
         connection,
-        namespace: env.temporalNamespace,
         taskQueue: env.taskQueue,
         childTaskQueue: env.childTaskQueue,
-        config,
-        ...(dataConverter && { workerOptions: { dataConverter } }),
+        config: activated,
         model: live
           ? { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl }
           : { apiKey: 'offline', baseURL: scripted!.url },
       });
-      await worker.runUntil(() => body({ deputy, env, config, live, uiBase }));
+      await worker.runUntil(() => body({ deputy, env, config: activated, live, uiBase }));
     } finally {
       await clientConnection.close();
       await connection.close();

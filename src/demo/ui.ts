@@ -17,11 +17,16 @@ import { freePort } from '../testing/ports.js';
 import { holdDatabase } from './state-lock.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
 
-/** Where the demos persist their dev server (`DEPUTY_STATE_DIR`, default `.deputy/state`). */
-export function persistedDatabase(): string {
+/** Where the demos keep their state: the dev server's database, the evidence recorded on it (`DEPUTY_STATE_DIR`, default `.deputy/state`). */
+export function demoStateDir(): string {
   const stateDir = process.env.DEPUTY_STATE_DIR ?? join(PROJECT_ROOT, '.deputy', 'state');
   mkdirSync(stateDir, { recursive: true });
-  return join(stateDir, 'temporal.db');
+  return stateDir;
+}
+
+/** Where the demos persist their dev server. */
+export function persistedDatabase(): string {
+  return join(demoStateDir(), 'temporal.db');
 }
 
 /** A dev server with its UI, and the codec server the UI decodes through when a codec is configured. */

@@ -5,7 +5,7 @@
 import type { CallBudget } from '../contract/activities.js';
 import { minOf, type Amount } from './budget.js';
 import { utf8Bytes } from './payloads.js';
-import { callCostMicroUsd, usdText, type CallTokens, type ModelPrice } from './usage.js';
+import { callCostMicroUsd, usdText, worstInputPrice, type CallTokens, type ModelPrice } from './usage.js';
 
 export type { CallBudget };
 
@@ -28,14 +28,16 @@ export type CallFit =
 
 /**
  * The largest answer a call with `inputTokens` of input may ask for so that input + answer fit the free
- * tokens and, at the model's price (cost rounded up once, as `callCostMicroUsd` does), the free micro-USD.
+ * tokens and, at the model's price (its input uncached, at `worstInputPrice`; cost rounded up once, as
+ * `callCostMicroUsd` does), the free micro-USD.
  */
 export function fitCall(inputTokens: number, budget: CallBudget): CallFit {
   const { price } = budget;
+  const inputPrice = worstInputPrice(price);
   const byTokens = budget.tokens === null ? null : budget.tokens - inputTokens;
   let byCost: number | null = null;
   if (budget.costMicroUsd !== null) {
-    const left = budget.costMicroUsd * 1_000_000 - inputTokens * price.inputMicroUsdPerMTok;
+    const left = budget.costMicroUsd * 1_000_000 - inputTokens * inputPrice;
     byCost = price.outputMicroUsdPerMTok > 0 ? Math.floor(left / price.outputMicroUsdPerMTok) : left >= 0 ? null : -1;
   }
   const max = minOf(byTokens, byCost, budget.maxCompletionTokens);
@@ -44,15 +46,19 @@ export function fitCall(inputTokens: number, budget: CallBudget): CallFit {
   const message =
     limit === 'maxTokens'
       ? `the call needs ${inputTokens} input tokens and at least ${MIN_COMPLETION_TOKENS} for its answer, but only ${budget.tokens} tokens are left`
-      : `the call's input alone costs ${usdText(Math.ceil((inputTokens * price.inputMicroUsdPerMTok) / 1_000_000))} and only ${usdText(budget.costMicroUsd!)} is left for it and its answer`;
+      : `the call's input alone costs ${usdText(Math.ceil((inputTokens * inputPrice) / 1_000_000))} and only ${usdText(budget.costMicroUsd!)} is left for it and its answer`;
   return { ok: false, limit, message };
 }
 
-/** The worst case of a call: its input and the largest answer it may ask for, in tokens and micro-USD. */
+/**
+ * The worst case of a call: its input, none of it served from a provider's cache (each token at `worstInputPrice`),
+ * and the largest answer it may ask for, in tokens and micro-USD.
+ */
 export function worstCase(inputTokens: number, maxCompletionTokens: number, price: ModelPrice): Amount {
+  const uncached = { ...price, inputMicroUsdPerMTok: worstInputPrice(price) };
   return {
     tokens: inputTokens + maxCompletionTokens,
-    costMicroUsd: callCostMicroUsd({ inputTokens, outputTokens: maxCompletionTokens }, price),
+    costMicroUsd: callCostMicroUsd({ inputTokens, outputTokens: maxCompletionTokens }, uncached),
   };
 }
 

@@ -2,6 +2,7 @@
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import { FAILURE } from '../contract/failures.js';
 import type { FallbackAfter, ModelFallback, ModelPrice, ModelRetry } from '../contract/composition.js';
+import { worstInputPrice } from './usage.js';
 
 /** The retry policy of a run whose composition names none: the config's defaults. */
 export const DEFAULT_MODEL_RETRY: ModelRetry = Object.freeze({
@@ -252,7 +253,7 @@ export class ModelChain {
   get dearest(): ModelPrice {
     const reachable = [this.current, ...(this.fallback?.models.slice(this.#step) ?? [])];
     return {
-      inputMicroUsdPerMTok: Math.max(...reachable.map((m) => m.price.inputMicroUsdPerMTok)),
+      inputMicroUsdPerMTok: Math.max(...reachable.map((m) => worstInputPrice(m.price))),
       outputMicroUsdPerMTok: Math.max(...reachable.map((m) => m.price.outputMicroUsdPerMTok)),
     };
   }

@@ -8,7 +8,6 @@ import type { ContextRendering } from '../contract/preset.js';
 import type { ChildOrigin, RunInput, Usage } from '../contract/run.js';
 import type { ResolveRunResult } from '../contract/composition.js';
 import type { SessionEvent } from '../contract/session.js';
-import { type Amount } from './budget.js';
 import { renderChildTask, type ToolGrant } from './children.js';
 import type { Brief, ContextMode } from '../contract/delegation.js';
 import type { DelegationSettings } from '../contract/delegation.js';
@@ -23,6 +22,7 @@ import {
   deriveChildLimits,
   reservationFor,
   reserveUncovered,
+  type Amount,
 } from './budget.js';
 import { narrowGrant } from './children.js';
 import { inheritComposition, presetForChild, type PresetChoice } from './child-composition.js';

@@ -23,10 +23,16 @@ export interface Billed {
   costMicroUsd: number;
 }
 
-/** Tokens reported by one model call. */
+/**
+ * Tokens of one model call. Of its input, a provider may have served some from its prompt cache
+ * (`cachedInputTokens`) and written some to it (`cacheWriteTokens`), each billed at its own price; left out, none.
+ * Reasoning tokens are output: OpenAI bills them as output, within its completion tokens.
+ */
 export interface CallTokens {
   inputTokens: number;
   outputTokens: number;
+  cachedInputTokens?: number | undefined;
+  cacheWriteTokens?: number | undefined;
 }
 
 const MICRO = 1_000_000;
@@ -46,15 +52,68 @@ export function usdText(micro: number): string {
   return `$${microToUsd(micro).toFixed(6)}`;
 }
 
-/** Converts a price in USD per million tokens to integer micro-USD per million tokens. */
-export function priceFromUsdPerMTok(input: number, output: number): ModelPrice {
-  return { inputMicroUsdPerMTok: usdToMicro(input), outputMicroUsdPerMTok: usdToMicro(output) };
+/** A price as the config writes it: USD per million tokens of each kind (a cache price only where it is set). */
+export interface UsdPrice {
+  inputPerMTokUsd: number;
+  outputPerMTokUsd: number;
+  cachedInputPerMTokUsd?: number | undefined;
+  cacheWritePerMTokUsd?: number | undefined;
 }
 
-/** Cost of one model call in integer micro-USD, rounded up so a run never under-counts its spend. */
+/** Converts a price in USD per million tokens to integer micro-USD per million tokens. */
+export function modelPrice(price: UsdPrice): ModelPrice {
+  const { cachedInputPerMTokUsd: cached, cacheWritePerMTokUsd: write } = price;
+  return {
+    inputMicroUsdPerMTok: usdToMicro(price.inputPerMTokUsd),
+    outputMicroUsdPerMTok: usdToMicro(price.outputPerMTokUsd),
+    ...(cached !== undefined && { cachedInputMicroUsdPerMTok: usdToMicro(cached) }),
+    ...(write !== undefined && { cacheWriteMicroUsdPerMTok: usdToMicro(write) }),
+  };
+}
+
+/**
+ * Cost of one model call in integer micro-USD, priced as its provider bills it: input served from the cache and input
+ * written to it at their prices, the rest of the input at the input price, and output (reasoning included) at the
+ * output price; rounded up once, so a run never under-counts its spend. A count with no cached part is the worst
+ * case: every input token at the full price.
+ */
 export function callCostMicroUsd(tokens: CallTokens, price: ModelPrice): number {
-  const scaled = tokens.inputTokens * price.inputMicroUsdPerMTok + tokens.outputTokens * price.outputMicroUsdPerMTok;
+  const { cached, written, uncached } = inputParts(tokens);
+  const scaled =
+    uncached * price.inputMicroUsdPerMTok +
+    cached * (price.cachedInputMicroUsdPerMTok ?? price.inputMicroUsdPerMTok) +
+    written * (price.cacheWriteMicroUsdPerMTok ?? price.inputMicroUsdPerMTok) +
+    tokens.outputTokens * price.outputMicroUsdPerMTok;
   return Math.ceil(scaled / MICRO);
+}
+
+/**
+ * The most one input token may cost before the provider says how it served it: the input price, or the cache-write
+ * price where a provider bills writes dearer (a call's worst case prices all its input so, never cached).
+ */
+export function worstInputPrice(price: ModelPrice): number {
+  return Math.max(price.inputMicroUsdPerMTok, price.cacheWriteMicroUsdPerMTok ?? 0);
+}
+
+/**
+ * A call's input by how it is billed. The cached and written parts are the provider's word: a part that is no count,
+ * or that the input it is part of cannot hold (the cache read first, as providers bill it), is no part, and its
+ * tokens are priced as uncached input, so no report can lower what a call is debited below what it could have cost.
+ */
+export function inputParts(tokens: CallTokens): { cached: number; written: number; uncached: number } {
+  const within = (value: unknown, room: number) => {
+    const count = tokenCount(value) ?? 0;
+    return count <= room ? count : 0;
+  };
+  const cached = within(tokens.cachedInputTokens, tokens.inputTokens);
+  const written = within(tokens.cacheWriteTokens, tokens.inputTokens - cached);
+  return { cached, written, uncached: tokens.inputTokens - cached - written };
+}
+
+/** The cache parts of `tokens` that are counts, for carrying beside input and output (none when there are none). */
+export function cacheParts(tokens: CallTokens): Pick<CallTokens, 'cachedInputTokens' | 'cacheWriteTokens'> {
+  const { cached, written } = inputParts(tokens);
+  return { ...(cached > 0 && { cachedInputTokens: cached }), ...(written > 0 && { cacheWriteTokens: written }) };
 }
 
 /** Usage of a run that has done nothing yet. */
@@ -75,11 +134,12 @@ export const ZERO_USAGE: Usage = Object.freeze({
  */
 export function billedTokens(result: CallTokens & { billed?: unknown }): CallTokens {
   const said = callTokensOf(result.billed);
-  if (!said) return { inputTokens: result.inputTokens, outputTokens: result.outputTokens };
-  return {
+  if (!said) return { inputTokens: result.inputTokens, outputTokens: result.outputTokens, ...cacheParts(result) };
+  const billed = {
     inputTokens: Math.min(said.inputTokens, result.inputTokens),
     outputTokens: Math.min(said.outputTokens, result.outputTokens),
   };
+  return { ...billed, ...cacheParts({ ...said, inputTokens: billed.inputTokens }) };
 }
 
 /** What one model call spent, debited and billed, each priced at the run's model. */
@@ -158,13 +218,18 @@ export function impossibleUsage(result: unknown): string | null {
   return bad.length === 0 ? null : bad.map(([k, v]) => `${k} ${JSON.stringify(v) ?? 'missing'}`).join(', ');
 }
 
-/** `value` as input and output tokens, when both are counts (see `tokenCount`); anything else is `null`. */
+/**
+ * `value` as input and output tokens, when both are counts (see `tokenCount`), with the cache parts of its input that
+ * are counts; anything else is `null`.
+ */
 export function callTokensOf(value: unknown): CallTokens | null {
   if (typeof value !== 'object' || value === null) return null;
-  const { inputTokens, outputTokens } = value as Record<string, unknown>;
+  const { inputTokens, outputTokens, cachedInputTokens, cacheWriteTokens } = value as Record<string, unknown>;
   const input = tokenCount(inputTokens);
   const output = tokenCount(outputTokens);
-  return input === null || output === null ? null : { inputTokens: input, outputTokens: output };
+  if (input === null || output === null) return null;
+  const tokens = { inputTokens: input, outputTokens: output };
+  return { ...tokens, ...cacheParts({ ...tokens, cachedInputTokens, cacheWriteTokens } as CallTokens) };
 }
 
 /** The sum of two token counts. */

@@ -1,4 +1,5 @@
 /** What the scripted model counts and bills for a request, as Deputy's tokenizer counts it. */
+import { createHash } from 'node:crypto';
 import { countCallTokens, countText, encodingFor } from '../../activities/tokens.js';
 import type { ChatMessage } from '../contract/dialogue.js';
 import type { ChatRequestBody, RecordedRequest, ScriptUsage } from './script.js';
@@ -13,14 +14,59 @@ export function streamPieces(text: string): string[] {
   return pieces;
 }
 
-/** A request's input as Deputy's tokenizer counts it: `counted` exactly, `estimate` with its margin. */
-function inputCount(body: ChatRequestBody): { counted: number; estimate: number } {
+/** A request's input (or its first `messages` messages) as Deputy's tokenizer counts it: `counted` exactly, `estimate` with its margin. */
+function inputCount(body: ChatRequestBody, messages = body.messages.length): { counted: number; estimate: number } {
   const tools = (body.tools ?? []).map((tool) => ({
     name: tool.function.name,
     description: tool.function.description ?? '',
     parameters: (tool.function.parameters ?? {}) as Record<string, unknown>,
   }));
-  return countCallTokens(body.model, body.messages as ChatMessage[], tools);
+  return countCallTokens(body.model, body.messages.slice(0, messages) as ChatMessage[], tools);
+}
+
+/** The fewest input tokens OpenAI's prompt cache serves, and the steps it serves them in. */
+const CACHE_MIN_TOKENS = 1024;
+const CACHE_STEP_TOKENS = 128;
+
+/**
+ * A provider's prompt cache as OpenAI's works: every prompt sent is kept as its chain of prefixes (the model and
+ * tools, then each message in turn); a later request with the same leading messages has the longest such prefix
+ * served from the cache, once it comes to 1,024 tokens, in steps of 128, never all of its input.
+ */
+export class PromptCache {
+  readonly #prefixes = new Set<string>();
+
+  /** Input tokens of `body` the cache serves (its input counted as `promptTokens`); then keeps its prompt. */
+  serve(body: ChatRequestBody, promptTokens: number): number {
+    let chain = createHash('sha256')
+      .update(JSON.stringify([body.model, body.tools ?? []]))
+      .digest('hex');
+    let shared = 0;
+    for (const [i, message] of body.messages.entries()) {
+      chain = createHash('sha256').update(chain).update(JSON.stringify(message)).digest('hex');
+      if (this.#prefixes.has(chain) && shared === i) shared = i + 1;
+      this.#prefixes.add(chain);
+    }
+    if (shared === 0) return 0;
+    const prefix = inputCount(body, shared).counted;
+    if (prefix < CACHE_MIN_TOKENS || promptTokens < CACHE_MIN_TOKENS) return 0;
+    return Math.min(Math.floor(prefix / CACHE_STEP_TOKENS) * CACHE_STEP_TOKENS, promptTokens - 1);
+  }
+}
+
+/** What a provider billing at `price` (USD per million tokens, as the config writes it) billed for one usage report, in micro-USD: rounded up per call. */
+export function billedMicroUsd(
+  usage: ScriptUsage,
+  price: { inputPerMTokUsd: number; outputPerMTokUsd: number; cachedInputPerMTokUsd?: number | undefined },
+): number {
+  const micro = (usd: number) => Math.round(usd * 1_000_000);
+  const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
+  return Math.ceil(
+    ((usage.prompt_tokens - cached) * micro(price.inputPerMTokUsd) +
+      cached * micro(price.cachedInputPerMTokUsd ?? price.inputPerMTokUsd) +
+      usage.completion_tokens * micro(price.outputPerMTokUsd)) /
+      1_000_000,
+  );
 }
 
 /** A request's input as Deputy counts it: what a call is debited when the endpoint reports no usage. */
@@ -97,4 +143,9 @@ export function capAnswer(
     sentCalls.push({ ...call, function: { name, arguments: fit(call.function.arguments) } });
   }
   return { text: sentText, toolCalls: calls && sentCalls, capped };
+}
+
+/** A usage report as the provider bills it: its counts, without the total. */
+export function billedUsage({ total_tokens: _total, ...usage }: ScriptUsage & { total_tokens: number }): ScriptUsage {
+  return usage;
 }

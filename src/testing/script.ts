@@ -7,6 +7,8 @@ import type { IncomingMessage } from 'node:http';
 export interface ScriptUsage {
   prompt_tokens: number;
   completion_tokens: number;
+  /** Of the input, what the provider's prompt cache served (see `ProviderBehaviour.promptCache`). */
+  prompt_tokens_details?: { cached_tokens: number };
 }
 
 /**
@@ -120,6 +122,13 @@ export interface ProviderBehaviour {
    * usable), whatever the script says; the script answers the retry.
    */
   billsWithoutAnswer?: (request: RecordedRequest) => boolean;
+  /**
+   * A prompt cache that serves and bills as OpenAI's does: a request of 1,024 input tokens or more whose leading
+   * messages (with the same model and tools) were sent before has that prefix served from the cache, in steps of 128
+   * tokens, reported as `prompt_tokens_details.cached_tokens` in its usage.
+   * @default false
+   */
+  promptCache?: boolean;
 }
 
 /** The content of the last message of a request. */

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { encodingFor, loadEncoding } from '../../activities/tokens.js';
-import { capAnswer, countedUsage, streamPieces, worstUsage } from './script-usage.js';
+import { billedUsage, capAnswer, countedUsage, PromptCache, streamPieces, worstUsage } from './script-usage.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   ChatRequestBody,
@@ -26,6 +26,8 @@ export class ScriptedModelServer {
   readonly unmatched: RecordedRequest[] = [];
   private readonly rules: (ScriptRule & { used: number })[] = [];
   private readonly waiters = new Set<() => void>();
+  /** The provider's prompt cache, when its behaviour has one. */
+  private readonly promptCache = new PromptCache();
 
   /** How the server behaves as a provider; tests may change it between runs. */
   behaviour: Required<Pick<ProviderBehaviour, 'reads' | 'reportsUsage' | 'usage'>> & ProviderBehaviour;
@@ -220,12 +222,17 @@ export class ScriptedModelServer {
         text ?? '',
         (toolCalls ?? []).flatMap((c) => [c.function.name, c.function.arguments]),
       );
-    const usage =
+    let usage =
       asked === 'worst'
         ? worstUsage(record.body)
         : asked === 'counted'
           ? (bill ?? ((_, c) => c))(record, counted())
           : asked;
+    if (this.behaviour.promptCache) {
+      await loadEncoding(record.body.model);
+      const cached = this.promptCache.serve(record.body, usage.prompt_tokens);
+      if (cached > 0) usage = { ...usage, prompt_tokens_details: { cached_tokens: cached } };
+    }
     const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
     if (record.body.stream === true) {
       const chunkDelayMs = 'chunkDelayMs' in reply ? (reply.chunkDelayMs ?? 0) : 0;
@@ -300,10 +307,7 @@ export class ScriptedModelServer {
     if (answer.finishReason === null) {
       if (this.behaviour.reportsUsage && !res.destroyed) {
         write({ choices: [], usage: answer.usage });
-        record.billed = {
-          prompt_tokens: answer.usage.prompt_tokens,
-          completion_tokens: answer.usage.completion_tokens,
-        };
+        record.billed = billedUsage(answer.usage);
       }
       res.end('data: [DONE]\n\n');
       return;
@@ -330,7 +334,7 @@ export class ScriptedModelServer {
     // Billed only when the report goes out: a client that left (a cancelled call) is sent nothing and billed nothing.
     if (options?.include_usage && this.behaviour.reportsUsage && !res.destroyed) {
       write({ choices: [], usage: answer.usage });
-      record.billed = { prompt_tokens: answer.usage.prompt_tokens, completion_tokens: answer.usage.completion_tokens };
+      record.billed = billedUsage(answer.usage);
     }
     if (answer.stallAfterUsage) return; // silent, connection open
     if (!res.destroyed) res.end('data: [DONE]\n\n');

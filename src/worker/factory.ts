@@ -66,6 +66,8 @@ export interface DeputyWorkerOptions {
    * provider's calls apart from the workers running runs (`DEPUTY_WORKER_POLLS=model-calls`).
    */
   modelCallsOnly?: boolean;
+  /** Where the worker says, at start and on reload, which tenants have delegation and why. @default the console */
+  report?: (line: string) => void;
 }
 
 /** Indexes tools by name, rejecting bad and duplicate names. */
@@ -140,7 +142,7 @@ export class DeputyWorker {
 /** What Deputy's activities need, whether Deputy runs its own workers or joins a service's (the plugin). */
 export type DeputyActivityOptions = Pick<
   DeputyWorkerOptions,
-  'config' | 'model' | 'client' | 'hookFunctions' | 'tools'
+  'config' | 'model' | 'client' | 'hookFunctions' | 'tools' | 'report'
 > & {
   childTaskQueue: string;
   /** The worker's data converter has an external payload store. @default DEPUTY_PAYLOAD_STORE is set */
@@ -172,13 +174,14 @@ export function deputyActivities(
   if (problems.length > 0) throw new ConfigError(problems, configSource(config));
   // Says at start and after every reload which tenants have delegation, and why the others do not.
   const records = options.client && temporalRunRecords(options.client);
+  const say = options.report ?? ((line: string) => console.log(`deputy: ${line}`));
   const report = (current: DeputyConfig) => {
     if (!current.delegation.enabled) return;
     cachedTenantDelegation(current, process.cwd(), records).then(
       (activations) => {
-        for (const line of describeTenantDelegation([...activations.values()])) console.log(`deputy: ${line}`);
+        for (const line of describeTenantDelegation([...activations.values()])) say(line);
       },
-      (err: unknown) => console.log(`deputy: tenant evidence could not be checked yet: ${(err as Error).message}`),
+      (err: unknown) => say(`tenant evidence could not be checked yet: ${(err as Error).message}`),
     );
   };
   report(config);

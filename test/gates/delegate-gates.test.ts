@@ -93,6 +93,15 @@ describe('R5.5 delegate gates', () => {
     );
     const child = await state(`${id}/a-1`);
     expect(child.limits).toMatchObject({ maxTurns: 3, maxTokens: 1000, maxCostMicroUsd: 3000 });
+    // A brief asking more tokens and cost than the parent has left gets what is left: its limits less its one call
+    // as reported (5,100 tokens, 5,200 micro-USD at the test price), nothing reserved before it.
+    const greedy = 'g6 greedy limits';
+    const { id: greedyId } = await delegating(
+      greedy,
+      { briefs: [brief(greedy, 'b', { limits: { maxTokens: 50_000, maxCostUsd: 1 } })] },
+      { limits: { maxTurns: 4, maxTokens: 20_000, maxCostUsd: 0.02 }, usage: PARENT_USAGE },
+    );
+    expect((await state(`${greedyId}/b-1`)).limits).toMatchObject({ maxTokens: 14_900, maxCostMicroUsd: 14_800 });
   });
 
   it('G7 bounded deadline: a child’s deadline never passes its parent’s', async () => {
@@ -117,15 +126,31 @@ describe('R5.5 delegate gates', () => {
     expect(final.delegations).toEqual([]);
     expect(final.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
     expect(await listChildren(h.client, id)).toEqual([]);
+    // Briefs that fit are reserved whole before they run: each child's default limits (2,000 tokens, 3,000 micro-USD).
+    const fits = 'g8 reservation that fits';
+    const during: unknown[] = [];
+    await delegating(
+      fits,
+      { briefs: [brief(fits, 'a'), brief(fits, 'b')] },
+      { duringChild: async (parent) => void during.push((await state(parent)).reserved) },
+    );
+    expect(during[0]).toEqual({ tokens: 4000, costMicroUsd: 6000 });
   });
 
   it('G9 debit at join: the child’s actual spend moves from reserved to used when it is joined', async () => {
     const task = 'g9 debit';
+    let whileRunning: unknown;
     const { result, final } = await delegating(
       task,
       { briefs: [brief(task, 'a')] },
-      { usage: PARENT_USAGE, child: { text: `${task} child done`, usage: CHILD_USAGE } },
+      {
+        usage: PARENT_USAGE,
+        child: { text: `${task} child done`, usage: CHILD_USAGE },
+        duringChild: async (parent) => void (whileRunning = (await state(parent)).reserved),
+      },
     );
+    // Reserved while the child ran (its default limits), released at the join.
+    expect(whileRunning).toEqual({ tokens: 2000, costMicroUsd: 3000 });
     expect(final.reserved).toEqual({ tokens: 0, costMicroUsd: 0 });
     expect(final.delegations[0]!.actual).toEqual({ tokens: 520, costMicroUsd: 540 });
     // The parent's two calls as reported (5,100 tokens and 5,200 micro-USD each) and the child's actual spend.

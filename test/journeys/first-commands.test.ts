@@ -27,7 +27,7 @@ describe('49 the first commands work as the README and the demo say', () => {
     expect(command.output()).toMatch(/^search attributes on 127\.0\.0\.1:\d+\/default: 0 added, all \d+ present$/m);
   });
 
-  it('49.2 49.3 49.8 the demo completes; its closing hints work: npm run ui stays up until Ctrl-C and the tree it names is shown', async () => {
+  it('49.2 49.3 49.8 R5.3 the demo completes, its delegation activated on evidence it recorded on its server; its closing hints work: npm run ui stays up until Ctrl-C and the tree it names is shown', async () => {
     const env = {
       DEPUTY_STATE_DIR: stateDir,
       TEMPORAL_ADDRESS: undefined,
@@ -39,6 +39,10 @@ describe('49 the first commands work as the README and the demo say', () => {
     const runId = /^run (demo-\S+)$/m.exec(demo.output())?.[1];
     expect(runId, demo.output()).toBeDefined();
     expect(demo.output()).toContain('`npm run ui` serves these runs again');
+    // R5.3 Its delegation is activated on evidence recorded on its own server, checked against its records.
+    expect(demo.output()).toContain('delegation: recording evidence on this server first');
+    expect(demo.output()).toContain("deputy: delegation: offered to every run: the default tenant's evidence passes");
+    expect(demo.output()).not.toContain('WITHOUT evidence');
     // R7.2 R7.4 The demo's delegation waits for approval, and the demo approves it, saying so.
     expect(demo.output()).toContain(
       '  approval a1.1 asked: delegate: this delegation would reserve $0.1500 for its children, above approvals.delegationAboveUsd ($0.1)',

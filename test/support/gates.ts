@@ -36,9 +36,12 @@ export function useGates() {
       child?: ScriptReply;
       childDelayMs?: number;
       usage?: typeof PARENT_USAGE;
+      /** Called with the parent's id while a child's model call is held (the parent then waits on it). */
+      duringChild?: (parentId: string) => Promise<void>;
     } = {},
   ) {
     const usage = options.usage && { usage: options.usage };
+    let id = '';
     h.model.add(
       { name: `${task}:delegate`, when: forTask(task, 0), reply: { ...delegateReply(args), ...usage } },
       { name: `${task}:join`, when: afterTools(task), reply: { text: `${task}: joined`, ...usage } },
@@ -47,10 +50,13 @@ export function useGates() {
         when: (r) => !forTask(task)(r) && userSays(`${task} child`)(r),
         times: 8,
         delayMs: options.childDelayMs ?? 0,
-        reply: options.child ?? { text: `${task} child done` },
+        reply: async () => {
+          await options.duringChild?.(id);
+          return options.child ?? { text: `${task} child done` };
+        },
       },
     );
-    const id = h.id('gate');
+    id = h.id('gate');
     await h.deputy.startRun(
       {
         task,

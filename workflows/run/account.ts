@@ -12,13 +12,13 @@ import {
   budgetOf,
   release,
   reserve,
+  settleReservation,
   shrinkToFit,
   sum,
   ZERO_AMOUNT,
   type Amount,
 } from '../../src/rules/budget.js';
 import { type CallBudget } from '../../src/rules/call-budget.js';
-import { settleReservation } from '../../src/rules/budget.js';
 import { billedBy } from '../../src/rules/failure-message.js';
 import type { ModelChain } from '../../src/rules/model-retry.js';
 import {
