@@ -19,6 +19,11 @@ import { workerStarter, writeClusterConfig } from './cluster/workers.js';
 import { burstLine, burstProblems, fleetBurst } from '../src/testing/fleet-burst.js';
 import { ScriptedModelServer } from '../src/testing/scripted-model.js';
 import { forTask, toolResultCount, userSays } from '../src/testing/script.js';
+import { NativeConnection } from '@temporalio/worker';
+import { loadConfig, readEnv } from '../src/config/load.js';
+import { demoEvidence } from '../src/demo/evidence.js';
+import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
+import { bundleDeputyWorkflows } from '../src/worker/bundle.js';
 
 const FAILOVERS = 5;
 const SCOPES = ['tools.calc', 'tools.notes', 'run.delegate'];
@@ -218,15 +223,43 @@ const BURST_RATE = 4;
  * One tenant's burst on the cluster: the workers so far stopped, two fresh ones whose model calls share a queue held
  * to `BURST_RATE` requests a second; tenant A's 40 runs beside B's and C's 5 each (src/testing/fleet-burst.ts).
  */
-async function checkFairness({ client, model, queue, workers }: Checks, cluster: Cluster, configDir: string) {
+async function checkFairness(
+  { client, model, queue, workers }: Checks,
+  cluster: Cluster,
+  configDir: string,
+  evidence: string[],
+) {
   for (const worker of workers.splice(0)) if (worker.pid) process.kill(-worker.pid, 'SIGKILL');
   const fleetQueue = `${queue}-fleet`;
   const modelCalls = { taskQueue: FLEET_MODEL_QUEUE, requestsPerSecond: BURST_RATE };
-  const startWorker = workerStarter(cluster, model, fleetQueue, writeClusterConfig(configDir, modelCalls), workers);
+  const startWorker = workerStarter(
+    cluster,
+    model,
+    fleetQueue,
+    writeClusterConfig(configDir, evidence, modelCalls),
+    workers,
+  );
   await Promise.all([startWorker(0), startWorker(1)]);
   const figures = await fleetBurst(new DeputyClient(client, { taskQueue: fleetQueue }), model, `cluster-${fleetQueue}`);
   const problems = burstProblems(figures, BURST_RATE);
   check(problems.length === 0, `one tenant's burst: ${burstLine(figures)}${problems.map((p) => `; ${p}`).join('')}`);
+}
+
+/**
+ * Delegation's evidence, recorded on the cluster the way the demo records its own (offline, its runs in the cluster's
+ * records), for its workers to activate on.
+ */
+async function clusterEvidence(
+  client: Client,
+  cluster: Cluster,
+  dir: string,
+  stops: (() => unknown)[],
+): Promise<string[]> {
+  const native = await NativeConnection.connect({ address: cluster.address });
+  stops.push(() => native.close());
+  const config = loadConfig({ ...readEnv({}), configPath: join(PROJECT_ROOT, 'deputy.config.yaml') });
+  const worker = { workflowBundle: await bundleDeputyWorkflows(), tracing: undefined };
+  return demoEvidence({ client, connection: native, config, worker, dir, say });
 }
 
 async function main(): Promise<number> {
@@ -260,12 +293,12 @@ async function main(): Promise<number> {
     model = await ScriptedModelServer.start(DEMO_SCRIPT, { quiet: true });
     const queue = `cluster-${Date.now()}`;
     configDir = mkdtempSync(join(tmpdir(), 'deputy-cluster-config-'));
-    const configPath = writeClusterConfig(configDir);
-    const startWorker = workerStarter(cluster, model, queue, configPath, workers);
-    await Promise.all([startWorker(0), startWorker(1)]);
-    say('two workers ready on one task queue');
     connection = await Connection.connect({ address: cluster.address });
     const client = new Client({ connection });
+    const evidence = await clusterEvidence(client, cluster, configDir, stops);
+    const startWorker = workerStarter(cluster, model, queue, writeClusterConfig(configDir, evidence), workers);
+    await Promise.all([startWorker(0), startWorker(1)]);
+    say('two workers ready on one task queue');
     const checks: Checks = {
       client,
       deputy: new DeputyClient(client, { taskQueue: queue }),
@@ -279,7 +312,7 @@ async function main(): Promise<number> {
     await checkConversation(checks);
     await checkContinueAsNew(checks);
     await checkFailover(checks);
-    await checkFairness(checks, cluster, configDir);
+    await checkFairness(checks, cluster, configDir, evidence);
     say(`PASSED on ${cluster.description}`);
     return 0;
   } catch (err) {

@@ -57,14 +57,21 @@ export function workerStarter(
  * The demo's configuration, with runs continuing as new after 150 events (so a long run here does), and room for the
  * 35 turns that run asks for (the config's limits are the most a run may ask).
  */
-export function writeClusterConfig(dir: string, modelCalls?: { taskQueue: string; requestsPerSecond: number }): string {
+export function writeClusterConfig(
+  dir: string,
+  evidence: string[],
+  modelCalls?: { taskQueue: string; requestsPerSecond: number },
+): string {
   const configPath = join(dir, modelCalls ? 'fleet.config.yaml' : 'deputy.config.yaml');
   const config = parse(readFileSync(join(PROJECT_ROOT, 'deputy.config.yaml'), 'utf8')) as {
     compaction: Record<string, unknown>;
     limits: Record<string, unknown>;
+    delegation: Record<string, unknown>;
   };
   config.compaction.continueAsNewAfterEvents = 150;
   config.limits.maxTurns = 40;
+  // Delegation on evidence the cluster's own records back, as a deployment's would be.
+  config.delegation.evidence = evidence;
   writeFileSync(configPath, stringify(modelCalls ? { ...config, modelCalls } : config));
   return configPath;
 }

@@ -78,9 +78,13 @@ async function readTree(
 ): Promise<Pick<RecordedRun, 'output' | 'toolCalls' | 'costMicroUsd' | 'maxCostMicroUsd'> & { runs: number }> {
   const decode = async (payloads: temporal.api.common.v1.IPayloads | null | undefined) =>
     (await decodePayloads(client.options.loadedDataConverter, payloads?.payloads))[0];
-  const tree = { output: null as string | null, toolCalls: [] as RecordedRun['toolCalls'], runs: 0 };
-  let costMicroUsd: number | null = null;
-  let maxCostMicroUsd: number | null = null;
+  const tree: Awaited<ReturnType<typeof readTree>> = {
+    output: null,
+    toolCalls: [],
+    runs: 0,
+    costMicroUsd: null,
+    maxCostMicroUsd: null,
+  };
   const visit = async (id: string, isRoot: boolean) => {
     tree.runs += 1;
     const { events } = await client.workflow.getHandle(id).fetchHistory();
@@ -101,17 +105,17 @@ async function readTree(
       const input = event.workflowExecutionStartedEventAttributes?.input;
       if (input) {
         const limits = ((await decode(input)) as { limits?: { maxCostUsd?: unknown } } | undefined)?.limits;
-        if (typeof limits?.maxCostUsd === 'number') maxCostMicroUsd = usdToMicro(limits.maxCostUsd);
+        if (typeof limits?.maxCostUsd === 'number') tree.maxCostMicroUsd = usdToMicro(limits.maxCostUsd);
       }
       const result = event.workflowExecutionCompletedEventAttributes?.result;
       if (result) {
         const ended = (await decode(result)) as { output?: unknown; usage?: { costMicroUsd?: unknown } } | undefined;
         tree.output = typeof ended?.output === 'string' ? ended.output : null;
         const cost = ended?.usage?.costMicroUsd;
-        costMicroUsd = typeof cost === 'number' ? cost : null;
+        tree.costMicroUsd = typeof cost === 'number' ? cost : null;
       }
     }
   };
   await visit(workflowId, true);
-  return { ...tree, costMicroUsd, maxCostMicroUsd };
+  return tree;
 }

@@ -7,29 +7,31 @@
  * gets them recorded again.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import { parse, stringify } from 'yaml';
 import type { DeputyConfig } from '../config/schema.js';
 import type { Evidence } from '../config/evidence.js';
 import { checkEvidence, temporalRunRecords } from '../config/tenant-evidence.js';
 import { runEvaluation, type EvaluationOptions } from '../eval/evaluation.js';
+import { asCapability } from '../eval/admit.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
 import { demoStateDir } from './ui.js';
 
 const TWO_ARM_SCENARIO = join(PROJECT_ROOT, 'scenarios', 'quick-lookups.yaml');
 
-/** The demo's evidence files on this server, recorded now if they do not pass against its records. */
+/** The demo's evidence files on this server, recorded now if they do not pass against its records (the cluster check records its own the same way). */
 export async function demoEvidence(options: {
   client: Client;
   connection: NativeConnection;
   config: DeputyConfig;
   worker: EvaluationOptions['worker'];
   say: (line: string) => void;
+  /** Where the evidence and its scenario are kept. @default the demo's state directory */
+  dir?: string;
 }): Promise<string[]> {
   const { client, connection, config, worker, say } = options;
-  const dir = demoStateDir();
+  const dir = options.dir ?? demoStateDir();
   const files = [join(dir, 'evidence', 'capability.json'), join(dir, 'evidence', 'quick-lookups.json')];
   const shown = files.map((file) => relative(process.cwd(), file)).join(', ');
   const records = temporalRunRecords(client);
@@ -57,28 +59,20 @@ export async function demoEvidence(options: {
   return files;
 }
 
-/**
- * The two-arm case as a capability scenario admitted from the failed run `sessionId`, as `deputy eval admit` writes
- * one from an exported session, with the case's facts and offline script (what its owner would add).
- */
+/** The two-arm case as a capability case admitted from the failed run `sessionId`, written into `dir`; its path. */
 function admittedFrom(dir: string, sessionId: string, status: string): string {
-  const scenario = parse(readFileSync(TWO_ARM_SCENARIO, 'utf8')) as Record<string, unknown>;
   const file = join(dir, 'scenarios', `admitted-${sessionId}.yaml`);
-  mkdirSync(join(dir, 'scenarios'), { recursive: true });
+  mkdirSync(dirname(file), { recursive: true });
+  const origin = { sessionId, status, exportedAt: new Date().toISOString() };
+  const description = `Admitted from ${sessionId}, a single-agent run that ended ${status}.`;
   writeFileSync(
     file,
-    stringify({
-      ...scenario,
-      id: 'admitted-quick-lookups',
-      kind: 'capability',
-      description: `Admitted from ${sessionId}, a single-agent run that ended ${status}.`,
-      admittedFrom: { sessionId, status, exportedAt: new Date().toISOString(), redactions: [] },
-    }),
+    asCapability(readFileSync(TWO_ARM_SCENARIO, 'utf8'), origin, { id: 'admitted-quick-lookups', description }),
   );
   return file;
 }
 
 function write(file: string, evidence: Evidence): void {
-  mkdirSync(join(file, '..'), { recursive: true });
+  mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(evidence, null, 2)}\n`);
 }

@@ -4,7 +4,7 @@
  * redacted in every text it keeps (see `redact.ts`). Each redaction is listed in the scenario (`admittedFrom.redactions`) so a reviewer can check it; the
  * owner then writes `score.expect` (what a good answer holds) and the offline scripts, if any. Pure.
  */
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { InputError } from '../contract/errors.js';
 import { parseSessionExport } from '../rules/sessions.js';
 import type { Scenario } from '../config/scenario.js';
@@ -64,6 +64,19 @@ export async function admitSession(raw: unknown, source: string): Promise<{ id: 
     admittedFrom: { sessionId, status, exportedAt: session.exportedAt, redactions: redactor.redactions },
   };
   return { id, yaml: `# Capability scenario admitted by \`deputy eval admit ${source}\`.\n${stringify(scenario)}` };
+}
+
+/**
+ * A two-arm case's scenario (its YAML text) as a capability case admitted from the run `origin` names: the same task,
+ * notes, facts and offline script, for a failure that case's single-agent arm produced (the demo's own, and tests').
+ */
+export function asCapability(
+  twoArm: string,
+  origin: { sessionId: string; status: string; exportedAt: string },
+  over: { id?: string; description?: string } = {},
+): string {
+  const scenario = parse(twoArm) as Record<string, unknown>;
+  return stringify({ ...scenario, ...over, kind: 'capability', admittedFrom: { ...origin, redactions: [] } });
 }
 
 /** The workflow ids a session names: its own, its parent's and every other its events hold (children, roots). */

@@ -9,7 +9,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { inject } from 'vitest';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
+import { asCapability } from '../../src/eval/admit.js';
 import type { Evidence, RunScore } from '../../src/config/evidence.js';
 import type { RecordedRun, RunRecords } from '../../src/config/run-records.js';
 import { runEvaluation } from '../../src/eval/evaluation.js';
@@ -30,16 +31,17 @@ export const twoArm = JSON.parse(readFileSync(TWO_ARM, 'utf8')) as Evidence;
  * `sessionId`, which ended `status` by the scenario's account.
  */
 export function capability(dir: string, sessionId: string, over: Partial<Evidence> = {}, status = 'failed'): Evidence {
-  const scenario = parse(readFileSync(join(PROJECT_ROOT, twoArm.scenario.file), 'utf8')) as Record<string, unknown>;
-  const file = join(dir, `admitted-${sessionId.replace(/[^a-z0-9-]/gi, '-')}-${status}.yaml`);
-  const text = stringify({
-    ...scenario,
-    kind: 'capability',
-    admittedFrom: { sessionId, status, exportedAt: '2026-11-30T10:00:00.000Z', redactions: [] },
-  });
-  writeFileSync(file, text);
-  const sha256 = createHash('sha256').update(text).digest('hex');
+  const file = admitted(join(PROJECT_ROOT, twoArm.scenario.file), dir, sessionId, status);
+  const sha256 = createHash('sha256').update(readFileSync(file)).digest('hex');
   return { ...twoArm, scenario: { ...twoArm.scenario, kind: 'capability', file, sha256 }, ...over };
+}
+
+/** The scenario at `path` rewritten into `dir` as admitted from `sessionId`, which ended `status` by its account. */
+function admitted(path: string, dir: string, sessionId: string, status: string): string {
+  const file = join(dir, `admitted-${sessionId.replace(/[^a-z0-9-]/gi, '-')}-${status}.yaml`);
+  const origin = { sessionId, status, exportedAt: '2026-11-30T10:00:00.000Z' };
+  writeFileSync(file, asCapability(readFileSync(path, 'utf8'), origin));
+  return file;
 }
 
 /** `evidence` as made for `tenant`: each run (and re-run) renamed as that tenant's own. */
@@ -139,17 +141,7 @@ export function evidenceDir(): { dir: string; write: (name: string, evidence: Ev
  * scenario's account. Whether that run exists, failed and is the tenant's is for Temporal's records to say.
  */
 export function capabilityScenario(dir: string, sessionId: string, status = 'failed'): string {
-  const scenario = parse(readFileSync(QUICK_SCENARIO, 'utf8')) as Record<string, unknown>;
-  const file = join(dir, `admitted-${sessionId.replace(/[^a-z0-9-]/gi, '-')}-${status}.yaml`);
-  writeFileSync(
-    file,
-    stringify({
-      ...scenario,
-      kind: 'capability',
-      admittedFrom: { sessionId, status, exportedAt: '2026-11-30T10:00:00.000Z', redactions: [] },
-    }),
-  );
-  return file;
+  return admitted(QUICK_SCENARIO, dir, sessionId, status);
 }
 
 /** The tests' delegation config, its presets' tools those an evaluation's workers have. */
@@ -180,9 +172,4 @@ export function writeEvidence(dir: string, name: string, evidence: Evidence): st
   const path = join(dir, name);
   writeFileSync(path, JSON.stringify(evidence, null, 2));
   return path;
-}
-
-/** A scenario's SHA-256, as evidence names it. */
-export function scenarioHash(path: string): string {
-  return createHash('sha256').update(readFileSync(path)).digest('hex');
 }
