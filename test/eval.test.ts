@@ -13,7 +13,7 @@ import { checkEvidence, temporalRunRecords } from '../src/config/tenant-evidence
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 
 describe('R5.2 npm run eval', () => {
-  it('R5.2 R5.3 on the real server: the helpful scenario is told apart from the unhelpful one, each an evidence file that activation checks against the server’s records', async () => {
+  it('R5.2 R5.3 on the real server: the helpful scenarios are told apart from the unhelpful one, each an evidence file that activation checks against the server’s records', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'deputy-eval-'));
     const { OPENAI_API_KEY: _key, OPENAI_BASE_URL: _url, DEPUTY_CONFIG: _config, ...offline } = process.env;
     const evaluate = (name: string) => {
@@ -49,6 +49,10 @@ describe('R5.2 npm run eval', () => {
     const unhelpful = evaluate('single-lookup');
     expect(unhelpful.evidence.verdict).toMatchObject({ helps: false });
     expect(unhelpful.stdout).toMatch(/verdict: delegation does not help: 100% vs 100%, at \d\.\d× the cost/);
+    // The quick case the shipped config and the docs name: its single-agent run fails at its turn limit.
+    const quick = evaluate('quick-lookups');
+    expect(quick.evidence.arms.single.runs[0]).toMatchObject({ status: 'limit_reached', children: 0 });
+    expect(quick.stdout).toContain('verdict: delegation helps: 100% vs 67% with no added policy failure');
     // What the evaluation wrote is what activation needs: every run it names is the tenant's in the server's records.
     expect(helpful.evidence.tenant).toBe('eval-acme');
     expect(helpful.evidence.determinism).toMatchObject({
@@ -64,6 +68,9 @@ describe('R5.2 npm run eval', () => {
       });
       expect(await checkEvidence(helpful.out, PROJECT_ROOT, { tenant: 'other', records })).toMatchObject({
         passes: false,
+      });
+      expect(await checkEvidence(quick.out, PROJECT_ROOT, { tenant: 'eval-acme', records })).toMatchObject({
+        passes: true,
       });
       expect(await checkEvidence(unhelpful.out, PROJECT_ROOT, { tenant: 'eval-acme', records })).toMatchObject({
         passes: false,
