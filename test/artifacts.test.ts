@@ -113,8 +113,9 @@ describe('R2.18 a child saves artifacts; its parent and a later child read them'
     expect((await h.deputy.exportSession(parentId)).artifacts).toEqual([expect.objectContaining(ref)]);
 
     // The tree says which run saved one.
-    const tree = renderTree(await loadTree(h.client, parentId)).split('\n');
-    expect(tree.find((line) => line.includes('writer-1'))).toMatch(/· saved 1 artifact$/);
+    const tree = renderTree(await loadTree(h.client, parentId), { width: 400 }).split('\n');
+    // The writer's line, then its notes under it.
+    expect(tree[tree.findIndex((line) => /^[├└]─ writer /.test(line)) + 1]).toMatch(/ · saved 1 artifact$/);
     expect(tree.filter((line) => line.includes('saved'))).toHaveLength(1);
 
     // A watch of the tree shows the save where it happened.

@@ -60,7 +60,7 @@ describe('R2.14 R3.7 R3.9 R7.3 the terminal chat', () => {
     // The child's question reaches the person, and the live tree shows who waits for what.
     await shows('  ? "research" asks (q1.1): Standard or express shipping?');
     await shows('deputy> The researcher asks: standard or express shipping?');
-    await shows(/└─ research +waiting_for_answer .*· background · asks q1\.1: Standard or express shipping\?/);
+    await shows(/└─ research +waiting_for_answer [\s\S]*?background[\s·│]*asks q1\.1: Standard or express shipping\?/);
     type(CHAT_LINES.answer);
     await shows('  → answer to "research": Standard shipping.');
     await shows('  → interjection to "research": The customer also wants the order gift-wrapped.');
@@ -77,7 +77,7 @@ describe('R2.14 R3.7 R3.9 R7.3 the terminal chat', () => {
     await shows('  ✓ you approved a1.1 (save_artifact in "research")');
     await shows('  ✓ "research" ended: completed (its result is untrusted data)');
     await shows('deputy> The research is in: 8% Springfield sales tax and $4.99 standard shipping.');
-    expect(screen()).toMatch(/└─ research +(running|completed) .*· background · 1 interjection/);
+    expect(screen()).toMatch(/└─ research +(running|completed) [\s\S]*?background[\s·│]*1 interjection/);
 
     tmux('send-keys', '-t', 'chat', 'C-c');
     await shows('[chat exited 0]', 60_000);

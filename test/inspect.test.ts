@@ -37,9 +37,12 @@ describe('R2.12 deputy tree', () => {
     });
     const text = renderTree([node('p/b-1', 'p', 'b', 5), node('p', null, null, 30), node('p/a-1', 'p', 'a', 7)]);
     expect(text.split('\n').map((l) => l.replace(/\s+/g, ' '))).toEqual([
-      'p completed tree 30 tok $0.000030 own 1 model + 0 tool calls [assistant]',
-      '├─ a completed tree 7 tok $0.000007 own 1 model + 0 tool calls [assistant, context none] p/a-1',
-      '└─ b completed tree 5 tok $0.000005 own 1 model + 0 tool calls [assistant, context none] p/b-1',
+      'p completed tree 30 tok $0.000030',
+      '│ own 1 model + 0 tool calls · [assistant]',
+      '├─ a completed tree 7 tok $0.000007',
+      '│ own 1 model + 0 tool calls · [assistant, context none] · p/a-1',
+      '└─ b completed tree 5 tok $0.000005',
+      ' own 1 model + 0 tool calls · [assistant, context none] · p/b-1',
     ]);
   });
 
@@ -85,9 +88,14 @@ describe('R2.12 deputy tree', () => {
       .map((l) => l.replace(/\s+/g, ' '));
     expect(lines).toEqual([
       // 49.8 The tree's tokens and cost beside the run's own calls, each labelled, as every view shows them.
-      `${parentId} completed tree 11240 tok $0.011480 own 2 model + 1 tool calls [assistant]`,
-      `├─ one completed tree 520 tok $0.000540 own 1 model + 0 tool calls [assistant, context none] ${parentId}/one-1`,
-      `└─ two completed tree 520 tok $0.000540 own 1 model + 0 tool calls [assistant, context none] ${parentId}/two-1`,
+      `${parentId} completed tree 11240 tok $0.011480`,
+      '│ own 2 model + 1 tool calls · [assistant]',
+      '├─ one completed tree 520 tok $0.000540',
+      '│ own 1 model + 0 tool calls · [assistant, context none]',
+      `│ ${parentId}/one-1`,
+      '└─ two completed tree 520 tok $0.000540',
+      ' own 1 model + 0 tool calls · [assistant, context none]',
+      ` ${parentId}/two-1`,
     ]);
     const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'tree'], {
       cwd: PROJECT_ROOT,
@@ -151,10 +159,11 @@ describe('R2.19 usage billed beside usage debited', () => {
       )
       .toBe(2);
     const usd = (micro: number) => `$${(micro / 1e6).toFixed(6)}`;
-    const root = tree().split('\n')[0]!.replace(/\s+/g, ' ');
-    expect(root).toContain(
-      `tree ${result.usage.totalTokens} tok ${usd(result.usage.costMicroUsd)} (billed 15 tok ${usd(result.usage.billed.costMicroUsd)})`,
-    );
+    const [root, details] = tree()
+      .split('\n')
+      .map((l) => l.replace(/\s+/g, ' '));
+    expect(root).toContain(`tree ${result.usage.totalTokens} tok ${usd(result.usage.costMicroUsd)}`);
+    expect(details).toContain(`billed 15 tok ${usd(result.usage.billed.costMicroUsd)}`);
   });
 });
 

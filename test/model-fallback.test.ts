@@ -57,9 +57,9 @@ describe('R8.3 model fallback', () => {
     let tree = '';
     for (let i = 0; i < 100 && !tree.includes('answered by'); i++) {
       await new Promise((resolve) => setTimeout(resolve, 200));
-      tree = renderTree(await loadTree(h.client, workflowId));
+      tree = renderTree(await loadTree(h.client, workflowId), { width: 400 });
     }
-    expect(tree).toContain('· answered by spare-model (test-model failed on the server 2 times)');
+    expect(tree).toContain(' · answered by spare-model (test-model failed on the server 2 times)');
     release();
     const result = await h.deputy.result(workflowId);
     expect(result).toMatchObject({ status: 'completed', output: 'three, from the spare' });

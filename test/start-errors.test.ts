@@ -12,6 +12,7 @@ import { deputyActivities } from '../src/worker/factory.js';
 import { builtinTools } from '../activities/builtin-tools.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { useHarness } from './support/harness.js';
+import { testKeyRing } from './support/worker-process.js';
 
 const h = useHarness();
 const dir = mkdtempSync(join(tmpdir(), 'deputy-start-errors-'));
@@ -65,7 +66,13 @@ describe('49.11 a run that cannot start, a config that cannot load', () => {
     );
     const worker = spawnSync(process.execPath, ['--import', 'tsx', 'src/worker/main.ts'], {
       cwd: PROJECT_ROOT,
-      env: { ...process.env, DEPUTY_CONFIG: path, OPENAI_API_KEY: 'k', TEMPORAL_ADDRESS: '127.0.0.1:9' },
+      env: {
+        ...process.env,
+        ...testKeyRing(),
+        DEPUTY_CONFIG: path,
+        OPENAI_API_KEY: 'k',
+        TEMPORAL_ADDRESS: '127.0.0.1:9',
+      },
       encoding: 'utf8',
       timeout: 60_000,
     });

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { nextStep } from '../src/rules/agent-loop.js';
 import { applyEnv, readEnv } from '../src/config/load.js';
 import { parseConfig } from '../src/config/schema.js';
-import { ConfigError } from '../src/contract/errors.js';
+import { ConfigError, TemporalUnreachableError } from '../src/contract/errors.js';
 import { exhaustedLimit, remaining, resolveLimits, synthesisTrigger } from '../src/rules/budget.js';
 import type { Usage } from '../src/contract/run.js';
 import { type SessionEvent } from '../src/contract/session.js';
@@ -181,5 +181,30 @@ describe('§6 configuration', () => {
       childTaskQueue: 'deputy-background',
       temporalAddress: 'localhost:7233',
     });
+  });
+});
+
+describe('74.4 errors a person reads', () => {
+  it('74.4 problems from the environment and a config file are one error naming both, in the order found', () => {
+    expect(ConfigError.gathered([])).toBeUndefined();
+    const one = new ConfigError(['A: wrong'], 'environment');
+    expect(ConfigError.gathered([one])!.message).toBe('invalid configuration (environment):\n  - A: wrong');
+    const all = ConfigError.gathered([
+      new ConfigError(['cannot parse: x'], 'deputy.config.yaml'),
+      one,
+      new ConfigError(['B: missing', 'C: short'], 'environment'),
+    ])!;
+    expect(all.source).toBe('deputy.config.yaml and environment');
+    expect(all.problems).toEqual(['cannot parse: x', 'A: wrong', 'B: missing', 'C: short']);
+  });
+
+  it('74.9 an unreachable Temporal names npm run ui only where the caller says there is one', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    const bare = new TemporalUnreachableError('db:7233', refused);
+    expect(bare.message).toMatch(
+      /^no Temporal server answers at db:7233 \(.+\): start one there, or set TEMPORAL_ADDRESS to one that runs$/,
+    );
+    const hinted = new TemporalUnreachableError('db:7233', refused, 'npm run ui keeps one up');
+    expect(hinted.message).toMatch(/to one that runs \(npm run ui keeps one up\)$/);
   });
 });

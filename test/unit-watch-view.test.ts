@@ -86,11 +86,12 @@ describe('R6.5 TreeView', () => {
     // its end; the lines show each run's own spend, the summary the tree's.
     // The summary says both where they differ, labelled.
     expect(view.summary()).toBe(
-      'running: tree of 2 runs: 2 model calls, 1 tool calls, 180 tokens, $0.003000 (billed 170 tokens, $0.002800)',
+      'running: tree of 2 runs: 2 model calls, 1 tool call, 180 tokens, $0.003000 (billed 170 tokens, $0.002800)',
     );
-    expect(view.lines()[1]).toMatch(
-      /^ {2}└ research +completed +own +60 tok \$0\.001000 {2}completed \(maxTurns, synthesised\)$/,
-    );
+    expect(view.lines().slice(2, 4)).toEqual([
+      `└─ research${' '.repeat(19)} completed${' '.repeat(11)} own 60 tok $0.001000`,
+      '      completed (maxTurns, synthesised)',
+    ]);
   });
 });
 
@@ -103,6 +104,7 @@ describe('R6.5 each event in one line', () => {
     );
     expect(one({ type: 'run/started', taskName: 'a', depth: 1, task: ' short \n task ' })).toBe('started: short task');
     expect(one({ type: 'run/ended', status: 'completed' })).toBe('completed');
+    expect(one({ type: 'run/ended', status: 'failed', error: 'the endpoint answered 400' })).toBe('failed');
     expect(one({ type: 'run/ended', status: 'limit_reached', limit: 'maxTurns' })).toBe('limit_reached (maxTurns)');
     expect(one({ type: 'run/ended', status: 'completed', limit: 'maxTokens', synthesis: true })).toBe(
       'completed (maxTokens, synthesised)',
@@ -121,6 +123,14 @@ describe('R6.5 each event in one line', () => {
       'writing (2 tokens): so far',
     );
     expect(one({ type: 'model/failed', model: 'm', error: 'boom' })).toBe('m failed: boom');
+    // 74.2 Whole, on one line: it is what a person fixes the endpoint from.
+    const reason = `the endpoint answered 400:\n ${'a reason '.repeat(20)}`;
+    expect(one({ type: 'model/failed', model: 'm', error: reason })).toBe(
+      `m failed: ${reason.replace(/\s+/g, ' ').trim()}`,
+    );
+    // 74.5 A retry says which attempt failed, of how many, and when the next is.
+    const retrying = 'retrying: http://x/v1 answered 500, attempt 2 of 10, next in 2 s';
+    expect(one({ type: 'model/retrying', status: retrying })).toBe(retrying);
     expect(one({ type: 'tool/called', name: 'calculate' })).toBe('running calculate');
     expect(one({ type: 'tool/result', name: 'calculate', ok: true, bytes: 12 })).toBe('calculate ok (12 B)');
     expect(one({ type: 'tool/result', name: 'calculate', ok: false, bytes: 3 })).toBe('calculate failed (3 B)');
@@ -197,15 +207,17 @@ describe('R6.5 the tree as lines', () => {
       ['mid', 1, 10],
       ['leaf', 2, 10],
     ]);
-    const lines = view.lines();
-    expect(
-      lines[0]!.startsWith(`${'root'.padEnd(28)} ${'completed'.padEnd(18)} own       0 tok $0.000000  completed`),
-    ).toBe(true);
-    expect(lines[1]!.startsWith('  └ mid')).toBe(true);
-    expect(lines[2]!.startsWith(`${'    └ leaf'.padEnd(28)} running            `)).toBe(true);
-    expect(lines[2]).toContain('own      10 tok $0.000000  calculate ok (1 B)');
+    // The glyphs and columns of deputy tree: each run a line, its latest event under it.
+    expect(view.lines()).toEqual([
+      `${'root'.padEnd(30)} ${'completed'.padEnd(20)} own 0 tok $0.000000`,
+      '│  completed',
+      `└─ ${'mid'.padEnd(27)} ${'running'.padEnd(20)} own 0 tok $0.000000`,
+      '   │  answer to q1.1 (from client)',
+      `   └─ ${'leaf'.padEnd(24)} ${'running'.padEnd(20)} own 10 tok $0.000000`,
+      '         calculate ok (1 B)',
+    ]);
     // A model call that called no tool: the tool result alone (a follow-up's, say) is no call of this run's model.
-    expect(view.summary()).toBe('completed: tree of 3 runs: 1 model calls, 0 tool calls, 10 tokens, $0.000000');
+    expect(view.summary()).toBe('completed: tree of 3 runs: 1 model call, 0 tool calls, 10 tokens, $0.000000');
   });
 });
 

@@ -219,20 +219,24 @@ describe('R6.5 watch a tree', () => {
     expect(lines.some((l) => l.endsWith(': alpha-1 joined: completed (no tool calls)'))).toBe(true);
     expect(lines.some((l) => l.endsWith(': beta-1 joined: completed'))).toBe(true);
     // The tree: the root, then its children indented, each with status, tokens, cost and latest event.
-    const tree = lines.filter((l) => /^(\S| {2}└ )/.test(l) && / tok \$/.test(l));
-    expect(tree[0]).toMatch(new RegExp(`^${id} +completed +own +\\d+ tok \\$0\\.\\d{6}  completed$`));
-    expect(tree.slice(1).map((l) => l.trim().split(/ +/).slice(0, 3))).toEqual(
+    const tree = lines.filter((l) => /^([^\s│├└]|[├└]─ )/.test(l) && / tok \$/.test(l));
+    expect(tree[0]).toMatch(new RegExp(`^${id} +completed +own \\d+ tok \\$0\\.\\d{6}$`));
+    expect(tree.slice(1).map((l) => l.split(/ +/).slice(0, 3))).toEqual(
       expect.arrayContaining([
-        ['└', 'alpha', 'completed'],
-        ['└', 'beta', 'completed'],
+        [expect.stringMatching(/^[├└]─$/), 'alpha', 'completed'],
+        ['└─', expect.stringMatching(/^(alpha|beta)$/), 'completed'],
       ]),
     );
     // 49.8 The root's delegate and beta's calculate: tool calls as the runs' own usage counts them.
     // R2.19 What the endpoints billed follows, labelled: the scripted model reports less than Deputy counts.
-    expect(output).toMatch(
-      /^completed: tree of 3 runs: 5 model calls, 2 tool calls, \d+ tokens, \$0\.\d{6} \(billed \d+ tokens, \$0\.\d{6}\)$/m,
+    // The summary, wrapped to the terminal's width.
+    const summary = output
+      .slice(output.indexOf('completed: tree of'), output.indexOf('resume after'))
+      .replace(/\s+/g, ' ');
+    expect(summary).toMatch(
+      /^completed: tree of 3 runs: 5 model calls, 2 tool calls, \d+ tokens, \$0\.\d{6} \(billed \d+ tokens, \$0\.\d{6}\) $/,
     );
-    expect(output).toMatch(new RegExp(`resume after the last event: deputy watch ${id} \\S+`));
+    expect(output).toMatch(new RegExp(`resume after the last event:\\ndeputy watch ${id} \\S+`));
   });
 
   it('49.8 one count: the result, the tree, the state and the watch (which the web view folds) show the same own calls and tree spend', async () => {
@@ -297,14 +301,16 @@ describe('R6.5 watch a tree', () => {
     await expect
       .poll(
         async () =>
-          renderTree(await loadTree(h.client, id))
-            .split('\n')[0]!
-            .replace(/\s+/g, ' '),
+          renderTree(await loadTree(h.client, id), { width: 400 })
+            .split('\n')
+            .slice(0, 2)
+            .join(' ')
+            .replace(/[\s│]+/g, ' '),
         { timeout: 15_000 },
       )
       .toBe(
         // R2.19 The scripted endpoint reports 100 + 20 tokens a call, less than Deputy counts: the tree says both.
-        `${id} completed tree ${root.usage.totalTokens} tok $${(root.usage.costMicroUsd / 1e6).toFixed(6)} (billed 840 tok $${(root.usage.billed.costMicroUsd / 1e6).toFixed(6)}) own 3 model + 2 tool calls [assistant]`,
+        `${id} completed tree ${root.usage.totalTokens} tok $${(root.usage.costMicroUsd / 1e6).toFixed(6)} own 3 model + 2 tool calls · billed 840 tok $${(root.usage.billed.costMicroUsd / 1e6).toFixed(6)} · [assistant]`,
       );
     expect(root.usage.billed).toMatchObject({ inputTokens: 700, outputTokens: 140 });
   });

@@ -54,7 +54,8 @@ describe('R6.5 the web view', () => {
     // The tree appears, the subtotal child running (its model held).
     await row('subtotal').locator('td.status', { hasText: 'running' }).waitFor({ timeout: 30_000 });
     await row('tax-rate').locator('td.status', { hasText: 'completed' }).waitFor({ timeout: 30_000 });
-    expect(await row(id).locator('td.status').textContent()).toBe('running');
+    // 74.6 The status deputy tree shows: the root waits for its children.
+    await row(id).locator('td.status', { hasText: 'waiting_for_children' }).waitFor({ timeout: 10_000 });
     await page.screenshot({ path: join(SCREENSHOTS, 'web-tree.png') });
 
     // The child finishes: its status changes on the page, which was not reloaded.
@@ -62,7 +63,8 @@ describe('R6.5 the web view', () => {
     await row('subtotal').locator('td.status', { hasText: 'completed' }).waitFor({ timeout: 30_000 });
     await row(id).locator('td.status', { hasText: 'completed' }).waitFor({ timeout: 30_000 });
     expect(await page.evaluate(() => (globalThis as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
-    expect(await row('subtotal').locator('td').nth(6).textContent()).toBe('2 / 1'); // model calls / tool calls
+    // 74.6 Own calls in the words deputy tree uses.
+    expect(await row('subtotal').locator('td').nth(6).textContent()).toBe('own 2 model + 1 tool calls');
     // Roll-up: the root's tree cost is its own and its children's; a child that called no tool is marked.
     const dollars = async (name: string, column: number) =>
       Number((await row(name).locator('td').nth(column).textContent())!.slice(1));

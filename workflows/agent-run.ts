@@ -89,7 +89,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       return run.result({ status: 'limit_reached', output, limit: 'deadline' });
     }
     const cancelled = isCancellation(err);
-    run.end(cancelled ? 'cancelled' : 'failed', bestOutput(run.events));
+    run.end(cancelled ? 'cancelled' : 'failed', bestOutput(run.events), cancelled ? undefined : failureMessage(err));
     if (findFailure(err, FAILURE.ActivityCaller)) throw ungranted(err);
     if (run.origin && !cancelled) {
       // A child's parent reads the child's spend from the failure's details.

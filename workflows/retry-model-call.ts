@@ -63,7 +63,7 @@ export async function retryModelCall<T>(
       billed(err, model.price);
       const doing = getCurrentDetails();
       setCurrentDetails(doing ? `${doing}; ${retry.status}` : retry.status);
-      await sleep(retry.delayMs);
+      await sleep(retry.delayMs, { summary: retry.status });
       setCurrentDetails(doing);
       continue;
     }

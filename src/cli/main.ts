@@ -4,10 +4,10 @@
  * commands (the table below), their options and the environment they read.
  */
 import { DeputyError, UsageError } from '../contract/errors.js';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
-import { Client } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { connectTemporal } from '../client/connect.js';
 import { DeputyClient } from '../client/client.js';
 import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
@@ -15,17 +15,14 @@ import { type DeputyConfig } from '../config/schema.js';
 import { configEntry } from '../config/schema.js';
 import type { McpCaller } from './mcp-server.js';
 import { describeTenantDelegation, temporalRunRecords, tenantDelegation } from '../config/tenant-evidence.js';
-import { admitSession, sessionIds } from '../eval/admit.js';
-import { Redactor, redactDeep } from '../eval/redact.js';
-import { loadTree } from '../client/inspect.js';
-import { renderTree } from '../client/tree.js';
-import { describeWatchEvent, TreeView } from '../client/watch-view.js';
-import { terminalSafe, terminalSafeJson } from '../rules/terminal.js';
+import { admitSession } from '../eval/admit.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
-import { COMMANDS, help, parse, usageLine, type Parsed } from './usage.js';
-import { labelledUsage } from '../rules/usage.js';
-import { recordedState, unanswered, withinSeconds } from './recorded.js';
-import { approvalsCommand } from './approvals.js';
+import { COMMANDS, help, parse, usageLine } from './usage.js';
+import { decideCommand } from './approvals.js';
+import { cancel, start, started, watch } from './follow.js';
+import { print } from './output.js';
+import { readingCommand } from './reading.js';
+import { encryptedWords } from '../client/recorded.js';
 
 async function main(argv: string[]): Promise<number> {
   const parsed = parse(argv);
@@ -35,6 +32,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const { command, args } = parsed;
   if (command === 'help') {
+    if (args[0] !== undefined && !COMMANDS[args[0]])
+      throw new UsageError(`no command "${args[0]}" to help with; deputy help lists the commands`);
     console.log(help(args[0]));
     return 0;
   }
@@ -61,120 +60,38 @@ async function main(argv: string[]): Promise<number> {
     if (command === 'tenants') {
       // Capability evidence cites a failed run: Temporal's records say whether it is there, failed and the tenant's.
       const activations = await tenantDelegation(loadConfig(env), process.cwd(), temporalRunRecords(client));
-      print(describeTenantDelegation(activations).join('\n'));
+      print(parsed.json ? JSON.stringify(activations, null, 2) : describeTenantDelegation(activations).join('\n'));
       return activations.every((a) => a.activated) ? 0 : 1;
     }
-    const QUERY_SECONDS = 10;
     const deputy = new DeputyClient(client, { taskQueue: env.taskQueue });
     const [first, second] = args as [string, string];
-    const started = (handle: { workflowId: string }) => print(`started ${handle.workflowId}`);
     switch (command) {
-      case 'tree':
-        print(renderTree(await loadTree(client, first)));
-        break;
       case 'watch':
-        return await watch(deputy, first, second);
+        return await watch(deputy, first, second, parsed.json);
       case 'run':
         return await start(deputy, first, parsed);
-      case 'state': {
-        const state = await withinSeconds(client, QUERY_SECONDS, () => deputy.getState(first)).catch(
-          async (err: unknown) => {
-            if (!unanswered(err)) throw err;
-            console.error(
-              `deputy: no worker answered for ${first} within ${QUERY_SECONDS} s; this is what Temporal recorded of it (start a worker on its task queue for the whole state)`,
-            );
-            return recordedState(client, first);
-          },
-        );
-        output(terminalSafeJson(state), parsed.out);
-        break;
-      }
-      case 'sessions':
-        for (const s of await deputy.listSessions(first)) {
-          print([s.sessionId, s.status, s.preset ?? '-', s.parentId ? `child of ${s.parentId}` : 'root'].join('\t'));
-        }
-        break;
-      case 'export':
-        {
-          const exported = await withinSeconds(client, QUERY_SECONDS, () => deputy.exportSession(first)).catch(
-            (err: unknown) => {
-              if (!unanswered(err)) throw err;
-              throw new DeputyError(
-                `no worker answered for ${first} within ${QUERY_SECONDS} s: a session is read from a worker; start one on its task queue (npm run worker) and export again`,
-              );
-            },
-          );
-          if (parsed.redact) {
-            // The run's own ids are no secret: kept, so an admitted scenario is named after its run.
-            const redactor = await Redactor.keeping(sessionIds(exported));
-            const redacted = await redactDeep(exported, redactor);
-            output(terminalSafeJson(redacted), parsed.out);
-            // The list goes to stderr, so what stdout holds still imports.
-            for (const r of redactor.redactions)
-              console.error(terminalSafe(`redacted ${r.kind} at ${r.where}: ${r.placeholder}`));
-          } else output(terminalSafeJson(exported), parsed.out);
-        }
-        break;
+      case 'cancel':
+        return await cancel(deputy, first);
       case 'import':
-        started(await deputy.importSession(JSON.parse(readFileSync(first, 'utf8')), { task: second }));
+        print(started((await deputy.importSession(readExport(first), { task: second })).workflowId));
         break;
       case 'fork':
-        started(await deputy.fork(first, { task: second }));
+        print(started((await deputy.fork(first, { task: second })).workflowId));
         break;
       case 'followup':
-        started(await deputy.followup(first, second));
+        print(started((await deputy.followup(first, second)).workflowId));
         break;
-      case 'approvals':
       case 'approve':
       case 'deny':
-        print(await approvalsCommand(deputy, command, args, parsed));
+        print(await decideCommand(deputy, command, args, parsed));
         break;
+      default:
+        return await readingCommand(client, deputy, parsed);
     }
     return 0;
   } finally {
     await connection.close();
   }
-}
-
-/** `deputy run`: starts the run, prints its id, and follows it unless told to detach. */
-async function start(deputy: DeputyClient, task: string, options: Parsed): Promise<number> {
-  const limits = {
-    ...(options.maxTurns !== undefined && { maxTurns: options.maxTurns }),
-    ...(options.maxCostUsd !== undefined && { maxCostUsd: options.maxCostUsd }),
-  };
-  const handle = await deputy.startRun({
-    task,
-    ...(options.preset && { preset: options.preset }),
-    ...(options.model && { model: options.model }),
-    ...(Object.keys(limits).length > 0 && { limits }),
-  });
-  print(`started ${handle.workflowId}`);
-  if (options.detach) {
-    print(`follow it with: deputy watch ${handle.workflowId}`);
-    return 0;
-  }
-  const code = await watch(deputy, handle.workflowId, undefined);
-  const result = await deputy.result(handle.workflowId);
-  const { own, tree, billed } = labelledUsage(result.usage);
-  print(`\n${own}; ${tree} debited, ${billed}`);
-  print(`${result.status}: ${result.output ?? result.error ?? ''}`);
-  return code;
-}
-
-/** `text` on stdout, or into `file` whole: written beside it and renamed, so a failure leaves no partial file. */
-function output(text: string, file: string | undefined): void {
-  if (file === undefined) {
-    console.log(text);
-    return;
-  }
-  const partial = `${file}.partial-${process.pid}`;
-  try {
-    writeFileSync(partial, `${text}\n`);
-    renameSync(partial, file);
-  } finally {
-    rmSync(partial, { force: true });
-  }
-  console.error(`deputy: wrote ${file}`);
 }
 
 /** An exported session read from `file`, or a line saying what is wrong with the file and how to get a good one. */
@@ -192,39 +109,6 @@ function readExport(file: string): unknown {
   } catch (err) {
     throw new DeputyError(`${file} is not JSON (${(err as Error).message}): ${again}`);
   }
-}
-
-/**
- * `deputy watch`: on a terminal the tree is redrawn in place as events arrive; otherwise (a pipe, a log) each event
- * is a line. Then the tree and a summary; the exit code says whether the root completed.
- */
-async function watch(deputy: DeputyClient, rootId: string, since: string | undefined): Promise<number> {
-  const view = new TreeView();
-  const live = process.stdout.isTTY;
-  let drawn = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const redraw = () => {
-    timer = undefined;
-    const lines = view.lines();
-    process.stdout.write(`${drawn > 0 ? `\x1b[${drawn}F\x1b[J` : ''}${lines.map(terminalSafe).join('\n')}\n`);
-    drawn = lines.length;
-  };
-  let last = '';
-  for await (const event of deputy.watch(rootId, { ...(since && { since }) })) {
-    view.apply(event);
-    last = event.cursor;
-    if (live) timer ??= setTimeout(redraw, 100);
-    // A log gets one line per event, not one per live-output poll; a terminal shows the answer as it is written.
-    else if (event.type !== 'model/progress')
-      print(`${event.at}  ${view.runs.get(event.run)!.name}: ${describeWatchEvent(event)}`);
-  }
-  clearTimeout(timer);
-  if (live) redraw();
-  else print(`\n${view.lines().join('\n')}`);
-  print(`\n${view.summary()}`);
-  if (last) print(`resume after the last event: deputy watch ${rootId} ${last}`);
-  const root = view.root ? view.runs.get(view.root) : undefined;
-  return root?.status === 'completed' ? 0 : 1;
 }
 
 /**
@@ -309,17 +193,17 @@ function mcpTokens(config: DeputyConfig, http: boolean): { token: string; tenant
   return callers;
 }
 
-/** Prints a line whose text may come from runs: control characters are shown, never obeyed. */
-function print(text: string): void {
-  console.log(terminalSafe(text));
-}
-
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     if (err instanceof UsageError) {
       console.error(`deputy: ${err.message}`);
       process.exit(2);
+    }
+    const said = plainWords(err);
+    if (said !== undefined) {
+      console.error(`deputy: ${said}`);
+      process.exit(1);
     }
     // Deputy's own errors already say what went wrong and what to do; another's cause may say more.
     const cause =
@@ -330,3 +214,14 @@ main(process.argv.slice(2)).then(
     process.exit(1);
   },
 );
+
+/** What a person should read for an error Temporal reports in its own words, or `undefined` to print it as it is. */
+function plainWords(err: unknown): string | undefined {
+  if (err instanceof WorkflowNotFoundError) {
+    const env = readEnv();
+    return `no run "${err.workflowId}" in namespace "${env.temporalNamespace}" at ${env.temporalAddress}: check the id (deputy sessions lists the runs there) or TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE`;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  if (/Unknown encoding: binary\/encrypted|Unknown encryption key id/.test(message)) return encryptedWords();
+  return undefined;
+}

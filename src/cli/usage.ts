@@ -25,6 +25,7 @@ export const COMMANDS: Record<string, { args: string; does: string; min: number;
       '--max-turns <n>     at most n model turns',
       '--max-cost <usd>    at most this many dollars, the tree included',
       '--detach            print the id and return; follow it later with deputy watch <workflowId>',
+      '--json              each event as a JSON line instead of the live tree',
     ],
   },
   tree: {
@@ -32,25 +33,34 @@ export const COMMANDS: Record<string, { args: string; does: string; min: number;
     does: "the run's delegation tree: status, tokens, cost and calls per run",
     min: 1,
     max: 1,
+    options: ['--json   the runs as JSON, ids whole'],
   },
   watch: {
     args: '<workflowId> [cursor]',
     does: "the tree live: each run's status, tokens, cost and latest event, then a summary",
     min: 1,
     max: 2,
+    options: ['--json   each event as a JSON line'],
+  },
+  cancel: {
+    args: '<workflowId>',
+    does: 'cancels the run and, with it, its children (a child cancelled alone leaves its parent running)',
+    min: 1,
+    max: 1,
   },
   state: {
     args: '<workflowId>',
     does: "the run's state as JSON; with no worker answering, what Temporal recorded of it",
     min: 1,
     max: 1,
-    options: ['--out <file>   written whole or not at all, instead of stdout'],
+    options: ['--out <file>   written whole or not at all, instead of stdout', '--json         (it is JSON already)'],
   },
   sessions: {
     args: '[query]',
     does: `sessions from visibility (roots and children), e.g. "DeputyRootId = 'run-1'"`,
     min: 0,
     max: 1,
+    options: ['--json   the sessions as JSON'],
   },
   export: {
     args: '<workflowId>',
@@ -60,6 +70,7 @@ export const COMMANDS: Record<string, { args: string; does: string; min: number;
     options: [
       '--redact       secrets and personal data replaced by placeholders (listed on stderr); ids kept',
       '--out <file>   written whole or not at all, instead of stdout',
+      '--json         (it is JSON already)',
     ],
   },
   import: {
@@ -85,6 +96,7 @@ export const COMMANDS: Record<string, { args: string; does: string; min: number;
     does: 'the approval requests open in the tree: run, request id, tool, arguments, deadline, path',
     min: 1,
     max: 1,
+    options: ['--json   the requests as JSON'],
   },
   approve: {
     args: '<workflowId> <requestId>',
@@ -100,7 +112,13 @@ export const COMMANDS: Record<string, { args: string; does: string; min: number;
     max: 2,
     options: DECISION_OPTIONS,
   },
-  tenants: { args: '', does: 'each configured tenant: activated or not, and why (its evidence)', min: 0, max: 0 },
+  tenants: {
+    args: '',
+    does: 'each configured tenant: activated or not, and why (its evidence)',
+    min: 0,
+    max: 0,
+    options: ['--json   each tenant as JSON'],
+  },
   eval: {
     args: 'admit <exported.json>',
     does: 'a capability scenario from an exported failed session (npm run eval runs it)',
@@ -124,6 +142,13 @@ const ENVIRONMENT = [
   'DEPUTY_CONFIG         the config file (tenants, mcp)',
   'DEPUTY_CODEC_KEYS     keys to read encrypted runs',
   'DEPUTY_MCP_TOKEN      mcp: the token callers present (DEPUTY_MCP_TOKENS: tenant=token entries, over HTTP)',
+];
+
+const EXIT_CODES = [
+  '0     done (run, watch: the root completed)',
+  '1     something failed, or the run did not complete (the last line says why)',
+  '2     the command line is wrong (the message says what to do)',
+  '130   interrupted (Ctrl-C): following stopped, the run goes on',
 ];
 
 export const usageLine = (name: string) => `deputy ${name}${COMMANDS[name]!.args ? ` ${COMMANDS[name]!.args}` : ''}`;
@@ -152,6 +177,9 @@ export function help(name?: string): string {
     'environment:',
     ...ENVIRONMENT.map((e) => `  ${e}`),
     '',
+    'exit codes:',
+    ...EXIT_CODES.map((e) => `  ${e}`),
+    '',
     'deputy <command> --help shows one command with its options.',
   ].join('\n');
 }
@@ -167,6 +195,7 @@ const OPTIONS = {
   'max-turns': { type: 'string' },
   'max-cost': { type: 'string' },
   detach: { type: 'boolean' },
+  json: { type: 'boolean' },
   reason: { type: 'string' },
   approver: { type: 'string' },
   'key-env': { type: 'string' },
@@ -184,6 +213,8 @@ export interface Parsed {
   maxTurns: number | undefined;
   maxCostUsd: number | undefined;
   detach: boolean;
+  /** JSON for scripts instead of text. */
+  json: boolean;
   reason: string | undefined;
   approver: string | undefined;
   /** The environment variable that holds the approver's key. */
@@ -216,7 +247,7 @@ export function parse(argv: string[]): Parsed | 'help' {
     if (!spec.options?.some((o) => o.startsWith(`--${name} `) || o === `--${name}`))
       throw new UsageError(`${command} takes no --${name}; deputy ${command} --help lists what it takes`);
   }
-  const { http, out, preset, model, detach, redact, reason, approver } = parsed.values;
+  const { http, out, preset, model, detach, json, redact, reason, approver } = parsed.values;
   const keyEnv = parsed.values['key-env'];
   if (keyEnv !== undefined && !approver)
     throw new UsageError('--key-env makes a proof for an approver: give --approver too');
@@ -239,6 +270,7 @@ export function parse(argv: string[]): Parsed | 'help' {
     maxTurns: maxTurns === undefined ? undefined : Number(maxTurns),
     maxCostUsd: maxCost === undefined ? undefined : Number(maxCost),
     detach: detach ?? false,
+    json: json ?? false,
     reason,
     approver,
     keyEnv,

@@ -2,9 +2,13 @@
  * Connecting to Temporal with an answer a person can act on: a server that is not there is reported within seconds,
  * naming the address tried and the variable that sets it, instead of a transport error after the SDK's deadline.
  */
+import { existsSync } from 'node:fs';
 import { connect as tcpConnect } from 'node:net';
 import { Connection } from '@temporalio/client';
 import { TemporalUnreachableError } from '../contract/errors.js';
+
+/** Run from a checkout of Deputy (its demos' scripts beside it), not from the installed package. */
+const IN_A_CHECKOUT = existsSync(new URL('../demo/ui.ts', import.meta.url));
 
 /** How long the first TCP handshake may take before the address is reported unreachable. */
 const PROBE_TIMEOUT_MS = 3_000;
@@ -37,6 +41,10 @@ export async function connectTemporal(address: string): Promise<Connection> {
     await probe(address);
     return await Connection.connect({ address });
   } catch (err) {
-    throw new TemporalUnreachableError(address, err);
+    throw new TemporalUnreachableError(
+      address,
+      err,
+      IN_A_CHECKOUT ? "npm run ui keeps the demos' server up at the address it prints" : undefined,
+    );
   }
 }

@@ -3,7 +3,8 @@
  * `state` query, a finished run's result, or (a run that failed or was cancelled, or one recorded in the older shape) its
  * memo.
  */
-import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { WorkflowFailedError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
+import { failureMessage } from '../rules/failure-message.js';
 import proto from '@temporalio/proto';
 import { stateQuery } from '../contract/messages.js';
 import { AmountSchema, RunResult, Usage, type RunState } from '../contract/run.js';
@@ -65,13 +66,14 @@ async function modelCallQueuedMs(client: Client, workflowId: string): Promise<nu
   return null;
 }
 
-/** A finished run's result (the close event), or `null` when it returned none. */
-async function endResult(client: Client, workflowId: string): Promise<RunResult | null> {
-  const result: unknown = await client.workflow
-    .getHandle(workflowId)
-    .result()
-    .catch(() => null);
-  return RunResult.safeParse(result).data ?? null;
+/** A finished run's result (the close event), or why it failed when it returned none. */
+async function endResult(client: Client, workflowId: string): Promise<{ result: RunResult | null; error?: string }> {
+  try {
+    const result = RunResult.safeParse(await client.workflow.getHandle(workflowId).result()).data ?? null;
+    return { result, ...(result?.error && { error: result.error }) };
+  } catch (err) {
+    return { result: null, ...(err instanceof WorkflowFailedError && { error: failureMessage(err) }) };
+  }
 }
 
 async function toNode(
@@ -84,7 +86,8 @@ async function toNode(
   const [state, queuedMs] = running
     ? await Promise.all([liveState(client, info.workflowId), modelCallQueuedMs(client, info.workflowId)])
     : [null, null];
-  const ended = running || memoUsage.success ? null : await endResult(client, info.workflowId);
+  const failed = info.status.name === 'FAILED' || info.status.name === 'TIMED_OUT';
+  const ended = running || (memoUsage.success && !failed) ? null : await endResult(client, info.workflowId);
   const node: TreeNode = {
     workflowId: info.workflowId,
     parentId: attrs.get(DEPUTY_PARENT_ID) ?? null,
@@ -95,17 +98,22 @@ async function toNode(
       : (attrs.get(DEPUTY_STATUS) ?? info.status.name.toLowerCase()),
     preset: attrs.get(DEPUTY_PRESET) ?? null,
     contextMode: attrs.get(DEPUTY_PARENT_ID) ? (attrs.get(DEPUTY_CONTEXT_MODE) ?? null) : null,
-    usage: running ? (state?.usage ?? null) : memoUsage.success ? memoUsage.data : (ended?.usage ?? null),
+    usage: running ? (state?.usage ?? null) : memoUsage.success ? memoUsage.data : (ended?.result?.usage ?? null),
     costUsd: state ? microToUsd(state.usage.costMicroUsd) : (attrs.get(DEPUTY_COST_USD) ?? null),
   };
   // What the run saved itself (its result lists its children's too).
-  const saved = ended?.artifacts?.filter((ref) => ref.savedBy === info.workflowId).length;
+  const saved = ended?.result?.artifacts?.filter((ref) => ref.savedBy === info.workflowId).length;
   if (saved) node.artifacts = saved;
   const overrun = running
     ? state?.limits && overLimits(state.usage, state.limits)
     : AmountSchema.safeParse(info.memo?.deputyOverrun).data;
   if (overrun) node.overrun = overrun;
   if (queuedMs !== null) node.queuedMs = queuedMs;
+  if (ended?.error) node.error = ended.error;
+  if (running && state === null) node.unanswered = true;
+  // Between attempts of a model call the run's details say which attempt failed and when the next is.
+  const retrying = state?.details.match(/retrying: .*/)?.[0];
+  if (retrying) node.retrying = retrying;
   const fellBack = state?.session.findLast((e) => e.type === 'message/assistant' && e.fallback !== undefined);
   if (fellBack?.type === 'message/assistant' && fellBack.model && fellBack.fallback) {
     node.fallback = { model: fellBack.model, reason: fellBack.fallback };

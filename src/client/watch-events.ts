@@ -3,6 +3,7 @@
  * the small readings of history they are made from.
  */
 // A CommonJS package: Node's ESM loader sees only its default export.
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import proto from '@temporalio/proto';
 import type { temporal } from '@temporalio/proto';
 import type { CallModelInput } from '../contract/activities.js';
@@ -53,6 +54,8 @@ export type WatchEvent = EventBase &
         synthesis: boolean;
         usage: WatchUsage | null;
         output: string | null;
+        /** Why it failed, when it did. */
+        error: string | null;
       }
     | { type: 'model/started'; model: string; activity: string; fallback?: string }
     /**
@@ -77,6 +80,8 @@ export type WatchEvent = EventBase &
         toolCalls: string[];
       }
     | { type: 'model/failed'; model: string; activity: string; error: string }
+    /** A failed model call will be tried again: which attempt failed of how many, and when the next is. */
+    | { type: 'model/retrying'; status: string }
     | { type: 'tool/called'; name: string }
     | { type: 'tool/result'; name: string; ok: boolean; bytes: number }
     /** A tool saved an artifact for the run (after its `tool/result`). */
@@ -111,10 +116,12 @@ export type WatchBody = Record<string, unknown>;
 
 /** Per run: [runId of the segment being read, last history event id read in it, its parent]. */
 export type Positions = Record<string, [runId: string, eventId: number, parent: string | null]>;
-export const encodeCursor = (positions: Positions) => Buffer.from(JSON.stringify(positions)).toString('base64url');
+/** Compressed: a tree's ids repeat its root's, and a person copies the cursor from a terminal line. */
+export const encodeCursor = (positions: Positions) =>
+  deflateRawSync(JSON.stringify(positions), { level: 9 }).toString('base64url');
 export function decodeCursor(cursor: string): Positions {
   try {
-    const positions = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as Positions;
+    const positions = JSON.parse(inflateRawSync(Buffer.from(cursor, 'base64url')).toString()) as Positions;
     if (positions && typeof positions === 'object') return positions;
   } catch {
     // reported below
@@ -194,3 +201,15 @@ export function refusalsIn(input: CallModelInput | undefined): string[] {
 
 /** How a reader says an event (behind the cursor, it says nothing). */
 export type Say = (body: WatchBody) => Promise<void>;
+
+/** Generic wrappers say nothing a person can act on: the failure they wrap does. */
+const WRAPPER = /^(Activity task failed|Child Workflow execution failed|Workflow execution failed)$/;
+
+/** What a run's failure says: its first message that is not a generic wrapper's. */
+export function failureText(failure: temporal.api.failure.v1.IFailure | null | undefined): string {
+  if (!failure) return 'timed out';
+  for (let at: temporal.api.failure.v1.IFailure | null | undefined = failure; at; at = at.cause) {
+    if (at.message && !WRAPPER.test(at.message)) return at.message;
+  }
+  return failure.message ?? 'failed';
+}

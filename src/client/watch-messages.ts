@@ -43,9 +43,11 @@ export class ApprovalsReading {
   }
 
   /** The timer a request waits on names it in its summary: `approval <id> of <tool>, <wait>`. */
-  async timerStarted(event: HistoryEvent): Promise<void> {
+  async timerStarted(event: HistoryEvent, say: Say): Promise<void> {
     const summary = event.userMetadata?.summary;
     const text = summary ? await this.decode<string>({ payloads: [summary] }) : undefined;
+    // A model call's retry waits on a timer whose summary says which attempt failed and when the next is.
+    if (typeof text === 'string' && text.startsWith('retrying: ')) await say({ type: 'model/retrying', status: text });
     const requestId = typeof text === 'string' ? /^approval (\S+) of /.exec(text)?.[1] : undefined;
     if (requestId) this.#timers.set(event.timerStartedEventAttributes?.timerId ?? '', requestId);
   }

@@ -13,6 +13,7 @@ import type { MessageToSign, VerifyMessageInput, VerifyMessageResult } from '../
 import { billedTokens, callCostMicroUsd, callTokensOf, microToUsd, type CallTokens } from '../rules/usage.js';
 import {
   closingStatus,
+  failureText,
   EventType,
   MODEL_ACTIVITIES,
   overrunOf,
@@ -114,7 +115,7 @@ export class RunReader {
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
         return this.#approvals.updateCompleted(event, say);
       case EventType.EVENT_TYPE_TIMER_STARTED:
-        return this.#approvals.timerStarted(event);
+        return this.#approvals.timerStarted(event, say);
       case EventType.EVENT_TYPE_TIMER_FIRED:
         return this.#approvals.timerFired(event, say);
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
@@ -316,11 +317,13 @@ export class RunReader {
       synthesis: result?.status === 'completed' && result.limit !== undefined,
       usage: usageOf(result?.usage),
       output: result?.output ?? null,
+      error: result?.error ?? null,
     });
     return;
   }
 
   async #runClosed(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
+    const failure = event.workflowExecutionFailedEventAttributes?.failure;
     await say({
       type: 'run/ended',
       status: closingStatus(event.eventType),
@@ -328,6 +331,7 @@ export class RunReader {
       synthesis: false,
       usage: null,
       output: null,
+      error: failure ? failureText(failure) : event.workflowExecutionTimedOutEventAttributes ? 'timed out' : null,
     });
     return;
   }

@@ -3,6 +3,7 @@
  * `DeputyClient.watch` events. `deputy watch` prints it; the web view receives the same events and folds them alike.
  */
 import type { WatchEvent } from './watch-events.js';
+import { elide, headLine, treeLayout, wrapText, type TreeStyle } from './tree.js';
 
 /** One run of the tree as the events so far describe it. */
 export interface RunView {
@@ -19,6 +20,8 @@ export interface RunView {
   modelCalls: number;
   toolCalls: number;
   latest: string;
+  /** Why it failed, once it ended failing. */
+  error: string | null;
   children: string[];
 }
 
@@ -45,7 +48,10 @@ export function describeWatchEvent(event: WatchEvent): string {
     case 'model/progress':
       return `writing (${event.outputTokens} tokens): ${clip(event.partial.slice(-80).replace(/\s+/g, ' '))}`;
     case 'model/failed':
-      return `${event.model} failed: ${clip(event.error)}`;
+      // Whole: it is what a person needs to fix the endpoint.
+      return `${event.model} failed: ${event.error.replace(/\s+/g, ' ').trim()}`;
+    case 'model/retrying':
+      return event.status;
     case 'tool/called':
       return `running ${event.name}`;
     case 'tool/result':
@@ -174,6 +180,7 @@ export class TreeView {
         break;
       case 'run/ended':
         run.status = event.status;
+        run.error = event.error ?? null;
         // A run that ended has nothing waiting any more (a cancelled request leaves no decision behind).
         for (const [key, waiting] of this.approvals) if (waiting.run === event.run) this.approvals.delete(key);
         // The run's own count is the last word (a call refused by maxToolCalls was asked for, never run).
@@ -203,6 +210,7 @@ export class TreeView {
         modelCalls: 0,
         toolCalls: 0,
         latest: '',
+        error: null,
         children: [],
       };
       this.runs.set(id, run);
@@ -264,12 +272,20 @@ export class TreeView {
     return out;
   }
 
-  /** The tree, one line per run, children indented under their parent. */
-  lines(): string[] {
-    return this.rows().map((run) => {
-      const head = `${'  '.repeat(run.depth)}${run.depth > 0 ? '└ ' : ''}${run.name}`;
-      return `${head.padEnd(28)} ${run.status.padEnd(18)} own ${String(run.tokens).padStart(7)} tok ${usd(run.costUsd)}  ${run.latest}`;
-    });
+  /**
+   * The tree as `deputy tree` draws it, within `style.width` columns: per run its name, status and own spend, its
+   * latest event beneath, and a failed run's reason whole.
+   */
+  lines(style: TreeStyle = {}): string[] {
+    const width = style.width ?? 80;
+    const rows = new Map(this.rows().map((row) => [row.id, row]));
+    const root = this.root === undefined ? undefined : rows.get(this.root);
+    const kids = (row: TreeRow) => row.children.flatMap((id) => rows.get(id) ?? []);
+    return treeLayout(root ? [root] : [], kids).flatMap(({ node, head, under }) => [
+      headLine(head, node.name, node.status, `own ${node.tokens} tok ${usd(node.costUsd)}`, style),
+      ...(node.latest ? [elide(`${under}${node.latest}`, width)] : []),
+      ...(node.error ? wrapText(`why: ${node.error}`, under, width) : []),
+    ]);
   }
 
   /** The final summary line. */
@@ -281,6 +297,7 @@ export class TreeView {
       t.billedTokens !== t.tokens || usd(t.billedCostUsd) !== usd(t.costUsd)
         ? ` (billed ${t.billedTokens} tokens, ${usd(t.billedCostUsd)})`
         : '';
-    return `${root?.status ?? 'unknown'}: tree of ${t.runs} runs: ${t.modelCalls} model calls, ${t.toolCalls} tool calls, ${t.tokens} tokens, ${usd(t.costUsd)}${billed}`;
+    const n = (count: number, one: string) => `${count} ${one}${count === 1 ? '' : 's'}`;
+    return `${root?.status ?? 'unknown'}: tree of ${n(t.runs, 'run')}: ${n(t.modelCalls, 'model call')}, ${n(t.toolCalls, 'tool call')}, ${n(t.tokens, 'token')}, ${usd(t.costUsd)}${billed}`;
   }
 }

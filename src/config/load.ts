@@ -99,9 +99,14 @@ export function loadConfig(env: DeputyEnv, tools?: ReadonlySet<string>): DeputyC
     // YAML is a superset of JSON, so this reads both. Warnings (an unknown tag …) are problems too: the file does not
     // say what its author meant.
     const document = parseDocument(text);
-    const problems = [...document.errors, ...document.warnings].map(
-      (problem) => `cannot parse: ${problem.message.split('\n')[0]}`,
-    );
+    // The parser's excerpt spans lines: the line at fault is quoted instead, so a problem stays one line.
+    const lines = text.split('\n');
+    const problems = [...document.errors, ...document.warnings].map((problem) => {
+      const at = problem.linePos?.[0]?.line;
+      const excerpt = at === undefined ? '' : (lines[at - 1] ?? '').trim().slice(0, 80);
+      const said = problem.message.split('\n')[0]!.replace(/:$/, '');
+      return `cannot parse: ${said}${excerpt ? ` (the line reads "${excerpt}")` : ''}`;
+    });
     if (problems.length > 0) throw new ConfigError(problems, env.configPath);
     raw = document.toJS();
   }

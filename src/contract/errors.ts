@@ -11,9 +11,23 @@ export class ConfigError extends DeputyError {
   /** One readable line per problem, each naming the field at fault. */
   readonly problems: readonly string[];
 
-  constructor(problems: readonly string[], source: string) {
+  constructor(
+    problems: readonly string[],
+    /** Where the problems are: `environment`, a config file's path … */
+    readonly source: string,
+  ) {
     super(`invalid configuration (${source}):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.problems = problems;
+  }
+
+  /** Every problem `attempts` found, as one error (a person fixes them in one round), or none. */
+  static gathered(errors: readonly ConfigError[]): ConfigError | undefined {
+    if (errors.length === 0) return undefined;
+    const sources = [...new Set(errors.map((e) => e.source))];
+    return new ConfigError(
+      errors.flatMap((e) => e.problems),
+      sources.join(' and '),
+    );
   }
 }
 
@@ -36,10 +50,12 @@ export class TemporalUnreachableError extends DeputyError {
   constructor(
     readonly address: string,
     cause: unknown,
+    /** Where a server may be had, when the caller knows one (a checkout has `npm run ui`). */
+    hint?: string,
   ) {
     super(
       `no Temporal server answers at ${address} (${reasonOf(cause)}): start one there, or set TEMPORAL_ADDRESS to ` +
-        `one that runs (npm run ui keeps the demos' server up at the address it prints)`,
+        `one that runs${hint ? ` (${hint})` : ''}`,
       { cause },
     );
   }

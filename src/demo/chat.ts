@@ -246,7 +246,7 @@ async function summarise(
     `usage:  ${usage.own}; ${usage.tree} debited, ${usage.billed}${demo.live ? '' : ' (offline: the scripted model bills what Deputy counts)'}`,
   );
   console.log(
-    `\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(await settledTree(demo.deputy, workflowId))}`,
+    `\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${await settledTree(demo.deputy, workflowId)}`,
   );
   console.log(`\nui:     ${runUrl(demo, workflowId)}`);
 }

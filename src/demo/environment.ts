@@ -5,13 +5,15 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { connectTemporal } from '../client/connect.js';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { oneLineLogger } from '../worker/log.js';
 import { DeputyClient } from '../client/client.js';
 import { deputyDataConverter } from '../codec/aes-gcm.js';
 import { loadTree } from '../client/inspect.js';
 import { renderTree } from '../client/tree.js';
+import { safeStrings, terminalStyle } from '../cli/style.js';
 import { loadConfig, readEnv, type DeputyEnv } from '../config/load.js';
 import type { DeputyConfig } from '../config/schema.js';
 import { PROJECT_ROOT } from '../testing/temporal-cli.js';
@@ -79,8 +81,9 @@ export async function withDemoEnvironment(
       say(`temporal: dev server at ${address}, persisted to ${persistedDatabase()}, UI at ${uiBase}`);
       if (served.codecEndpoint) say('codec: Temporal UI decodes payloads through a local codec server');
     }
+    // The client's connection first: an address where nothing answers is said in a line within seconds.
+    const clientConnection = await connectTemporal(address);
     const connection = await NativeConnection.connect({ address });
-    const clientConnection = await Connection.connect({ address });
     // With DEPUTY_CODEC_KEYS set, the demo's runs are encrypted in history too.
     const dataConverter = deputyDataConverter();
     const deputy = new DeputyClient(
@@ -169,10 +172,11 @@ export function runUrl(demo: DemoEnvironment, workflowId: string): string {
 
 /** The tree of a finished run, once visibility has caught up with its children's last status (within moments). */
 export async function settledTree(deputy: DeputyClient, workflowId: string): Promise<string> {
-  let tree = renderTree(await loadTree(deputy.temporal, workflowId));
+  const draw = async () => renderTree(safeStrings(await loadTree(deputy.temporal, workflowId)), terminalStyle());
+  let tree = await draw();
   for (let i = 0; i < 20 && /running|starting|waiting/.test(tree); i++) {
     await sleep(250);
-    tree = renderTree(await loadTree(deputy.temporal, workflowId));
+    tree = await draw();
   }
   return tree;
 }

@@ -5,7 +5,10 @@
  * `npm run demo -- --chat`: a conversation in the terminal instead (chat.ts); `-- --mcp`: a run that reads the
  * docs through an MCP server (mcp.ts).
  */
-import { ConfigError, StateInUseError } from '../contract/errors.js';
+import { DeputyError } from '../contract/errors.js';
+import { scriptArgs } from '../ops/script-args.js';
+import { safeStrings, terminalStyle } from '../cli/style.js';
+import { LiveBlock } from './live-block.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { terminalSafe } from '../rules/terminal.js';
 
@@ -36,8 +39,23 @@ function describeEvent(event: SessionEvent): string | null {
 }
 
 async function main(): Promise<void> {
-  if (process.argv.includes('--chat')) return runChat();
-  if (process.argv.includes('--mcp')) return runMcpDemo();
+  const flags = scriptArgs({
+    name: 'demo',
+    does: 'a sample task end to end: an embedded Temporal dev server (unless TEMPORAL_ADDRESS is set), a worker, the run live, then its answer, usage, tree and Temporal UI link',
+    options: {
+      chat: 'a conversation in the terminal instead',
+      mcp: 'a run that reads the docs through an MCP server instead',
+      ui: 'keep the server, Temporal UI and worker up after the run, until Ctrl-C',
+    },
+    environment: {
+      TEMPORAL_ADDRESS: 'a Temporal server to use instead of the embedded one',
+      OPENAI_BASE_URL: 'a real model endpoint (OPENAI_API_KEY its key); offline scripted model without',
+      DEPUTY_STATE_DIR: 'where the embedded server persists (default .deputy/state)',
+      DEPUTY_CODEC_KEYS: 'encrypt the runs in history',
+    },
+  });
+  if (flags.chat) return runChat();
+  if (flags.mcp) return runMcpDemo();
   await withDemoEnvironment(
     DEMO_SCRIPT,
     async (demo) => {
@@ -57,30 +75,37 @@ async function main(): Promise<void> {
       void done.finally(() => (finished = true));
       let shown = 0;
       let lastTree = '';
+      let lastRetry = '';
+      // On a terminal the tree is redrawn where it stands while nothing else was printed below it.
+      const block = new LiveBlock(process.stdout);
       const approved = new Set<string>();
       const showProgress = async () => {
         // A call waiting for approval: the demo is its own person, and says what it does.
         for (const request of await deputy.approvals(workflowId).catch(() => [])) {
           if (approved.has(`${request.run} ${request.requestId}`)) continue;
           approved.add(`${request.run} ${request.requestId}`);
-          console.log(terminalSafe(`  approval ${request.requestId} asked: ${request.tool}: ${request.why}`));
-          console.log(
+          block.print(terminalSafe(`  approval ${request.requestId} asked: ${request.tool}: ${request.why}`));
+          block.print(
             `  the demo approves it as its person (DeputyClient.decideApproval; from a shell: npm run deputy -- approve ${request.run} ${request.requestId})`,
           );
           const decided = await deputy.decideApproval(request.run, request.requestId, 'approve', {
             reason: 'the demo approves its own example',
           });
-          console.log(`  approval ${decided.requestId}: approved by ${decided.by}`);
+          block.print(`  approval ${decided.requestId}: approved by ${decided.by}`);
         }
         const state = await deputy.getState(workflowId).catch(() => null);
         for (const event of state?.session.slice(shown) ?? []) {
           const line = describeEvent(event);
-          if (line) console.log(terminalSafe(line));
+          if (line) block.print(terminalSafe(line));
         }
         shown = state?.session.length ?? shown;
+        // Between attempts of a model call: which attempt failed, of how many, and when the next is.
+        const retry = state?.details.match(/retrying: .*/)?.[0] ?? '';
+        if (retry !== lastRetry && retry !== '') block.print(terminalSafe(`  ${retry}`));
+        lastRetry = retry;
         if (!finished && state && state.delegations.length > 0) {
-          const tree = renderTree(await loadTree(deputy.temporal, workflowId));
-          if (tree !== lastTree && tree.includes('\n')) console.log(`\n${terminalSafe(tree)}\n`);
+          const tree = renderTree(safeStrings(await loadTree(deputy.temporal, workflowId)), terminalStyle());
+          if (tree !== lastTree && tree.includes('\n')) block.draw(tree);
           lastTree = tree;
         }
       };
@@ -91,7 +116,8 @@ async function main(): Promise<void> {
       await showProgress();
       const result = await done;
       console.log(`\nstatus: ${result.status}${result.limit ? ` (${result.limit})` : ''}`);
-      console.log(`answer: ${terminalSafe(result.output ?? result.error ?? '(none)')}`);
+      if (result.status === 'failed') console.log(`error:  ${terminalSafe(result.error ?? '(no reason recorded)')}`);
+      else console.log(`answer: ${terminalSafe(result.output ?? '(none)')}`);
       const u = result.usage;
       const { own, tree: whole, billed } = labelledUsage(u);
       console.log(`usage:  ${own}; ${whole} debited, ${billed}`);
@@ -99,13 +125,13 @@ async function main(): Promise<void> {
         `        (${u.inputTokens} tokens in + ${u.outputTokens} out, ${u.costMicroUsd} micro-USD${live ? '' : '; offline: the scripted model bills what Deputy counts'})`,
       );
       const tree = await settledTree(deputy, workflowId);
-      console.log(`\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${terminalSafe(tree)}`);
+      console.log(`\ndelegation tree (npm run deputy -- tree ${workflowId}):\n${tree}`);
       console.log(`\nui:     ${runUrl(demo, workflowId)}`);
       console.log(
         `        children: ${uiBase}/namespaces/${env.temporalNamespace}/workflows?query=${encodeURIComponent(`DeputyRootId="${workflowId}"`)}`,
       );
       if (result.status !== 'completed') process.exitCode = 1;
-      if (process.argv.includes('--ui')) {
+      if (flags.ui) {
         // The links above stay live (server, UI, worker, codec server) until Ctrl-C.
         console.log(`\nTemporal UI stays up at ${uiBase}; press Ctrl-C to stop`);
         await untilInterrupted();
@@ -131,6 +157,7 @@ function withDemoApprovals(config: DeputyConfig): DeputyConfig {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof ConfigError || err instanceof StateInUseError ? `demo: ${err.message}` : err);
+  // Deputy's own errors say what went wrong and what to do, in a line: no stack.
+  console.error(err instanceof DeputyError ? `demo: ${err.message}` : err);
   process.exit(1);
 });

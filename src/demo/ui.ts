@@ -4,7 +4,8 @@
  * server this process starts.
  * Also what `npm run demo -- --ui` keeps open after its run.
  */
-import { ConfigError, StateInUseError } from '../contract/errors.js';
+import { DeputyError } from '../contract/errors.js';
+import { scriptArgs } from '../ops/script-args.js';
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -64,7 +65,13 @@ export async function serveUi(
     }
     // Temporal's own port when it is free, so the CLI's default address reaches these runs.
     const port = await freePort(Number(env.DEPUTY_TEMPORAL_PORT ?? 7233));
-    const server = await startDevServer({ dbFilename: persistedDatabase(), uiPort, port, codecEndpoint });
+    const server = await startDevServer({
+      dbFilename: persistedDatabase(),
+      uiPort,
+      port,
+      codecEndpoint,
+      logLevel: 'error',
+    });
     return {
       server,
       uiBase,
@@ -104,6 +111,15 @@ export function untilInterrupted(): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  scriptArgs({
+    name: 'ui',
+    does: 'Temporal UI on the runs the demos persisted, with the embedded dev server behind it, until Ctrl-C',
+    environment: {
+      DEPUTY_STATE_DIR: 'where the demos persist their server (default .deputy/state)',
+      DEPUTY_UI_PORT: 'the UI port (default 8233, or the next free one)',
+      DEPUTY_CODEC_KEYS: 'decode encrypted runs for the UI through a local codec server',
+    },
+  });
   const ui = await serveUi();
   console.log(`Temporal UI: ${ui.uiBase}  (runs persisted in ${persistedDatabase()})`);
   if (ui.codecEndpoint) console.log('codec: encrypted payloads are decoded for the UI by a local codec server');
@@ -118,7 +134,7 @@ async function main(): Promise<void> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   main().catch((err: unknown) => {
-    console.error(err instanceof ConfigError || err instanceof StateInUseError ? `ui: ${err.message}` : err);
+    console.error(err instanceof DeputyError ? `ui: ${err.message}` : err);
     process.exit(1);
   });
 }

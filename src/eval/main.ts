@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run eval -- <scenario.yaml> [--runs N] [--tenant id] [--out evidence/<id>.json]`: the two-arm evaluation. Runs the
+ * `npm run eval -- <scenario.yaml> [--runs N] [--tenant id] [--out file | --update]`: the two-arm evaluation. Runs the
  * scenario N times with delegation off and N times with it on, on a real Temporal server (TEMPORAL_ADDRESS, else an
  * embedded dev server), against the configured model (OPENAI_*; else the scenario's offline script on the scripted
  * model), scores every run, checks the policy, and writes an evidence file with a verdict. Prints a table and a chart.
@@ -41,7 +41,10 @@ function report(evidence: Evidence): string {
   ].join('\n');
 }
 
-async function evaluate(path: string, options: { runs?: number; out?: string; tenant?: string }): Promise<void> {
+async function evaluate(
+  path: string,
+  options: { runs?: number; out?: string; tenant?: string; update?: boolean },
+): Promise<void> {
   const scenario = loadScenario(path);
   const env = readEnv();
   const live = env.openaiApiKey !== undefined || env.openaiBaseUrl !== undefined;
@@ -78,7 +81,10 @@ async function evaluate(path: string, options: { runs?: number; out?: string; te
       worker: { namespace: env.temporalNamespace },
       say: (line) => console.log(line),
     });
-    const out = options.out ?? join(PROJECT_ROOT, 'evidence', `${scenario.id}.json`);
+    // The committed examples change only when asked (--update): a trial run writes under .deputy/.
+    const out =
+      options.out ??
+      join(PROJECT_ROOT, options.update ? 'evidence' : join('.deputy', 'evidence'), `${scenario.id}.json`);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify(evidence, null, 2)}\n`);
     console.log(`\n${report(evidence)}\n\nevidence: ${relative(process.cwd(), out)}`);
@@ -102,17 +108,24 @@ async function main(argv: string[]): Promise<number> {
     argv.splice(at, 2);
     return value;
   };
+  const update = argv.includes('--update');
+  if (update) argv.splice(argv.indexOf('--update'), 1);
   const out = flag('--out');
   const runs = flag('--runs');
   const tenant = flag('--tenant');
   const [first] = argv;
   if (!first || argv.length !== 1 || (runs !== undefined && !/^\d+$/.test(runs))) {
     console.error(
-      'usage: npm run eval -- <scenario.yaml> [--runs N] [--tenant id] [--out file] | admit <exported-session.json> [--out file]',
+      'usage: npm run eval -- <scenario.yaml> [--runs N] [--tenant id] [--out file | --update] | admit <exported-session.json> [--out file]\n  writes .deputy/evidence/<id>.json; --update writes the committed evidence/<id>.json instead',
     );
     return 2;
   }
-  await evaluate(first, { ...(runs && { runs: Number(runs) }), ...(out && { out }), ...(tenant && { tenant }) });
+  await evaluate(first, {
+    ...(runs && { runs: Number(runs) }),
+    ...(out && { out }),
+    ...(tenant && { tenant }),
+    update,
+  });
   return 0;
 }
 

@@ -9,15 +9,19 @@ const STYLE = `  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color:
   header { padding: 12px 20px; background: #1d232a; color: #fff; display: flex; gap: 16px; align-items: baseline; }
   header h1 { font-size: 16px; margin: 0; }
   header .summary { color: #c9d1d9; }
-  main { display: grid; grid-template-columns: minmax(520px, 1fr) minmax(420px, 1fr); gap: 16px; padding: 16px 20px; }
+  main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 16px; padding: 16px 20px; }
+  @media (max-width: 1279px) { main { grid-template-columns: minmax(0, 1fr); } }
+  header h1 { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 40%; }
   section { background: #fff; border: 1px solid #dde1e6; border-radius: 6px; padding: 12px 14px; }
   h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .04em; color: #57606a; margin: 0 0 8px; }
-  table { border-collapse: collapse; width: 100%; }
-  td, th { padding: 4px 6px; text-align: left; border-bottom: 1px solid #eef0f2; vertical-align: top; }
+  table { border-collapse: collapse; width: 100%; table-layout: auto; }
+  #tree { font-size: 13px; } td.name { white-space: nowrap; } td.latest { overflow-wrap: anywhere; min-width: 8em; } td.calls { min-width: 7.5em; }
+  .why { color: #cf222e; font-size: 12px; overflow-wrap: anywhere; }
+  td, th { padding: 4px 5px; text-align: left; border-bottom: 1px solid #eef0f2; vertical-align: top; }
   th { font-weight: 600; color: #57606a; font-size: 12px; }
   tr.run { cursor: pointer; } tr.run:hover { background: #f0f4f8; } tr.selected { background: #e6f0ff; }
   .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-  .status { font-weight: 600; } .status-completed { color: #1a7f37; } .status-running, .status-starting { color: #0969da; }
+  .status { font-weight: 600; white-space: nowrap; } .status[class*=status-waiting] { color: #8250df; } .status-completed { color: #1a7f37; } .status-running, .status-starting { color: #0969da; }
   .status-failed, .status-cancelled, .status-terminated { color: #cf222e; } .status-limit_reached { color: #9a6700; }
   .status-waiting_for_answer { color: #8250df; }
   .latest { color: #57606a; font-size: 12px; } .no-tools { color: #9a6700; font-weight: 600; }
@@ -43,6 +47,8 @@ const el = (tag, attrs, ...children) => {
   for (const child of children) node.append(typeof child === 'string' ? text(child) : child);
   return node;
 };
+// An id elided in its middle, as the CLI shows it; the whole id is the link's title.
+const elide = (value, max) => value.length <= max ? value : value.slice(0, max - 1 - Math.floor((max - 1) / 2)) + '…' + value.slice(value.length - Math.floor((max - 1) / 2));
 const uiLink = (id) => UI + '/namespaces/' + encodeURIComponent(NAMESPACE) + '/workflows/' + encodeURIComponent(id);
 $('root').textContent = ROOT;
 $('temporal-ui').href = uiLink(ROOT);
@@ -53,14 +59,15 @@ function drawTree() {
   const body = $('tree').tBodies[0];
   body.replaceChildren(...runs.map((run) => {
     const row = el('tr', { class: 'run' + (run.id === selected ? ' selected' : ''), 'data-run': run.id },
-      el('td', {}, '\\u00a0'.repeat(run.depth * 4) + (run.depth ? '└ ' : ''), el('a', { href: uiLink(run.id), target: '_blank', title: 'Temporal UI' }, run.name)),
+      el('td', { class: 'name' }, '\\u00a0'.repeat(run.depth * 3) + (run.depth ? '└─ ' : ''), el('a', { href: uiLink(run.id), target: '_blank', title: run.id + ' in Temporal UI' }, elide(run.name, 26))),
       el('td', { class: 'status status-' + run.status }, run.status),
       el('td', { class: 'num' }, String(run.tokens)),
       el('td', { class: 'num' }, '$' + run.costUsd.toFixed(6)),
       el('td', { class: 'num tree-cost', title: run.treeTokens + ' tokens in this subtree, debited by its budget' }, '$' + run.treeCostUsd.toFixed(6)),
       el('td', { class: 'num tree-billed', title: 'what the endpoints billed this subtree: their reports, Deputy\\'s count where none' }, '$' + run.treeBilledCostUsd.toFixed(6)),
-      el('td', { class: 'num', title: 'own model calls / tool calls' }, run.modelCalls + ' / ' + run.toolCalls),
+      el('td', { class: 'calls' }, run.calls),
       el('td', { class: 'latest' }, run.latest,
+        run.error ? el('div', { class: 'why' }, 'why: ' + run.error) : '',
         run.depth > 0 && run.status === 'completed' && run.toolCalls === 0
           ? el('span', { class: 'no-tools', title: 'this child called no tool: nothing in its answer was looked up' }, ' · no tool calls')
           : ''));
@@ -126,12 +133,29 @@ async function loadTranscript() {
   const response = await fetch('/api/runs/' + encodeURIComponent(run) + '/transcript');
   if (run !== selected) return;
   if (!response.ok) return $('transcript').replaceChildren(el('em', {}, await response.text()));
-  const { session } = await response.json();
-  $('transcript').replaceChildren(...session.map(eventNode));
+  const { session, error, note } = await response.json();
+  $('transcript').replaceChildren(
+    ...(note ? [el('em', {}, note)] : []),
+    ...(error ? [el('div', { class: 'event why' }, 'failed: ' + error)] : []),
+    ...session.map(eventNode));
 }
 
 let transcriptTimer;
-const source = new EventSource('/api/runs/' + encodeURIComponent(ROOT) + '/events');
+// Whether the run is there, and Temporal answers, is asked first: the page says which within seconds.
+async function follow() {
+  const found = await fetch('/api/runs/' + encodeURIComponent(ROOT)).then((r) => r.json(), () => ({ error: 'the web view does not answer' }));
+  if (found.error) {
+    $('summary').textContent = found.error;
+    $('connection').textContent = '';
+    $('transcript').replaceChildren(el('em', {}, found.error));
+    return;
+  }
+  $('connection').textContent = 'connecting…';
+  const source = new EventSource('/api/runs/' + encodeURIComponent(ROOT) + '/events');
+  listen(source);
+  loadTranscript();
+}
+function listen(source) {
 source.addEventListener('update', (message) => {
   const update = JSON.parse(message.data);
   runs = update.runs;
@@ -139,13 +163,14 @@ source.addEventListener('update', (message) => {
   drawTree();
   drawQuestions(update.questions);
   drawApprovals(update.approvals);
-  if (update.event.run === selected) { clearTimeout(transcriptTimer); transcriptTimer = setTimeout(loadTranscript, 150); }
+  if (update.event && update.event.run === selected) { clearTimeout(transcriptTimer); transcriptTimer = setTimeout(loadTranscript, 150); }
 });
 source.addEventListener('end', () => { $('connection').textContent = 'tree ended'; source.close(); });
 source.addEventListener('failed', (message) => { $('connection').textContent = 'stopped: ' + JSON.parse(message.data).error; source.close(); });
-source.onerror = () => { $('connection').textContent = source.readyState === EventSource.CLOSED ? 'no such run (or no access)' : 'reconnecting…'; };
+source.onerror = () => { $('connection').textContent = source.readyState === EventSource.CLOSED ? 'the stream ended: reload to follow again' : 'reconnecting…'; };
 source.onopen = () => { $('connection').textContent = 'live'; };
-loadTranscript();
+}
+follow();
 `;
 
 export function page(rootId: string, uiBase: string, namespace: string): string {
@@ -161,7 +186,7 @@ ${STYLE}</style>
 <body>
 <header>
   <h1>Deputy · <span id="root"></span></h1>
-  <span class="summary" id="summary">connecting…</span>
+  <span class="summary" id="summary">looking the run up…</span>
   <a id="temporal-ui" style="color:#8cc4ff" target="_blank">open in Temporal UI</a>
   <span id="connection"></span>
 </header>
@@ -169,7 +194,7 @@ ${STYLE}</style>
   <div>
     <section>
       <h2>Tree</h2>
-      <table id="tree"><thead><tr><th>run</th><th>status</th><th class="num">own tokens</th><th class="num">own cost</th><th class="num" title="debited by the budget: the larger of each call's report and Deputy's count">tree cost</th><th class="num" title="what the endpoints reported billing">tree billed</th><th class="num" title="the run's own model calls / tool calls">own calls</th><th>latest</th></tr></thead><tbody></tbody></table>
+      <table id="tree"><thead><tr><th>run</th><th>status</th><th class="num">own tokens</th><th class="num">own cost</th><th class="num" title="debited by the budget: the larger of each call's report and Deputy's count">tree cost</th><th class="num" title="what the endpoints reported billing">tree billed</th><th title="the run's own model calls and tool calls, as deputy tree counts them">own calls</th><th>latest</th></tr></thead><tbody></tbody></table>
     </section>
     <section style="margin-top:16px">
       <h2>Questions waiting for an answer</h2>

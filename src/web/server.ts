@@ -1,8 +1,10 @@
 /**
  * `npm run web`: a small web view of delegation trees. `/runs/<id>` shows a run's live tree with cost
  * roll-ups, each run's transcript (its session, untrusted envelopes shown as such), questions waiting for an answer,
- * calls waiting for approval (approve or deny them, with a reason), and links into Temporal UI. Live updates are Server-Sent Events fed by `DeputyClient.watch`, so a page costs the
- * workers nothing while it follows; a transcript is the run's `state` query, read when a person opens it.
+ * calls waiting for approval (approve or deny them, with a reason), and links into Temporal UI. Live updates are
+ * Server-Sent Events fed by `DeputyClient.watch`; each run's status and own calls are read as `deputy tree` reads them
+ * (a `state` query of each live run, at most once a second, every 3 s while no event comes), so the page and the CLI
+ * agree; a transcript is the run's `state` query, read when a person opens it.
  *
  * Every request needs the access token (`DEPUTY_WEB_TOKEN`; one is generated and printed when unset): once as
  * `?token=` (it becomes an HttpOnly cookie) or as `Authorization: Bearer <token>`. Listens on `DEPUTY_WEB_PORT`
@@ -11,12 +13,16 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { scriptArgs } from '../ops/script-args.js';
 import { DeputyClient } from '../client/client.js';
 import type { ApprovalRequest } from '../contract/approvals.js';
 import { ConfigError } from '../contract/errors.js';
 import { describeWatchEvent, TreeView } from '../client/watch-view.js';
+import type { WatchEvent } from '../client/watch-events.js';
 import { page, escapeHtml } from './page.js';
+import { indexPage } from './index-page.js';
+import { TreeRows } from './tree-rows.js';
+import { findRun, transcript } from './lookups.js';
 import { z } from 'zod';
 import { describeIssues } from '../rules/zod-issues.js';
 
@@ -37,6 +43,8 @@ export const MIN_TOKEN_LENGTH = 16;
 const COOKIE = 'deputy_web';
 /** SSE comment sent this often, so proxies keep an idle stream open. */
 const KEEPALIVE_MS = 15_000;
+/** How often a followed tree's statuses are read again while no event arrives. */
+const REREAD_MS = 3000;
 
 /** Refuses a token anyone could guess: empty (which would match an empty cookie) or short. */
 function checkToken(token: string): void {
@@ -87,10 +95,9 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
     }
     if (req.method !== 'GET') return void res.writeHead(405, headers).end();
     if (parts.length === 0) {
+      const html = await indexPage(options.deputy);
       res.writeHead(200, { ...headers, 'content-type': 'text/html; charset=utf-8' });
-      return void res.end(
-        `<!doctype html><meta charset="utf-8"><title>Deputy</title><form action="/runs" onsubmit="location='/runs/'+encodeURIComponent(this.id.value);return false"><label>Run id <input name="id" size="60" autofocus></label> <button>Watch</button></form>`,
-      );
+      return void res.end(html);
     }
     if (parts[0] === 'runs' && parts.length === 2) {
       res.writeHead(200, {
@@ -100,13 +107,14 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
       });
       return void res.end(page(parts[1]!, options.uiBase, namespace));
     }
+    if (parts[0] === 'api' && parts[1] === 'runs' && parts.length === 3) {
+      const found = await findRun(options.deputy.temporal, parts[2]!);
+      res.writeHead(found.status, { ...headers, 'content-type': 'application/json' });
+      return void res.end(JSON.stringify(found));
+    }
     if (parts[0] === 'api' && parts[1] === 'runs' && parts.length === 4) {
       const id = parts[2]!;
-      if (parts[3] === 'transcript') {
-        const state = await options.deputy.getState(id);
-        res.writeHead(200, { ...headers, 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ status: state.status, session: state.session }));
-      }
+      if (parts[3] === 'transcript') return transcript(options.deputy, id, res, headers);
       if (parts[3] === 'events') return events(id, req, res, headers);
     }
     res.writeHead(404, { ...headers, 'content-type': 'text/plain' }).end(`not found: ${escapeHtml(url.pathname)}`);
@@ -122,18 +130,9 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
     streams += 1;
     res.once('close', () => (streams -= 1));
     // A run that does not exist is a 404, which ends a browser's EventSource instead of making it reconnect forever.
-    const exists = await options.deputy.temporal.workflow
-      .getHandle(id)
-      .describe()
-      .then(
-        () => true,
-        (err: unknown) => {
-          if (err instanceof WorkflowNotFoundError) return false;
-          throw err;
-        },
-      );
-    if (!exists) {
-      return void res.writeHead(404, { ...headers, 'content-type': 'text/plain' }).end(`no run ${escapeHtml(id)}`);
+    const found = await findRun(options.deputy.temporal, id);
+    if (found.status !== 200) {
+      return void res.writeHead(found.status, { ...headers, 'content-type': 'text/plain' }).end(found.error);
     }
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', connection: 'keep-alive' });
     res.write(': deputy\n\n');
@@ -142,31 +141,47 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
     const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
     const view = new TreeView();
     const waiting = new WaitingCalls(options.deputy, id);
+    const records = new TreeRows(options.deputy.temporal, id);
+    const send = (event: WatchEvent | null) =>
+      res.write(`event: update\ndata: ${JSON.stringify(update(event, view, records, waiting))}\n\n`);
+    // A status no event announces (a conversation waiting for its person) still reaches the page.
+    const reread = setInterval(() => {
+      void records.refresh().then((changed) => changed && view.root !== undefined && send(null));
+    }, REREAD_MS);
     try {
       for await (const event of options.deputy.watch(id, { signal: stop.signal })) {
         view.apply(event);
         if (event.type === 'approval/requested') await waiting.read();
-        const update = {
-          event: { ...event, text: describeWatchEvent(event) },
-          runs: view.rows(),
-          summary: view.summary(),
-          questions: [...view.questions.values()],
-          approvals: waiting.shown(view),
-        };
-        res.write(`event: update\ndata: ${JSON.stringify(update)}\n\n`);
+        await records.refresh();
+        send(event);
       }
+      clearInterval(reread);
+      await records.refresh();
+      send(null);
       res.write('event: end\ndata: {}\n\n');
     } catch (err) {
       if (!stop.signal.aborted)
         res.write(`event: failed\ndata: ${JSON.stringify({ error: (err as Error).message })}\n\n`);
     } finally {
       clearInterval(keepalive);
+      clearInterval(reread);
       res.end();
     }
   }
 
   await new Promise<void>((resolve) => server.listen(options.port ?? 8787, options.host ?? '127.0.0.1', resolve));
   return server;
+}
+
+/** What a page is sent after an event (or a status read again): the event, and the whole tree as it now stands. */
+function update(event: WatchEvent | null, view: TreeView, records: TreeRows, waiting: WaitingCalls) {
+  return {
+    event: event && { ...event, text: describeWatchEvent(event) },
+    runs: records.rows(view),
+    summary: view.summary(),
+    questions: [...view.questions.values()],
+    approvals: waiting.shown(view),
+  };
 }
 
 /** The calls of a tree waiting for approval with their arguments whole, read when one is asked: the page decides on them. */
@@ -240,6 +255,16 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 async function main(): Promise<void> {
+  scriptArgs({
+    name: 'web',
+    does: 'a web view of runs (their tree live and their transcript) for people without Temporal UI, until Ctrl-C',
+    environment: {
+      TEMPORAL_ADDRESS: 'the Temporal server (default localhost:7233)',
+      DEPUTY_WEB_TOKEN: 'the token its pages ask for (default: a random one, printed)',
+      DEPUTY_WEB_PORT: 'its port (default 8787); DEPUTY_WEB_HOST its address (default 127.0.0.1)',
+      TEMPORAL_UI_URL: "Temporal UI's address, for links (default http://localhost:8233)",
+    },
+  });
   // Set but empty is refused (by startWebServer, before anything listens), not taken as "no token".
   const token = process.env.DEPUTY_WEB_TOKEN ?? randomBytes(18).toString('base64url');
   checkToken(token);

@@ -18,6 +18,7 @@ import { checkModelEndpoint } from './start-checks.js';
 import { modelQueues } from './model-queue.js';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { oneLineLogger } from './log.js';
+import { scriptArgs } from '../ops/script-args.js';
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
@@ -43,13 +44,41 @@ function reportMemoryOnSignal(): void {
 }
 
 async function main(): Promise<void> {
+  scriptArgs({
+    name: 'worker',
+    does: "runs Deputy's worker against TEMPORAL_ADDRESS until Ctrl-C (SIGINT) or SIGTERM; SIGUSR2 prints its memory",
+    environment: {
+      TEMPORAL_ADDRESS: 'the Temporal server (default localhost:7233)',
+      TEMPORAL_NAMESPACE: 'its namespace (default default)',
+      DEPUTY_TASK_QUEUE: 'the task queue it polls (default deputy)',
+      DEPUTY_CONFIG: 'the config file (without it: built-in defaults, delegation off)',
+      DEPUTY_MESSAGE_KEYS: 'the key ring every worker signs messages between runs with (k1:<base64>)',
+      OPENAI_BASE_URL: 'the model endpoint (OPENAI_API_KEY its key)',
+      DEPUTY_CODEC_KEYS: 'keys that encrypt payloads in history',
+    },
+  });
   reportMemoryOnSignal();
-  const env = readEnv();
+  // Every problem of the environment and the config at once: a person fixes them in one round, not one a start.
+  const problems: ConfigError[] = [];
+  const gather = <T>(read: () => T): T | undefined => {
+    try {
+      return read();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(err);
+      return undefined;
+    }
+  };
+  const env = gather(() => readEnv());
   // The tools a worker of `npm run worker` has: its config's problems with them show with the file's others.
   const tools = new Set(builtinTools().map((tool) => tool.name));
-  const config = new ConfigStore(loadConfig(env, tools));
+  const loaded = env && gather(() => loadConfig(env, tools));
   // A worker on a shared server signs with the deployment's key ring, never a key of its own.
-  const messageKeys = MessageKeys.fromEnv(process.env, { makeKeyFile: false });
+  const messageKeys = gather(() => MessageKeys.fromEnv(process.env, { makeKeyFile: false }));
+  const all = ConfigError.gathered(problems);
+  if (all) throw all;
+  if (!env || !loaded || !messageKeys) throw new Error('unreachable: every reading above either answered or failed');
+  const config = new ConfigStore(loaded);
   watchConfig(config, env, tools);
   // The client connection first: it reports an address where nothing answers within seconds.
   const clientConnection = await connectTemporal(env.temporalAddress);

@@ -27,7 +27,7 @@ export async function checkModelEndpoint(
       err instanceof Error && err.name === 'TimeoutError'
         ? `did not answer within ${timeoutMs / 1000} s`
         : `is unreachable${reason ? ` (${reason})` : ''}`;
-    return `model endpoint ${endpoint} ${why}: runs will retry their model calls until it answers; check that it is up and that OPENAI_BASE_URL points at it`;
+    return `model endpoint ${endpoint} ${why}: runs retry each model call (by default 10 attempts, backing off, before the run fails: the config's modelRetry); check that it is up and that OPENAI_BASE_URL points at it`;
   }
   await response.body?.cancel();
   const type = response.headers.get('content-type') ?? '';
@@ -38,7 +38,7 @@ export async function checkModelEndpoint(
     return `model endpoint ${endpoint} answered with a web page (${type}), not an API: check OPENAI_BASE_URL, the API's base URL (often ending in /v1)`;
   }
   if (response.status >= 500) {
-    return `model endpoint ${endpoint} answered ${response.status}: runs will retry their model calls until it recovers; check its status`;
+    return `model endpoint ${endpoint} answered ${response.status}: runs retry each model call (by default 10 attempts, backing off, before the run fails: the config's modelRetry); check its status`;
   }
   // Some compatible servers serve no list of models (404): that says nothing about their chat completions.
   return null;

@@ -4,7 +4,7 @@
  * harmless body, so that a view showing the start of the arguments shows nothing wrong.
  */
 import { describe, expect, it } from 'vitest';
-import { approvalsCommand } from '../../src/cli/approvals.js';
+import { listApprovals } from '../../src/cli/approvals.js';
 import { approvalProof } from '../../src/ops/approval-proof.js';
 import { lastMessage, userSays } from '../../src/testing/script.js';
 import { call, until } from '../support/approvals.js';
@@ -98,11 +98,7 @@ describe('attacks on what an approval is for', () => {
     expect(request!.arguments).toBe(whole);
     expect(request!.argumentsChars).toBe(whole.length);
     // The CLI shows them whole.
-    const listed = await approvalsCommand(h.deputy, 'approvals', [id], {
-      reason: undefined,
-      approver: undefined,
-      keyEnv: undefined,
-    });
+    const listed = listApprovals(id, await h.deputy.approvals(id));
     expect(listed).toContain(`arguments (whole, ${whole.length} characters): ${whole}`);
     expect(listed).toContain('"to":"attacker@evil.example"');
     await h.deputy.decideApproval(id, request!.requestId, 'deny', {

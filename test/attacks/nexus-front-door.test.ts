@@ -40,7 +40,7 @@ function setupCommands(): string[][] {
   return block
     .replace(/\\\n\s*/g, ' ')
     .split('\n')
-    .filter((line) => line.startsWith('temporal '))
+    .filter((line) => line.startsWith('.deputy/bin/temporal '))
     .map((line) => line.split(/\s+/).slice(1));
 }
 const config = testConfig({

@@ -111,7 +111,11 @@ afterAll(async () => {
 const env = () => ({
   TEMPORAL_ADDRESS: inject('temporalAddress'),
   DEPUTY_STATE_DIR: stateDir,
-  PATH: `${join(PROJECT_ROOT, '.deputy', 'bin')}:${process.env.PATH}`,
+  // What a user has: the Temporal CLI the setup installed is .deputy/bin/temporal, not on their PATH.
+  PATH: (process.env.PATH ?? '')
+    .split(':')
+    .filter((dir) => dir !== join(PROJECT_ROOT, '.deputy', 'bin'))
+    .join(':'),
   OPENAI_API_KEY: undefined,
   OPENAI_BASE_URL: undefined,
   ...testKeyRing(),

@@ -59,6 +59,8 @@ describe('R7.3 R7.4 deputy approvals, approve and deny', () => {
     expect(listed.code, listed.out).toBe(0);
     // A block per request, its arguments whole.
     expect(listed.out.split('\n')).toEqual([
+      `1 approval request open under ${id} (decide with deputy approve|deny ${id} <request>):`,
+      '',
       expect.stringMatching(new RegExp(`^a1\\.1  send_email  in ${id}  until \\S+$`)),
       `  where: ${id}`,
       '  why: the config asks approval of every call of send_email',

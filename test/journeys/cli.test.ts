@@ -87,7 +87,7 @@ describe('49.7 the CLI teaches itself, starts runs, and reads runs without leavi
     const state = await deputy(['state', id], nobody);
     expect(Date.now() - begun).toBeLessThan(25_000);
     expect(state.code, state.out).toBe(0);
-    expect(state.out).toContain(`no worker answered for ${id} within 10 s; this is what Temporal recorded of it`);
+    expect(state.out).toContain(`${id}: no worker polls its task queue "${nobody}", so this is what Temporal recorded`);
     const recorded = JSON.parse(state.out.slice(state.out.indexOf('{'))) as Record<string, unknown>;
     expect(recorded).toMatchObject({ workflowId: id, workflowStatus: 'RUNNING', taskQueue: nobody });
 
@@ -95,7 +95,7 @@ describe('49.7 the CLI teaches itself, starts runs, and reads runs without leavi
     const exported = await deputy(['export', id, '--out', file], nobody);
     expect(exported.code).toBe(1);
     expect(exported.lines).toEqual([
-      `deputy: no worker answered for ${id} within 10 s: a session is read from a worker; start one on its task queue (npm run worker) and export again`,
+      `deputy: ${id}: no worker polls its task queue "${nobody}"; a session is read from its worker: start one on task queue "${nobody}" (DEPUTY_TASK_QUEUE=${nobody} npm run worker) and export again`,
     ]);
     expect(existsSync(file)).toBe(false);
     await harness.client.workflow.getHandle(id).terminate('test over');

@@ -68,11 +68,11 @@ describe('49 the first commands work as the README and the demo say', () => {
         demo.output(),
       );
     expect(usage, demo.output()).not.toBeNull();
-    const rootLine = tree
-      .output()
-      .split('\n')
-      .find((line) => line.startsWith(`${runId!} `));
-    expect(rootLine?.replace(/\s+/g, ' ')).toContain(`${usage![2]} ${usage![1]}`);
+    // The root's line holds the tree's spend, the line under it its own calls: the same figures as the demo's.
+    const lines = tree.output().split('\n');
+    const at = lines.findIndex((line) => line.startsWith(`${runId!} `));
+    expect(lines[at]?.replace(/\s+/g, ' ')).toContain(usage![2]);
+    expect(lines[at + 1]).toMatch(new RegExp(`^│ {2}${usage![1]!.replace(/[+$.]/g, '\\$&')} · `));
 
     // Ctrl-C reaches npm and the UI alike; what the person sees is the UI's own last line.
     ui.interrupt();

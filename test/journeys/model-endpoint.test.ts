@@ -108,7 +108,7 @@ async function runAndWatch(queue: 'live' | 'dead', name: string) {
 describe('49.6 a model endpoint that is down, fails, serves a web page or limits the rate', () => {
   it('49.6 a worker checks its endpoint when it starts and warns in one line; one that answers gets no warning', () => {
     expect(dead.output()).toMatch(
-      /^deputy worker: warning: model endpoint http:\/\/127\.0\.0\.1:9\/v1 is unreachable \(.+\): runs will retry their model calls until it answers; check that it is up and that OPENAI_BASE_URL points at it$/m,
+      /^deputy worker: warning: model endpoint http:\/\/127\.0\.0\.1:9\/v1 is unreachable \(.+\): runs retry each model call \(by default 10 attempts, backing off, before the run fails: the config.s modelRetry\); check that it is up and that OPENAI_BASE_URL points at it$/m,
     );
     expect(live.output()).not.toContain('warning');
   });

@@ -291,7 +291,7 @@ export class Run {
    * Records the end: `run/ended`, status, cost, the details line, and the usage memo (readable without a worker) when
    * the run's result will not carry its usage: a run that returns a `RunResult` leaves it there.
    */
-  end(final: RunStatus, output: string | null): void {
+  end(final: RunStatus, output: string | null, why?: string): void {
     this.append({ type: 'run/ended', at: now(), status: final, output });
     this.#status = final;
     const { usage, resolvedLimits } = this.account;
@@ -300,6 +300,10 @@ export class Run {
     // Spend past the limits (an endpoint billed past the cap) is shown, never hidden: readable without a worker.
     const overrun = resolvedLimits && overLimits(usage, resolvedLimits);
     if (overrun) upsertMemo({ deputyOverrun: overrun });
-    setCurrentDetails(`${final}; ${usage.modelCalls} model calls, $${microToUsd(usage.costMicroUsd).toFixed(6)}`);
+    // A failure's reason leads: it is what a person opening the run looks for first.
+    const reason = why ? ` (${why.replace(/\s+/g, ' ').slice(0, 300)})` : '';
+    setCurrentDetails(
+      `${final}${reason}; ${usage.modelCalls} model calls, $${microToUsd(usage.costMicroUsd).toFixed(6)}`,
+    );
   }
 }
