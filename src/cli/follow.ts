@@ -24,9 +24,12 @@ export async function start(deputy: DeputyClient, task: string, options: Parsed)
     ...(options.model && { model: options.model }),
     ...(Object.keys(limits).length > 0 && { limits }),
   });
-  print(`started ${handle.workflowId}`);
+  // With --json, stdout holds only the events' JSON lines: the id goes to stderr.
+  if (options.json) console.error(`started ${handle.workflowId}`);
+  else print(`started ${handle.workflowId}`);
   if (options.detach) {
-    print(`follow it with: deputy watch ${handle.workflowId}`);
+    if (options.json) console.log(JSON.stringify({ workflowId: handle.workflowId }));
+    else print(`follow it with: deputy watch ${handle.workflowId}`);
     return 0;
   }
   const code = await watch(deputy, handle.workflowId, undefined, options.json);

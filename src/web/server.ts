@@ -142,21 +142,24 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
     const view = new TreeView();
     const waiting = new WaitingCalls(options.deputy, id);
     const records = new TreeRows(options.deputy.temporal, id);
-    const send = (event: WatchEvent | null) =>
-      res.write(`event: update\ndata: ${JSON.stringify(update(event, view, records, waiting))}\n\n`);
+    const send = (event: WatchEvent | null) => {
+      if (!res.writableEnded)
+        res.write(`event: update\ndata: ${JSON.stringify(update(event, view, records, waiting))}\n\n`);
+    };
+    // Read beside the stream, never in its way: an event is sent at once, a status read later follows it.
+    const reread = (force = false) =>
+      void records.refresh(force).then((changed) => changed && view.root !== undefined && send(null));
     // A status no event announces (a conversation waiting for its person) still reaches the page.
-    const reread = setInterval(() => {
-      void records.refresh().then((changed) => changed && view.root !== undefined && send(null));
-    }, REREAD_MS);
+    const rereading = setInterval(reread, REREAD_MS);
     try {
       for await (const event of options.deputy.watch(id, { signal: stop.signal })) {
         view.apply(event);
         if (event.type === 'approval/requested') await waiting.read();
-        await records.refresh();
         send(event);
+        reread();
       }
-      clearInterval(reread);
-      await records.refresh();
+      clearInterval(rereading);
+      await records.refresh(true);
       send(null);
       res.write('event: end\ndata: {}\n\n');
     } catch (err) {
@@ -164,7 +167,7 @@ export async function startWebServer(options: WebOptions): Promise<Server> {
         res.write(`event: failed\ndata: ${JSON.stringify({ error: (err as Error).message })}\n\n`);
     } finally {
       clearInterval(keepalive);
-      clearInterval(reread);
+      clearInterval(rereading);
       res.end();
     }
   }

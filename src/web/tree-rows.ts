@@ -10,7 +10,11 @@ import { elide, type TreeNode } from '../client/tree.js';
 import type { TreeRow, TreeView } from '../client/watch-view.js';
 import { labelledUsage } from '../rules/usage.js';
 
-/** A watch's run ends the moment its last event says so; visibility may say it a moment later. */
+/**
+ * The statuses a watch cannot tell apart from its events (a run waiting for its children or its person makes none):
+ * for those the run's own answer is read. Any other the events set the moment it happened, fresher than a read.
+ */
+const UNTOLD = new Set(['running', 'starting']);
 const ENDED = new Set(['completed', 'failed', 'cancelled', 'terminated', 'timed_out', 'limit_reached']);
 const READ_EVERY_MS = 1000;
 
@@ -25,9 +29,12 @@ export class TreeRows {
     private readonly rootId: string,
   ) {}
 
-  /** Reads the tree again unless it was read within the last second; `true` when a status or count changed. */
-  async refresh(): Promise<boolean> {
-    if (Date.now() - this.#readAt < READ_EVERY_MS) return false;
+  /**
+   * Reads the tree again unless it was read within the last second (`force`: at once); `true` when a status or
+   * count changed.
+   */
+  async refresh(force = false): Promise<boolean> {
+    if (!force && Date.now() - this.#readAt < READ_EVERY_MS) return false;
     this.#readAt = Date.now();
     const nodes = await loadTree(this.client, this.rootId).catch(() => null);
     if (!nodes) return false;
@@ -41,7 +48,7 @@ export class TreeRows {
       const node = this.#nodes.get(row.id);
       // An ended run's own count is in its last event; a live one's is its worker's, as deputy tree reads it.
       const ended = ENDED.has(row.status);
-      const status = ended ? row.status : (node?.status ?? row.status);
+      const status = UNTOLD.has(row.status) ? (node?.status ?? row.status) : row.status;
       const calls =
         !ended && node?.usage
           ? labelledUsage(node.usage).own
