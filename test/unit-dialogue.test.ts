@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   bestOutput,
+  outputSinceLastMessage,
   endsWithFinalAnswer,
   pendingToolCalls,
   sameMessage,
@@ -125,6 +126,12 @@ describe('R1.1 a session as Chat Completions messages', () => {
     expect(bestOutput(turn)).toBe('thinking');
     expect(bestOutput([user('q'), answer('  '), answer(null)])).toBeNull();
     expect(bestOutput([answer('first'), answer(''), user('again')])).toBe('first');
+    // 74.2 A run that failed says only what it wrote since its last message: a follow-up's restored answer is not its.
+    expect(outputSinceLastMessage([user('q'), answer('the earlier answer'), user('follow-up')])).toBeNull();
+    expect(outputSinceLastMessage([user('q'), answer('old'), user('again'), answer('partial', [['c3', 'x']])])).toBe(
+      'partial',
+    );
+    expect(outputSinceLastMessage([answer('seeded')])).toBe('seeded');
     expect(endsWithFinalAnswer(turn)).toBe(false);
     expect(endsWithFinalAnswer([...turn, answer('done')])).toBe(true);
     expect(endsWithFinalAnswer([answer('calls', [['c9', 'calculate']])])).toBe(false);

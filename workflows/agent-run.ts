@@ -20,7 +20,7 @@ import { mergePolicies } from '../src/rules/approvals.js';
 import { FAILURE } from '../src/contract/failures.js';
 import type { RunInput, RunResult } from '../src/contract/run.js';
 import { treeAttributes } from '../src/contract/search-attributes.js';
-import { bestOutput } from '../src/contract/dialogue.js';
+import { bestOutput, outputSinceLastMessage } from '../src/contract/dialogue.js';
 import { failureMessage, findFailure } from '../src/rules/failure-message.js';
 import { resolveLimits } from '../src/rules/budget.js';
 import { compositionFromInput, startsFromInput } from '../src/rules/child-composition.js';
@@ -89,7 +89,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       return run.result({ status: 'limit_reached', output, limit: 'deadline' });
     }
     const cancelled = isCancellation(err);
-    run.end(cancelled ? 'cancelled' : 'failed', bestOutput(run.events), cancelled ? undefined : failureMessage(err));
+    const partial = outputSinceLastMessage(run.events);
+    run.end(cancelled ? 'cancelled' : 'failed', partial, cancelled ? undefined : failureMessage(err));
     if (findFailure(err, FAILURE.ActivityCaller)) throw ungranted(err);
     if (run.origin && !cancelled) {
       // A child's parent reads the child's spend from the failure's details.
@@ -98,7 +99,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         message: failureMessage(err),
         nonRetryable: true,
         cause: err instanceof Error ? err : undefined,
-        details: [run.result({ status: 'failed', output: bestOutput(run.events), error: failureMessage(err) })],
+        details: [run.result({ status: 'failed', output: partial, error: failureMessage(err) })],
       });
     }
     throw err;

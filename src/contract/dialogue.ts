@@ -115,6 +115,15 @@ export function bestOutput(events: readonly SessionEvent[]): string | null {
   return null;
 }
 
+/**
+ * What a run that failed or was cancelled wrote since it was last given a message: the failed turn's partial
+ * answer, never an earlier turn's (a follow-up's restored session holds the answer of the run it follows).
+ */
+export function outputSinceLastMessage(events: readonly SessionEvent[]): string | null {
+  const at = events.findLastIndex((event) => event.type === 'message/user');
+  return bestOutput(at < 0 ? events : events.slice(at + 1));
+}
+
 /** True when the session's last event is an assistant answer with no tool calls. */
 export function endsWithFinalAnswer(events: readonly SessionEvent[]): boolean {
   const last = events.at(-1);

@@ -21,6 +21,11 @@ const held = new Promise<void>((resolve) => (hold = resolve));
 
 beforeAll(async () => {
   harness = await createHarness([
+    {
+      when: (r) => lastMessage(r).includes('make this follow-up fail'),
+      reply: { raw: '<html>Sign in</html>', status: 400, contentType: 'text/html' },
+      times: 5,
+    },
     { when: forTask('What is 17 * 23?'), reply: { text: '391' }, times: 20 },
     // An endpoint that answers a web page: what a wrong OPENAI_BASE_URL gets.
     {
@@ -152,6 +157,21 @@ describe('74.2 a failed run says why in every view', () => {
     expect(state.lines[0]).toContain('it ended before it could answer (its error says why)');
     const recorded = JSON.parse(state.out.slice(state.out.indexOf('{'))) as { error: string };
     expect(recorded.error).toMatch(/task/);
+  });
+});
+
+describe('74.2 a failed follow-up', () => {
+  it('74.2 its end carries no answer of the run it follows', async () => {
+    const first = await deputy(['run', 'What is 17 * 23?', '--max-turns', '4']);
+    const id = first.lines[0]!.slice('started '.length);
+    const followup = await deputy(['followup', id, 'make this follow-up fail']);
+    const next = followup.lines[0]!.slice('started '.length);
+    expect(followup.lines[1]).toBe(`follow it with: deputy watch ${next}`);
+    expect((await harness.deputy.result(next)).status).toBe('failed');
+    const exported = JSON.parse((await deputy(['export', next])).out) as {
+      events: { type: string; status?: string; output?: string | null }[];
+    };
+    expect(exported.events.findLast((e) => e.type === 'run/ended')).toMatchObject({ status: 'failed', output: null });
   });
 });
 
