@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { forTask } from '../src/testing/script.js';
+import { forTask, userSays } from '../src/testing/script.js';
 import { useHarness } from './support/harness.js';
 
 const h = useHarness();
@@ -117,5 +117,31 @@ describe('R1.2 model errors', () => {
     expect(hung.aborted).toBe(true);
     const description = await h.client.workflow.getHandle(workflowId).describe();
     expect(description.status.name).toBe('CANCELLED');
+  });
+
+  it('R2.10 a run cancelled while its last call finishes ends cancelled, not completed with that answer', async () => {
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    h.model.add({
+      name: 'late answer',
+      when: userSays('r2.10 answers after the cancel'),
+      reply: async () => {
+        await answered;
+        return { text: 'finished anyway' };
+      },
+    });
+    const id = h.id('r2-10-late');
+    await h.deputy.startRun({ task: 'r2.10 answers after the cancel', limits: { maxTurns: 1 } }, { workflowId: id });
+    await h.model.waitFor((rs) => rs.some((r) => r.rule === 'late answer'));
+    const handle = h.client.workflow.getHandle(id);
+    await handle.cancel();
+    // The cancel has reached the run (it asked its call to stop) but not the call, which answers now.
+    await expect
+      .poll(async () => (await handle.fetchHistory()).events?.some((e) => e.activityTaskCancelRequestedEventAttributes))
+      .toBe(true);
+    answer();
+    expect((await h.deputy.result(id)).status).toBe('cancelled');
+    expect((await handle.describe()).status.name).toBe('CANCELLED');
+    expect(h.model.requests.find((r) => r.rule === 'late answer')?.aborted).toBe(false);
   });
 });

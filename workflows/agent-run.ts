@@ -5,6 +5,7 @@
 import {
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   ContinueAsNew,
   isCancellation,
   proxyLocalActivities,
@@ -69,6 +70,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     if (missing.length > 0) upsertSearchAttributes(missing);
     deadline = RunDeadline.of(run);
     const outcome = deadline ? await deadline.bound(() => agentLoop(run)) : await agentLoop(run);
+    // A call that finished before the cancel reached it does not outvote the person who asked the run to stop.
+    if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the run was cancelled');
     // Detached children still live when the run ends (a conversation over, a limit) are cancelled first.
     if (run.children.hasLiveDetached()) await stopDetached(run);
     await run.sends.allThrough();
