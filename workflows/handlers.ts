@@ -9,6 +9,7 @@ import {
   admittedSignal,
   answerChildUpdate,
   answerSignal,
+  checkVersionSignal,
   endConversationUpdate,
   questionSignal,
   interjectionSignal,
@@ -31,6 +32,7 @@ import { onSigned } from './signed-messages.js';
 
 /** Registers every handler of `agentRun` on `run`. */
 export function registerHandlers(run: Run): void {
+  registerVersionCheck(run);
   setHandler(stateQuery, () => stateOf(run));
   setHandler(
     sendMessageUpdate,
@@ -155,6 +157,13 @@ function checkMessageSize(run: Run, name: string, field: string, text: string): 
 }
 
 /** The reply of the `state` query. */
+/** Whatever it carries, the signal only makes a waiting conversation look at what Temporal names as its target. */
+function registerVersionCheck(run: Run): void {
+  setHandler(checkVersionSignal, () => {
+    run.versions.checkAsked = true;
+  });
+}
+
 function stateOf(run: Run): RunState {
   const composition = run.resolvedComposition;
   const limits = run.account.resolvedLimits;
@@ -174,5 +183,6 @@ function stateOf(run: Run): RunState {
     delegations: run.children.ledger.map((entry) => ({ ...entry })),
     session: [...run.events],
     artifacts: run.artifacts.readable,
+    version: { current: run.versions.current, earlier: [...run.versions.earlier] },
   };
 }

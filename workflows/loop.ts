@@ -3,7 +3,13 @@
  * with user messages joining between turns and continue-as-new when Temporal suggests it. Deterministic code
  * only.
  */
-import { allHandlersFinished, condition, continueAsNew, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  makeContinueAsNewFunc,
+  setCurrentDetails,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { LimitName, RunInput, RunStatus } from '../src/contract/run.js';
 import { bestOutput } from '../src/contract/dialogue.js';
 import { nextStep } from '../src/rules/agent-loop.js';
@@ -71,20 +77,39 @@ function continueAsNewDue(run: Run): boolean {
   return !run.children.hasLive();
 }
 
-/** Continues as new once every handler has finished, with the grant of its tree: the next run is in its chain. */
-async function continueAsNewNow(run: Run): Promise<void> {
+/**
+ * Temporal names a newer version of the run's deployment as its target, and the run is at a quiet moment: waiting
+ * for its person with nothing to read, no child live and no call in flight. A run never moves mid-turn.
+ */
+function versionMoveDue(run: Run): boolean {
+  return run.versions.targetChanged && run.inbox.size === 0 && !run.children.hasLive();
+}
+
+/**
+ * Continues as new once every handler has finished, with the grant of its tree: the next run is in its chain. Moving
+ * to a newer version, the next run starts on the version Temporal names as the target.
+ */
+async function continueAsNewNow(run: Run, { moving = false } = {}): Promise<void> {
   await run.sends.allThrough();
   await condition(allHandlersFinished);
-  await continueAsNew<(input: RunInput) => Promise<unknown>>({
-    ...run.input,
-    resume: run.toResume(),
-    grant: run.treeGrant,
-  });
+  const next = makeContinueAsNewFunc<(input: RunInput) => Promise<unknown>>(
+    moving ? { initialVersioningBehavior: 'AUTO_UPGRADE' } : {},
+  );
+  await next({ ...run.input, resume: run.toResume(), grant: run.treeGrant });
+}
+
+/** What Temporal UI says of a conversation waiting for its person: and the version it moved from, if it moved. */
+function waitingDetails(run: Run): string {
+  const moved = run.versions.movedFrom;
+  const waiting = 'waiting for the next message (sendMessage update)';
+  return moved ? `${waiting}; moved from ${moved} to ${run.versions.current}` : waiting;
 }
 
 /** Loops model calls and tool calls until an answer, a limit, or (in a conversation) the end of the talk. */
 export async function agentLoop(run: Run): Promise<Outcome> {
   const mode = run.input.mode ?? 'task';
+  /** When a conversation waiting for its person ends for want of a message. */
+  let idleUntil: number | undefined;
   for (;;) {
     const step = nextStep({
       events: run.events,
@@ -111,13 +136,19 @@ export async function agentLoop(run: Run): Promise<Outcome> {
         await toolTurn(run, step.calls, step.refused);
         break;
       case 'wait_for_user': {
+        if (versionMoveDue(run)) await continueAsNewNow(run, { moving: true });
         run.setStatus('waiting_for_user');
-        setCurrentDetails('waiting for the next message (sendMessage update)');
+        setCurrentDetails(waitingDetails(run));
+        idleUntil ??= Date.now() + (run.input.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS) * 1000;
         const woke = await condition(
-          () => run.inbox.size > 0 || run.endRequested,
-          `${run.input.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS} seconds`,
+          () => run.inbox.size > 0 || run.endRequested || run.versions.checkAsked,
+          Math.max(1, idleUntil - Date.now()),
         );
         if (!woke || run.endRequested) return { status: 'completed', output: bestOutput(run.events) };
+        run.versions.checkAsked = false;
+        // Woken only to look at its version: it waits again for the time it had left.
+        if (run.inbox.size === 0) break;
+        idleUntil = undefined;
         run.setStatus('running');
         break;
       }

@@ -9,7 +9,7 @@
 import {
   allHandlersFinished,
   condition,
-  continueAsNew,
+  makeContinueAsNewFunc,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -91,9 +91,12 @@ export async function tenantAdmission(input: AdmissionInput): Promise<void> {
       }).catch(() => holders.delete(child));
     }
     setCurrentDetails(`${holders.size} of ${cap} live children, ${waiting.size} waiting`);
-    if (workflowInfo().historyLength > CONTINUE_AS_NEW_AFTER_EVENTS) {
+    // A newer version of Deputy deployed: the admission moves to it at once (it holds no call open), so the old
+    // version's workers can drain.
+    const moving = workflowInfo().targetWorkerDeploymentVersionChanged;
+    if (moving || workflowInfo().historyLength > CONTINUE_AS_NEW_AFTER_EVENTS) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof tenantAdmission>({
+      await makeContinueAsNewFunc<typeof tenantAdmission>(moving ? { initialVersioningBehavior: 'AUTO_UPGRADE' } : {})({
         ...input,
         cap,
         holders: [...holders],

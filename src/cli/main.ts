@@ -22,6 +22,7 @@ import { decideCommand } from './approvals.js';
 import { cancel, start, started, watch } from './follow.js';
 import { print } from './output.js';
 import { readingCommand } from './reading.js';
+import { replay, versions } from './deploys.js';
 import { encryptedWords } from '../client/recorded.js';
 
 async function main(argv: string[]): Promise<number> {
@@ -47,6 +48,8 @@ async function main(argv: string[]): Promise<number> {
     print(`wrote ${target}: review its redactions and write score.expect, then npm run eval -- ${target}`);
     return 0;
   }
+  // Exported histories need no server: a host's CI replays them offline.
+  if (command === 'replay' && parsed.from) return await replay(undefined, args[0], parsed);
   const connection = await connectTemporal(env.temporalAddress);
   try {
     // With DEPUTY_CODEC_KEYS set, encrypted runs read decoded.
@@ -72,6 +75,10 @@ async function main(argv: string[]): Promise<number> {
         return await start(deputy, first, parsed);
       case 'cancel':
         return await cancel(deputy, first);
+      case 'versions':
+        return await versions(client, first, parsed);
+      case 'replay':
+        return await replay(client, first, parsed);
       case 'import':
         print(started((await deputy.importSession(readExport(first), { task: second })).workflowId));
         break;

@@ -132,6 +132,29 @@ export const COMMANDS: Record<string, { args: string; does: string; min: number;
     max: 0,
     options: ['--http <port>   Streamable HTTP at http://127.0.0.1:<port>/mcp instead of stdio'],
   },
+  versions: {
+    args: '[deployment]',
+    does: "the deployment's versions: current, ramping or draining, and the open runs and waiting conversations on each",
+    min: 0,
+    max: 1,
+    options: [
+      '--move   asks the conversations waiting on an older version to move to the current one now',
+      '--json   the versions as JSON',
+    ],
+  },
+  replay: {
+    args: '[query]',
+    does: "replays recent runs' histories against the workflow bundle about to be deployed; exit 1 if any would break",
+    min: 0,
+    max: 1,
+    options: [
+      '--bundle <file>     the workflow bundle to check (default: the Deputy installed here)',
+      '--from <path>       exported histories (a .json file or a folder of them) instead of the namespace',
+      '--since-hours <n>   runs started within the last n hours (default 24)',
+      '--limit <n>         at most n histories (default 1000)',
+      '--json              the report as JSON',
+    ],
+  },
   help: { args: '[command]', does: 'this list, or one command with its options', min: 0, max: 1 },
 };
 
@@ -199,6 +222,11 @@ const OPTIONS = {
   reason: { type: 'string' },
   approver: { type: 'string' },
   'key-env': { type: 'string' },
+  move: { type: 'boolean' },
+  bundle: { type: 'string' },
+  from: { type: 'string' },
+  'since-hours': { type: 'string' },
+  limit: { type: 'string' },
 } as const;
 
 export interface Parsed {
@@ -219,6 +247,11 @@ export interface Parsed {
   approver: string | undefined;
   /** The environment variable that holds the approver's key. */
   keyEnv: string | undefined;
+  move: boolean;
+  bundle: string | undefined;
+  from: string | undefined;
+  sinceHours: number | undefined;
+  limit: number | undefined;
 }
 
 export function parse(argv: string[]): Parsed | 'help' {
@@ -259,9 +292,20 @@ export function parse(argv: string[]): Parsed | 'help' {
   const maxCost = parsed.values['max-cost'];
   if (maxCost !== undefined && !(/^\d+(\.\d+)?$/.test(maxCost) && Number(maxCost) > 0))
     throw new UsageError(`--max-cost takes dollars above 0, like 0.50, not "${maxCost}"`);
+  const whole = (name: 'since-hours' | 'limit') => {
+    const value = parsed.values[name];
+    if (value !== undefined && !/^[1-9]\d{0,6}$/.test(value))
+      throw new UsageError(`--${name} takes a whole number above 0, not "${value}"`);
+    return value === undefined ? undefined : Number(value);
+  };
   return {
     command,
     args,
+    move: parsed.values.move ?? false,
+    bundle: parsed.values.bundle,
+    from: parsed.values.from,
+    sinceHours: whole('since-hours'),
+    limit: whole('limit'),
     redact: redact ?? false,
     http: http === undefined ? undefined : Number(http),
     out,

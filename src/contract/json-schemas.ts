@@ -1590,6 +1590,7 @@ export const RUN_INPUT_SCHEMA: JsonSchema = {
           },
           required: ['seq', 'lastSeq', 'length'],
         },
+        versions: { maxItems: 10, type: 'array', items: { type: 'string', maxLength: 500 } },
       },
       required: [
         'segment',

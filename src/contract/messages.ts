@@ -62,3 +62,10 @@ export const admittedSignal = defineSignal<[SignedMessage<AdmittedBody>]>('deput
 export const admissionStateQuery = defineQuery<{ tenant: string; cap: number; holders: string[]; waiting: string[] }>(
   'admissionState',
 );
+
+/**
+ * Asks a conversation waiting for its person to look whether Temporal names a newer version of its deployment, and to
+ * move to it if it may (`deputy versions --move`). Unsigned: its payload is ignored and it grants nothing, since a
+ * run moves only when the server says so, and only at a quiet moment.
+ */
+export const checkVersionSignal = defineSignal<unknown[]>('deputy.checkVersion');

@@ -12,7 +12,6 @@ import { forkProblems } from './fork.js';
 import { LimitName, SessionEvent } from './session.js';
 
 export { LimitName };
-
 /**
  * What the model endpoints billed for a run's tree: their usage reports, Deputy's count for a call whose endpoint
  * reported none. What a provider's invoice is reconciled with; never more than what the budget debited.
@@ -63,9 +62,7 @@ export const ChildOrigin = z.strictObject({
   taskName: z.string().min(1),
   /** The parent's invocation number that spawned this child. */
   invocation: z.number().int().positive(),
-  /**
-   * The tool call that spawned it, so a later attempt of that invocation recognises its own child.
-   */
+  /** The tool call that spawned it, so a later attempt of that invocation recognises its own child. */
   invocationId: z.string().min(1).optional(),
   /** Tool names the parent granted; the child's preset and scopes narrow them further. */
   allowedTools: z.array(z.string()),
@@ -225,10 +222,7 @@ export const LedgerEntry = z.object({
   followupOf: z.string().optional(),
   /** The child was started (a brief refused at its start, its id held by another run, never was). */
   started: z.boolean().optional(),
-  /**
-   * What its brief narrowed (role, model, effort, tools, limits as asked, return shape), which a follow-up of
-   * it keeps.
-   */
+  /** What its brief narrowed (role, model, effort, tools, limits as asked, return shape): a follow-up keeps it. */
   narrowing: z
     .object({
       role: z.string().optional(),
@@ -311,6 +305,8 @@ export const RunResume = z.object({
   context: z
     .object({ seq: z.number().int(), lastSeq: z.number().int(), length: z.number().int().nonnegative() })
     .optional(),
+  /** Deployment versions (`<deployment>:<build id>`) its earlier segments ran on, oldest first. */
+  versions: z.array(z.string().max(500)).max(10).optional(),
 });
 export type RunResume = z.infer<typeof RunResume>;
 
@@ -342,6 +338,8 @@ export const RunState = z.object({
   session: z.array(SessionEvent),
   /** The artifacts the run may read: those it saved, those its children handed back, those its brief gave it. */
   artifacts: z.array(ArtifactRef).optional(),
+  /** The deployment version running the run (`null`: unversioned), and those its earlier segments ran on. */
+  version: z.object({ current: z.string().nullable(), earlier: z.array(z.string()) }).optional(),
 });
 export type RunState = z.infer<typeof RunState>;
 

@@ -88,13 +88,19 @@ export interface DeputyBundleOptions {
   tracing?: DeputyTracing | undefined;
   /** Carry the sources, for a worker that answers stack trace queries with them (`showStackTraceSources`). */
   stackTraceSources?: boolean | undefined;
+  /** A workflows module of the host's own that re-exports Deputy's (`deputy/workflows`). @default Deputy's */
+  workflowsPath?: string | undefined;
 }
 
 /** Bundles Deputy's workflows; the worker, the tests and the replayers share these options. */
-export async function bundleDeputyWorkflows({ tracing, stackTraceSources = false }: DeputyBundleOptions = {}) {
+export async function bundleDeputyWorkflows({
+  tracing,
+  stackTraceSources = false,
+  workflowsPath = WORKFLOWS_PATH,
+}: DeputyBundleOptions = {}) {
   return bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    preloadModules: SHARED_MODULES,
+    workflowsPath,
+    preloadModules: [...SHARED_MODULES, ...(workflowsPath === WORKFLOWS_PATH ? [] : [workflowsPath])],
     logger: QUIET_BUNDLER_LOGGER,
     webpackConfigHook: leanBundle(stackTraceSources),
     ...(tracing && { plugins: [tracing.plugin] }),

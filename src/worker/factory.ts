@@ -29,6 +29,7 @@ import { deputyTracing, type DeputyTracing } from '../ops/tracing.js';
 import { MessageKeys } from '../ops/message-keys.js';
 import { HEARTBEAT_THROTTLE } from './heartbeats.js';
 import { checkKeyRing, deputyBuildId, untilPolling } from './key-ring.js';
+import { deploymentOptions, type DeputyDeployment } from './deployment.js';
 
 /** Kept here, where services building workers already import it from. */
 export { createOpenAIClient } from './endpoints.js';
@@ -68,6 +69,11 @@ export interface DeputyWorkerOptions {
   modelCallsOnly?: boolean;
   /** Where the worker says, at start and on reload, which tenants have delegation and why. @default the console */
   report?: (line: string) => void;
+  /**
+   * The Worker Deployment this worker is a version of (`DEPUTY_DEPLOYMENT`): runs stay on the version they start on.
+   * @default unversioned: every worker of the task queue runs every run
+   */
+  deployment?: DeputyDeployment | undefined;
 }
 
 /** Indexes tools by name, rejecting bad and duplicate names. */
@@ -99,6 +105,12 @@ export class DeputyWorker {
   ) {
     // Nobody need wait for it: `run()` rejects with the same error.
     this.started.catch(() => undefined);
+  }
+
+  /** `<deployment>:<build id>` of the Worker Deployment version these workers are; `null` when unversioned. */
+  get version(): string | null {
+    const version = this.workers[0]?.options.workerDeploymentOptions?.version;
+    return version ? `${version.deploymentName}:${version.buildId}` : null;
   }
 
   /** Runs every worker until `shutdown()` or a signal (SIGINT/SIGTERM) stops them. */
@@ -265,9 +277,13 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     await release();
     throw err;
   }
-  const buildId = options.workerOptions?.workerDeploymentOptions
-    ? undefined
-    : deputyBuildId(workflowBundle, fingerprint);
+  const workerDeploymentOptions =
+    options.deployment && deploymentOptions(options.deployment, workflowBundle, fingerprint);
+  const buildId =
+    options.workerOptions?.workerDeploymentOptions || workerDeploymentOptions
+      ? undefined
+      : deputyBuildId(workflowBundle, fingerprint);
+  const versioned = { ...(buildId && { buildId }), ...(workerDeploymentOptions && { workerDeploymentOptions }) };
   // The session queue takes activities only: no workflow is ever started there.
   const poll = (taskQueue: string, runsWorkflows: boolean) =>
     Worker.create({
@@ -276,7 +292,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
       taskQueue,
       activities,
       workflowBundle,
-      ...(buildId && { buildId }),
+      ...versioned,
       maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
       ...options.workerOptions,
       ...(tracing && { plugins: [...(options.workerOptions?.plugins ?? []), tracing.plugin] }),
@@ -289,7 +305,7 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
       connection: options.connection,
       namespace,
       taskQueue: door.taskQueue,
-      ...(buildId && { buildId }),
+      ...versioned,
       nexusServices: [frontDoorHandler({ tenant: door.tenant, taskQueue: options.taskQueue, config: store })],
     }),
   );

@@ -19,6 +19,7 @@ import { modelQueues } from './model-queue.js';
 import { builtinTools } from '../../activities/builtin-tools.js';
 import { oneLineLogger } from './log.js';
 import { scriptArgs } from '../ops/script-args.js';
+import { deploymentFromEnv } from './deployment.js';
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
@@ -55,6 +56,8 @@ async function main(): Promise<void> {
       DEPUTY_MESSAGE_KEYS: 'the key ring every worker signs messages between runs with (k1:<base64>)',
       OPENAI_BASE_URL: 'the model endpoint (OPENAI_API_KEY its key)',
       DEPUTY_CODEC_KEYS: 'keys that encrypt payloads in history',
+      DEPUTY_DEPLOYMENT: 'the Worker Deployment it is a version of (runs stay on the version they start on)',
+      DEPUTY_BUILD_ID: "that version's build id (default: Deputy's version and a digest of its workflow code)",
     },
   });
   reportMemoryOnSignal();
@@ -75,6 +78,7 @@ async function main(): Promise<void> {
   const loaded = env && gather(() => loadConfig(env, tools));
   // A worker on a shared server signs with the deployment's key ring, never a key of its own.
   const messageKeys = gather(() => MessageKeys.fromEnv(process.env, { makeKeyFile: false }));
+  const deployment = gather(() => deploymentFromEnv());
   const all = ConfigError.gathered(problems);
   if (all) throw all;
   if (!env || !loaded || !messageKeys) throw new Error('unreachable: every reading above either answered or failed');
@@ -109,6 +113,7 @@ async function main(): Promise<void> {
       model: { apiKey: env.openaiApiKey, baseURL: env.openaiBaseUrl },
       messageKeys,
       modelCallsOnly: env.modelCallsOnly,
+      deployment,
     });
     // Where model calls go besides the run's own queues: the fleet's queue, each provider's.
     const calls = modelQueues(config.current).map(
@@ -120,7 +125,7 @@ async function main(): Promise<void> {
     // Refused while polling: `running` rejects with why, once the workers have stopped.
     await worker.started.catch(() => running);
     console.log(
-      `deputy worker: ${env.modelCallsOnly ? `model calls only${calls.join('')}` : `task queues ${env.taskQueue} and ${env.childTaskQueue}${calls.join('')}`} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}`,
+      `deputy worker: ${env.modelCallsOnly ? `model calls only${calls.join('')}` : `task queues ${env.taskQueue} and ${env.childTaskQueue}${calls.join('')}`} on ${env.temporalAddress} (namespace ${env.temporalNamespace}), model ${config.current.model}, delegation ${config.current.delegation.enabled ? 'on' : 'off'}${worker.version ? `, deployment version ${worker.version} (runs pinned to it)` : ''}`,
     );
     const problem = await endpoint;
     if (problem) console.error(`deputy worker: warning: ${problem}`);

@@ -5,6 +5,7 @@
  * Deterministic code only.
  */
 import { RunArtifacts } from '../artifacts.js';
+import { RunVersions } from './versions.js';
 import type { Priority } from '@temporalio/common';
 import { upsertMemo, upsertSearchAttributes, setCurrentDetails } from '@temporalio/workflow';
 import type { ResolveRunResult } from '../../src/contract/activities.js';
@@ -75,6 +76,8 @@ export class Run {
   readonly dialogueCache = new WorkerDialogue();
   /** Its sessions with stateful MCP servers, each on the worker that holds it. */
   readonly mcpSessions = new McpSessions();
+  /** The versions of its Worker Deployment it ran on. */
+  versions = new RunVersions();
   /** The grant of this run's tree, made by a worker for its root: every activity that acts for the run asks for it. */
   treeGrant = '';
   /** What the delegations of the answer being run reserved so far, in micro-USD: the threshold holds for them together. */
@@ -218,6 +221,7 @@ export class Run {
     run.children.resume(resume);
     run.inbox.resume(resume.inbox);
     for (const key of resume.seenMessages ?? []) run.seenMessages.add(key);
+    run.versions = new RunVersions(resume.versions);
     // What the previous segment's last call sent is the start of this session's dialogue (checked when carried).
     if (resume.context) run.dialogueCache.resume(resume.context, toChatMessages(run.events, run.persona));
     return run;
@@ -240,6 +244,7 @@ export class Run {
       ...(this.seenMessages.size > 0 && { seenMessages: [...this.seenMessages] }),
       ...this.artifacts.toResume(),
       ...(context && { context }),
+      ...(this.versions.toResume().length > 0 && { versions: this.versions.toResume() }),
     };
   }
 
