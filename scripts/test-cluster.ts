@@ -4,7 +4,8 @@
  * demo's delegating task and checks the tree through visibility queries on Deputy's search attributes, then the
  * fail-over: a worker SIGKILLed while a tree runs (five times, alternating which), the other finishing every run with
  * the output of an undisturbed run; then one tenant's burst of runs beside two small tenants' against a provider held
- * to a few requests a second, on two fresh workers. Everything it started is stopped, whether it passes or fails.
+ * to a few requests a second, on two fresh workers; last, a new version deployed under runs in flight, with Worker
+ * Versioning and without. Everything it started is stopped, whether it passes or fails.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +25,7 @@ import { loadConfig, readEnv } from '../src/config/load.js';
 import { demoEvidence } from '../src/demo/evidence.js';
 import { PROJECT_ROOT } from '../src/testing/temporal-cli.js';
 import { bundleDeputyWorkflows } from '../src/worker/bundle.js';
+import { checkDeploy } from './cluster/deploy.js';
 
 const FAILOVERS = 5;
 const SCOPES = ['tools.calc', 'tools.notes', 'run.delegate'];
@@ -307,12 +309,11 @@ async function main(): Promise<number> {
       workers,
       startWorker,
     };
-    await checkTree(checks);
-    await checkCancellation(checks);
-    await checkConversation(checks);
-    await checkContinueAsNew(checks);
-    await checkFailover(checks);
+    for (const step of [checkTree, checkCancellation, checkConversation, checkContinueAsNew, checkFailover]) {
+      await step(checks);
+    }
     await checkFairness(checks, cluster, configDir, evidence);
+    await checkDeploy(client, cluster, stops, { say, check });
     say(`PASSED on ${cluster.description}`);
     return 0;
   } catch (err) {

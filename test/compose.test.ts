@@ -54,5 +54,7 @@ describe('R6.1 R6.3 R6.4 docker-compose.yml, the production shape', () => {
     expect(worker.DEPUTY_PAYLOAD_STORE_S3_ENDPOINT).toBe('http://minio:9000');
     // One key ring for every worker: compose refuses to start without it rather than let a worker make its own.
     expect(worker.DEPUTY_MESSAGE_KEYS).toMatch(/^\$\{DEPUTY_MESSAGE_KEYS:\?set DEPUTY_MESSAGE_KEYS=/);
+    // R6.10: a versioned worker, so a rebuilt one deploys under open runs.
+    expect(worker.DEPUTY_DEPLOYMENT).toBe('${DEPUTY_DEPLOYMENT:-deputy}');
   });
 });

@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bundleDeputyWorkflows } from '../src/worker/bundle.js';
+import { userSays } from '../src/testing/script.js';
 import { createHarness, TEST_API_KEY, type Harness } from './support/harness.js';
 import { delegationConfig, DELEGATION_TOOLS } from './support/delegation.js';
 import {
   deputyCli,
+  taskRecord,
   temporalCli,
   unversionedDeploy,
   versionedDeploy,
@@ -58,6 +60,7 @@ describe('R6.10 a new Deputy deployed under runs in flight', () => {
     expect(said(found.chatAfter).slice(0, 2)).toEqual(said(found.chatBefore));
     expect(said(found.chatAfter)).toHaveLength(4);
     expect(found.chatRuns).toBe(2);
+    expect(found.watched).toEqual([`${found.chatBefore.version?.current} → ${found.chatAfter.version?.current}`]);
     expect(found.chatFailures).toEqual([]);
     expect(found.fresh).toEqual({ status: 'completed', buildIds: ['b'] });
     expect(found.cli.move).toContain('asked 1 waiting conversation(s) to move to b');
@@ -105,4 +108,39 @@ describe('R6.10 a new Deputy deployed under runs in flight', () => {
     expect(found.tree.join('\n')).toMatch(/NON_DETERMINISTIC|[Nn]ondeterminism/);
     expect(found.chat.join('\n')).toMatch(/NON_DETERMINISTIC|[Nn]ondeterminism/);
   }, 240_000);
+
+  it('R6.10 attack: checkVersion signals with null, junk or huge payloads, from any client, move nothing on an unversioned worker and do not stretch a conversation past its idle timeout', async () => {
+    await h.startWorker();
+    h.model.add({ when: userSays('idle chat'), times: 3, reply: { text: 'still here' } });
+    const id = h.id('idle-chat');
+    const { firstExecutionRunId: runId } = await h.deputy.startRun(
+      { task: 'idle chat: hello', mode: 'conversation', idleTimeoutSeconds: 3 },
+      { workflowId: id },
+    );
+    const handle = h.client.workflow.getHandle(id);
+    await expect.poll(async () => (await h.deputy.getState(id)).status, { timeout: 20_000 }).toBe('waiting_for_user');
+    for (const junk of [null, [1, 2], { sig: 'forged', to: id }, 'x'.repeat(200_000)]) {
+      await handle.signal('deputy.checkVersion', junk);
+    }
+    await h.deputy.sendMessage(id, 'idle chat: are you there?');
+    await expect
+      .poll(async () => (await h.deputy.getState(id)).session.filter((e) => e.type === 'message/assistant').length)
+      .toBe(2);
+    const answeredAt = Date.now();
+    // Nudged every 200 ms, it still ends when its person has been silent for its idle timeout.
+    let ended = false;
+    const result = h.deputy.result(id).finally(() => (ended = true));
+    while (!ended && Date.now() - answeredAt < 10_000) {
+      await handle.signal('deputy.checkVersion').catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect((await result).status).toBe('completed');
+    expect(Date.now() - answeredAt).toBeLessThan(3000 + 3000);
+    const described = await handle.describe();
+    expect(described.runId).toBe(runId);
+    // A completion the server turns back because a signal came in meanwhile (UnhandledCommand) is Temporal's way of
+    // handing the signal over, and is retried at once; nothing else may fail.
+    const failures = (await taskRecord(h.client, id)).failures;
+    expect(failures.filter((failure) => !failure.includes('UnhandledCommand'))).toEqual([]);
+  }, 60_000);
 });

@@ -4,6 +4,7 @@
  * and the replay gate that says, before a deploy, which open runs the new code could not replay.
  */
 import type { Client } from '@temporalio/client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { DeputyError, UsageError } from '../contract/errors.js';
 import { exportedHistories, recentHistories, replayGate } from '../testing/replay-gate.js';
 import { print } from './output.js';
@@ -102,6 +103,8 @@ export async function replay(client: Client | undefined, query: string | undefin
   const histories = parsed.from
     ? exportedHistories(parsed.from)
     : recentHistories(client!, { query, sinceHours: parsed.sinceHours, limit: parsed.limit });
+  // The replayer's worker reports each state it passes through; only its warnings concern the person.
+  Runtime.install({ logger: new DefaultLogger('WARN') });
   const report = await replayGate(histories, parsed.bundle ? { codePath: parsed.bundle } : undefined);
   if (parsed.json) {
     print(JSON.stringify(report, null, 2));

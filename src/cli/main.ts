@@ -201,7 +201,8 @@ function mcpTokens(config: DeputyConfig, http: boolean): { token: string; tenant
 }
 
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  // Exits once what it printed is out: a pipe takes a long report in parts, and exiting at once would cut it.
+  (code) => process.stdout.write('', () => process.exit(code)),
   (err: unknown) => {
     if (err instanceof UsageError) {
       console.error(`deputy: ${err.message}`);

@@ -57,6 +57,11 @@ export type WatchEvent = EventBase &
         /** Why it failed, when it did. */
         error: string | null;
       }
+    /**
+     * A run continued as new onto another version of its Worker Deployment (`<deployment>:<build id>`): a conversation
+     * moved to a newer Deputy at a quiet moment.
+     */
+    | { type: 'run/moved'; from: string; to: string }
     | { type: 'model/started'; model: string; activity: string; fallback?: string }
     /**
      * Live output: a model call's answer as it is written, read from the pending activity's heartbeat (tokens so

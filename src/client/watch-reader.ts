@@ -65,6 +65,8 @@ export class RunReader {
   /** What each child's start reserved (its token and cost caps), to tell an overrun at its join. */
   readonly #reservations = new Map<string, { maxTokens: number | null; maxCostUsd: number | null }>();
   readonly #approvals: ApprovalsReading;
+  /** The deployment version of the worker that completed the run's last task (across its segments). */
+  #version: string | undefined;
 
   constructor(private readonly hooks: ReaderHooks) {
     this.#approvals = new ApprovalsReading((payloads) => this.decode(payloads));
@@ -98,6 +100,8 @@ export class RunReader {
         return this.#activityFailed(event, replaying, say);
       case EventType.EVENT_TYPE_MARKER_RECORDED:
         return this.#markerRecorded(event);
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+        return this.#taskCompleted(event, say);
       case EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
         return this.#childInitiated(event, replaying, say);
       case EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
@@ -130,6 +134,16 @@ export class RunReader {
     }
   }
 
+  /** Each task names the version of the worker that completed it: a run whose version changed has moved. */
+  async #taskCompleted(event: HistoryEvent, say: Say): Promise<void> {
+    const version = event.workflowTaskCompletedEventAttributes?.deploymentVersion;
+    if (!version?.buildId) return;
+    const now = `${version.deploymentName ?? ''}:${version.buildId}`;
+    if (this.#version !== undefined && this.#version !== now)
+      await say({ type: 'run/moved', from: this.#version, to: now });
+    this.#version = now;
+  }
+
   async #runStarted(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
     const input = await this.decode<RunInput>(event.workflowExecutionStartedEventAttributes?.input);
     this.price ??= input?.origin?.composition?.price;
@@ -140,7 +154,6 @@ export class RunReader {
       depth: input?.origin?.depth ?? 0,
       task: input?.task ?? '',
     });
-    return;
   }
 
   async #activityScheduled(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
@@ -166,7 +179,6 @@ export class RunReader {
       info.approval = await this.decode<RequestApprovalInput>(attributes.input);
     }
     this.#activities.set(Number(event.eventId), info);
-    return;
   }
 
   async #activityCompleted(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
@@ -210,7 +222,6 @@ export class RunReader {
         await say({ type: 'artifact/saved', id, name, mediaType, size });
       }
     }
-    return;
   }
 
   async #activityFailed(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
@@ -226,7 +237,6 @@ export class RunReader {
       'cancelled';
     if (info?.model !== undefined) await say({ type: 'model/failed', model: info.model, activity: info.type, error });
     else if (info?.tool !== undefined) await say({ type: 'tool/result', name: info.tool, ok: false, bytes: 0 });
-    return;
   }
 
   async #markerRecorded(event: HistoryEvent): Promise<void> {
@@ -240,7 +250,6 @@ export class RunReader {
       return; // not a local activity's marker
     }
     if (type === 'resolveRun') this.price ??= (await this.decode<{ price: ModelPrice }>(details?.result))?.price;
-    return;
   }
 
   async #childInitiated(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
@@ -258,7 +267,6 @@ export class RunReader {
     };
     this.#reservations.set(child, reserved);
     await say({ type: 'delegation/started', child, taskName: input?.origin?.taskName ?? child, reserved });
-    return;
   }
 
   async #childStarted(event: HistoryEvent): Promise<void> {
@@ -267,13 +275,11 @@ export class RunReader {
     const child = execution?.workflowId ?? '';
     // Behind the cursor and not named by it, the child ended before: the hooks do not follow it.
     this.hooks.started(child, execution?.runId ?? '');
-    return;
   }
 
   async #childStartFailed(event: HistoryEvent, _replaying: boolean, say: Say): Promise<void> {
     const child = event.startChildWorkflowExecutionFailedEventAttributes?.workflowId ?? '';
     await say({ type: 'delegation/refused', reason: `the id ${child} is taken; the child was not started` });
-    return;
   }
 
   async #childEnded(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
@@ -291,7 +297,6 @@ export class RunReader {
       usage: usageOf(result?.usage),
       overrun: overrunOf(result?.usage, this.#reservations.get(child)),
     });
-    return;
   }
 
   async #updateAccepted(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
@@ -305,7 +310,6 @@ export class RunReader {
     } else if (request?.name === 'decideApproval') {
       this.#approvals.decisionAccepted(event);
     }
-    return;
   }
 
   async #runCompleted(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
@@ -319,7 +323,6 @@ export class RunReader {
       output: result?.output ?? null,
       error: result?.error ?? null,
     });
-    return;
   }
 
   async #runClosed(event: HistoryEvent, replaying: boolean, say: Say): Promise<void> {
@@ -333,7 +336,6 @@ export class RunReader {
       output: null,
       error: failure ? failureText(failure) : event.workflowExecutionTimedOutEventAttributes ? 'timed out' : null,
     });
-    return;
   }
 
   #childOf(event: HistoryEvent): string | undefined {

@@ -38,6 +38,8 @@ export function describeWatchEvent(event: WatchEvent): string {
       return `started: ${clip(event.task)}`;
     case 'run/ended':
       return `${event.status}${event.limit ? ` (${event.limit}${event.synthesis ? ', synthesised' : ''})` : ''}`;
+    case 'run/moved':
+      return `moved from ${event.from} to ${event.to}`;
     case 'model/started':
       return `${event.activity === 'callModel' ? 'calling' : event.activity} ${event.model}${event.fallback ? ` (fallback: ${event.fallback})` : ''}`;
     case 'model/finished': {

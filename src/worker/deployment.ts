@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { WorkerDeploymentOptions, WorkflowBundleOption } from '@temporalio/worker';
+import type { NativeConnection, WorkerDeploymentOptions, WorkflowBundleOption } from '@temporalio/worker';
 import { ConfigError } from '../contract/errors.js';
 import { deputyBuildId } from './key-ring.js';
 
@@ -85,4 +85,35 @@ export function deploymentOptions(
     useWorkerVersioning: true,
     defaultVersioningBehavior: 'PINNED',
   };
+}
+
+/**
+ * The first version of a deployment makes itself current, so a first deploy (the compose stack's, a new service's)
+ * runs without an operator's step; every later version is made current by the operator (docs/versioning.md).
+ */
+export async function currentIfNone(
+  connection: NativeConnection,
+  namespace: string,
+  version: { deploymentName: string; buildId: string },
+  identity: string,
+): Promise<void> {
+  const { deploymentName, buildId } = version;
+  for (let tries = 0; tries < 50; tries++) {
+    const described = await connection.workflowService
+      .describeWorkerDeployment({ namespace, deploymentName })
+      .catch(() => undefined);
+    // Known once its pollers have been seen; until then, Temporal answers that there is no such deployment.
+    if (described) {
+      if (described.workerDeploymentInfo?.routingConfig?.currentDeploymentVersion?.buildId) return;
+      await connection.workflowService.setWorkerDeploymentCurrentVersion({
+        namespace,
+        deploymentName,
+        buildId,
+        identity,
+        conflictToken: described.conflictToken,
+      });
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }

@@ -29,7 +29,7 @@ import { deputyTracing, type DeputyTracing } from '../ops/tracing.js';
 import { MessageKeys } from '../ops/message-keys.js';
 import { HEARTBEAT_THROTTLE } from './heartbeats.js';
 import { checkKeyRing, deputyBuildId, untilPolling } from './key-ring.js';
-import { deploymentOptions, type DeputyDeployment } from './deployment.js';
+import { currentIfNone, deploymentOptions, type DeputyDeployment } from './deployment.js';
 
 /** Kept here, where services building workers already import it from. */
 export { createOpenAIClient } from './endpoints.js';
@@ -323,6 +323,15 @@ export async function createDeputyWorker(options: DeputyWorkerOptions): Promise<
     for (const taskQueue of [...runQueues, ...modelQueueNames]) {
       await untilPolling(options.connection, namespace, taskQueue, identity);
       await checkKeyRing(options.connection, namespace, taskQueue, fingerprint);
+    }
+    if (workerDeploymentOptions) {
+      const { deploymentName, buildId } = workerDeploymentOptions.version;
+      await currentIfNone(options.connection, namespace, workerDeploymentOptions.version, identity).catch(
+        (err: unknown) =>
+          console.warn(
+            `deputy worker: ${deploymentName} has no current version and this one (${buildId}) could not become it (${(err as Error).message}); new runs wait until one is: .deputy/bin/temporal worker deployment set-current-version --deployment-name ${deploymentName} --build-id ${buildId} --yes`,
+          ),
+      );
     }
   };
   return new DeputyWorker(workers, release, whilePolling);

@@ -37,6 +37,13 @@ export class DeputyPlugin extends SimplePlugin {
     const shared = sharedQueueWarning(options.taskQueue, this.#childTaskQueue);
     if (shared) console.warn(shared);
     for (const unpolled of modelQueueWarnings(options.taskQueue, this.#modelQueues)) console.warn(unpolled);
+    const deployment = options.workerDeploymentOptions;
+    if (deployment?.useWorkerVersioning && deployment.defaultVersioningBehavior !== 'PINNED') {
+      // An auto-upgrading run would replay its history on the next version's code mid-run.
+      console.warn(
+        `deputy: this Worker's deployment runs workflows ${deployment.defaultVersioningBehavior}; Deputy's runs must end on the version they start on: set workerDeploymentOptions.defaultVersioningBehavior to 'PINNED' (docs/versioning.md)`,
+      );
+    }
     const ownWorkflows = options.workflowsPath !== undefined || options.workflowBundle !== undefined;
     return {
       ...configured,

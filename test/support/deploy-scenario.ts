@@ -65,19 +65,32 @@ export async function deputyCli(world: Pick<DeployWorld, 'address'>, args: strin
   }
 }
 
-/** Waits until the server knows a version (its workers poll), then makes it current. */
+/**
+ * Makes a version current once the server knows it (its workers poll), as an operator does; a first version may
+ * already have made itself current.
+ */
 export async function makeCurrent(world: DeployWorld, deployment: string, buildId: string): Promise<void> {
   const version = ['--deployment-name', deployment, '--build-id', buildId];
   for (let tries = 0; ; tries++) {
     try {
-      await temporalCli(world, ['worker', 'deployment', 'describe-version', ...version]);
-      break;
+      const described = await temporalCli(world, [
+        'worker',
+        'deployment',
+        'describe',
+        '--name',
+        deployment,
+        '-o',
+        'json',
+      ]);
+      const routing = (JSON.parse(described) as { routingConfig?: { currentVersionBuildID?: string } }).routingConfig;
+      if (routing?.currentVersionBuildID === buildId) return;
+      await temporalCli(world, ['worker', 'deployment', 'set-current-version', ...version, '--yes']);
+      return;
     } catch (err) {
       if (tries > 100) throw err;
       await sleep(200);
     }
   }
-  await temporalCli(world, ['worker', 'deployment', 'set-current-version', ...version, '--yes']);
 }
 
 /** The build ids of the workers that completed a run's workflow tasks, and how many of its tasks failed (and why). */
@@ -181,6 +194,8 @@ export interface VersionedFindings {
   recordedOnA: { workflowId: string; runId?: string }[];
   /** What `deputy versions --move` and, once the runs on a ended, `deputy versions` printed. */
   cli: { move: string; drained: string };
+  /** The conversation's `run/moved` events, as a watch tells them. */
+  watched: string[];
   tree: { status: string; buildIds: string[]; childBuildIds: string[]; failures: string[] };
   chatBefore: RunState;
   chatAfter: RunState;
@@ -246,6 +261,10 @@ async function versionedSteps(
   await a.stop();
   await deputy.endConversation(chat);
   await deputy.result(chat);
+  const moves: string[] = [];
+  for await (const event of deputy.watch(chat)) {
+    if (event.type === 'run/moved') moves.push(`${event.from} → ${event.to}`);
+  }
   await b.stop();
   const childRecords = await Promise.all(children.map((id) => taskRecord(world.client, id)));
   const treeRecord = await taskRecord(world.client, tree);
@@ -253,6 +272,7 @@ async function versionedSteps(
   return {
     recordedOnA: [...[tree, ...children].map((workflowId) => ({ workflowId })), { workflowId: chat, runId: chatOnA }],
     cli: { move, drained },
+    watched: moves,
     tree: {
       status: treeResult.status,
       buildIds: treeRecord.buildIds,
