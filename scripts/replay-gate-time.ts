@@ -19,12 +19,12 @@ const bundle = { code: (await bundleDeputyWorkflows()).code };
 const bundleMs = performance.now() - bundling;
 const generated = Array.from({ length: 1000 }, (_, i) => {
   const { workflowId, history } = fixtures[i % fixtures.length]!;
-  const copy = structuredClone(history) as unknown as Started;
+  const copy = structuredClone(history as Started);
   const started = copy.events[0]!.workflowExecutionStartedEventAttributes!;
   const runId = randomUUID();
   started.originalExecutionRunId = runId;
   started.firstExecutionRunId = runId;
-  return { workflowId, history: copy as unknown as typeof history };
+  return { workflowId, history: copy };
 });
 const line = (what: string, report: Awaited<ReturnType<typeof replayGate>>) =>
   `${what}: ${report.replayed} histories in ${(report.ms / 1000).toFixed(1)} s (${(report.ms / report.replayed).toFixed(1)} ms each), ${report.breaking.length} would break`;
