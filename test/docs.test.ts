@@ -56,7 +56,7 @@ const RULES = [
   ...Array.from({ length: 10 }, (_, i) => `R3.${i + 1}`),
   ...Array.from({ length: 6 }, (_, i) => `R4.${i + 1}`),
   ...Array.from({ length: 5 }, (_, i) => `R5.${i + 1}`),
-  ...Array.from({ length: 9 }, (_, i) => `R6.${i + 1}`),
+  ...Array.from({ length: 10 }, (_, i) => `R6.${i + 1}`),
   ...Array.from({ length: 6 }, (_, i) => `R7.${i + 1}`),
   ...Array.from({ length: 3 }, (_, i) => `R8.${i + 1}`),
 ];

@@ -63,7 +63,13 @@ describe('R6.10 a new Deputy deployed under runs in flight', () => {
     expect(found.watched).toEqual([`${found.chatBefore.version?.current} → ${found.chatAfter.version?.current}`]);
     expect(found.chatFailures).toEqual([]);
     expect(found.fresh).toEqual({ status: 'completed', buildIds: ['b'] });
-    expect(found.cli.move).toContain('asked 1 waiting conversation(s) to move to b');
+    expect(found.cli.move).toContain('asked 2 waiting conversation(s) to move to b');
+    // Asked to move while its background child was live, the busy conversation stayed; it moved after its child ended.
+    expect(found.busy.whileChildLive).toMatch(/:a$/);
+    expect(found.busy.after?.current).toMatch(/:b$/);
+    expect(found.busy.childBuildIds).toEqual(['a']);
+    expect(found.busy.failures).toEqual([]);
+    expect(found.chatAfter.details).toMatch(/; moved from \S+:a to \S+:b$/);
     expect(found.cli.drained).toMatch(/\n {2}a +draining +0 +0\n/);
     expect(found.cli.drained).toContain('a: no open run is pinned to it; its workers may stop');
     recordedOnA = found.recordedOnA;

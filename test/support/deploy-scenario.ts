@@ -5,10 +5,7 @@
  * Without versioning, the same deploy breaks both runs with non-determinism errors. Run on the tests' dev server and
  * on the cluster (`npm run test:cluster`).
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import proto from '@temporalio/proto';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { DeputyClient } from '../../src/client/client.js';
@@ -17,12 +14,11 @@ import type { RunState } from '../../src/contract/run.js';
 import type { ToolDefinition } from '../../src/contract/tools.js';
 import { forTask, userSays } from '../../src/testing/script.js';
 import type { ScriptedModelServer } from '../../src/testing/scripted-model.js';
-import { findTemporalCli, PROJECT_ROOT } from '../../src/testing/temporal-cli.js';
 import { createDeputyWorker } from '../../src/worker/factory.js';
-import { PARENT_SCOPES } from './delegation.js';
+import { delegateReply, PARENT_SCOPES } from './delegation.js';
+import { deputyCli, makeCurrent, taskRecord } from './deploy-tools.js';
 
-const run = promisify(execFile);
-const { EventType } = proto.temporal.api.enums.v1;
+export { deputyCli, makeCurrent, taskRecord, temporalCli } from './deploy-tools.js';
 
 /** What the scenario runs against. */
 export interface DeployWorld {
@@ -39,75 +35,6 @@ export interface DeployWorld {
   tools: ToolDefinition[];
   modelKey: string;
   say?: (line: string) => void;
-}
-
-/** What an operator types: the Temporal CLI against the world's server. */
-export async function temporalCli(world: Pick<DeployWorld, 'address' | 'namespace'>, args: string[]): Promise<string> {
-  const cli = findTemporalCli();
-  if (!cli) throw new Error('no temporal CLI: run bash scripts/install-temporal-cli.sh');
-  const where = ['--address', world.address, '--namespace', world.namespace ?? 'default'];
-  const { stdout } = await run(cli, [...args, ...where], { timeout: 30_000 });
-  return stdout;
-}
-
-/** What an operator types: `deputy …` from this checkout against the world's server; its exit code and output. */
-export async function deputyCli(world: Pick<DeployWorld, 'address'>, args: string[]) {
-  try {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-      cwd: PROJECT_ROOT,
-      env: { ...process.env, TEMPORAL_ADDRESS: world.address },
-      timeout: 120_000,
-    });
-    return { code: 0, stdout };
-  } catch (err) {
-    const failed = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: failed.code ?? -1, stdout: `${failed.stdout ?? ''}${failed.stderr ?? ''}` };
-  }
-}
-
-/**
- * Makes a version current once the server knows it (its workers poll), as an operator does; a first version may
- * already have made itself current.
- */
-export async function makeCurrent(world: DeployWorld, deployment: string, buildId: string): Promise<void> {
-  const version = ['--deployment-name', deployment, '--build-id', buildId];
-  for (let tries = 0; ; tries++) {
-    try {
-      const described = await temporalCli(world, [
-        'worker',
-        'deployment',
-        'describe',
-        '--name',
-        deployment,
-        '-o',
-        'json',
-      ]);
-      const routing = (JSON.parse(described) as { routingConfig?: { currentVersionBuildID?: string } }).routingConfig;
-      if (routing?.currentVersionBuildID === buildId) return;
-      await temporalCli(world, ['worker', 'deployment', 'set-current-version', ...version, '--yes']);
-      return;
-    } catch (err) {
-      if (tries > 100) throw err;
-      await sleep(200);
-    }
-  }
-}
-
-/** The build ids of the workers that completed a run's workflow tasks, and how many of its tasks failed (and why). */
-export async function taskRecord(client: Client, workflowId: string, runId?: string) {
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const buildIds = new Set<string>();
-  const failures: string[] = [];
-  for (const event of history.events ?? []) {
-    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
-      buildIds.add(event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId ?? '(unversioned)');
-    }
-    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED) {
-      const attributes = event.workflowTaskFailedEventAttributes;
-      failures.push(`${String(attributes?.cause)}: ${attributes?.failure?.message ?? ''}`);
-    }
-  }
-  return { buildIds: [...buildIds], failures };
 }
 
 /** Runs in flight when B is deployed: a task tree whose first child waits to answer, and a conversation. */
@@ -144,6 +71,34 @@ async function startInFlight(world: DeployWorld, deputy: DeputyClient, tag: stri
   await world.model.waitFor((rs) => rs.some((r) => r.body.messages.some((m) => m.content?.includes(first))));
   await until(async () => (await deputy.getState(chat)).status === 'waiting_for_user', 'the conversation waits');
   return { tree, chat, release };
+}
+
+/** A conversation whose background child is still working when B is current: it may not move until the child ends. */
+async function busyConversation(world: DeployWorld, deputy: DeputyClient) {
+  const task = 'deploy busy: start one in the background';
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  world.model.add(
+    {
+      when: forTask(task, 0),
+      reply: delegateReply({ briefs: [{ task_name: 'bg', message: 'deploy bg child', wait: false }] }),
+    },
+    { when: forTask(task, 1), times: 3, reply: { text: 'noted' } },
+    {
+      when: userSays('deploy bg child'),
+      reply: async () => {
+        await released;
+        return { text: 'background part' };
+      },
+    },
+  );
+  const id = `busy-${world.taskQueue}`;
+  await deputy.startRun({ task, mode: 'conversation', scopes: PARENT_SCOPES }, { workflowId: id });
+  await until(async () => {
+    const state = await deputy.getState(id);
+    return state.status === 'waiting_for_user' && state.delegations[0]?.status === 'running';
+  }, 'the busy conversation waits with its child live');
+  return { id, child: `${id}/bg-1`, release };
 }
 
 async function until(check: () => Promise<boolean>, what: string, ms = 60_000): Promise<void> {
@@ -194,6 +149,13 @@ export interface VersionedFindings {
   recordedOnA: { workflowId: string; runId?: string }[];
   /** What `deputy versions --move` and, once the runs on a ended, `deputy versions` printed. */
   cli: { move: string; drained: string };
+  /** A conversation with a live background child when b became current: its version then, and after. */
+  busy: {
+    whileChildLive: string | null;
+    after: RunState['version'] | null;
+    childBuildIds: string[];
+    failures: string[];
+  };
   /** The conversation's `run/moved` events, as a watch tells them. */
   watched: string[];
   tree: { status: string; buildIds: string[]; childBuildIds: string[]; failures: string[] };
@@ -228,6 +190,7 @@ async function versionedSteps(
   say(`version a of ${name} is current`);
   const { tree, chat, release } = await startInFlight(world, deputy, 'v');
   const chatBefore = await deputy.getState(chat);
+  const busy = await busyConversation(world, deputy);
   const b = await workers.start(world.bundleB, { name, buildId: 'b' });
   await makeCurrent(world, name, 'b');
   say('version b is current; the tree and the conversation are on a');
@@ -239,11 +202,16 @@ async function versionedSteps(
   let move = '';
   await until(async () => {
     move = (await deputyCli(world, ['versions', name, '--move'])).stdout;
-    return move.includes('asked 1 waiting conversation(s) to move to b');
+    return move.includes('asked 2 waiting conversation(s) to move to b');
   }, 'deputy versions --move finds the conversation waiting on a').catch((err: Error) => {
     throw new Error(`${err.message}; it said:\n${move}`);
   });
   await until(async () => (await deputy.getState(chat)).version?.current === `${name}:b`, 'the conversation is on b');
+  // The busy one was asked too, and stays: its child is live. Once the child ends, it takes its turn and then moves.
+  await sleep(1000);
+  const busyWhileLive = (await deputy.getState(busy.id)).version?.current ?? null;
+  busy.release();
+  await until(async () => (await deputy.getState(busy.id)).version?.current === `${name}:b`, 'the busy one moves');
   await deputy.sendMessage(chat, `deploy chat v: again`);
   await until(
     async () => (await deputy.getState(chat)).session.filter((e) => e.type === 'message/assistant').length === 2,
@@ -261,6 +229,10 @@ async function versionedSteps(
   await a.stop();
   await deputy.endConversation(chat);
   await deputy.result(chat);
+  const busyAfter = await deputy.getState(busy.id);
+  await deputy.endConversation(busy.id);
+  await deputy.result(busy.id);
+  const busyRecords = [await taskRecord(world.client, busy.child), ...(await chatRunRecords(world.client, busy.id))];
   const moves: string[] = [];
   for await (const event of deputy.watch(chat)) {
     if (event.type === 'run/moved') moves.push(`${event.from} → ${event.to}`);
@@ -272,6 +244,12 @@ async function versionedSteps(
   return {
     recordedOnA: [...[tree, ...children].map((workflowId) => ({ workflowId })), { workflowId: chat, runId: chatOnA }],
     cli: { move, drained },
+    busy: {
+      whileChildLive: busyWhileLive,
+      after: busyAfter.version ?? null,
+      childBuildIds: busyRecords[0]!.buildIds,
+      failures: busyRecords.flatMap((r) => r.failures),
+    },
     watched: moves,
     tree: {
       status: treeResult.status,
