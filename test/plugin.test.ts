@@ -115,4 +115,46 @@ describe('deputy/worker plugin', () => {
       unpolled('backup-calls', 'providers.backup'),
     ]);
   });
+
+  it('R6.10 deployment makes the Worker a pinned version of it, unless the Worker names its own; a Worker whose own deployment does not pin is told so', () => {
+    const warned: unknown[] = [];
+    const spy = vi.spyOn(console, 'warn').mockImplementation((line: unknown) => void warned.push(line));
+    const plugin = (deployment?: { name: string; buildId: string }) =>
+      deputyPlugin({
+        config: delegationConfig(),
+        model: { apiKey: TEST_API_KEY, baseURL: h.model.url },
+        client: h.client,
+        childTaskQueue: 'orders-children',
+        tools: DELEGATION_TOOLS,
+        deployment,
+      });
+    const own = {
+      version: { deploymentName: 'orders', buildId: 'r7' },
+      useWorkerVersioning: true as const,
+      defaultVersioningBehavior: 'AUTO_UPGRADE' as const,
+    };
+    let configured;
+    let unversioned;
+    let theirs;
+    try {
+      configured = plugin({ name: 'orders', buildId: 'r8' }).configureWorker({ taskQueue: 'orders' });
+      unversioned = plugin().configureWorker({ taskQueue: 'orders' });
+      theirs = plugin({ name: 'orders', buildId: 'r8' }).configureWorker({
+        taskQueue: 'orders',
+        workerDeploymentOptions: own,
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(configured.workerDeploymentOptions).toEqual({
+      version: { deploymentName: 'orders', buildId: 'r8' },
+      useWorkerVersioning: true,
+      defaultVersioningBehavior: 'PINNED',
+    });
+    expect(unversioned.workerDeploymentOptions).toBeUndefined();
+    expect(theirs.workerDeploymentOptions).toEqual(own);
+    expect(warned).toEqual([
+      "deputy: this Worker's deployment runs workflows AUTO_UPGRADE; Deputy's runs must end on the version they start on: set workerDeploymentOptions.defaultVersioningBehavior to 'PINNED' (docs/versioning.md)",
+    ]);
+  });
 });

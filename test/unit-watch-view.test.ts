@@ -104,6 +104,7 @@ describe('R6.5 each event in one line', () => {
     );
     expect(one({ type: 'run/started', taskName: 'a', depth: 1, task: ' short \n task ' })).toBe('started: short task');
     expect(one({ type: 'run/ended', status: 'completed' })).toBe('completed');
+    expect(one({ type: 'run/moved', from: 'acme:v1', to: 'acme:v2' })).toBe('moved from acme:v1 to acme:v2');
     expect(one({ type: 'run/ended', status: 'failed', error: 'the endpoint answered 400' })).toBe('failed');
     expect(one({ type: 'run/ended', status: 'limit_reached', limit: 'maxTurns' })).toBe('limit_reached (maxTurns)');
     expect(one({ type: 'run/ended', status: 'completed', limit: 'maxTokens', synthesis: true })).toBe(

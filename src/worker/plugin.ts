@@ -3,7 +3,7 @@
  * activities, and its workflows when the Worker has none of its own, in one line.
  */
 import { SimplePlugin } from '@temporalio/plugin';
-import type { WorkerOptions } from '@temporalio/worker';
+import type { WorkerDeploymentOptions, WorkerOptions } from '@temporalio/worker';
 import { deputyActivities, type DeputyActivityOptions } from './factory.js';
 import { SHARED_MODULES, WORKFLOWS_PATH } from './bundle.js';
 import { modelQueueWarnings, sharedQueueWarning } from './start-checks.js';
@@ -11,17 +11,26 @@ import { ConfigStore } from '../config/store.js';
 import { HEARTBEAT_THROTTLE } from './heartbeats.js';
 import { modelQueues, type ModelQueue } from './model-queue.js';
 
-/** Options of `deputyPlugin`: what Deputy's activities need. */
-export type DeputyPluginOptions = DeputyActivityOptions;
+/** Options of `deputyPlugin`: what Deputy's activities need, and the Worker Deployment the Worker is a version of. */
+export type DeputyPluginOptions = DeputyActivityOptions & {
+  /**
+   * Makes the Worker a version of this deployment (as `DEPUTY_DEPLOYMENT` does for `npm run worker`), runs pinned,
+   * unless the Worker sets its own `workerDeploymentOptions`. The plugin does not see the Worker's workflow code, so
+   * the build id is the service's own (its release).
+   */
+  deployment?: { name: string; buildId: string } | undefined;
+};
 
 /** The plugin `deputyPlugin` returns. */
 export class DeputyPlugin extends SimplePlugin {
   readonly #childTaskQueue: string;
   readonly #modelQueues: ModelQueue[];
+  readonly #deployment: DeputyPluginOptions['deployment'];
 
   constructor(options: DeputyPluginOptions) {
     super({ name: 'deputy', activities: deputyActivities(options) });
     this.#childTaskQueue = options.childTaskQueue;
+    this.#deployment = options.deployment;
     const { config } = options;
     this.#modelQueues = modelQueues(config instanceof ConfigStore ? config.current : config);
   }
@@ -37,7 +46,7 @@ export class DeputyPlugin extends SimplePlugin {
     const shared = sharedQueueWarning(options.taskQueue, this.#childTaskQueue);
     if (shared) console.warn(shared);
     for (const unpolled of modelQueueWarnings(options.taskQueue, this.#modelQueues)) console.warn(unpolled);
-    const deployment = options.workerDeploymentOptions;
+    const deployment = options.workerDeploymentOptions ?? this.#versioned();
     if (deployment?.useWorkerVersioning && deployment.defaultVersioningBehavior !== 'PINNED') {
       // An auto-upgrading run would replay its history on the next version's code mid-run.
       console.warn(
@@ -55,7 +64,15 @@ export class DeputyPlugin extends SimplePlugin {
         },
       }),
       ...(options.maxHeartbeatThrottleInterval === undefined && { maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE }),
+      ...(deployment && { workerDeploymentOptions: deployment }),
     };
+  }
+
+  /** The deployment options the plugin's `deployment` asks for. */
+  #versioned(): WorkerDeploymentOptions | undefined {
+    if (!this.#deployment) return undefined;
+    const { name: deploymentName, buildId } = this.#deployment;
+    return { version: { deploymentName, buildId }, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' };
   }
 }
 
