@@ -156,7 +156,6 @@ function checkMessageSize(run: Run, name: string, field: string, text: string): 
   }
 }
 
-/** The reply of the `state` query. */
 /** Whatever it carries, the signal only makes a waiting conversation look at what Temporal names as its target. */
 function registerVersionCheck(run: Run): void {
   setHandler(checkVersionSignal, () => {
@@ -164,6 +163,7 @@ function registerVersionCheck(run: Run): void {
   });
 }
 
+/** The reply of the `state` query. */
 function stateOf(run: Run): RunState {
   const composition = run.resolvedComposition;
   const limits = run.account.resolvedLimits;

@@ -231,6 +231,7 @@ export class Run {
   toResume(): RunResume {
     const context = this.dialogueCache.carry(toChatMessages(this.events, this.persona));
     const { delegations, snapshotMarks } = this.children.toResume();
+    const versions = this.versions.toResume();
     return {
       segment: this.segment + 1,
       session: [...this.events],
@@ -244,7 +245,7 @@ export class Run {
       ...(this.seenMessages.size > 0 && { seenMessages: [...this.seenMessages] }),
       ...this.artifacts.toResume(),
       ...(context && { context }),
-      ...(this.versions.toResume().length > 0 && { versions: this.versions.toResume() }),
+      ...(versions.length > 0 && { versions }),
     };
   }
 
